@@ -1,0 +1,71 @@
+from cython cimport floating
+from ._blas cimport _gemm_nt
+
+# Samples per chunk of the blocked kernels: a CHUNK_SIZE x n_clusters tile of distances stays
+# in cache for moderate n_clusters, and gemm is efficient at this size.
+cdef enum:
+    CHUNK_SIZE = 256
+
+# Below this many features a direct loop beats gemm (benchmarks/bench_lloyd.py --cutoff).
+cdef enum:
+    GEMM_MIN_FEATURES = 9
+
+
+cdef inline floating _sqdist(const floating* a, const floating* b,
+                             Py_ssize_t n_features) noexcept nogil:
+    """Squared Euclidean distance between two rows."""
+    cdef floating d = 0, t
+    cdef Py_ssize_t k
+    for k in range(n_features):
+        t = a[k] - b[k]
+        d += t * t
+    return d
+
+
+cdef inline floating _sqnorm(const floating* a, Py_ssize_t n_features) noexcept nogil:
+    cdef floating d = 0
+    cdef Py_ssize_t k
+    for k in range(n_features):
+        d += a[k] * a[k]
+    return d
+
+
+cdef inline bint _use_gemm(Py_ssize_t n_features) noexcept nogil:
+    return n_features >= GEMM_MIN_FEATURES
+
+
+cdef inline void _dist2_tile(const floating* X,              # IN  (n_rows, n_features)
+                             Py_ssize_t n_rows,
+                             Py_ssize_t n_features,
+                             const floating* centers,        # IN  (n_clusters, n_features)
+                             const floating* centers_T,      # IN  (n_features, n_clusters)
+                             const floating* centers_sqnorm, # IN  (n_clusters,)
+                             Py_ssize_t n_clusters,
+                             floating* tile) noexcept nogil: # OUT (n_rows, n_clusters)
+    """Distances of a chunk of rows to all centres.
+
+    With gemm (``_use_gemm(n_features)``) the tile holds ``||c_j||^2 - 2 x_i . c_j``: the
+    ``||x_i||^2`` term is left out because the argmin does not need it and adding it first
+    would cost float32 precision; callers that need the value add it and clamp at zero.
+    Without gemm (few features) the tile holds the exact ``||x_i - c_j||^2``, computed from the
+    transposed centres so that the inner loop over clusters vectorises.
+    """
+    cdef Py_ssize_t i, j, k
+    cdef floating xk
+    cdef floating* row
+    if _use_gemm(n_features):
+        for i in range(n_rows):
+            row = tile + i * n_clusters
+            for j in range(n_clusters):
+                row[j] = centers_sqnorm[j]
+        _gemm_nt(<int> n_rows, <int> n_clusters, <int> n_features, -2.0, X, <int> n_features,
+                 centers, <int> n_features, 1.0, tile, <int> n_clusters)
+    else:
+        for i in range(n_rows):
+            row = tile + i * n_clusters
+            for j in range(n_clusters):
+                row[j] = 0
+            for k in range(n_features):
+                xk = X[i * n_features + k]
+                for j in range(n_clusters):
+                    row[j] += (xk - centers_T[k * n_clusters + j]) * (xk - centers_T[k * n_clusters + j])

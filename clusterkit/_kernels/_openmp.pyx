@@ -1,0 +1,41 @@
+"""OpenMP availability and the number of threads kernels run with."""
+import os
+
+from ._openmp cimport CK_OPENMP_ENABLED, omp_get_max_threads
+
+
+def openmp_enabled():
+    """Return ``True`` if the kernels were compiled with OpenMP support."""
+    return bool(CK_OPENMP_ENABLED)
+
+
+def _cpu_count():
+    try:
+        from joblib import cpu_count  # respects cgroup CPU quotas
+        return cpu_count()
+    except ImportError:  # joblib comes with scikit-learn; be defensive anyway
+        return os.cpu_count() or 1
+
+
+def effective_n_threads(n_threads=None):
+    """Resolve a user's ``n_threads`` to the number of OpenMP threads kernels use.
+
+    Parameters
+    ----------
+    n_threads : int or None, default=None
+        ``None`` uses every available core (``OMP_NUM_THREADS`` and CPU quotas are respected);
+        a negative value ``-k`` means all cores but ``k - 1``; a positive value is used as is.
+
+    Returns
+    -------
+    n_threads : int
+        At least 1; always 1 when compiled without OpenMP.
+    """
+    if not CK_OPENMP_ENABLED:
+        return 1
+    available = max(1, min(omp_get_max_threads(), _cpu_count()))
+    if n_threads is None:
+        return available
+    if n_threads < 0:
+        return max(1, available + 1 + n_threads)
+    return max(1, int(n_threads))

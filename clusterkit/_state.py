@@ -1,0 +1,84 @@
+"""Per-fit state that the driver hands to every strategy call."""
+import time
+
+import numpy as np
+
+__all__ = ["FitState"]
+
+COST_PHASES = ("seeding", "reduction", "estep", "labels")
+
+
+class FitState:
+    """Everything one fit shares between its strategies.
+
+    Created by :class:`~clusterkit.Clusterer` at the start of ``fit``; a custom strategy reads
+    the attributes below and records its work with :meth:`count`.
+
+    Attributes
+    ----------
+    n_clusters : int
+    n_features : int
+    dtype : numpy.dtype
+        The floating dtype of the fit (float32 or float64).
+    random_state : numpy.random.RandomState
+        The only source of randomness of the fit.
+    n_threads : int
+        Number of OpenMP threads every kernel is called with.
+    soft : bool
+        Whether the M-step needs responsibilities.
+    sigma2 : float or None
+        Shared variance of the isotropic GMM (soft fits); ``None`` until the first E-step.
+    sigma2_floor : float
+        Smallest variance allowed (``1e-12`` times the data's variance per dimension).
+    estep_state, mstep_state, schedule_state : object or None
+        What the strategies' ``init_state`` hooks returned.
+    cost : dict
+        Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
+        ``"labels"``.
+    history : list of dict
+        One entry per iteration (see ``Clusterer.history_``).
+    verbose : int
+    """
+
+    def __init__(self, *, n_clusters, n_features, dtype, random_state, n_threads, soft,
+                 sigma2_floor=0.0, verbose=0):
+        self.n_clusters = n_clusters
+        self.n_features = n_features
+        self.dtype = np.dtype(dtype)
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.soft = soft
+        self.sigma2 = None
+        self.sigma2_floor = sigma2_floor
+        self.verbose = verbose
+        self.estep_state = None
+        self.mstep_state = None
+        self.schedule_state = None
+        self.cost = dict.fromkeys(COST_PHASES, 0)
+        self.history = []
+        self._start = time.perf_counter()
+
+    def count(self, phase, n_evals):
+        """Add ``n_evals`` distance evaluations to ``phase`` (one of ``cost``'s keys)."""
+        self.cost[phase] += int(n_evals)
+
+    @property
+    def n_distance_evals(self):
+        """Total distance evaluations so far."""
+        return sum(self.cost.values())
+
+    @property
+    def seconds(self):
+        """Seconds since the fit started."""
+        return time.perf_counter() - self._start
+
+    def init_sigma2(self, dist2, sample_weight):
+        """Set the initial variance from the first E-step's distances (vc-GMM eq. 12).
+
+        ``sigma2 = sum_n w_n min_c d2_nc / (D sum_n w_n)``, where the minimum runs over the
+        clusters the E-step evaluated for sample ``n``.
+        """
+        total = float(np.dot(sample_weight.astype(np.float64), dist2.astype(np.float64)))
+        self.sigma2 = max(total / (self.n_features * float(sample_weight.sum(dtype=np.float64))),
+                          self.sigma2_floor)
+        return self.sigma2
