@@ -2,6 +2,7 @@
 import numpy as np
 
 from cython cimport floating
+from libc.math cimport exp, log
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqnorm, _use_gemm
@@ -85,3 +86,152 @@ def assign_full(const floating[:, ::1] X,        # IN
                           &centers_T[0, 0], &centers_sqnorm[0], n_clusters,
                           &tiles[threadid(), 0, 0], &labels[start], &min_dist2[start])
     return n_samples * n_clusters
+
+
+cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
+                                  double inv_two_sigma2) noexcept nogil:
+    """Turn squared distances into responsibilities in place; return the log normaliser.
+
+    ``r_j = exp(-d2_j / (2 s2)) / sum_l exp(-d2_l / (2 s2))``, computed with the smallest
+    distance subtracted first (log-sum-exp shift). The return value is
+    ``log sum_l exp(-d2_l / (2 s2))``.
+    """
+    cdef Py_ssize_t j
+    cdef floating d_min = row[0]
+    cdef double total = 0, e
+    for j in range(1, n):
+        if row[j] < d_min:
+            d_min = row[j]
+    for j in range(n):
+        e = exp(-(row[j] - d_min) * inv_two_sigma2)
+        row[j] = <floating> e
+        total += e
+    for j in range(n):
+        row[j] = <floating> (row[j] / total)
+    return <floating> (log(total) - d_min * inv_two_sigma2)
+
+
+cdef void _resp_chunk(const floating* X, Py_ssize_t n_rows, Py_ssize_t n_features,
+                      const floating* centers, const floating* centers_T,
+                      const floating* centers_sqnorm, Py_ssize_t n_clusters,
+                      double inv_two_sigma2,
+                      floating* resp,            # OUT (n_rows, n_clusters)
+                      int* labels,               # OUT (n_rows,)
+                      floating* min_dist2,       # OUT (n_rows,)
+                      floating* log_norm) noexcept nogil:  # OUT (n_rows,)
+    cdef Py_ssize_t i, j, best
+    cdef bint gemm = _use_gemm(n_features)
+    cdef floating xn, d
+    cdef floating* row
+    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, resp)
+    for i in range(n_rows):
+        row = resp + i * n_clusters
+        if gemm:
+            xn = _sqnorm(X + i * n_features, n_features)
+            for j in range(n_clusters):
+                d = row[j] + xn
+                row[j] = d if d > 0 else 0
+        best = _argmin(row, n_clusters)
+        labels[i] = <int> best
+        min_dist2[i] = row[best]
+        if inv_two_sigma2 > 0:
+            log_norm[i] = _softmax_row(row, n_clusters, inv_two_sigma2)
+
+
+def responsibilities_full(const floating[:, ::1] X,        # IN
+                          const floating[:, ::1] centers,  # IN
+                          double sigma2,
+                          floating[:, ::1] resp,           # OUT
+                          int[::1] labels,                 # OUT
+                          floating[::1] min_dist2,         # OUT
+                          floating[::1] log_norm,          # OUT
+                          int n_threads):
+    """Exact responsibilities of an isotropic, equal-weight GMM over all clusters.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    sigma2 : float
+        Shared variance. ``sigma2 <= 0`` skips the softmax: ``resp`` then holds the squared
+        distances and ``log_norm`` is left untouched (used when the variance is only known
+        after the distances, vc-GMM eq. 12).
+    resp : ndarray of shape (n_samples, n_clusters), dtype=floating
+        Output: ``r_nc = exp(-d2_nc / (2 sigma2)) / sum_c' exp(-d2_nc' / (2 sigma2))``.
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Output: nearest cluster (ties to the lowest index).
+    min_dist2 : ndarray of shape (n_samples,), dtype=floating
+        Output: squared distance to the nearest cluster.
+    log_norm : ndarray of shape (n_samples,), dtype=floating
+        Output: ``log sum_c exp(-d2_nc / (2 sigma2))``; the log-likelihood of ``x_n`` is this
+        minus ``log C + (D/2) log(2 pi sigma2)``.
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_samples * n_clusters``.
+
+    Notes
+    -----
+    The distances are written straight into ``resp`` (chunk by chunk) and turned into
+    responsibilities in place, so the only ``n_samples x n_clusters`` array is the output the
+    full soft M-step needs anyway. Assumes valid input.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0]
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, start, end
+    cdef double inv_two_sigma2 = 0.5 / sigma2 if sigma2 > 0 else 0.0
+    if n_samples == 0:
+        return 0
+    n_threads = max(1, min(n_threads, n_chunks))
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
+    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    with nogil, parallel(num_threads=n_threads):
+        for c in prange(n_chunks, schedule="static"):
+            start = c * CHUNK_SIZE
+            end = min(start + CHUNK_SIZE, n_samples)
+            _resp_chunk(&X[start, 0], end - start, n_features, &centers[0, 0], &centers_T[0, 0],
+                        &centers_sqnorm[0], n_clusters, inv_two_sigma2, &resp[start, 0],
+                        &labels[start], &min_dist2[start], &log_norm[start])
+    return n_samples * n_clusters
+
+
+def responsibilities_truncated(const floating[:, ::1] dist2,  # IN
+                               double sigma2,
+                               floating[:, ::1] resp,         # OUT
+                               floating[::1] log_norm,        # OUT
+                               int n_threads):
+    """Truncated responsibilities from given squared distances (Forster & Lücke 2018, eq. 5).
+
+    Parameters
+    ----------
+    dist2 : ndarray of shape (n_samples, n_winners), dtype=floating
+        Squared distances of each sample to the clusters of its set ``K(n)``.
+    sigma2 : float
+        Shared variance (> 0).
+    resp : ndarray of shape (n_samples, n_winners), dtype=floating
+        Output: the softmax of ``-dist2 / (2 sigma2)`` over each row. May be ``dist2`` itself.
+    log_norm : ndarray of shape (n_samples,), dtype=floating
+        Output: ``log sum_{c in K(n)} exp(-d2_nc / (2 sigma2))``.
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        Always 0: the distances were computed (and counted) by the caller.
+    """
+    cdef Py_ssize_t n_samples = dist2.shape[0], n_winners = dist2.shape[1]
+    cdef Py_ssize_t i, j
+    cdef double inv_two_sigma2 = 0.5 / sigma2
+    if n_samples == 0:
+        return 0
+    with nogil:
+        for i in prange(n_samples, schedule="static", num_threads=n_threads):
+            if &resp[i, 0] != &dist2[i, 0]:
+                for j in range(n_winners):
+                    resp[i, j] = dist2[i, j]
+            log_norm[i] = _softmax_row(&resp[i, 0], n_winners, inv_two_sigma2)
+    return 0
