@@ -1,0 +1,71 @@
+"""Tests for ``python -m clusterkit demo`` (tiny grids only; no timing assertions)."""
+import re
+
+import numpy as np
+import pytest
+
+from clusterkit import __main__ as cli
+from clusterkit import _demo
+
+CORE_ROWS = ("k-means++ + Lloyd", "AFK-MC² + Lloyd", "soft EM (isotropic GMM)")
+
+
+def parse_table(out):
+    """Return {variant: [seconds, error, relative error, evals, iterations]} from the output."""
+    lines = out.splitlines()
+    header = next(k for k, line in enumerate(lines) if line.startswith("variant"))
+    assert set(lines[header + 1]) <= {"-", " "}
+    rows = {}
+    for line in lines[header + 2:]:
+        if not line.strip():
+            break
+        label, *numbers = re.split(r"\s{2,}", line.strip())
+        rows[label] = [float(number.replace(",", "")) for number in numbers]
+    return rows
+
+
+def test_demo_prints_one_row_per_variant(capsys):
+    assert _demo.main(["--n-side", "4", "--random-state", "0", "--n-threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "BIRCH grid 4 x 4 (C=16 clusters, N=1,600 samples" in out
+    assert re.search(r"numpy \S+, OpenMP (on|off), 1 thread\b", out)
+    assert out.count("variant") == 1
+    truth = float(re.search(r"true means ([\d,.]+)", out).group(1).replace(",", ""))
+    rows = parse_table(out)
+    assert set(CORE_ROWS) <= set(rows)
+    assert all(label in CORE_ROWS or label.startswith("preset ") for label in rows)
+    for label, (seconds, error, relative, evals, n_iter) in rows.items():
+        assert np.isfinite([seconds, error, relative, evals, n_iter]).all(), label
+        assert seconds >= 0 and error > 0 and evals > 0 and n_iter >= 1, label
+        assert relative == pytest.approx(error / truth, abs=1e-3), label
+    # every full E-step evaluates all N C distances at least once
+    assert rows["k-means++ + Lloyd"][3] >= 1600 * 16
+
+
+def test_cli_dispatches_to_the_demo(capsys):
+    assert cli.main(["demo", "--n-side", "2", "--n-threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "BIRCH grid 2 x 2 (C=4 clusters, N=400 samples" in out
+    assert set(CORE_ROWS) <= set(parse_table(out))
+
+
+def test_cli_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["demo", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "python -m clusterkit demo" in out
+    assert "--n-side" in out and "--random-state" in out and "--n-threads" in out
+
+
+def test_cli_errors(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["frobnicate"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _demo.main(["--n-side", "four"])
+    assert "argument --n-side: invalid int value: 'four'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _demo.main(["--n-side", "0"])
+    assert "argument --n-side: must be >= 1, got 0" in capsys.readouterr().err
