@@ -12,6 +12,8 @@ import numpy as np
 from sklearn.datasets import make_blobs
 from sklearn.utils import check_random_state
 
+from ._validation import check_int
+
 __all__ = [
     "make_birch_grid",
     "birch_grid_quantization_error",
@@ -20,14 +22,6 @@ __all__ = [
 ]
 
 DATA_ENV_VAR = "CLUSTERKIT_DATA"
-
-
-def _check_int(name, value, minimum):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}.")
-    if value < minimum:
-        raise ValueError(f"{name}={value} must be >= {minimum}.")
-    return int(value)
 
 
 def _check_nonnegative_float(name, value, strict):
@@ -120,8 +114,8 @@ def make_birch_grid(n_side=10, n_per_cluster=100, spacing=4 * np.sqrt(2), varian
     >>> centers[4]
     array([5.65685425, 5.65685425])
     """
-    n_side = _check_int("n_side", n_side, 1)
-    n_per_cluster = _check_int("n_per_cluster", n_per_cluster, 1)
+    n_side = check_int(n_side, "n_side", minimum=1)
+    n_per_cluster = check_int(n_per_cluster, "n_per_cluster", minimum=1)
     spacing = _check_nonnegative_float("spacing", spacing, strict=True)
     variance = _check_nonnegative_float("variance", variance, strict=False)
     dtype = _check_dtype(dtype)
@@ -184,8 +178,8 @@ def birch_grid_quantization_error(n_side=10, n_per_cluster=100, variance=1.0):
     >>> birch_grid_quantization_error(n_side=5)
     5000.0
     """
-    n_side = _check_int("n_side", n_side, 1)
-    n_per_cluster = _check_int("n_per_cluster", n_per_cluster, 1)
+    n_side = check_int(n_side, "n_side", minimum=1)
+    n_per_cluster = check_int(n_per_cluster, "n_per_cluster", minimum=1)
     variance = _check_nonnegative_float("variance", variance, strict=False)
     return float(n_side * n_side * n_per_cluster * 2) * variance
 
@@ -240,9 +234,9 @@ def make_gaussian_blobs(n_samples, n_features, n_clusters, cluster_std=1.0,
     >>> X.shape, X.dtype, y.dtype, centers.shape
     ((100, 3), dtype('float32'), dtype('int32'), (4, 3))
     """
-    n_samples = _check_int("n_samples", n_samples, 1)
-    n_features = _check_int("n_features", n_features, 1)
-    n_clusters = _check_int("n_clusters", n_clusters, 1)
+    n_samples = check_int(n_samples, "n_samples", minimum=1)
+    n_features = check_int(n_features, "n_features", minimum=1)
+    n_clusters = check_int(n_clusters, "n_clusters", minimum=1)
     dtype = _check_dtype(dtype)
     X, y, centers = make_blobs(n_samples=n_samples, n_features=n_features, centers=n_clusters,
                                cluster_std=cluster_std, center_box=center_box, shuffle=shuffle,

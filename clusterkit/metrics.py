@@ -1,40 +1,13 @@
 """Clustering quality measures: quantization error, NMI and clustering accuracy."""
-import numbers
-
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import check_array
 
 from ._kernels import _assign, _openmp
+from ._validation import check_sample_weight
 
 __all__ = ["quantization_error", "nmi", "clustering_accuracy"]
-
-
-def _check_sample_weight(sample_weight, n_samples, dtype):
-    """Return ``sample_weight`` as a 1-d array of ``dtype`` (ones for ``None``), checked."""
-    if sample_weight is None:
-        return np.ones(n_samples, dtype=dtype)
-    if isinstance(sample_weight, numbers.Real):
-        raise TypeError("sample_weight must be an array-like of shape (n_samples,) or None, "
-                        f"got the scalar {sample_weight!r}.")
-    sample_weight = np.asarray(sample_weight)
-    if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
-        raise ValueError(f"sample_weight has shape {sample_weight.shape}, but X has "
-                         f"{n_samples} samples; expected shape ({n_samples},).")
-    if not np.issubdtype(sample_weight.dtype, np.number) or np.iscomplexobj(sample_weight):
-        raise TypeError(f"sample_weight has dtype {sample_weight.dtype}; expected real "
-                        "numbers.")
-    sample_weight = sample_weight.astype(dtype)
-    n_bad = np.count_nonzero(~np.isfinite(sample_weight))
-    if n_bad:
-        raise ValueError(f"sample_weight has {n_bad} non-finite entries; weights must be "
-                         "finite.")
-    n_negative = np.count_nonzero(sample_weight < 0)
-    if n_negative:
-        raise ValueError(f"sample_weight has {n_negative} negative entries; weights must be "
-                         "non-negative.")
-    return sample_weight
 
 
 def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
@@ -50,8 +23,9 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
         Samples. Integer input is converted to float64; float32 is kept.
     centers : array-like of shape (n_clusters, n_features)
         Centres, cast to the dtype of ``X``.
-    sample_weight : array-like of shape (n_samples,) or None, default=None
-        Non-negative weight of each sample; ``None`` weighs every sample 1.
+    sample_weight : array-like of shape (n_samples,), float or None, default=None
+        Non-negative weight of each sample (not all zero); ``None`` weighs every sample 1, a
+        scalar weighs every sample by it.
     n_threads : int or None, default=None
         Number of OpenMP threads; ``None`` uses all available cores. The result does not
         depend on it.
@@ -66,9 +40,10 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
     ------
     ValueError
         If ``X`` or ``centers`` is empty or not finite, their numbers of features differ, or
-        ``sample_weight`` has the wrong shape or non-finite or negative entries.
+        ``sample_weight`` has the wrong shape, non-finite or negative entries, or is zero
+        everywhere.
     TypeError
-        If ``sample_weight`` is a scalar or not numeric.
+        If ``sample_weight`` is not numeric.
 
     Notes
     -----
@@ -96,7 +71,7 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
     if centers.shape[1] != X.shape[1]:
         raise ValueError(f"centers has {centers.shape[1]} features, but X has "
                          f"{X.shape[1]}.")
-    sample_weight = _check_sample_weight(sample_weight, X.shape[0], X.dtype)
+    sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
     n_threads = _openmp.effective_n_threads(n_threads)
 
     X_mean = X.mean(axis=0, dtype=np.float64).astype(X.dtype)

@@ -75,7 +75,7 @@ def test_birch_grid_quantization_error_matches_the_data():
 
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(n_side=0), ValueError, r"n_side=0 must be >= 1\."),
-    (dict(n_side=2.0), TypeError, r"n_side must be an int, got float\."),
+    (dict(n_side=2.0), TypeError, r"n_side must be an integer, got 2\.0\."),
     (dict(n_per_cluster=0), ValueError, r"n_per_cluster=0 must be >= 1\."),
     (dict(spacing=0.0), ValueError, r"spacing=0.0 must be a finite number > 0\."),
     (dict(spacing="1"), TypeError, r"spacing must be a real number, got str\."),

@@ -59,6 +59,8 @@ def test_quantization_error_weights():
     centers = rng.standard_normal((3, 4))
     # unit weights equal no weights; weight 2 equals duplicating the row; weight 0 drops it
     assert quantization_error(X, centers, np.ones(50)) == quantization_error(X, centers)
+    # a scalar weighs every sample
+    assert quantization_error(X, centers, 2.0) == 2 * quantization_error(X, centers)
     w = np.ones(50)
     w[7] = 2.0
     w[9] = 0.0
@@ -77,13 +79,16 @@ def test_quantization_error_int_input_and_list_weights():
 @pytest.mark.parametrize("centers, sample_weight, error, match", [
     (np.zeros((2, 3)), None, ValueError, r"centers has 3 features, but X has 2\."),
     (np.zeros((2, 2)), np.ones(4), ValueError,
-     r"sample_weight has shape \(4,\), but X has 5 samples; expected shape \(5,\)\."),
+     r"sample_weight has 4 entries, but X has 5 samples\."),
+    (np.zeros((2, 2)), np.ones((5, 1)), ValueError,
+     r"sample_weight must be 1-D, got shape \(5, 1\)\."),
     (np.zeros((2, 2)), [1.0, -1.0, 1.0, -2.0, 1.0], ValueError,
      r"sample_weight has 2 negative entries; weights must be non-negative\."),
     (np.zeros((2, 2)), [1.0, np.nan, 1.0, 1.0, 1.0], ValueError,
      r"sample_weight has 1 non-finite entries; weights must be finite\."),
-    (np.zeros((2, 2)), 2.0, TypeError, r"sample_weight must be an array-like"),
-    (np.zeros((2, 2)), ["a"] * 5, TypeError, r"sample_weight has dtype <U1; expected real"),
+    (np.zeros((2, 2)), np.zeros(5), ValueError,
+     r"sample_weight is zero everywhere; at least one weight must be positive\."),
+    (np.zeros((2, 2)), ["a"] * 5, TypeError, r"sample_weight must be numeric, got dtype <U1\."),
     (np.full((2, 2), np.nan), None, ValueError, r"Input centers contains NaN"),
     (np.zeros((0, 2)), None, ValueError, r"Found array with 0 sample"),
 ])
