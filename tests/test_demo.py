@@ -1,5 +1,7 @@
 """Tests for ``python -m clusterkit demo`` (tiny grids only; no timing assertions)."""
 import re
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -69,3 +71,20 @@ def test_cli_errors(capsys):
     with pytest.raises(SystemExit):
         _demo.main(["--n-side", "0"])
     assert "argument --n-side: must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_demo_adds_rows_for_available_presets(monkeypatch, capsys):
+    from clusterkit import Clusterer
+
+    presets = types.ModuleType("clusterkit.presets")
+
+    def var_kmeans_s(n_clusters, *, random_state=None):
+        # no n_threads parameter: the demo passes only what a preset accepts
+        return Clusterer(n_clusters, max_iter=2, random_state=random_state)
+
+    presets.var_kmeans_s = var_kmeans_s
+    monkeypatch.setitem(sys.modules, "clusterkit.presets", presets)
+    assert _demo.main(["--n-side", "2", "--n-threads", "1"]) == 0
+    rows = parse_table(capsys.readouterr().out)
+    assert set(rows) == set(CORE_ROWS) | {"preset var_kmeans_s"}
+    assert 1 <= rows["preset var_kmeans_s"][4] <= 2
