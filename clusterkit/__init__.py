@@ -1,0 +1,30 @@
+"""clusterkit: composable, Cython-accelerated k-means and Gaussian mixtures for many clusters.
+
+One estimator, :class:`Clusterer`, assembles small strategy objects — a :class:`Seeder`, a
+:class:`DataReducer`, an :class:`EStep`, an :class:`MStep` and a :class:`Schedule` — so that the
+accelerations of the literature (AFK-MC² seeding, lightweight coresets, truncated and partial
+variational E-steps, ...) can be combined and ablated. Ready-made configurations of the papers'
+algorithms live in :mod:`clusterkit.presets`.
+"""
+from ._base import Assignment, DataReducer, EStep, MStep, Schedule, Seeder
+from ._clusterer import Clusterer
+from ._estep import FullEStep
+from ._kernels._openmp import effective_n_threads, openmp_enabled
+from ._mstep import HardMStep, SoftMStep
+from ._reduction import NoReduction
+from ._schedules import FullBatch
+from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
+from ._state import FitState
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Clusterer",
+    "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Assignment", "FitState",
+    "KMeansPlusPlus", "AFKMC2", "RandomSeeder",
+    "NoReduction",
+    "FullEStep",
+    "HardMStep", "SoftMStep",
+    "FullBatch",
+    "openmp_enabled", "effective_n_threads",
+]

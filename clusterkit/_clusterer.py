@@ -1,0 +1,399 @@
+"""The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.metrics.pairwise import euclidean_distances
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from ._base import DataReducer, EStep, MStep, Schedule, Seeder
+from ._estep import FullEStep
+from ._kernels import _assign
+from ._kernels._openmp import effective_n_threads
+from ._mstep import HardMStep, SoftMStep
+from ._reduction import NoReduction
+from ._schedules import FullBatch
+from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
+from ._state import FitState
+from ._validation import check_int, check_n_clusters, check_sample_weight
+
+__all__ = ["Clusterer"]
+
+_SEEDERS = {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder}
+_REDUCERS = {"none": NoReduction}
+_ESTEPS = {"full": FullEStep}
+_MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
+_SCHEDULES = {"full": FullBatch}
+
+
+def _resolve(value, name, base, aliases, default):
+    """A strategy object from an instance, a string alias or ``None`` (the default)."""
+    if value is None:
+        return default()
+    if isinstance(value, base):
+        return value
+    if isinstance(value, str):
+        if value in aliases:
+            return aliases[value]()
+        expected = " or ".join(repr(a) for a in aliases)
+        raise ValueError(f"Unknown {name}={value!r}; expected {expected} or a {base.__name__}.")
+    raise TypeError(f"{name} must be a {base.__name__} or a string, got {type(value).__name__}.")
+
+
+class _GivenCenters(Seeder):
+    """Seeder returning user-supplied (already shifted) initial centres."""
+
+    def __init__(self, centers):
+        self.centers = centers
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        return self.centers
+
+
+class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
+    """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
+
+    A fit runs the pseudo-code shared by the papers clusterkit implements: reduce the data
+    (``reduce``), choose initial centres (``seed``), then alternate E-steps (``estep``) and
+    M-steps (``mstep``) on the batches the ``schedule`` yields, until the relative change of the
+    objective is at most ``tol`` or ``max_iter`` iterations have run.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters ``C``.
+    seed : {"k-means++", "afkmc2", "random"}, Seeder or array-like of shape \
+            (n_clusters, n_features), default="k-means++"
+        How to choose the initial centres: a string alias (:class:`KMeansPlusPlus`,
+        :class:`AFKMC2`, :class:`RandomSeeder` with default parameters), any :class:`Seeder`,
+        or the initial centres themselves.
+    reduce : None, "none" or DataReducer, default=None
+        Data reduction before clustering; ``None`` is :class:`NoReduction`.
+    estep : "full" or EStep, default="full"
+        The E-step; ``"full"`` is :class:`FullEStep`.
+    mstep : {"hard", "soft"} or MStep, default="hard"
+        ``"hard"`` is :class:`HardMStep` (k-means), ``"soft"`` :class:`SoftMStep`
+        (isotropic GMM with one shared variance).
+    schedule : "full" or Schedule, default="full"
+        Which samples each iteration uses; ``"full"`` is :class:`FullBatch`.
+    max_iter : int, default=300
+        Maximum number of iterations (E-step plus M-step).
+    tol : float, default=1e-4
+        Stop when the objective changes by at most ``tol`` relative to its value.
+        ``tol=0`` runs until the objective stops changing or ``max_iter``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds every random choice of the fit (seeding, reduction, exploration).
+    n_threads : int or None, default=None
+        OpenMP threads of the kernels; ``None`` uses all available cores.
+    compute_labels : bool, default=True
+        After fitting, assign the whole training data to the final centres (one exact pass,
+        counted in ``cost_["labels"]``) to set ``labels_`` and ``inertia_``. When ``False``
+        those two attributes are not set.
+    verbose : int, default=0
+        Print one line per iteration when positive.
+    callback : callable or None, default=None
+        Called after every iteration as ``callback(info)`` with the dictionary appended to
+        ``history_`` plus ``"centers"`` (the current centres); a return value of ``True``
+        stops the fit.
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        Final centres, in the dtype of the training data.
+    labels_ : ndarray of shape (n_samples,), dtype=int32
+        Nearest final centre of each training sample (``compute_labels=True``).
+    inertia_ : float
+        Weighted sum of squared distances of the training samples to their nearest final
+        centre (``compute_labels=True``).
+    n_iter_ : int
+        Iterations run.
+    objective_ : float
+        Objective of the last iteration: the weighted quantization error for hard M-steps
+        (non-increasing), the truncated free energy / log-likelihood for soft ones
+        (non-decreasing).
+    sigma2_ : float
+        Shared variance: of the fitted GMM for soft M-steps; for hard ones the k-means
+        estimate ``inertia / (D sum w)`` from the last iteration.
+    history_ : list of dict
+        One entry per iteration with ``"iteration"``, ``"objective"``, ``"qe"`` (weighted
+        quantization error on the fitted, possibly reduced, data), ``"sigma2"``,
+        ``"distance_evals"`` (total so far, seeding and reduction included) and ``"seconds"``
+        (since the start of ``fit``).
+    n_distance_evals_ : int
+        Distance evaluations of the whole fit (the sum of ``cost_``).
+    cost_ : dict
+        Distance evaluations per phase: ``"seeding"``, ``"reduction"``, ``"estep"``,
+        ``"labels"``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+
+    See Also
+    --------
+    clusterkit.presets : ready-made configurations of the papers' algorithms.
+
+    Notes
+    -----
+    The data are mean-centred (a copy) before fitting and the mean is added back to the
+    centres, which keeps float32 distances accurate. float32 input stays float32 throughout.
+    BLAS is limited to one thread during ``fit``; parallelism comes from the OpenMP kernels,
+    whose results do not depend on ``n_threads``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer
+    >>> X = np.array([[1, 2], [1, 4], [1, 0], [10, 2], [10, 4], [10, 0]], dtype=float)
+    >>> km = Clusterer(n_clusters=2, random_state=0).fit(X)
+    >>> np.sort(km.cluster_centers_[:, 0])
+    array([ 1., 10.])
+    >>> km.predict([[0, 0], [12, 3]]) == km.predict([[1, 2], [10, 2]])
+    array([ True,  True])
+    """
+
+    def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
+                 mstep="hard", schedule="full", max_iter=300, tol=1e-4, random_state=None,
+                 n_threads=None, compute_labels=True, verbose=0, callback=None):
+        self.n_clusters = n_clusters
+        self.seed = seed
+        self.reduce = reduce
+        self.estep = estep
+        self.mstep = mstep
+        self.schedule = schedule
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.n_threads = n_threads
+        self.compute_labels = compute_labels
+        self.verbose = verbose
+        self.callback = callback
+
+    # -- validation --------------------------------------------------------------------------
+
+    def _check_params(self, X):
+        check_n_clusters(self.n_clusters, X.shape[0])
+        check_int(self.max_iter, "max_iter", minimum=1)
+        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
+            raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
+        if self.n_threads is not None:
+            check_int(self.n_threads, "n_threads")
+            if self.n_threads == 0:
+                raise ValueError("n_threads=0 must be a positive number or negative (all cores "
+                                 "but some) or None.")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError(f"callback must be callable, got {type(self.callback).__name__}.")
+
+    def _strategies(self, X, x_mean):
+        """Resolve the five strategies; user-given centres become a seeder."""
+        if isinstance(self.seed, (str, Seeder)) or self.seed is None:
+            seeder = _resolve(self.seed, "seed", Seeder, _SEEDERS, KMeansPlusPlus)
+        else:
+            centers = np.asarray(self.seed)
+            if centers.dtype.kind not in "biuf":
+                raise TypeError(f"seed must be a string, a Seeder or an array of centres, got "
+                                f"{type(self.seed).__name__}.")
+            expected = (self.n_clusters, X.shape[1])
+            if centers.shape != expected:
+                raise ValueError(f"seed has shape {centers.shape}, but initial centres must have "
+                                 f"shape (n_clusters, n_features)={expected}.")
+            if not np.all(np.isfinite(centers)):
+                raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
+            seeder = _GivenCenters(np.ascontiguousarray(centers - x_mean, dtype=X.dtype))
+        reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
+        estep = _resolve(self.estep, "estep", EStep, _ESTEPS, FullEStep)
+        mstep = _resolve(self.mstep, "mstep", MStep, _MSTEPS, HardMStep)
+        schedule = _resolve(self.schedule, "schedule", Schedule, _SCHEDULES, FullBatch)
+        for strategy in (seeder, reducer, estep, mstep, schedule):
+            strategy._validate(X, self.n_clusters)
+        return seeder, reducer, estep, mstep, schedule
+
+    # -- fitting -----------------------------------------------------------------------------
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Cluster ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; float32 is kept, everything else becomes float64.
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; a weight of 2 counts a sample twice.
+
+        Returns
+        -------
+        self : Clusterer
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is empty, not 2-D or not finite, has fewer samples than ``n_clusters``,
+            if ``sample_weight`` is negative, non-finite or all zero, or a strategy's
+            parameters do not fit the data.
+        """
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
+                          ensure_min_samples=1)
+        self._check_params(X)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+        x_mean = X.mean(axis=0, dtype=np.float64)
+        seeder, reducer, estep, mstep, schedule = self._strategies(X, x_mean)
+        state = FitState(
+            n_clusters=self.n_clusters, n_features=X.shape[1], dtype=X.dtype,
+            random_state=check_random_state(self.random_state),
+            n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
+            sigma2_floor=1e-12 * max(float(X.var(axis=0).mean()), np.finfo(X.dtype).tiny),
+            verbose=self.verbose)
+        Xc = (X - x_mean).astype(X.dtype, copy=False)
+        with threadpool_limits(limits=1, user_api="blas"):
+            centers = self._run(Xc, sample_weight, seeder, reducer, estep, mstep, schedule, state)
+            if self.compute_labels:
+                self.labels_, dist2 = self._assign(Xc, centers, state)
+                self.inertia_ = float(sample_weight.astype(np.float64) @ dist2)
+        self.cluster_centers_ = (centers + x_mean).astype(X.dtype)
+        self._x_mean = x_mean
+        self.cost_ = dict(state.cost)
+        self.n_distance_evals_ = state.n_distance_evals
+        self.history_ = state.history
+        self.n_iter_ = len(state.history)
+        self.objective_ = state.history[-1]["objective"]
+        self.sigma2_ = state.history[-1]["sigma2"]
+        return self
+
+    def _run(self, X, sample_weight, seeder, reducer, estep, mstep, schedule, state):
+        """The driver loop: the papers' pseudo-code, one strategy call per step."""
+        # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
+        X, sample_weight = reducer.reduce(X, sample_weight, state)
+        check_n_clusters(self.n_clusters, X.shape[0])
+        # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
+        centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
+                                       dtype=X.dtype)
+        # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
+        state.estep_state = estep.init_state(X, sample_weight, centers, state)
+        state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
+        state.schedule_state = schedule.init_state(X.shape[0], state)
+        batches = schedule.batches(X.shape[0], state)
+        for iteration in range(1, self.max_iter + 1):
+            batch = next(batches, False)
+            if batch is False:  # the schedule's budget is spent
+                break
+            Xb, wb = (X, sample_weight) if batch is None else (X[batch], sample_weight[batch])
+            # E-step: assignment / (truncated) responsibilities with the current parameters.
+            assignment = estep.assign(Xb, wb, centers, state)
+            # M-step: new centres (and shared variance) from the assignment.
+            centers = mstep.update(Xb, wb, assignment, centers, state)
+            stop_requested = self._record(iteration, assignment, wb, centers, state)
+            if stop_requested or schedule.should_stop(state, self.tol):
+                break
+        return centers
+
+    def _record(self, iteration, assignment, sample_weight, centers, state):
+        """Append the iteration to the history, report it; ``True`` if the callback stops."""
+        sigma2 = state.sigma2
+        if sigma2 is None:  # hard fit: the k-means free energy's variance (Lücke & Forster 2017)
+            total = state.n_features * float(sample_weight.sum(dtype=np.float64))
+            sigma2 = max(assignment.qe / total, state.sigma2_floor)
+        info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
+                "sigma2": sigma2, "distance_evals": state.n_distance_evals,
+                "seconds": state.seconds}
+        state.history.append(info)
+        if self.verbose:
+            print(f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
+                  f"qe={info['qe']:.6g} distance evaluations={info['distance_evals']} "
+                  f"({info['seconds']:.2f} s)")
+        if self.callback is not None:
+            return self.callback(dict(info, centers=centers)) is True
+        return False
+
+    def _assign(self, X, centers, state):
+        """Exact nearest-centre labels of ``X`` (counted as the "labels" phase)."""
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        state.count("labels", _assign.assign_full(X, centers, labels, dist2, state.n_threads))
+        return labels, dist2.astype(np.float64)
+
+    # -- using a fitted model ----------------------------------------------------------------
+
+    def _check_test_data(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        return X
+
+    def _labels_dist2(self, X):
+        X = self._check_test_data(X)
+        n_threads = effective_n_threads(self.n_threads)
+        centers = np.ascontiguousarray(self.cluster_centers_ - self._x_mean, dtype=X.dtype)
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        with threadpool_limits(limits=1, user_api="blas"):
+            _assign.assign_full((X - self._x_mean).astype(X.dtype, copy=False), centers, labels,
+                                dist2, n_threads)
+        return X, labels, dist2
+
+    def predict(self, X):
+        """Index of the nearest centre of each sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), dtype=int32
+        """
+        return self._labels_dist2(X)[1]
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fit, then return the labels of the training data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), dtype=int32
+        """
+        self.fit(X, sample_weight=sample_weight)
+        return self.labels_ if self.compute_labels else self.predict(X)
+
+    def transform(self, X):
+        """Euclidean distances of each sample to every centre.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        distances : ndarray of shape (n_samples, n_clusters)
+        """
+        X = self._check_test_data(X)
+        return euclidean_distances(X, self.cluster_centers_)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the weighted quantization error of ``X`` with the fitted centres.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+            ``-sum_n w_n min_c ||x_n - mu_c||^2`` (higher is better).
+        """
+        X, _, dist2 = self._labels_dist2(X)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+        return -float(sample_weight.astype(np.float64) @ dist2.astype(np.float64))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -1,0 +1,165 @@
+"""Weighted M-step accumulation, deterministic for any number of threads.
+
+Both kernels use the "owner computes" reduction: samples are counting-sorted by cluster, then
+each cluster sums its own members in sample order inside ``prange`` over clusters. Every output
+row is written by one thread and the order of every floating-point sum is fixed by the data, so
+results are bit-identical for any ``n_threads``.
+"""
+import numpy as np
+
+from cython cimport floating
+from cython.parallel cimport prange
+
+
+cdef void _counting_sort(const int[::1] keys, Py_ssize_t n_keys, Py_ssize_t[::1] starts,
+                         Py_ssize_t[::1] order) noexcept nogil:
+    """``order`` lists positions grouped by key (ascending position inside a key);
+    ``starts[j]:starts[j + 1]`` is key ``j``'s range."""
+    cdef Py_ssize_t i, n = keys.shape[0]
+    for i in range(n_keys + 1):
+        starts[i] = 0
+    for i in range(n):
+        starts[keys[i] + 1] += 1
+    for i in range(n_keys):
+        starts[i + 1] += starts[i]
+    for i in range(n):
+        order[starts[keys[i]]] = i
+        starts[keys[i]] += 1
+    for i in range(n_keys, 0, -1):  # shift back: each start was advanced to the next one
+        starts[i] = starts[i - 1]
+    starts[0] = 0
+
+
+def accumulate_hard(const floating[:, ::1] X,              # IN
+                    const floating[::1] sample_weight,     # IN
+                    const int[::1] labels,                 # IN
+                    floating[:, ::1] centers_sum,          # OUT
+                    floating[::1] weight_in_clusters,      # OUT
+                    int n_threads):
+    """Weighted sums of the samples of every cluster (the hard M-step's statistics).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_samples,), dtype=floating
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Cluster of each sample, in ``[0, n_clusters)``.
+    centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
+        Output: ``sum_{n: labels_n = c} w_n x_n``.
+    weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
+        Output: ``sum_{n: labels_n = c} w_n``.
+    n_threads : int
+
+    Notes
+    -----
+    Costs ``O(N D)`` and ``O(N + C)`` extra integers; no distances. Assumes valid input.
+    """
+    cdef Py_ssize_t n_features = X.shape[1], n_clusters = centers_sum.shape[0]
+    cdef Py_ssize_t j, p, i, k
+    cdef floating w, wsum
+    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] order = np.empty(X.shape[0], dtype=np.intp)
+    with nogil:
+        _counting_sort(labels, n_clusters, starts, order)
+        for j in prange(n_clusters, schedule="static", num_threads=n_threads):
+            wsum = 0
+            for k in range(n_features):
+                centers_sum[j, k] = 0
+            for p in range(starts[j], starts[j + 1]):
+                i = order[p]
+                w = sample_weight[i]
+                wsum = wsum + w
+                for k in range(n_features):
+                    centers_sum[j, k] += w * X[i, k]
+            weight_in_clusters[j] = wsum
+
+
+def accumulate_soft(const floating[:, ::1] X,              # IN
+                    const floating[::1] sample_weight,     # IN
+                    const int[:, ::1] winners,             # IN
+                    const floating[:, ::1] resp,           # IN
+                    floating[:, ::1] centers_sum,          # OUT
+                    floating[::1] weight_in_clusters,      # OUT
+                    int n_threads):
+    """Weighted, responsibility-weighted sums for a truncated (sparse) soft M-step.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_samples,), dtype=floating
+    winners : ndarray of shape (n_samples, n_winners), dtype=int32
+        The clusters ``K(n)`` of each sample (distinct within a row).
+    resp : ndarray of shape (n_samples, n_winners), dtype=floating
+        Responsibilities ``r_nc`` for ``c`` in ``K(n)``.
+    centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
+        Output: ``sum_n w_n r_nc x_n`` (Hirschberger et al., eq. 9, numerator).
+    weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
+        Output: ``U_c = sum_n w_n r_nc``.
+    n_threads : int
+
+    Notes
+    -----
+    Costs ``O(N C' D)`` and ``O(N C' + C)`` extra integers. Assumes valid input.
+    """
+    cdef Py_ssize_t n_winners = winners.shape[1], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers_sum.shape[0]
+    cdef Py_ssize_t j, p, e, i, k
+    cdef floating w, wsum
+    cdef const int[::1] flat = np.asarray(winners).reshape(-1)
+    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] order = np.empty(flat.shape[0], dtype=np.intp)
+    with nogil:
+        _counting_sort(flat, n_clusters, starts, order)
+        for j in prange(n_clusters, schedule="static", num_threads=n_threads):
+            wsum = 0
+            for k in range(n_features):
+                centers_sum[j, k] = 0
+            for p in range(starts[j], starts[j + 1]):
+                e = order[p]
+                i = e // n_winners
+                w = sample_weight[i] * resp[i, e - i * n_winners]
+                wsum = wsum + w
+                for k in range(n_features):
+                    centers_sum[j, k] += w * X[i, k]
+            weight_in_clusters[j] = wsum
+
+
+def soft_sse(const floating[:, ::1] X,              # IN
+             const int[:, ::1] winners,             # IN
+             const floating[:, ::1] resp,           # IN
+             const floating[:, ::1] centers,        # IN
+             floating[::1] sse,                     # OUT
+             int n_threads):
+    """Per-sample ``sum_{c in K(n)} r_nc ||x_n - mu_c||^2`` for the variance update.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    winners : ndarray of shape (n_samples, n_winners), dtype=int32
+    resp : ndarray of shape (n_samples, n_winners), dtype=floating
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+        The NEW means (Forster & Lücke 2018, eq. 4 uses the updated means).
+    sse : ndarray of shape (n_samples,), dtype=floating
+        Output, per sample (unweighted; the caller weights and sums it).
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        Always 0: like the papers, M-step distances are not counted as evaluations.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_winners = winners.shape[1]
+    cdef Py_ssize_t n_features = X.shape[1]
+    cdef Py_ssize_t i, m, k
+    cdef floating s, d, t
+    with nogil:
+        for i in prange(n_samples, schedule="static", num_threads=n_threads):
+            s = 0
+            for m in range(n_winners):
+                d = 0
+                for k in range(n_features):
+                    t = X[i, k] - centers[winners[i, m], k]
+                    d = d + t * t
+                s = s + resp[i, m] * d
+            sse[i] = s
+    return 0

@@ -1,0 +1,134 @@
+"""M-steps: re-estimate the centres (and the shared variance) from an assignment."""
+import numpy as np
+
+from ._base import MStep
+from ._kernels import _mstep
+
+__all__ = ["HardMStep", "SoftMStep", "relocate_empty_clusters"]
+
+
+def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment):
+    """Move every cluster that received no weight onto a far-away sample.
+
+    The one rule for empty clusters in clusterkit: the empty clusters, in index order, take the
+    samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre,
+    farthest first, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
+    the worst explained, so this lowers the objective the most among single-sample moves. If
+    there are more empty clusters than samples with positive weight, the rest keep their
+    previous position (already in ``centers_new``). Centres are never NaN.
+
+    Returns the number of relocated clusters.
+    """
+    empty = np.flatnonzero(weight_in_clusters <= 0)
+    if empty.size == 0:
+        return 0
+    score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
+    n_far = min(empty.size, int(np.count_nonzero(sample_weight > 0)))
+    far = np.argsort(-score, kind="stable")[:n_far]
+    centers_new[empty[:n_far]] = X[far]
+    return n_far
+
+
+def _divide(centers_sum, weight_in_clusters, centers):
+    """Means where a cluster has weight; the old centre elsewhere (relocated afterwards)."""
+    has = weight_in_clusters > 0
+    out = centers.copy()
+    out[has] = centers_sum[has] / weight_in_clusters[has, None]
+    return out
+
+
+class HardMStep(MStep):
+    """Weighted means of the samples assigned to each cluster (Lloyd's M-step).
+
+    ``mu_c = sum_{n in c} w_n x_n / sum_{n in c} w_n``; the weights are the user's
+    ``sample_weight`` times any coreset weights (Hirschberger et al., eq. 9 with hard
+    responsibilities). Reads ``assignment.labels``.
+
+    Notes
+    -----
+    Cost ``O(N D)``, no distance evaluations; deterministic for any number of threads. A
+    cluster without weight is relocated by :func:`relocate_empty_clusters`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, HardMStep
+    >>> X = np.array([[0.0], [2.0], [10.0], [12.0]])
+    >>> Clusterer(2, seed=X[[0, 2]], mstep=HardMStep()).fit(X).cluster_centers_
+    array([[ 1.],
+           [11.]])
+    """
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        centers_sum = np.empty_like(centers)
+        weight = np.empty(centers.shape[0], dtype=X.dtype)
+        _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
+                               state.n_threads)
+        centers_new = _divide(centers_sum, weight, centers)
+        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        return centers_new
+
+
+class SoftMStep(MStep):
+    """Means and one shared variance of an isotropic, equal-weight GMM.
+
+    Implements the weighted M-step of Hirschberger, Forster & Lücke (eq. 9; Forster & Lücke
+    2018, eq. 4, is the unweighted case) for full or truncated responsibilities::
+
+        U_c   = sum_n w_n r_nc
+        mu_c  = sum_n w_n r_nc x_n / U_c
+        s2    = sum_n w_n sum_{c in K(n)} r_nc ||x_n - mu_c||^2 / (D sum_n w_n)
+
+    with the NEW means in ``s2``. Reads ``assignment.winners``/``assignment.resp`` and writes
+    ``state.sigma2``. The first variance comes from the first E-step (vc-GMM eq. 12).
+
+    Notes
+    -----
+    Cost ``O(N C' D)`` for ``C'`` winners per sample (``O(N C D)`` for full responsibilities),
+    no distance evaluations. The variance is clamped at ``state.sigma2_floor``
+    (``1e-12`` times the data variance per dimension) so that duplicated points or
+    ``C`` close to ``N`` never give a zero variance. With full responsibilities the variance is
+    computed from the identity ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` in float64
+    (the data are mean-centred by the driver, which keeps the cancellation small). Clusters
+    without weight are relocated by :func:`relocate_empty_clusters`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, SoftMStep
+    >>> X = np.array([[0.0], [2.0], [10.0], [12.0]])
+    >>> gmm = Clusterer(2, seed=X[[0, 2]], mstep=SoftMStep(), random_state=0).fit(X)
+    >>> np.round(gmm.cluster_centers_, 3)
+    array([[ 1.],
+           [11.]])
+    >>> round(gmm.sigma2_, 3)
+    1.0
+    """
+
+    soft = True
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        n_clusters, n_features = centers.shape
+        total_weight = float(sample_weight.sum(dtype=np.float64))
+        if assignment.winners is None:  # dense responsibilities over all clusters
+            resp = assignment.resp
+            weight = sample_weight @ resp
+            centers_sum = resp.T @ (X * sample_weight[:, None])
+            centers_new = _divide(centers_sum, weight, centers)
+            mu = centers_new.astype(np.float64)
+            x_sq = np.einsum("i,ij,ij->", sample_weight.astype(np.float64), X.astype(np.float64),
+                             X.astype(np.float64))
+            sse = x_sq - float(weight.astype(np.float64) @ np.einsum("ij,ij->i", mu, mu))
+        else:
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+            _mstep.accumulate_soft(X, sample_weight, assignment.winners, assignment.resp,
+                                   centers_sum, weight, state.n_threads)
+            centers_new = _divide(centers_sum, weight, centers)
+            per_sample = np.empty(X.shape[0], dtype=X.dtype)
+            _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,
+                            state.n_threads)
+            sse = float(sample_weight.astype(np.float64) @ per_sample.astype(np.float64))
+        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        state.sigma2 = max(sse / (n_features * total_weight), state.sigma2_floor)
+        return centers_new
