@@ -23,10 +23,166 @@ def assign_full(X, centers):
     return labels, d2[np.arange(len(X)), labels], X.shape[0] * centers.shape[0]
 
 
+def softmax_neg(dist2, sigma2):
+    """Rows of ``exp(-dist2 / (2 sigma2))`` normalised; returns (resp, log_norm)."""
+    a = -np.asarray(dist2, dtype=np.float64) / (2.0 * sigma2)
+    a_max = a.max(axis=1, keepdims=True)
+    e = np.exp(a - a_max)
+    total = e.sum(axis=1, keepdims=True)
+    return e / total, (np.log(total) + a_max)[:, 0]
+
+
+def responsibilities_full(X, centers, sigma2):
+    """Exact GMM responsibilities; returns (resp, labels, min_dist2, log_norm, n_evals)."""
+    labels, min_dist2, n_evals = assign_full(X, centers)
+    resp, log_norm = softmax_neg(sqdist(X, centers), sigma2)
+    return resp, labels, min_dist2, log_norm, n_evals
+
+
+def gemm_nt(A, B, alpha, beta, C):
+    """``alpha * A @ B.T + beta * C``."""
+    return alpha * np.asarray(A, np.float64) @ np.asarray(B, np.float64).T + beta * C
+
+
 # --- M-steps (_mstep.pyx) --------------------------------------------------------------------
+
+def accumulate_hard(X, sample_weight, labels, n_clusters):
+    """Per-cluster weighted sums and weights; returns (centers_sum, weight_in_clusters)."""
+    X = np.asarray(X, np.float64)
+    w = np.asarray(sample_weight, np.float64)
+    sums = np.zeros((n_clusters, X.shape[1]))
+    np.add.at(sums, labels, w[:, None] * X)
+    return sums, np.bincount(labels, weights=w, minlength=n_clusters)
+
+
+def accumulate_soft(X, sample_weight, winners, resp, n_clusters):
+    """Responsibility-weighted sums; returns (centers_sum, weight_in_clusters)."""
+    X = np.asarray(X, np.float64)
+    wr = np.asarray(sample_weight, np.float64)[:, None] * np.asarray(resp, np.float64)
+    sums = np.zeros((n_clusters, X.shape[1]))
+    np.add.at(sums, winners.ravel(), (wr[:, :, None] * X[:, None, :]).reshape(-1, X.shape[1]))
+    return sums, np.bincount(winners.ravel(), weights=wr.ravel(), minlength=n_clusters)
+
+
+def soft_sse(X, winners, resp, centers):
+    """Per-sample ``sum_m r_nm ||x_n - mu_{winners[n, m]}||^2``."""
+    X = np.asarray(X, np.float64)
+    d2 = ((X[:, None, :] - np.asarray(centers, np.float64)[winners]) ** 2).sum(-1)
+    return (np.asarray(resp, np.float64) * d2).sum(1)
 
 
 # --- seeding (_seeding.pyx) ------------------------------------------------------------------
 
+def d2_update(X, center, min_dist2):
+    """Twin of ``d2_update``; returns (min_dist2 lowered by ``center``, n_evals)."""
+    d2 = sqdist(X, np.asarray(center)[None, :])[:, 0]
+    return np.minimum(np.asarray(min_dist2, dtype=np.float64), d2), X.shape[0]
+
+
+def d2_candidates(X, sample_weight, candidates, min_dist2):
+    """Twin of ``d2_candidates``; returns (potential per candidate, n_evals)."""
+    d2 = np.minimum(sqdist(X, candidates), np.asarray(min_dist2, dtype=np.float64)[:, None])
+    potentials = np.asarray(sample_weight, dtype=np.float64) @ d2
+    return potentials, X.shape[0] * candidates.shape[0]
+
+
+def afkmc2_chain(X, sample_weight, q, first, candidates, uniforms):
+    """Twin of ``afkmc2_chain``; returns (centers, chosen, n_evals)."""
+    n_clusters = candidates.shape[0] + 1
+    chosen = [int(first)]
+    n_evals = 0
+    for i in range(1, n_clusters):
+        ys = candidates[i - 1]
+        p = sample_weight[ys].astype(np.float64) * sqdist(X[ys], X[chosen]).min(axis=1)
+        n_evals += len(ys) * i
+        state = 0
+        for j in range(1, len(ys)):
+            if p[state] == 0 or (p[j] / q[ys[j]]) / (p[state] / q[ys[state]]) > uniforms[i - 1, j]:
+                state = j
+        chosen.append(int(ys[state]))
+    chosen = np.asarray(chosen, dtype=np.int32)
+    return X[chosen].copy(), chosen, n_evals
+
 
 # --- partial E-step (_partial.pyx) -----------------------------------------------------------
+
+def _smallest(values, labels, k):
+    """Positions of the ``k`` smallest ``values``, ordered by (value, label)."""
+    order = np.lexsort((labels, values))
+    return order[:k]
+
+
+def assign_topk(X, centers, n_winners):
+    """The ``n_winners`` nearest centres per sample (ascending, ties to the lower index).
+
+    Returns (winners, win_dist2, n_evals).
+    """
+    d2 = sqdist(X, centers)
+    winners = np.argsort(d2, axis=1, kind="stable")[:, :n_winners].astype(np.int32)
+    return winners, np.take_along_axis(d2, winners, axis=1), X.shape[0] * centers.shape[0]
+
+
+def partial_search(X, centers, neighbourhoods, explore, winners):
+    """Search ``S(n) = union_{c in K(n)} G_c`` plus ``explore[n]`` (duplicates removed).
+
+    Returns (winners_new, win_dist2, cand, cand_dist2, n_cand, n_evals); ``cand[n]`` lists
+    ``S(n)`` in the order it is built (``G_c`` for ``c`` in ``winners[n]`` row order, then the
+    exploratory clusters), padded with -1 (distances with NaN).
+    """
+    n_samples, n_winners = winners.shape
+    sets = []
+    for n in range(n_samples):
+        seq = list(neighbourhoods[winners[n]].ravel()) + list(explore[n])
+        sets.append(list(dict.fromkeys(int(j) for j in seq)))
+    max_cand = max([len(s) for s in sets] + [1])
+    cand = np.full((n_samples, max_cand), -1, dtype=np.int32)
+    cand_dist2 = np.full((n_samples, max_cand), np.nan)
+    n_cand = np.array([len(s) for s in sets], dtype=np.int32)
+    winners_new = np.empty_like(winners, dtype=np.int32)
+    win_dist2 = np.empty(winners.shape)
+    for n, s in enumerate(sets):
+        s = np.array(s, dtype=np.int32)
+        d2 = sqdist(X[n:n + 1], centers[s])[0]
+        cand[n, :len(s)] = s
+        cand_dist2[n, :len(s)] = d2
+        best = _smallest(d2, s, n_winners)
+        winners_new[n] = s[best]
+        win_dist2[n] = d2[best]
+    return winners_new, win_dist2, cand, cand_dist2, n_cand, int(n_cand.sum())
+
+
+def neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, neighbourhoods, use_dist):
+    """Eq. 8 of Forster & Lücke (2018): ``G_c`` from the mean (squared) distances of the
+    samples whose best cluster is ``c``. Returns the new neighbourhoods (input unchanged)."""
+    n_clusters, G = neighbourhoods.shape
+    result = neighbourhoods.copy()
+    acc = {c: {} for c in range(n_clusters)}
+    for n in range(len(labels)):  # sample order, float64 sums: the kernel's exact arithmetic
+        c = int(labels[n])
+        for k in range(int(n_cand[n])):
+            j = int(cand[n, k])
+            if j == c:
+                continue
+            d = float(cand_dist2[n, k])
+            s, m = acc[c].get(j, (0.0, 0))
+            acc[c][j] = (s + (np.sqrt(d) if use_dist else d), m + 1)
+    for c in range(n_clusters):
+        if not np.any(labels == c):
+            continue
+        est = sorted((s / m, j) for j, (s, m) in acc[c].items())
+        chosen = [j for _, j in est[:G - 1]]
+        old = [int(j) for j in neighbourhoods[c, 1:] if j not in chosen]
+        result[c] = [c] + (chosen + old)[:G - 1]
+    return result
+
+
+def neighbourhoods_exhaustive(centers, G):
+    """``G_c`` = ``c`` and its ``G - 1`` nearest other centres. Returns (neighbourhoods, n_evals)."""
+    n_clusters = centers.shape[0]
+    d2 = sqdist(centers, centers)
+    result = np.empty((n_clusters, G), dtype=np.int32)
+    for c in range(n_clusters):
+        others = np.delete(np.arange(n_clusters), c)
+        result[c, 0] = c
+        result[c, 1:] = others[_smallest(d2[c, others], others, G - 1)]
+    return result, n_clusters * n_clusters

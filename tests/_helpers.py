@@ -1,0 +1,23 @@
+"""Assertions shared by the tests."""
+import numpy as np
+
+
+def assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol):
+    """Labels may differ only where the two centres are equally near up to ``rtol``."""
+    X = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    diff = np.flatnonzero(labels != labels_ref)
+    if diff.size == 0:
+        return
+    d_a = ((X[diff] - centers[labels[diff]]) ** 2).sum(1)
+    d_b = ((X[diff] - centers[labels_ref[diff]]) ** 2).sum(1)
+    scale = np.maximum(np.abs(X[diff]).max(1) ** 2 + np.abs(centers).max() ** 2, 1.0)
+    bad = np.abs(d_a - d_b) > rtol * scale * X.shape[1]
+    assert not bad.any(), f"{bad.sum()} labels differ beyond ties, e.g. sample {diff[bad][0]}"
+
+
+def assert_same_partition(labels_a, labels_b):
+    """Two labelings describe the same partition (up to renaming clusters)."""
+    labels_a, labels_b = np.asarray(labels_a), np.asarray(labels_b)
+    pairs = set(zip(labels_a.tolist(), labels_b.tolist()))
+    assert len(pairs) == len(set(labels_a.tolist())) == len(set(labels_b.tolist()))

@@ -1,0 +1,31 @@
+import numpy as np
+import pytest
+
+DTYPES = [np.float32, np.float64]
+THREADS = [1, 2]
+
+
+@pytest.fixture(params=DTYPES, ids=["float32", "float64"])
+def dtype(request):
+    return request.param
+
+
+@pytest.fixture(params=THREADS, ids=["1thread", "2threads"])
+def n_threads(request):
+    return request.param
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def rtol_for(dtype):
+    return 1e-5 if np.dtype(dtype) == np.float32 else 1e-10
+
+
+def make_state(X, n_clusters, n_threads=1, soft=False, seed=0):
+    """A FitState as the driver would build it for ``X``."""
+    from clusterkit import FitState
+    return FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
+                    random_state=np.random.RandomState(seed), n_threads=n_threads, soft=soft)

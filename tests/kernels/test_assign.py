@@ -1,0 +1,120 @@
+"""Exact assignment and responsibility kernels against their NumPy twins."""
+import numpy as np
+import pytest
+
+from clusterkit import _reference as ref
+from clusterkit._kernels import _assign, _blas
+
+from .._helpers import assert_labels_equal_up_to_ties
+from ..conftest import rtol_for
+
+CHUNK = 256
+# (n_samples, n_features, n_clusters): one sample, chunk edges, several chunks plus a remainder,
+# a single cluster, few features (direct loop) and many (gemm).
+SHAPES = [(1, 3, 2), (CHUNK - 1, 2, 7), (CHUNK + 1, 12, 5), (3 * CHUNK + 17, 5, 33),
+          (600, 16, 1), (700, 9, 40), (301, 8, 64)]
+
+
+def _data(shape, dtype, seed=0):
+    n, d, c = shape
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(dtype)
+    centers = rng.normal(size=(c, d)).astype(dtype)
+    return X, centers
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_assign_full_matches_reference(shape, dtype, n_threads):
+    X, centers = _data(shape, dtype)
+    labels = np.empty(len(X), np.int32)
+    dist2 = np.empty(len(X), dtype)
+    n_evals = _assign.assign_full(X, centers, labels, dist2, n_threads)
+    labels_ref, dist2_ref, n_ref = ref.assign_full(X, centers)
+    assert n_evals == n_ref
+    assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol_for(dtype))
+    d_own = ref.sqdist(X, centers)[np.arange(len(X)), labels]
+    np.testing.assert_allclose(dist2, d_own, rtol=rtol_for(dtype) * 10, atol=rtol_for(dtype) * 10)
+    assert (dist2 >= 0).all()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_assign_full_same_for_one_and_two_threads(shape, dtype):
+    X, centers = _data(shape, dtype, seed=1)
+    out = []
+    for n_threads in (1, 2):
+        labels = np.empty(len(X), np.int32)
+        dist2 = np.empty(len(X), dtype)
+        _assign.assign_full(X, centers, labels, dist2, n_threads)
+        out.append((labels, dist2))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_assign_full_ties_go_to_lowest_index(dtype):
+    X = np.zeros((5, 3), dtype)
+    centers = np.ones((4, 3), dtype)
+    labels = np.empty(5, np.int32)
+    _assign.assign_full(X, centers, labels, np.empty(5, dtype), 1)
+    np.testing.assert_array_equal(labels, 0)
+
+
+def test_assign_full_empty_input(dtype):
+    X = np.empty((0, 3), dtype)
+    assert _assign.assign_full(X, np.ones((2, 3), dtype), np.empty(0, np.int32),
+                               np.empty(0, dtype), 2) == 0
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_responsibilities_full_matches_reference(shape, dtype, n_threads):
+    X, centers = _data(shape, dtype, seed=2)
+    n, c = len(X), len(centers)
+    sigma2 = 0.7
+    resp = np.empty((n, c), dtype)
+    labels = np.empty(n, np.int32)
+    min_dist2 = np.empty(n, dtype)
+    log_norm = np.empty(n, dtype)
+    n_evals = _assign.responsibilities_full(X, centers, sigma2, resp, labels, min_dist2,
+                                            log_norm, n_threads)
+    resp_ref, labels_ref, min_ref, log_ref, n_ref = ref.responsibilities_full(X, centers, sigma2)
+    tol = rtol_for(dtype) * 10
+    assert n_evals == n_ref
+    np.testing.assert_allclose(resp, resp_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(log_norm, log_ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(min_dist2, min_ref, rtol=tol, atol=tol)
+    assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol_for(dtype))
+
+
+def test_responsibilities_full_without_variance_returns_distances(dtype):
+    X, centers = _data((300, 4, 6), dtype)
+    resp = np.empty((300, 6), dtype)
+    log_norm = np.full(300, 7, dtype)
+    _assign.responsibilities_full(X, centers, -1.0, resp, np.empty(300, np.int32),
+                                  np.empty(300, dtype), log_norm, 2)
+    np.testing.assert_allclose(resp, ref.sqdist(X, centers), rtol=rtol_for(dtype) * 10)
+    assert (log_norm == 7).all()
+
+
+@pytest.mark.parametrize("n_winners", [1, 3, 8])
+def test_responsibilities_truncated_matches_reference(n_winners, dtype, n_threads):
+    rng = np.random.default_rng(3)
+    dist2 = (rng.random((CHUNK + 3, n_winners)) * 50).astype(dtype)
+    resp = np.empty_like(dist2)
+    log_norm = np.empty(len(dist2), dtype)
+    assert _assign.responsibilities_truncated(dist2, 2.5, resp, log_norm, n_threads) == 0
+    resp_ref, log_ref = ref.softmax_neg(dist2, 2.5)
+    np.testing.assert_allclose(resp, resp_ref, rtol=rtol_for(dtype) * 10, atol=1e-30)
+    np.testing.assert_allclose(log_norm, log_ref, rtol=rtol_for(dtype) * 10)
+    in_place = dist2.copy()
+    _assign.responsibilities_truncated(in_place, 2.5, in_place, log_norm, n_threads)
+    np.testing.assert_array_equal(in_place, resp)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 5, 3), (300, 257, 65), (4, 3, 0)])
+def test_gemm_nt_matches_reference(m, n, k, dtype):
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(m, k)).astype(dtype)
+    B = rng.normal(size=(n, k)).astype(dtype)
+    C = rng.normal(size=(m, n)).astype(dtype)
+    expected = ref.gemm_nt(A, B, -2.0, 0.5, C)
+    _blas.gemm_nt(A, B, -2.0, 0.5, C)
+    np.testing.assert_allclose(C, expected, rtol=rtol_for(dtype) * 100, atol=rtol_for(dtype) * 100)

@@ -1,0 +1,81 @@
+"""M-step accumulation kernels against their NumPy twins."""
+import numpy as np
+import pytest
+
+from clusterkit import _reference as ref
+from clusterkit._kernels import _mstep
+
+from ..conftest import rtol_for
+
+SHAPES = [(1, 3, 2), (255, 2, 7), (257, 12, 5), (3 * 256 + 17, 5, 33), (600, 16, 1)]
+
+
+def _data(shape, dtype, seed=0):
+    n, d, c = shape
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(dtype)
+    w = rng.random(n).astype(dtype) + 0.1
+    labels = rng.integers(0, c, n).astype(np.int32)
+    return X, w, labels
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_accumulate_hard_matches_reference(shape, dtype, n_threads):
+    X, w, labels = _data(shape, dtype)
+    c = shape[2]
+    sums = np.empty((c, X.shape[1]), dtype)
+    weight = np.empty(c, dtype)
+    _mstep.accumulate_hard(X, w, labels, sums, weight, n_threads)
+    sums_ref, weight_ref = ref.accumulate_hard(X, w, labels, c)
+    tol = rtol_for(dtype) * 10
+    np.testing.assert_allclose(sums, sums_ref, rtol=tol, atol=tol * len(X))
+    np.testing.assert_allclose(weight, weight_ref, rtol=tol)
+
+
+def _winners(n, c, m, rng):
+    return np.argsort(rng.random((n, c)), axis=1)[:, :m].astype(np.int32)
+
+
+@pytest.mark.parametrize("shape", SHAPES[:-1])
+def test_accumulate_soft_and_sse_match_reference(shape, dtype, n_threads):
+    X, w, _ = _data(shape, dtype, seed=1)
+    n, d, c = shape
+    rng = np.random.default_rng(2)
+    m = min(3, c)
+    winners = _winners(n, c, m, rng)
+    resp = rng.random((n, m)).astype(dtype)
+    resp /= resp.sum(1, keepdims=True)
+    sums = np.empty((c, d), dtype)
+    weight = np.empty(c, dtype)
+    _mstep.accumulate_soft(X, w, winners, resp, sums, weight, n_threads)
+    sums_ref, weight_ref = ref.accumulate_soft(X, w, winners, resp, c)
+    tol = rtol_for(dtype) * 10
+    np.testing.assert_allclose(sums, sums_ref, rtol=tol, atol=tol * n)
+    np.testing.assert_allclose(weight, weight_ref, rtol=tol, atol=tol)
+    centers = rng.normal(size=(c, d)).astype(dtype)
+    sse = np.empty(n, dtype)
+    assert _mstep.soft_sse(X, winners, resp, centers, sse, n_threads) == 0
+    np.testing.assert_allclose(sse, ref.soft_sse(X, winners, resp, centers), rtol=tol)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_accumulation_bit_identical_across_threads(shape, dtype):
+    X, w, labels = _data(shape, dtype, seed=3)
+    c = shape[2]
+    out = []
+    for n_threads in (1, 2):
+        sums = np.empty((c, X.shape[1]), dtype)
+        weight = np.empty(c, dtype)
+        _mstep.accumulate_hard(X, w, labels, sums, weight, n_threads)
+        out.append((sums, weight))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_empty_clusters_get_zero_weight(dtype):
+    X = np.ones((4, 2), dtype)
+    sums = np.full((3, 2), np.nan, dtype)
+    weight = np.full(3, np.nan, dtype)
+    _mstep.accumulate_hard(X, np.ones(4, dtype), np.zeros(4, np.int32), sums, weight, 2)
+    np.testing.assert_array_equal(weight, [4, 0, 0])
+    np.testing.assert_array_equal(sums[1:], 0)
