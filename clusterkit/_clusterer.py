@@ -248,7 +248,8 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             verbose=self.verbose)
         Xc = (X - x_mean).astype(X.dtype, copy=False)
         with threadpool_limits(limits=1, user_api="blas"):
-            centers = self._run(Xc, sample_weight, seeder, reducer, estep, mstep, schedule, state)
+            centers = self._run(Xc, sample_weight, seeder, reducer, estep, mstep, schedule, state,
+                                x_mean)
             if self.compute_labels:
                 self.labels_, dist2 = self._assign(Xc, centers, state)
                 self.inertia_ = float(sample_weight.astype(np.float64) @ dist2)
@@ -262,7 +263,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         self.sigma2_ = state.history[-1]["sigma2"]
         return self
 
-    def _run(self, X, sample_weight, seeder, reducer, estep, mstep, schedule, state):
+    def _run(self, X, sample_weight, seeder, reducer, estep, mstep, schedule, state, x_mean):
         """The driver loop: the papers' pseudo-code, one strategy call per step."""
         # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
         X, sample_weight = reducer.reduce(X, sample_weight, state)
@@ -284,7 +285,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             assignment = estep.assign(Xb, wb, centers, state)
             # M-step: new centres (and shared variance) from the assignment.
             centers = mstep.update(Xb, wb, assignment, centers, state)
-            stop_requested = self._record(iteration, assignment, wb, centers, state)
+            stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
             if stop_requested or schedule.should_stop(state, self.tol):
                 break
         return centers
@@ -303,7 +304,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             print(f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
                   f"qe={info['qe']:.6g} distance evaluations={info['distance_evals']} "
                   f"({info['seconds']:.2f} s)")
-        if self.callback is not None:
+        if self.callback is not None:  # centres in the user's coordinates
             return self.callback(dict(info, centers=centers)) is True
         return False
 

@@ -1,0 +1,185 @@
+"""The Clusterer estimator: API, scikit-learn compatibility, paper guarantees, parity."""
+import io
+import pickle
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.datasets import make_blobs
+from sklearn.utils.estimator_checks import check_estimator
+
+from clusterkit import (AFKMC2, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, RandomSeeder,
+                        SoftMStep)
+
+
+def _blobs(n=600, d=3, c=5, dtype=np.float64, seed=0):
+    X, y = make_blobs(n, d, centers=c, random_state=seed)
+    return X.astype(dtype), y
+
+
+def test_check_estimator():
+    # As for scikit-learn's KMeans, weighting is not equivalent to repeating rows *end to end*:
+    # the seeding draws a different random sequence for a different number of rows. From equal
+    # initial centres the fit is weight-equivalent (test_weight_two_equals_duplicating_rows).
+    expected = {"check_sample_weight_equivalence_on_dense_data":
+                "the random seeding depends on the number of rows, not only on the weights"}
+    check_estimator(Clusterer(), expected_failed_checks=expected)
+
+
+def test_fitted_attributes(dtype):
+    X, _ = _blobs(dtype=dtype)
+    km = Clusterer(5, random_state=0).fit(X)
+    assert km.cluster_centers_.shape == (5, 3) and km.cluster_centers_.dtype == dtype
+    assert km.labels_.dtype == np.int32 and km.labels_.shape == (600,)
+    assert km.n_features_in_ == 3
+    assert km.n_iter_ == len(km.history_) >= 1
+    assert set(km.cost_) == {"seeding", "reduction", "estep", "labels"}
+    assert km.n_distance_evals_ == sum(km.cost_.values())
+    assert km.cost_["estep"] == km.n_iter_ * 600 * 5
+    assert km.cost_["labels"] == 600 * 5
+    for entry in km.history_:
+        assert {"objective", "distance_evals", "seconds", "qe", "sigma2"} <= set(entry)
+    d2 = ((X[:, None, :].astype(float) - km.cluster_centers_[None].astype(float)) ** 2).sum(-1)
+    np.testing.assert_allclose(km.inertia_, d2.min(1).sum(), rtol=1e-5)
+    assert km.transform(X).dtype == dtype
+    np.testing.assert_allclose(km.transform(X), np.sqrt(d2), rtol=1e-3, atol=1e-3)
+    np.testing.assert_array_equal(km.predict(X), km.labels_)
+    assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-5)
+
+
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_float32_stays_float32(mstep):
+    X, _ = _blobs(dtype=np.float32)
+    model = Clusterer(4, mstep=mstep, random_state=0).fit(X)
+    assert model.cluster_centers_.dtype == np.float32
+    assert model.predict(X).dtype == np.int32
+
+
+@pytest.mark.parametrize("seed", [KMeansPlusPlus(), AFKMC2(chain_length=20), RandomSeeder()])
+@pytest.mark.parametrize("mstep", [HardMStep(), SoftMStep()])
+def test_deterministic_for_fixed_random_state(seed, mstep):
+    X, _ = _blobs()
+    a = Clusterer(5, seed=seed, mstep=mstep, random_state=3).fit(X)
+    b = Clusterer(5, seed=seed, mstep=mstep, random_state=3).fit(X)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+
+
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_same_result_for_one_and_two_threads(mstep, dtype):
+    X, _ = _blobs(n=2000, d=10, c=12, dtype=dtype)
+    a = Clusterer(12, mstep=mstep, random_state=0, n_threads=1).fit(X)
+    b = Clusterer(12, mstep=mstep, random_state=0, n_threads=2).fit(X)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    assert a.history_[-1]["objective"] == b.history_[-1]["objective"]
+
+
+def test_kmeans_objective_never_increases(dtype):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4)).astype(dtype)  # no structure: many iterations
+    km = Clusterer(40, seed="random", tol=0, max_iter=60, random_state=0).fit(X)
+    qe = np.array([h["objective"] for h in km.history_])
+    slack = (1e-5 if dtype == np.float32 else 1e-12) * qe[0]
+    assert len(qe) > 5
+    assert np.all(np.diff(qe) <= slack)
+
+
+def test_soft_em_log_likelihood_never_decreases(dtype):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 3)).astype(dtype)
+    gmm = Clusterer(15, mstep="soft", tol=0, max_iter=40, random_state=0).fit(X)
+    ll = np.array([h["objective"] for h in gmm.history_])
+    slack = (1e-5 if dtype == np.float32 else 1e-10) * abs(ll[0])
+    assert len(ll) > 5
+    assert np.all(np.diff(ll) >= -slack)
+
+
+def test_soft_objective_is_the_log_likelihood():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(500, 2))
+    snapshots = []
+    Clusterer(4, mstep="soft", max_iter=3, tol=0, random_state=0,
+              callback=lambda info: snapshots.append((info["centers"], info["sigma2"]))).fit(X)
+    gmm = Clusterer(4, mstep="soft", max_iter=4, tol=0, random_state=0).fit(X)
+    centers, sigma2 = snapshots[-1]  # parameters the 4th E-step evaluates
+    d2 = ((X[:, None, :] - centers[None]) ** 2).sum(-1)
+    log_p = -np.log(4) - np.log(2 * np.pi * sigma2) - d2 / (2 * sigma2)
+    m = log_p.max(1, keepdims=True)
+    ll = float((np.log(np.exp(log_p - m).sum(1)) + m[:, 0]).sum())
+    assert gmm.history_[3]["objective"] == pytest.approx(ll, rel=1e-10)
+
+
+def test_weight_two_equals_duplicating_rows():
+    X, _ = _blobs(n=300)
+    w = np.ones(300)
+    w[:50] = 2
+    X_dup = np.vstack([X, X[:50]])
+    init = X[[0, 100, 150, 200, 250]]
+    for mstep in ("hard", "soft"):
+        a = Clusterer(5, seed=init, mstep=mstep, tol=0, max_iter=15).fit(X, sample_weight=w)
+        b = Clusterer(5, seed=init, mstep=mstep, tol=0, max_iter=15).fit(X_dup)
+        np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-10)
+        assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-10)
+
+
+def test_pickle_round_trip():
+    X, _ = _blobs()
+    km = Clusterer(5, seed=AFKMC2(chain_length=10), random_state=0).fit(X)
+    km2 = pickle.loads(pickle.dumps(km))
+    np.testing.assert_array_equal(km2.predict(X), km.predict(X))
+    np.testing.assert_array_equal(km2.cluster_centers_, km.cluster_centers_)
+
+
+def test_verbose_and_callback():
+    X, _ = _blobs()
+    seen = []
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        km = Clusterer(5, verbose=1, random_state=0, callback=seen.append).fit(X)
+    assert buf.getvalue().count("Iteration") == km.n_iter_
+    assert [s["iteration"] for s in seen] == list(range(1, km.n_iter_ + 1))
+    assert seen[0]["centers"].shape == (5, 3)
+    stopped = Clusterer(5, tol=0, random_state=0, callback=lambda info: True).fit(X)
+    assert stopped.n_iter_ == 1
+
+
+def test_compute_labels_false_skips_the_labels_pass():
+    X, _ = _blobs()
+    km = Clusterer(5, compute_labels=False, random_state=0).fit(X)
+    assert not hasattr(km, "labels_") and km.cost_["labels"] == 0
+    np.testing.assert_array_equal(km.fit_predict(X), km.predict(X))
+
+
+def test_empty_cluster_is_relocated_never_nan():
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [20.0, 0.0]])
+    init = np.array([[0.0, 0.0], [5.0, 5.0], [100.0, 100.0]])  # the third centre wins nothing
+    km = Clusterer(3, seed=init, max_iter=1).fit(X)
+    assert np.isfinite(km.cluster_centers_).all()
+    np.testing.assert_array_equal(km.cluster_centers_[2], [20.0, 0.0])  # the farthest sample
+    gmm = Clusterer(3, seed=init, mstep="soft", max_iter=3).fit(X)
+    assert np.isfinite(gmm.cluster_centers_).all()
+
+
+def test_given_centres_are_used_as_is():
+    X, _ = _blobs()
+    init = X[:5]
+    km = Clusterer(5, seed=init, max_iter=1, tol=0).fit(X)
+    manual = KMeans(5, init=init, n_init=1, max_iter=1, algorithm="lloyd").fit(X)
+    np.testing.assert_allclose(km.cluster_centers_, manual.cluster_centers_, rtol=1e-10)
+    assert km.cost_["seeding"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-6), (np.float32, 1e-4)])
+def test_lloyd_parity_with_scikit_learn(dtype, rtol):
+    # The foundation's acceptance test: 20 Lloyd iterations from identical centres.
+    X, _ = make_blobs(200_000, 64, centers=256, cluster_std=2.0, random_state=0)
+    X = X.astype(dtype)
+    init, _ = kmeans_plusplus(X, 256, random_state=0)
+    ours = Clusterer(256, seed=init, estep=FullEStep(), mstep=HardMStep(), max_iter=20,
+                     tol=0).fit(X)
+    theirs = KMeans(256, init=init, n_init=1, max_iter=20, tol=0, algorithm="lloyd").fit(X)
+    assert ours.n_iter_ == theirs.n_iter_ == 20
+    assert abs(ours.inertia_ - theirs.inertia_) <= rtol * theirs.inertia_
+    assert np.mean(ours.labels_ == theirs.labels_) >= 0.9999

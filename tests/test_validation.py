@@ -1,0 +1,75 @@
+"""Every error and warning message of the public entry points."""
+import numpy as np
+import pytest
+
+from clusterkit import Clusterer, FullEStep
+
+X = np.random.default_rng(0).normal(size=(20, 3))
+
+
+@pytest.mark.parametrize("bad,match", [
+    (np.array([[1.0, np.nan], [0.0, 1.0]]), "NaN"),
+    (np.array([[1.0, np.inf], [0.0, 1.0]]), "infinity"),
+    (np.zeros(5), "Expected 2D array"),
+    (np.zeros((0, 3)), "0 sample"),
+])
+def test_bad_X(bad, match):
+    with pytest.raises(ValueError, match=match):
+        Clusterer(2).fit(bad)
+
+
+def test_fewer_samples_than_clusters():
+    with pytest.raises(ValueError, match=r"n_clusters=30 must be <= n_samples=20\."):
+        Clusterer(30).fit(X)
+
+
+@pytest.mark.parametrize("n_clusters,error,match", [
+    (0, ValueError, r"n_clusters=0 must be >= 1\."),
+    (-3, ValueError, r"n_clusters=-3 must be >= 1\."),
+    (2.5, TypeError, "n_clusters must be an integer"),
+])
+def test_bad_n_clusters(n_clusters, error, match):
+    with pytest.raises(error, match=match):
+        Clusterer(n_clusters).fit(X)
+
+
+@pytest.mark.parametrize("weights,match", [
+    (-np.ones(20), "sample_weight has 20 negative entries; weights must be non-negative."),
+    (np.zeros(20), "sample_weight is zero everywhere"),
+    (np.ones(7), "sample_weight has 7 entries, but X has 20 samples."),
+    (np.ones((20, 2)), "sample_weight must be 1-D"),
+    (np.r_[np.ones(19), np.nan], "sample_weight has 1 non-finite entries"),
+])
+def test_bad_sample_weight(weights, match):
+    with pytest.raises(ValueError, match=match):
+        Clusterer(2).fit(X, sample_weight=weights)
+
+
+def test_wrong_feature_count_at_predict():
+    km = Clusterer(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="X has 4 features, but Clusterer is expecting 3"):
+        km.predict(np.zeros((2, 4)))
+
+
+@pytest.mark.parametrize("params,error,match", [
+    ({"max_iter": 0}, ValueError, r"max_iter=0 must be >= 1\."),
+    ({"tol": -1.0}, ValueError, r"tol=-1.0 must be a non-negative number\."),
+    ({"n_threads": 0}, ValueError, "n_threads=0 must be a positive number"),
+    ({"callback": 3}, TypeError, "callback must be callable"),
+    ({"seed": "kmeans"}, ValueError, r"Unknown seed='kmeans'; expected 'k-means\+\+' or "
+                                     r"'afkmc2' or 'random' or a Seeder\."),
+    ({"estep": "partial-ish"}, ValueError, r"Unknown estep='partial-ish'"),
+    ({"mstep": 3}, TypeError, "mstep must be a MStep or a string, got int."),
+    ({"seed": np.zeros((3, 3))}, ValueError, r"seed has shape \(3, 3\), but initial centres "
+                                             r"must have shape \(n_clusters, n_features\)="
+                                             r"\(2, 3\)\."),
+    ({"seed": np.full((2, 3), np.nan)}, ValueError, "seed contains NaN or infinity"),
+])
+def test_bad_parameters(params, error, match):
+    with pytest.raises(error, match=match):
+        Clusterer(2, **params).fit(X)
+
+
+def test_strategy_objects_are_accepted_as_parameters():
+    km = Clusterer(2, estep=FullEStep(), random_state=0).fit(X)
+    assert km.get_params()["estep"] == FullEStep()
