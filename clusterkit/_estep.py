@@ -6,7 +6,7 @@ import numpy as np
 from ._base import Assignment, EStep
 from ._kernels import _assign
 
-__all__ = ["FullEStep", "free_energy"]
+__all__ = ["FullEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
 
 
 def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
@@ -74,3 +74,367 @@ class FullEStep(EStep):
                                 X.shape[1])
         return Assignment(labels=labels, dist2=dist2, objective=objective,
                           qe=weighted_qe(dist2, sample_weight), resp=resp)
+
+
+# --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------
+
+import warnings  # noqa: E402
+
+from ._kernels import _partial, _topk  # noqa: E402
+from ._validation import check_int  # noqa: E402
+
+
+def _winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
+    """The :class:`Assignment` of ``C'`` winners per sample (sorted by increasing distance).
+
+    Hard M-step: labels are the first winners and the objective is the weighted QE. Soft
+    M-step: truncated responsibilities (eq. 5) over the winners and the truncated free energy
+    (eq. 10); ``win_dist2`` is overwritten with the responsibilities, so it must be a fresh
+    array the caller does not use again.
+    """
+    labels = winners[:, 0].copy()
+    dist2 = win_dist2[:, 0].copy()
+    qe = weighted_qe(dist2, sample_weight)
+    if not state.soft:
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe, winners=winners)
+    if state.sigma2 is None:  # vc-GMM eq. 12 from the best distances just found
+        state.init_sigma2(dist2, sample_weight)
+    log_norm = np.empty(X.shape[0], dtype=X.dtype)
+    _assign.responsibilities_truncated(win_dist2, state.sigma2, win_dist2, log_norm,
+                                       state.n_threads)
+    objective = free_energy(log_norm, sample_weight, state.sigma2, centers.shape[0], X.shape[1])
+    return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, winners=winners,
+                      resp=win_dist2)
+
+
+def _top_winners(X, centers, n_winners, state):
+    """Exact ``n_winners`` nearest centres of every sample (``N C`` evaluations, counted)."""
+    winners = np.empty((X.shape[0], n_winners), dtype=np.int32)
+    win_dist2 = np.empty((X.shape[0], n_winners), dtype=X.dtype)
+    state.count("estep", _topk.assign_topk(X, centers, winners, win_dist2, state.n_threads))
+    return winners, win_dist2
+
+
+class TruncatedEStep(EStep):
+    """Exact truncated E-step: all distances, keep each sample's ``C'`` nearest clusters.
+
+    Every sample gets the set ``K(n)`` of its ``n_winners`` nearest centres, found by computing
+    all ``N C`` distances. With a hard M-step and ``n_winners=1`` this is Lloyd's k-means; with
+    a soft M-step it is truncated EM for the isotropic GMM (Lücke & Forster 2017): the
+    responsibilities are the exact posterior renormalised over ``K(n)`` (Forster & Lücke
+    2018, eq. 5), and the objective is the truncated free energy (eq. 10). ``n_winners = C``
+    gives standard EM.
+
+    Parameters
+    ----------
+    n_winners : int, default=1
+        ``C'``, the number of clusters kept per sample, ``1 <= n_winners <= n_clusters``.
+
+    Notes
+    -----
+    Cost per call: ``N C`` distance evaluations plus an ``O(C log C')`` selection per sample.
+    Memory: one ``256 x C`` distance tile per thread and the ``N x C'`` winners and
+    responsibilities. Keeps no state between calls. Reads ``state.soft`` and
+    ``state.sigma2`` (set on the first soft call from the distances to the nearest centres,
+    vc-GMM eq. 12); hard calls return labels and the weighted quantization error, soft calls
+    ``winners`` (sorted by distance) and ``resp``.
+
+    References
+    ----------
+    .. [1] J. Lücke and D. Forster, "k-means as a variational EM approximation of Gaussian
+       mixture models", Pattern Recognition Letters, 2019 (arXiv:1704.04812).
+    .. [2] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, eqs. 5 and 10.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer
+    >>> from clusterkit._estep import TruncatedEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> gmm = Clusterer(2, seed=X[[0, 2]], estep=TruncatedEStep(n_winners=2), mstep="soft")
+    >>> gmm.fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    def __init__(self, n_winners=1):
+        self.n_winners = n_winners
+
+    def _validate(self, X, n_clusters):
+        """Check ``1 <= n_winners <= n_clusters``.
+
+        Raises
+        ------
+        TypeError
+            If ``n_winners`` is not an integer.
+        ValueError
+            If ``n_winners`` is below 1 or above ``n_clusters``.
+        """
+        n_winners = check_int(self.n_winners, "n_winners", minimum=1)
+        if n_winners > n_clusters:
+            raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the assignment to each sample's ``n_winners`` nearest centres.
+
+        See :meth:`EStep.assign`; counts ``N C`` evaluations under ``"estep"``.
+        """
+        n_winners = min(int(self.n_winners), centers.shape[0])
+        winners, win_dist2 = _top_winners(X, centers, n_winners, state)
+        return _winners_assignment(X, sample_weight, centers, state, winners, win_dist2)
+
+
+def _distinct_random(random_state, n_rows, n_values, n_draws):
+    """``n_draws`` distinct uniform integers from ``range(n_values)`` per row, int32.
+
+    Floyd's sampling algorithm, vectorised over rows: every row is a uniformly random subset
+    (its order is not uniformly random, which no caller needs). ``O(n_rows n_draws^2)``.
+    """
+    out = np.empty((n_rows, n_draws), dtype=np.int32)
+    for col, top in enumerate(range(n_values - n_draws, n_values)):
+        draw = random_state.randint(0, top + 1, size=n_rows).astype(np.int32)
+        taken = (out[:, :col] == draw[:, None]).any(axis=1)
+        out[:, col] = np.where(taken, top, draw)
+    return out
+
+
+class _PartialState:
+    """Per-fit state of :class:`PartialEStep` (``state.estep_state``).
+
+    Attributes
+    ----------
+    n_winners : int
+        ``C'`` after resolving the default and clamping to ``n_clusters``.
+    G : int
+        Neighbourhood size after clamping to ``n_clusters``.
+    exact : bool
+        The search space covers all clusters (``G >= C`` or ``C' G + n_explore >= C``): every
+        call runs the exact truncated E-step instead and the arrays below are ``None``.
+    winners : ndarray of shape (n_samples, n_winners), dtype=int32
+        ``K(n)``: distinct clusters per row, ascending by distance after each search.
+    neighbourhoods : ndarray of shape (n_clusters, G), dtype=int32
+        ``G_c``: distinct clusters, ``c`` first.
+    neighbourhood_centers : ndarray of shape (n_clusters, n_features) or None
+        The centres exhaustive neighbourhoods were last computed from (they are recomputed
+        only when the centres changed, e.g. not between initial E-steps).
+    cand, cand_dist2, n_cand : ndarray
+        Scratch of :func:`~clusterkit._kernels._partial.partial_search`, allocated once:
+        ``(n_samples, max_cand)`` candidates and their squared distances, ``(n_samples,)``
+        counts, ``max_cand = min(C, C' G + n_explore)``.
+    """
+
+    def __init__(self, n_winners, G, exact):
+        self.n_winners = n_winners
+        self.G = G
+        self.exact = exact
+        self.winners = None
+        self.neighbourhoods = None
+        self.neighbourhood_centers = None
+        self.cand = None
+        self.cand_dist2 = None
+        self.n_cand = None
+
+
+class PartialEStep(EStep):
+    """Partial variational E-step over cluster neighbourhoods (var-k-means, var-GMM).
+
+    Forster & Lücke (2018), Algs. 1 and 2. Each sample keeps a set ``K(n)`` of ``C'``
+    clusters across iterations; each cluster a neighbourhood ``G_c`` of ``G`` clusters (itself
+    first). One call searches, for every sample, only
+    ``S(n) = union_{c in K(n)} G_c`` plus ``n_explore`` uniformly random clusters, computes
+    those distances and makes the ``C'`` nearest of them the new ``K(n)``. The responsibilities
+    are the truncated posterior over ``K(n)`` (eq. 5), the objective the truncated free energy
+    (eq. 10). With a hard M-step and ``C' = 1`` this is var-k-means, with a soft M-step and
+    ``C' = G`` var-GMM; ``neighbourhoods="exhaustive"`` gives the ``-X`` variants (Alg. 1),
+    ``"estimated"`` the ``-S`` variants (Alg. 2).
+
+    Parameters
+    ----------
+    G : int, default=5
+        Neighbourhood size ``|G_c|`` (including ``c``). Clamped to ``n_clusters`` with a warning.
+    n_winners : int or None, default=None
+        ``C' = |K(n)|``; ``None`` means 1 with a hard M-step (var-k-means) and ``G`` with a soft
+        one (var-GMM). Must satisfy ``1 <= n_winners <= G``.
+    neighbourhoods : {"estimated", "exhaustive"}, default="estimated"
+        ``"exhaustive"``: before the data loop, ``G_c`` = ``c`` and its ``G - 1`` nearest
+        centres from all ``C^2`` centre distances (Alg. 1; counted as ``C^2`` evaluations).
+        ``"estimated"``: after the data loop, ``G_c`` = ``c`` and the ``G - 1`` clusters with
+        the smallest mean distance to the samples whose best cluster is ``c``, over the
+        distances already computed (eq. 8, Alg. 2; no extra evaluation).
+    n_explore : int, default=1
+        Uniformly random clusters added to each ``S(n)`` per call (the "+1" of the paper's
+        large-scale experiments, e.g. ``G = 2+1``).
+    n_init_esteps : int, default=0
+        Searches run once before the first M-step, updating ``K(n)`` and ``G_c`` only (the
+        paper's "initial E-steps"; its reference code uses 5 for large data).
+    neighbour_stat : {"sqdist", "dist"}, default="sqdist"
+        Statistic averaged in eq. 8: the squared distance (as in both authors' public
+        implementations, which produced the papers' numbers) or the plain distance (the
+        formula as printed).
+
+    Notes
+    -----
+    Cost per call: ``sum_n |S(n)| <= N (C' G + n_explore)`` distance evaluations (fewer when the
+    neighbourhoods of ``K(n)`` overlap), plus ``C^2`` with exhaustive neighbourhoods;
+    bookkeeping ``O(N C' G)``, never ``O(N C)`` or, for estimated neighbourhoods, ``O(C^2)``.
+    Memory: ``K(n)`` ``O(N C')``, ``G_c`` ``O(C G)``, the computed distances
+    ``O(N (C' G + n_explore))`` and one ``n_clusters``-long stamp array per thread.
+
+    State (``state.estep_state``, created by :meth:`init_state`): ``winners`` ``K(n)`` and
+    ``neighbourhoods`` ``G_c``. Reads ``state.soft``, ``state.sigma2`` and
+    ``state.random_state``; on the first soft call the variance is set from the best
+    distances found (vc-GMM eq. 12).
+
+    Guarantee (Prop. 1): ``c`` is in ``G_c``, so every old member of ``K(n)`` is re-evaluated
+    and for fixed centres no sample's best distance increases and the truncated free energy
+    never decreases; the M-step increases it in turn.
+
+    Initialisation follows the paper: ``K(n)`` are ``C'`` distinct uniformly random clusters
+    and ``G_c`` is ``c`` plus ``G - 1`` distinct uniformly random others. Starting ``K(n)``
+    at each sample's nearest seed would be better but needs the ``N C`` distances the method
+    avoids, so the random start is kept; ``n_init_esteps`` repairs it before the first
+    M-step.
+
+    Deviations and choices:
+
+    * If ``G >= C`` or ``C' G + n_explore >= C`` the search space can be as large as all
+      clusters, and each call runs the exact truncated E-step (:class:`TruncatedEStep` with
+      ``C'`` winners, ``N C`` evaluations) instead; initial E-steps are then skipped.
+    * Eq. 8 averages squared distances by default (see ``neighbour_stat``).
+    * When fewer than ``G - 1`` clusters were evaluated together with ``c``, ``G_c`` keeps old
+      entries to fill up; clusters that are no sample's best keep their ``G_c``.
+    * Ties in distance go to the lower cluster index.
+    * Needs the same samples in every call (one ``K(n)`` per sample): use a full-batch
+      schedule.
+
+    References
+    ----------
+    .. [1] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, Algs. 1-2, eqs. 5, 8,
+       10, Prop. 1.
+    .. [2] F. Hirschberger, D. Forster and J. Lücke, "Accelerated training of large-scale
+       Gaussian mixtures by a merger of sublinear approaches" (vc-GMM), eq. 12.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer
+    >>> from clusterkit._estep import PartialEStep
+    >>> rng = np.random.RandomState(0)
+    >>> grid = 6.0 * np.array([[i, j] for i in range(4) for j in range(4)])
+    >>> X = np.repeat(grid, 20, axis=0) + rng.normal(size=(320, 2))
+    >>> km = Clusterer(16, seed=grid, estep=PartialEStep(G=3), random_state=0).fit(X)
+    >>> np.bincount(km.labels_).tolist() == [20] * 16
+    True
+    """
+
+    def __init__(self, G=5, n_winners=None, neighbourhoods="estimated", n_explore=1,
+                 n_init_esteps=0, neighbour_stat="sqdist"):
+        self.G = G
+        self.n_winners = n_winners
+        self.neighbourhoods = neighbourhoods
+        self.n_explore = n_explore
+        self.n_init_esteps = n_init_esteps
+        self.neighbour_stat = neighbour_stat
+
+    def _validate(self, X, n_clusters):
+        """Check the hyper-parameters; warn if ``G > n_clusters`` (``G`` is then clamped).
+
+        Raises
+        ------
+        TypeError
+            If ``G``, ``n_winners``, ``n_explore`` or ``n_init_esteps`` is not an integer.
+        ValueError
+            If ``G < 1``, ``n_winners`` is outside ``[1, G]``, ``n_explore < 0``,
+            ``n_init_esteps < 0`` or an option is unknown.
+        """
+        G = check_int(self.G, "G", minimum=1)
+        if self.n_winners is not None:
+            n_winners = check_int(self.n_winners, "n_winners", minimum=1)
+            if n_winners > G:
+                raise ValueError(f"n_winners={n_winners} must be <= G={G}.")
+        if self.neighbourhoods not in ("estimated", "exhaustive"):
+            raise ValueError(f"Unknown neighbourhoods={self.neighbourhoods!r}; expected "
+                             "'estimated' or 'exhaustive'.")
+        if self.neighbour_stat not in ("sqdist", "dist"):
+            raise ValueError(f"Unknown neighbour_stat={self.neighbour_stat!r}; expected "
+                             "'sqdist' or 'dist'.")
+        check_int(self.n_explore, "n_explore", minimum=0)
+        check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
+        if G > n_clusters:
+            warnings.warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
+                          RuntimeWarning, stacklevel=2)
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Random ``K(n)`` and ``G_c`` (Forster & Lücke 2018, §4), then the initial E-steps.
+
+        Returns the state object kept as ``state.estep_state``; initial E-steps count their
+        distance evaluations under ``"estep"``.
+        """
+        n_samples, n_clusters = X.shape[0], centers.shape[0]
+        G = min(int(self.G), n_clusters)
+        if self.n_winners is None:
+            n_winners = G if state.soft else 1
+        else:
+            n_winners = min(int(self.n_winners), n_clusters)
+        exact = G >= n_clusters or n_winners * G + int(self.n_explore) >= n_clusters
+        st = _PartialState(n_winners, G, exact)
+        if exact:
+            return st
+        rng = state.random_state
+        st.winners = _distinct_random(rng, n_samples, n_clusters, n_winners)
+        others = _distinct_random(rng, n_clusters, n_clusters - 1, G - 1)
+        own = np.arange(n_clusters, dtype=np.int32)[:, None]
+        st.neighbourhoods = np.hstack([own, others + (others >= own)]).astype(np.int32)
+        max_cand = min(n_clusters, n_winners * G + int(self.n_explore))
+        st.cand = np.empty((n_samples, max_cand), dtype=np.int32)
+        st.cand_dist2 = np.empty((n_samples, max_cand), dtype=X.dtype)
+        st.n_cand = np.empty(n_samples, dtype=np.int32)
+        for _ in range(int(self.n_init_esteps)):
+            self._search(X, centers, state, st)
+        return st
+
+    def _search(self, X, centers, state, st):
+        """One search over ``S(n)`` plus the neighbourhood update; returns the winners'
+        squared distances (a fresh array)."""
+        n_samples, n_clusters = X.shape[0], centers.shape[0]
+        if n_samples != st.winners.shape[0]:
+            raise ValueError(f"PartialEStep keeps one K(n) per sample and was initialised "
+                             f"with {st.winners.shape[0]} samples, but got {n_samples}; use a "
+                             "full-batch schedule.")
+        if self.neighbourhoods == "exhaustive" and not (
+                st.neighbourhood_centers is not None
+                and np.array_equal(st.neighbourhood_centers, centers)):
+            # Alg. 1, first block: exact neighbourhoods from all C^2 centre distances
+            state.count("estep", _partial.neighbourhoods_exhaustive(
+                centers, st.neighbourhoods, state.n_threads))
+            st.neighbourhood_centers = centers.copy()
+        explore = state.random_state.randint(
+            0, n_clusters, size=(n_samples, int(self.n_explore))).astype(np.int32)
+        win_dist2 = np.empty((n_samples, st.n_winners), dtype=X.dtype)
+        # Alg. 1/2, data loop: distances to S(n), new K(n) = the C' nearest of S(n)
+        state.count("estep", _partial.partial_search(
+            X, centers, st.neighbourhoods, explore, st.winners, win_dist2, st.cand,
+            st.cand_dist2, st.n_cand, state.n_threads))
+        if self.neighbourhoods == "estimated":
+            # Alg. 2: G_c from the distances just computed (eq. 8), no new evaluation
+            _partial.neighbourhoods_estimated(
+                np.ascontiguousarray(st.winners[:, 0]), st.cand, st.cand_dist2, st.n_cand,
+                st.neighbourhoods, self.neighbour_stat == "dist", state.n_threads)
+        return win_dist2
+
+    def assign(self, X, sample_weight, centers, state):
+        """Partial E-step: update ``K(n)`` (and ``G_c``), return the truncated assignment.
+
+        See :meth:`EStep.assign`. ``winners`` of the result is a copy of ``K(n)`` sorted by
+        increasing distance; ``labels`` its first column.
+        """
+        st = state.estep_state
+        if not isinstance(st, _PartialState):  # called without init_state
+            st = state.estep_state = self.init_state(X, sample_weight, centers, state)
+        if st.exact:
+            winners, win_dist2 = _top_winners(X, centers, st.n_winners, state)
+        else:
+            win_dist2 = self._search(X, centers, state, st)
+            winners = st.winners.copy()
+        return _winners_assignment(X, sample_weight, centers, state, winners, win_dist2)

@@ -1,0 +1,431 @@
+"""Partial variational E-step: search over cluster neighbourhoods (Forster & Lücke 2018).
+
+Three kernels implement Algs. 1 and 2 of the paper:
+
+* :func:`partial_search` — the data loop: for each sample the search space
+  ``S(n) = union_{c in K(n)} G_c`` (plus exploratory clusters), its exact squared distances,
+  and the new ``K(n)`` (the ``C'`` nearest clusters of ``S(n)``);
+* :func:`neighbourhoods_estimated` — Alg. 2: new ``G_c`` from the distances just computed
+  (eq. 8), without any further distance evaluation;
+* :func:`neighbourhoods_exhaustive` — Alg. 1: ``G_c`` from all ``C^2`` centre distances.
+"""
+import numpy as np
+
+from cython cimport floating
+from libc.math cimport sqrt
+from cython.parallel cimport parallel, prange, threadid
+
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist
+
+
+cdef inline bint _before(floating a, int i, floating b, int j) noexcept nogil:
+    """Whether ``(a, i)`` comes before ``(b, j)``: smaller value, ties to the smaller index."""
+    return a < b or (a == b and i < j)
+
+
+cdef inline void _push(floating* vals, int* idx, Py_ssize_t* n_filled, Py_ssize_t capacity,
+                       floating v, int j) noexcept nogil:
+    """Offer ``(v, j)`` to the ascending list ``vals[:n_filled]`` that keeps the ``capacity``
+    smallest entries seen so far.
+
+    Entries are compared by value, then by index, so the result does not depend on the order
+    in which they are offered (indices are distinct). Insertion is linear in ``capacity``,
+    which is small here (``C'`` or ``G - 1``); most offers are rejected by one comparison.
+    """
+    cdef Py_ssize_t p = n_filled[0]
+    if capacity == 0:
+        return
+    if p == capacity:
+        if not _before(v, j, vals[capacity - 1], idx[capacity - 1]):
+            return
+        p = capacity - 1
+    else:
+        n_filled[0] = p + 1
+    while p > 0 and _before(v, j, vals[p - 1], idx[p - 1]):
+        vals[p] = vals[p - 1]
+        idx[p] = idx[p - 1]
+        p -= 1
+    vals[p] = v
+    idx[p] = j
+
+
+cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_features)
+                             Py_ssize_t n_rows,
+                             Py_ssize_t first_row,
+                             Py_ssize_t n_features,
+                             const floating* centers,     # IN    (n_clusters, n_features)
+                             const int* neighbourhoods,   # IN    (n_clusters, G)
+                             Py_ssize_t G,
+                             const int* explore,          # IN    (n_rows, n_explore)
+                             Py_ssize_t n_explore,
+                             int* winners,                # INOUT (n_rows, n_winners)
+                             floating* win_dist2,         # OUT   (n_rows, n_winners)
+                             Py_ssize_t n_winners,
+                             int* cand,                   # OUT   (n_rows, max_cand)
+                             floating* cand_dist2,        # OUT   (n_rows, max_cand)
+                             Py_ssize_t max_cand,
+                             int* n_cand,                 # OUT   (n_rows,)
+                             int* stamp) noexcept nogil:  # TMP   (n_clusters,)
+    cdef Py_ssize_t i, a, g, k, s, n_filled
+    cdef int c, j, mark
+    cdef long long n_evals = 0
+    cdef floating d
+    cdef const floating* x
+    cdef int* row_cand
+    cdef floating* row_d2
+    cdef int* row_win
+    cdef floating* row_wd2
+    for i in range(n_rows):
+        # the sample's global index marks the clusters already in S(n): unique per sample, so
+        # the stamp array never needs a reset
+        mark = <int> (first_row + i)
+        row_cand = cand + i * max_cand
+        row_d2 = cand_dist2 + i * max_cand
+        row_win = winners + i * n_winners
+        row_wd2 = win_dist2 + i * n_winners
+        s = 0
+        for a in range(n_winners):
+            c = row_win[a]
+            for g in range(G):
+                j = neighbourhoods[c * G + g]
+                if stamp[j] != mark:
+                    stamp[j] = mark
+                    row_cand[s] = j
+                    s += 1
+        for a in range(n_explore):
+            j = explore[i * n_explore + a]
+            if stamp[j] != mark:
+                stamp[j] = mark
+                row_cand[s] = j
+                s += 1
+        # K(n) was read completely above; the row is now overwritten with the new K(n)
+        x = X + i * n_features
+        n_filled = 0
+        for k in range(s):
+            j = row_cand[k]
+            d = _sqdist(x, centers + j * n_features, n_features)
+            row_d2[k] = d
+            _push(row_wd2, row_win, &n_filled, n_winners, d, j)
+        n_cand[i] = <int> s
+        n_evals += s
+    return n_evals
+
+
+def partial_search(const floating[:, ::1] X,              # IN
+                   const floating[:, ::1] centers,        # IN
+                   const int[:, ::1] neighbourhoods,      # IN
+                   const int[:, ::1] explore,             # IN
+                   int[:, ::1] winners,                   # INOUT
+                   floating[:, ::1] win_dist2,            # OUT
+                   int[:, ::1] cand,                      # OUT
+                   floating[:, ::1] cand_dist2,           # OUT
+                   int[::1] n_cand,                       # OUT
+                   int n_threads):
+    """Search each sample's neighbourhood for closer clusters (Forster & Lücke 2018, Alg. 1/2).
+
+    For every sample ``n`` the search space is ``S(n) = union_{c in K(n)} G_c`` plus the
+    sample's exploratory clusters (duplicates removed); the exact squared distance to every
+    cluster of ``S(n)`` is computed and the ``C'`` nearest become the new ``K(n)``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    neighbourhoods : ndarray of shape (n_clusters, G), dtype=int32
+        ``G_c``: ``G`` distinct clusters per cluster, ``c`` itself first.
+    explore : ndarray of shape (n_samples, n_explore), dtype=int32
+        Exploratory clusters added to each ``S(n)`` (drawn by the caller; ``n_explore`` may
+        be 0).
+    winners : ndarray of shape (n_samples, n_winners), dtype=int32
+        Input: the current ``K(n)`` (``C'`` distinct clusters per row). Output: the ``C'``
+        nearest clusters of ``S(n)``, ordered by increasing distance, equal distances by
+        cluster index.
+    win_dist2 : ndarray of shape (n_samples, n_winners), dtype=floating
+        Output: squared distances to the new ``winners``, ascending per row.
+    cand : ndarray of shape (n_samples, max_cand), dtype=int32
+        Output: ``S(n)`` in the order it was built (the clusters of ``G_c`` for ``c`` in the
+        old ``K(n)`` in row order, then the exploratory ones) in ``cand[n, :n_cand[n]]``;
+        later entries are left untouched. ``max_cand`` must be at least
+        ``min(n_clusters, n_winners * G + n_explore)``.
+    cand_dist2 : ndarray of shape (n_samples, max_cand), dtype=floating
+        Output: squared distances to ``cand`` (same layout).
+    n_cand : ndarray of shape (n_samples,), dtype=int32
+        Output: ``|S(n)|``.
+    n_threads : int
+        Number of OpenMP threads.
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``sum_n |S(n)|``.
+
+    Notes
+    -----
+    Because ``c in G_c``, every old member of ``K(n)`` is in ``S(n)`` and its distance is
+    recomputed, so for fixed centres no sample's best distance (nor any of its ``C'`` sorted
+    winner distances) can increase: the truncated free energy (eq. 10) never decreases
+    (Prop. 1). Duplicates are removed in ``O(1)`` per candidate with a per-thread
+    ``n_clusters``-sized stamp array, so the work per sample is ``O(|S(n)| D)`` and no
+    ``n_samples x n_clusters`` array exists anywhere. Distances are computed directly (the
+    candidates differ from sample to sample, so there is no common block for gemm). Every
+    output row is written by one thread: results do not depend on ``n_threads``. Assumes
+    valid input.
+
+    References
+    ----------
+    .. [1] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, Algs. 1 and 2.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], G = neighbourhoods.shape[1]
+    cdef Py_ssize_t n_explore = explore.shape[1], n_winners = winners.shape[1]
+    cdef Py_ssize_t max_cand = cand.shape[1]
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, start, end
+    cdef long long n_evals = 0
+    cdef const int* explore_ptr
+    if n_samples == 0:
+        return 0
+    n_threads = max(1, min(n_threads, n_chunks))
+    cdef int[:, ::1] stamps = np.full((n_threads, n_clusters), -1, dtype=np.int32)
+    # a (n_samples, 0) array has no element to take the address of
+    cdef int[::1] no_explore = np.zeros(1, dtype=np.int32)
+    explore_ptr = &explore[0, 0] if n_explore > 0 else &no_explore[0]
+    with nogil, parallel(num_threads=n_threads):
+        for c in prange(n_chunks, schedule="static"):
+            start = c * CHUNK_SIZE
+            end = min(start + CHUNK_SIZE, n_samples)
+            n_evals += _search_chunk(
+                &X[start, 0], end - start, start, n_features, &centers[0, 0],
+                &neighbourhoods[0, 0], G, explore_ptr + start * n_explore, n_explore,
+                &winners[start, 0], &win_dist2[start, 0], n_winners, &cand[start, 0],
+                &cand_dist2[start, 0], max_cand, &n_cand[start], &stamps[threadid(), 0])
+    return n_evals
+
+
+cdef void _estimate_cluster(int c,
+                            const Py_ssize_t* members,      # IN  (n_members,) sample order
+                            Py_ssize_t n_members,
+                            const int* cand,                # IN  (n_samples, max_cand)
+                            const floating* cand_dist2,     # IN  (n_samples, max_cand)
+                            Py_ssize_t max_cand,
+                            const int* n_cand,              # IN  (n_samples,)
+                            bint use_dist,
+                            double* acc,                    # TMP (n_clusters,) zero on entry/exit
+                            int* cnt,                       # TMP (n_clusters,) zero on entry/exit
+                            int* touched,                   # TMP (n_clusters,)
+                            double* best_est,               # TMP (G,)
+                            int* best_idx,                  # TMP (G,)
+                            int* old,                       # TMP (G,)
+                            int* neighbourhood,             # INOUT (G,) row c
+                            Py_ssize_t G) noexcept nogil:
+    cdef Py_ssize_t m, k, t, g, p, n, n_touched = 0, n_filled = 0
+    cdef int j
+    cdef bint taken
+    cdef double d
+    for m in range(n_members):
+        n = members[m]
+        for k in range(n_cand[n]):
+            j = cand[n * max_cand + k]
+            if j == c:
+                continue
+            if cnt[j] == 0:
+                touched[n_touched] = j
+                n_touched += 1
+            d = <double> cand_dist2[n * max_cand + k]
+            acc[j] += sqrt(d) if use_dist else d
+            cnt[j] += 1
+    for t in range(n_touched):
+        j = touched[t]
+        _push(best_est, best_idx, &n_filled, G - 1, acc[j] / cnt[j], j)
+        acc[j] = 0
+        cnt[j] = 0
+    for g in range(G):
+        old[g] = neighbourhood[g]
+    neighbourhood[0] = c
+    for g in range(n_filled):
+        neighbourhood[1 + g] = best_idx[g]
+    # fewer than G - 1 co-evaluated clusters: keep old neighbours (never a duplicate)
+    p = 1 + n_filled
+    g = 1
+    while p < G and g < G:
+        j = old[g]
+        g += 1
+        taken = j == c
+        for t in range(n_filled):
+            if best_idx[t] == j:
+                taken = True
+        if not taken:
+            neighbourhood[p] = j
+            p += 1
+
+
+def neighbourhoods_estimated(const int[::1] labels,                # IN
+                             const int[:, ::1] cand,               # IN
+                             const floating[:, ::1] cand_dist2,    # IN
+                             const int[::1] n_cand,                # IN
+                             int[:, ::1] neighbourhoods,           # INOUT
+                             bint use_dist,
+                             int n_threads):
+    """Estimate cluster neighbourhoods from computed distances (Forster & Lücke 2018, eq. 8).
+
+    Let ``I_c`` be the samples whose best cluster is ``c``. For every ``c`` with ``I_c``
+    non-empty and every ``j != c`` evaluated for at least one ``n in I_c``, the estimate is
+    the mean of ``d2(x_n, mu_j)`` (or of ``d(x_n, mu_j)`` with ``use_dist``) over the
+    ``n in I_c`` whose search space contained ``j``; the new ``G_c`` is ``c`` followed by the
+    ``G - 1`` clusters with the smallest estimates (ties to the lower index). Clusters never
+    evaluated together with ``c`` count as infinitely far.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Best cluster of each sample (the first winner after :func:`partial_search`).
+    cand : ndarray of shape (n_samples, max_cand), dtype=int32
+        Search spaces ``S(n)`` as written by :func:`partial_search`.
+    cand_dist2 : ndarray of shape (n_samples, max_cand), dtype=floating
+        Squared distances to ``cand``.
+    n_cand : ndarray of shape (n_samples,), dtype=int32
+        ``|S(n)|``.
+    neighbourhoods : ndarray of shape (n_clusters, G), dtype=int32
+        ``G_c``, updated in place. Rows of clusters with ``I_c`` empty are kept; when fewer
+        than ``G - 1`` clusters were co-evaluated with ``c`` the remaining places keep old
+        entries of ``G_c`` (in their order, skipping ones already chosen).
+    use_dist : bool
+        Average the plain distance (the paper's eq. 8) instead of the squared distance.
+    n_threads : int
+        Number of OpenMP threads.
+
+    Returns
+    -------
+    n_distance_evals : int
+        Always 0: only distances computed by :func:`partial_search` are used.
+
+    Notes
+    -----
+    Cost ``O(N |S(n)| + C)``, never ``O(C^2)``: samples are counting-sorted by label, then
+    each cluster (one thread per cluster, ``prange`` over clusters) sums over its own members
+    in sample order into a per-thread ``n_clusters``-long accumulator that only resets the
+    entries it touched. Each sum has a fixed order, so the result is bit-identical for any
+    ``n_threads``. Sums are accumulated in float64. Assumes valid input.
+
+    References
+    ----------
+    .. [1] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, eq. 8 and Alg. 2.
+    """
+    cdef Py_ssize_t n_samples = labels.shape[0], n_clusters = neighbourhoods.shape[0]
+    cdef Py_ssize_t G = neighbourhoods.shape[1], max_cand = cand.shape[1]
+    cdef Py_ssize_t i, c, t
+    if n_samples == 0 or n_clusters == 0:
+        return 0
+    n_threads = max(1, min(n_threads, n_clusters))
+    cdef Py_ssize_t[::1] offsets = np.zeros(n_clusters + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] fill = np.empty(n_clusters, dtype=np.intp)
+    cdef Py_ssize_t[::1] order = np.empty(n_samples, dtype=np.intp)
+    cdef double[:, ::1] acc = np.zeros((n_threads, n_clusters), dtype=np.float64)
+    cdef int[:, ::1] cnt = np.zeros((n_threads, n_clusters), dtype=np.int32)
+    cdef int[:, ::1] touched = np.empty((n_threads, n_clusters), dtype=np.int32)
+    cdef double[:, ::1] best_est = np.empty((n_threads, G), dtype=np.float64)
+    cdef int[:, ::1] best_idx = np.empty((n_threads, G), dtype=np.int32)
+    cdef int[:, ::1] old = np.empty((n_threads, G), dtype=np.int32)
+    with nogil:
+        # counting sort of the samples by label (stable: members stay in sample order)
+        for i in range(n_samples):
+            offsets[labels[i] + 1] += 1
+        for c in range(n_clusters):
+            offsets[c + 1] += offsets[c]
+            fill[c] = offsets[c]
+        for i in range(n_samples):
+            order[fill[labels[i]]] = i
+            fill[labels[i]] += 1
+        with parallel(num_threads=n_threads):
+            for c in prange(n_clusters, schedule="dynamic"):
+                if offsets[c + 1] > offsets[c]:
+                    t = threadid()
+                    _estimate_cluster(<int> c, &order[offsets[c]], offsets[c + 1] - offsets[c],
+                                      &cand[0, 0], &cand_dist2[0, 0], max_cand, &n_cand[0],
+                                      use_dist, &acc[t, 0], &cnt[t, 0], &touched[t, 0],
+                                      &best_est[t, 0], &best_idx[t, 0], &old[t, 0],
+                                      &neighbourhoods[c, 0], G)
+    return 0
+
+
+cdef void _exhaustive_chunk(const floating* centers,         # IN  (n_clusters, n_features)
+                            Py_ssize_t first_row,
+                            Py_ssize_t n_rows,
+                            Py_ssize_t n_features,
+                            const floating* centers_T,       # IN  (n_features, n_clusters)
+                            const floating* centers_sqnorm,  # IN  (n_clusters,)
+                            Py_ssize_t n_clusters,
+                            floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
+                            floating* vals,                  # TMP (G,)
+                            int* neighbourhoods,             # OUT (n_rows, G)
+                            Py_ssize_t G) noexcept nogil:
+    cdef Py_ssize_t r, j, c, n_filled
+    cdef floating* row
+    # gemm path: rows hold ||mu_j||^2 - 2 mu_c.mu_j, which orders j exactly like d2(mu_c, mu_j)
+    _dist2_tile(centers + first_row * n_features, n_rows, n_features, centers, centers_T,
+                centers_sqnorm, n_clusters, tile)
+    for r in range(n_rows):
+        c = first_row + r
+        row = tile + r * n_clusters
+        n_filled = 0
+        for j in range(n_clusters):
+            if j != c:
+                _push(vals, neighbourhoods + r * G + 1, &n_filled, G - 1, row[j], <int> j)
+        neighbourhoods[r * G] = <int> c
+
+
+def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
+                              int[:, ::1] neighbourhoods,      # OUT
+                              int n_threads):
+    """Exact cluster neighbourhoods from all centre distances (Forster & Lücke 2018, Alg. 1).
+
+    Parameters
+    ----------
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    neighbourhoods : ndarray of shape (n_clusters, G), dtype=int32
+        Output: ``G_c`` = ``c`` followed by its ``G - 1`` nearest other centres in order of
+        increasing distance (ties to the lower index). ``1 <= G <= n_clusters``.
+    n_threads : int
+        Number of OpenMP threads.
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_clusters ** 2``, the count of Alg. 1 (symmetry and the diagonal are not exploited
+        in the count, as in the paper's complexity analysis).
+
+    Notes
+    -----
+    Chunks of ``CHUNK_SIZE`` centres against all centres, like
+    :func:`clusterkit._kernels._assign.assign_full`; memory one ``CHUNK_SIZE x n_clusters``
+    tile per thread. ``c`` is put first explicitly, so duplicated centres cannot push a
+    cluster out of its own neighbourhood. Results do not depend on ``n_threads``. Assumes
+    valid input.
+
+    References
+    ----------
+    .. [1] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, Alg. 1 (first block).
+    """
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1]
+    cdef Py_ssize_t G = neighbourhoods.shape[1]
+    cdef Py_ssize_t n_chunks = (n_clusters + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, start, end
+    if n_clusters == 0:
+        return 0
+    n_threads = max(1, min(n_threads, n_chunks))
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
+    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef floating[:, ::1] vals = np.empty((n_threads, G), dtype=dtype)
+    with nogil, parallel(num_threads=n_threads):
+        for c in prange(n_chunks, schedule="static"):
+            start = c * CHUNK_SIZE
+            end = min(start + CHUNK_SIZE, n_clusters)
+            _exhaustive_chunk(&centers[0, 0], start, end - start, n_features, &centers_T[0, 0],
+                              &centers_sqnorm[0], n_clusters, &tiles[threadid(), 0, 0],
+                              &vals[threadid(), 0], &neighbourhoods[start, 0], G)
+    return n_clusters * n_clusters
