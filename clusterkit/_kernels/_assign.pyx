@@ -9,6 +9,15 @@ from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqnorm, _use_gemm
 from ._select cimport _argmin
 
 
+cdef extern from "_nearest.h" nogil:
+    ctypedef Py_ssize_t (*ck_nearest_double_fn)(const double*, const double*, Py_ssize_t,
+                                                Py_ssize_t, double*, double*) noexcept nogil
+    ctypedef Py_ssize_t (*ck_nearest_float_fn)(const float*, const float*, Py_ssize_t,
+                                               Py_ssize_t, float*, float*) noexcept nogil
+    ck_nearest_double_fn ck_nearest_double_for(Py_ssize_t n_features)
+    ck_nearest_float_fn ck_nearest_float_for(Py_ssize_t n_features)
+
+
 cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_features)
                         Py_ssize_t n_rows,
                         Py_ssize_t n_features,
@@ -20,20 +29,23 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                         int* labels,                     # OUT (n_rows,)
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef Py_ssize_t i, best
-    cdef bint gemm = _use_gemm(n_features)
     cdef floating d
-    if gemm:
-        _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    cdef ck_nearest_double_fn nearest_double = ck_nearest_double_for(n_features)
+    cdef ck_nearest_float_fn nearest_float = ck_nearest_float_for(n_features)
+    if not _use_gemm(n_features):
+        for i in range(n_rows):
+            if floating is float:
+                best = nearest_float(X + i * n_features, centers_T, n_clusters, n_features,
+                                     tile, min_dist2 + i)
+            else:
+                best = nearest_double(X + i * n_features, centers_T, n_clusters, n_features,
+                                      tile, min_dist2 + i)
+            labels[i] = <int> best
+        return
+    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
     for i in range(n_rows):
-        if not gemm:
-            # one row at a time, so that it is scanned while still in L1
-            _dist2_tile(X + i * n_features, 1, n_features, centers, centers_T, centers_sqnorm,
-                        n_clusters, tile)
-            best = _argmin(tile, n_clusters)
-            d = tile[best]
-        else:
-            best = _argmin(tile + i * n_clusters, n_clusters)
-            d = tile[i * n_clusters + best] + _sqnorm(X + i * n_features, n_features)
+        best = _argmin(tile + i * n_clusters, n_clusters)
+        d = tile[i * n_clusters + best] + _sqnorm(X + i * n_features, n_features)
         labels[i] = <int> best
         min_dist2[i] = d if d > 0 else 0
 

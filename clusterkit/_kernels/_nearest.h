@@ -1,0 +1,96 @@
+/* Nearest centre of one sample by a direct loop, for few features (where gemm wastes work).
+ *
+ * The centres are stored transposed (n_features x n_clusters), so the loop over clusters is
+ * contiguous and vectorises. Pass 1 writes every squared distance to a scratch row and takes
+ * their minimum with a SIMD reduction; pass 2 finds the first index holding that minimum,
+ * testing blocks of 16 with a SIMD "any equal" before looking inside one. The comparison is
+ * against the stored values, so it is exact, and ties go to the lowest index.
+ *
+ * With GCC on x86-64 Linux each function is compiled for AVX-512, AVX2 and the baseline, and
+ * the variant for the running CPU is picked at load time; elsewhere it is compiled once.
+ */
+#ifndef CLUSTERKIT_NEAREST_H
+#define CLUSTERKIT_NEAREST_H
+
+#include <stddef.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define CK_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CK_TARGET_CLONES
+#endif
+
+#define CK_FIND_BLOCK 16
+
+/* FIXED_D > 0 makes the feature count a compile-time constant (the feature loop unrolls);
+ * FIXED_D = 0 reads it from the argument. */
+#define CK_DEFINE_NEAREST(NAME, T, FIXED_D)                                                 \
+CK_TARGET_CLONES                                                                            \
+static ptrdiff_t NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters,                 \
+                      ptrdiff_t n_features_arg, T* scratch, T* min_dist2)                   \
+{                                                                                           \
+    const ptrdiff_t n_features = FIXED_D > 0 ? FIXED_D : n_features_arg;                    \
+    T m;                                                                                    \
+    for (ptrdiff_t j = 0; j < n_clusters; j++) scratch[j] = 0;                              \
+    for (ptrdiff_t k = 0; k < n_features; k++) {                                            \
+        const T xk = x[k];                                                                  \
+        const T* c = centers_T + k * n_clusters;                                            \
+        _Pragma("omp simd")                                                                 \
+        for (ptrdiff_t j = 0; j < n_clusters; j++) {                                        \
+            const T t = xk - c[j];                                                          \
+            scratch[j] += t * t;                                                            \
+        }                                                                                   \
+    }                                                                                       \
+    m = scratch[0];                                                                         \
+    _Pragma("omp simd reduction(min:m)")                                                    \
+    for (ptrdiff_t j = 1; j < n_clusters; j++) m = scratch[j] < m ? scratch[j] : m;         \
+    ptrdiff_t j0 = 0;                                                                       \
+    for (; j0 + CK_FIND_BLOCK <= n_clusters; j0 += CK_FIND_BLOCK) {                         \
+        int hit = 0;                                                                        \
+        _Pragma("omp simd reduction(|:hit)")                                                \
+        for (ptrdiff_t l = 0; l < CK_FIND_BLOCK; l++) hit |= scratch[j0 + l] == m;          \
+        if (hit) break;                                                                     \
+    }                                                                                       \
+    while (scratch[j0] != m) j0++;                                                          \
+    *min_dist2 = m;                                                                         \
+    return j0;                                                                              \
+}
+
+CK_DEFINE_NEAREST(ck_nearest_double_any, double, 0)
+CK_DEFINE_NEAREST(ck_nearest_double_1, double, 1)
+CK_DEFINE_NEAREST(ck_nearest_double_2, double, 2)
+CK_DEFINE_NEAREST(ck_nearest_double_3, double, 3)
+CK_DEFINE_NEAREST(ck_nearest_double_4, double, 4)
+CK_DEFINE_NEAREST(ck_nearest_float_any, float, 0)
+CK_DEFINE_NEAREST(ck_nearest_float_1, float, 1)
+CK_DEFINE_NEAREST(ck_nearest_float_2, float, 2)
+CK_DEFINE_NEAREST(ck_nearest_float_3, float, 3)
+CK_DEFINE_NEAREST(ck_nearest_float_4, float, 4)
+
+typedef ptrdiff_t (*ck_nearest_double_fn)(const double*, const double*, ptrdiff_t, ptrdiff_t,
+                                          double*, double*);
+typedef ptrdiff_t (*ck_nearest_float_fn)(const float*, const float*, ptrdiff_t, ptrdiff_t,
+                                         float*, float*);
+
+/* The variant for a feature count: specialised up to 4 features, generic above. */
+static ck_nearest_double_fn ck_nearest_double_for(ptrdiff_t n_features) {
+    switch (n_features) {
+        case 1: return ck_nearest_double_1;
+        case 2: return ck_nearest_double_2;
+        case 3: return ck_nearest_double_3;
+        case 4: return ck_nearest_double_4;
+        default: return ck_nearest_double_any;
+    }
+}
+
+static ck_nearest_float_fn ck_nearest_float_for(ptrdiff_t n_features) {
+    switch (n_features) {
+        case 1: return ck_nearest_float_1;
+        case 2: return ck_nearest_float_2;
+        case 3: return ck_nearest_float_3;
+        case 4: return ck_nearest_float_4;
+        default: return ck_nearest_float_any;
+    }
+}
+
+#endif
