@@ -8,12 +8,12 @@ algorithms live in :mod:`clusterkit.presets`.
 """
 from ._base import Assignment, DataReducer, EStep, MStep, Schedule, Seeder
 from ._clusterer import Clusterer
-from ._estep import FullEStep
+from ._estep import FullEStep, PartialEStep, TruncatedEStep
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import NoReduction
 from ._schedules import FullBatch
-from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
+from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState
 
 __version__ = "0.1.0"
@@ -21,9 +21,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Clusterer",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Assignment", "FitState",
-    "KMeansPlusPlus", "AFKMC2", "RandomSeeder",
+    "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder",
     "NoReduction",
-    "FullEStep",
+    "FullEStep", "TruncatedEStep", "PartialEStep",
     "HardMStep", "SoftMStep",
     "FullBatch",
     "openmp_enabled", "effective_n_threads",

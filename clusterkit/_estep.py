@@ -1,10 +1,12 @@
 """E-steps: how samples are assigned to clusters."""
 import math
+import warnings
 
 import numpy as np
 
 from ._base import Assignment, EStep
-from ._kernels import _assign
+from ._kernels import _assign, _partial, _topk
+from ._validation import check_int
 
 __all__ = ["FullEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
 
@@ -78,11 +80,6 @@ class FullEStep(EStep):
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------
 
-import warnings  # noqa: E402
-
-from ._kernels import _partial, _topk  # noqa: E402
-from ._validation import check_int  # noqa: E402
-
 
 def _winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
     """The :class:`Assignment` of ``C'`` winners per sample (sorted by increasing distance).
@@ -150,7 +147,7 @@ class TruncatedEStep(EStep):
     --------
     >>> import numpy as np
     >>> from clusterkit import Clusterer
-    >>> from clusterkit._estep import TruncatedEStep
+    >>> from clusterkit import TruncatedEStep
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> gmm = Clusterer(2, seed=X[[0, 2]], estep=TruncatedEStep(n_winners=2), mstep="soft")
     >>> gmm.fit(X).labels_
@@ -319,7 +316,7 @@ class PartialEStep(EStep):
     --------
     >>> import numpy as np
     >>> from clusterkit import Clusterer
-    >>> from clusterkit._estep import PartialEStep
+    >>> from clusterkit import PartialEStep
     >>> rng = np.random.RandomState(0)
     >>> grid = 6.0 * np.array([[i, j] for i in range(4) for j in range(4)])
     >>> X = np.repeat(grid, 20, axis=0) + rng.normal(size=(320, 2))
