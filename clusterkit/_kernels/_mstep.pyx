@@ -1,8 +1,9 @@
 """Weighted M-step accumulation, deterministic for any number of threads.
 
-Both kernels use the "owner computes" reduction: samples are counting-sorted by cluster, then
-each cluster sums its own members in sample order inside ``prange`` over clusters. Every output
-row is written by one thread and the order of every floating-point sum is fixed by the data, so
+The reductions follow the data, never the threads: either "owner computes" (samples are
+counting-sorted by cluster, then each cluster sums its own members in sample order inside
+``prange`` over clusters) or fixed blocks of rows reduced in block order. Every output element
+is written by one thread and the order of every floating-point sum is fixed by the data, so
 results are bit-identical for any ``n_threads``.
 """
 import numpy as np
@@ -30,6 +31,17 @@ cdef void _counting_sort(const int[::1] keys, Py_ssize_t n_keys, Py_ssize_t[::1]
     starts[0] = 0
 
 
+# Fixed-block reduction for the hard M-step: rows are cut into blocks of BLOCK_ROWS (the layout
+# depends on n_samples only), each block is summed in row order into its own partial array, and
+# the partials are added in block order. Streaming X is much faster than gathering the rows of
+# each cluster, but needs n_blocks x n_clusters x n_features scratch, so it is used only while
+# that stays below MAX_PARTIAL_BYTES.
+cdef enum:
+    BLOCK_ROWS = 8192
+    MAX_BLOCKS = 32
+cdef Py_ssize_t MAX_PARTIAL_BYTES = 64 * 1024 * 1024
+
+
 def accumulate_hard(const floating[:, ::1] X,              # IN
                     const floating[::1] sample_weight,     # IN
                     const int[::1] labels,                 # IN
@@ -52,8 +64,56 @@ def accumulate_hard(const floating[:, ::1] X,              # IN
 
     Notes
     -----
-    Costs ``O(N D)`` and ``O(N + C)`` extra integers; no distances. Assumes valid input.
+    Costs ``O(N D)``; no distances. Uses fixed blocks of rows when their partial sums fit in
+    64 MiB (streaming the data), else "owner computes" (``O(N + C)`` extra integers). Either
+    way the order of every sum depends only on the data, so results are bit-identical for any
+    ``n_threads``. Assumes valid input.
     """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers_sum.shape[0]
+    cdef Py_ssize_t n_blocks = min((n_samples + BLOCK_ROWS - 1) // BLOCK_ROWS, MAX_BLOCKS)
+    cdef Py_ssize_t row_bytes = (n_features + 1) * n_clusters * sizeof(floating)
+    if n_blocks >= 2 and n_blocks * row_bytes <= MAX_PARTIAL_BYTES:
+        _accumulate_hard_blocks(X, sample_weight, labels, centers_sum, weight_in_clusters,
+                                n_blocks, n_threads)
+    else:
+        _accumulate_hard_owner(X, sample_weight, labels, centers_sum, weight_in_clusters,
+                               n_threads)
+
+
+cdef _accumulate_hard_blocks(const floating[:, ::1] X, const floating[::1] sample_weight,
+                             const int[::1] labels, floating[:, ::1] centers_sum,
+                             floating[::1] weight_in_clusters, Py_ssize_t n_blocks,
+                             int n_threads):
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers_sum.shape[0]
+    cdef Py_ssize_t rows = (n_samples + n_blocks - 1) // n_blocks
+    cdef Py_ssize_t b, i, j, k
+    cdef floating w
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    with nogil:
+        for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+            for i in range(b * rows, min((b + 1) * rows, n_samples)):
+                j = labels[i]
+                w = sample_weight[i]
+                weights[b, j] += w
+                for k in range(n_features):
+                    sums[b, j, k] += w * X[i, k]
+        for j in prange(n_clusters, schedule="static", num_threads=n_threads):
+            weight_in_clusters[j] = weights[0, j]
+            for k in range(n_features):
+                centers_sum[j, k] = sums[0, j, k]
+            for b in range(1, n_blocks):
+                weight_in_clusters[j] += weights[b, j]
+                for k in range(n_features):
+                    centers_sum[j, k] += sums[b, j, k]
+
+
+cdef _accumulate_hard_owner(const floating[:, ::1] X, const floating[::1] sample_weight,
+                            const int[::1] labels, floating[:, ::1] centers_sum,
+                            floating[::1] weight_in_clusters, int n_threads):
     cdef Py_ssize_t n_features = X.shape[1], n_clusters = centers_sum.shape[0]
     cdef Py_ssize_t j, p, i, k
     cdef floating w, wsum
