@@ -1,0 +1,423 @@
+"""Seeders: how the initial centres are chosen.
+
+All seeders draw their random numbers from ``state.random_state`` and leave the distance
+computations to :mod:`clusterkit._kernels._seeding`; they return centres that are rows of
+``X`` (C-contiguous, ``X``'s dtype) and record their distance evaluations under
+``state.cost["seeding"]``.
+"""
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from ._base import Seeder
+from ._kernels import _seeding
+
+__all__ = ["RandomSeeder", "KMeansPlusPlus", "AFKMC2", "SampledSeeder"]
+
+
+def _check_int(name, value, minimum, allow_none=False):
+    """Raise unless ``value`` is an integer ``>= minimum`` (or None, if allowed)."""
+    if value is None and allow_none:
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be an int{' or None' if allow_none else ''}.")
+    if value < minimum:
+        raise ValueError(f"{name}={value!r} must be >= {minimum}.")
+
+
+def _invert(cumsum, values):
+    """Indices ``i`` with ``cumsum[i-1] <= value < cumsum[i]`` for values in [0, total).
+
+    Rows whose mass is zero are never returned: ``side='right'`` skips them, and a value that
+    rounding pushed up to the total gives the last row with positive mass instead of running
+    off the end.
+    """
+    idx = np.searchsorted(cumsum, values, side="right")
+    return np.minimum(idx, np.searchsorted(cumsum, cumsum[-1], side="left"))
+
+
+def _draw(cumsum, u):
+    """Rows drawn with probability proportional to their mass, from the mass's cumulative sum
+    and uniforms ``u`` in [0, 1)."""
+    return _invert(cumsum, u * cumsum[-1])
+
+
+# Rows per block of the two-level D^2 sampler (any fixed size; 256 balances the two levels).
+_BLOCK = 256
+
+
+def _block_cumsum(mass):
+    """Cumulative sum, in float64, of ``mass`` summed over consecutive blocks of ``_BLOCK`` rows.
+
+    A blockwise sum vectorises, while a cumulative sum over all rows is a serial chain of
+    additions; k-means++ needs one per centre, so this is the sampler's main cost.
+    """
+    return np.cumsum(np.add.reduceat(mass, np.arange(0, len(mass), _BLOCK), dtype=np.float64))
+
+
+def _draw_two_level(mass, block_cumsum, u):
+    """Rows drawn with probability proportional to ``mass``: a block first, then a row in it.
+
+    ``block_cumsum`` is ``_block_cumsum(mass)``; ``u`` holds uniforms in [0, 1).
+    """
+    targets = u * block_cumsum[-1]
+    blocks = _invert(block_cumsum, targets)
+    rows = np.empty(len(u), dtype=np.intp)
+    for t, b in enumerate(blocks):
+        start = b * _BLOCK
+        local = np.cumsum(mass[start:start + _BLOCK], dtype=np.float64)
+        offset = targets[t] - (block_cumsum[b - 1] if b > 0 else 0.0)
+        rows[t] = start + _invert(local, offset)
+    return rows
+
+
+def _first_index(sample_weight, random_state):
+    """Row drawn with probability proportional to its weight (uniformly if all are zero)."""
+    cumsum = np.cumsum(sample_weight, dtype=np.float64)
+    if not cumsum[-1] > 0:
+        return int(random_state.randint(len(sample_weight)))
+    return int(_draw(cumsum, random_state.uniform()))
+
+
+def _sample_rows(sample_weight, size, random_state, proportional):
+    """``size`` distinct row indices; rows with zero weight only when there are too few others.
+
+    Without replacement, uniformly or (``proportional``) with probability proportional to the
+    weight at each draw (numpy's sequential scheme).
+    """
+    positive = np.flatnonzero(sample_weight > 0)
+    if len(positive) >= size:
+        p = None
+        if proportional:
+            p = sample_weight[positive].astype(np.float64)
+            p /= p.sum()
+        return random_state.choice(positive, size, replace=False, p=p)
+    zero = np.flatnonzero(~(sample_weight > 0))
+    extra = random_state.choice(zero, size - len(positive), replace=False)
+    return np.concatenate([random_state.permutation(positive), extra])
+
+
+class RandomSeeder(Seeder):
+    """Initial centres drawn at random from the data.
+
+    ``n_clusters`` distinct rows are drawn without replacement, each draw with probability
+    proportional to the weight of the rows not drawn yet. The classic "Forgy" initialisation.
+
+    Notes
+    -----
+    Cost per call: no distance evaluations; memory ``O(n_samples)`` for the draw. Rows with
+    zero weight are chosen only when fewer than ``n_clusters`` rows have positive weight.
+    Distinct rows can still be equal points if ``X`` has duplicates. Reads
+    ``state.random_state``; keeps no state between fits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import FitState, RandomSeeder
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
+    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> RandomSeeder().seed(X, np.ones(4), 2, state).shape
+    (2, 2)
+    >>> state.cost["seeding"]
+    0
+    """
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        """Return ``n_clusters`` distinct rows of ``X`` (see :meth:`Seeder.seed`)."""
+        idx = _sample_rows(sample_weight, n_clusters, state.random_state, proportional=True)
+        return np.ascontiguousarray(X[idx])
+
+
+class KMeansPlusPlus(Seeder):
+    """k-means++ seeding (D^2 sampling), greedy by default.
+
+    The first centre is a row drawn with probability proportional to its weight; each further
+    centre is drawn with probability proportional to ``w_n D(x_n)^2``, where ``D(x_n)`` is the
+    distance to the nearest centre chosen so far (Arthur & Vassilvitskii, 2007, Sec. 2.2).
+    In the greedy variant, ``n_local_trials`` candidates are drawn per step and the one that
+    leaves the lowest weighted potential ``sum_n w_n D(x_n)^2`` is kept, as in scikit-learn.
+
+    Parameters
+    ----------
+    n_local_trials : int or None, default=None
+        Candidates per step. ``None`` means ``2 + int(log(n_clusters))`` (scikit-learn's greedy
+        rule); ``1`` is plain k-means++.
+
+    Notes
+    -----
+    Cost per call with ``L`` candidates per step: ``(n_clusters - 1) * (L + 1) * n_samples``
+    distance evaluations for ``L > 1`` (each step scores ``L`` candidates against all samples,
+    then updates ``D^2`` with the winner, which is cheaper than keeping ``L x n_samples``
+    distances; the update after the last centre is skipped), and
+    ``(n_clusters - 1) * n_samples`` for plain k-means++. Memory ``O(n_samples)``. Fewer
+    evaluations are made once every remaining ``w_n D(x_n)^2`` is zero. Reads
+    ``state.random_state`` and ``state.n_threads``; keeps no state between fits.
+
+    Deviations: if every remaining ``w_n D(x_n)^2`` is zero (fewer distinct points with
+    positive weight than clusters), the remaining centres are drawn uniformly among the rows
+    not chosen yet (rows with positive weight first) and a ``RuntimeWarning`` is emitted once.
+    scikit-learn's greedy variant instead draws candidates from an all-zero distribution.
+
+    References
+    ----------
+    D. Arthur and S. Vassilvitskii, "k-means++: the advantages of careful seeding", Proc. 18th
+    ACM-SIAM Symposium on Discrete Algorithms (SODA), 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import FitState, KMeansPlusPlus
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
+    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> KMeansPlusPlus(n_local_trials=1).seed(X, np.ones(4), 2, state).shape
+    (2, 2)
+    >>> state.cost["seeding"]
+    4
+    """
+
+    def __init__(self, n_local_trials=None):
+        self.n_local_trials = n_local_trials
+
+    def _validate(self, X, n_clusters):
+        _check_int("n_local_trials", self.n_local_trials, 1, allow_none=True)
+
+    def _n_trials(self, n_clusters):
+        if self.n_local_trials is None:
+            return 2 + int(math.log(n_clusters))
+        return int(self.n_local_trials)
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        """Return k-means++ centres (see :meth:`Seeder.seed`)."""
+        rs, n_threads = state.random_state, state.n_threads
+        n_samples = X.shape[0]
+        n_trials = self._n_trials(n_clusters)
+        centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+        best = _first_index(sample_weight, rs)
+        centers[0] = X[best]
+        if n_clusters == 1:
+            return centers
+        min_dist2 = np.full(n_samples, np.inf, dtype=X.dtype)
+        state.count("seeding", _seeding.d2_update(X, centers[0], min_dist2, n_threads))
+        weighted = np.empty(n_samples, dtype=X.dtype)
+        potentials = np.empty(n_trials, dtype=np.float64)
+        chosen = [best]
+        free = None  # rows left for the uniform fallback, once the potential is zero
+        for i in range(1, n_clusters):
+            if free is None:
+                np.multiply(sample_weight, min_dist2, out=weighted)
+                block_cumsum = _block_cumsum(weighted)
+                if not block_cumsum[-1] > 0:
+                    free = self._fallback_rows(sample_weight, chosen)
+                    warnings.warn(
+                        f"KMeansPlusPlus found only {i} distinct points with positive weight "
+                        f"for n_clusters={n_clusters}; the remaining {n_clusters - i} centres "
+                        "are drawn uniformly among the rows not chosen yet and may duplicate "
+                        "existing centres.", RuntimeWarning, stacklevel=2,
+                    )
+            if free is not None:
+                # D^2 stays zero from here on: no distances are needed any more
+                if len(free) == 0:
+                    free = self._fallback_rows(sample_weight, chosen)
+                j = rs.randint(len(free))
+                best = int(free[j])
+                free = np.delete(free, j)
+                chosen.append(best)
+                centers[i] = X[best]
+                continue
+            candidates = _draw_two_level(weighted, block_cumsum, rs.uniform(size=n_trials))
+            if n_trials == 1:
+                best = int(candidates[0])
+            else:
+                state.count("seeding", _seeding.d2_candidates(
+                    X, sample_weight, np.ascontiguousarray(X[candidates]), min_dist2,
+                    potentials, n_threads))
+                best = int(candidates[np.argmin(potentials)])
+            chosen.append(best)
+            centers[i] = X[best]
+            if i < n_clusters - 1:
+                state.count("seeding", _seeding.d2_update(X, centers[i], min_dist2, n_threads))
+        return centers
+
+    @staticmethod
+    def _fallback_rows(sample_weight, chosen):
+        """Rows not chosen yet: those with positive weight, or all of them if none is left."""
+        free = np.ones(len(sample_weight), dtype=bool)
+        free[chosen] = False
+        positive = free & (sample_weight > 0)
+        return np.flatnonzero(positive if positive.any() else free)
+
+
+class AFKMC2(Seeder):
+    """Assumption-free K-MC^2: k-means++ seeding approximated by Markov chains.
+
+    The first centre ``c_1`` is drawn proportionally to the weights. The proposal
+    ``q(x) = 1/2 w(x) d(x, c_1)^2 / sum_x' w(x') d(x', c_1)^2 + 1/2 w(x) / sum_x' w(x')`` is
+    computed once. Each further centre is the end of a Metropolis-Hastings chain of
+    ``chain_length`` candidates drawn i.i.d. from ``q`` whose stationary distribution is the
+    k-means++ distribution ``w(x) D(x)^2`` (Bachem et al., 2016, Algorithm 1, with weights).
+
+    Parameters
+    ----------
+    chain_length : int, default=200
+        Candidates per centre ``m`` (the first is accepted unconditionally, so a chain makes
+        ``m - 1`` Metropolis-Hastings steps).
+
+    Notes
+    -----
+    Cost per call: ``n_samples + chain_length * n_clusters * (n_clusters - 1) / 2`` distance
+    evaluations (the proposal, then each candidate for centre ``i`` against the ``i`` centres
+    before it); nothing beyond the first draw when ``n_clusters == 1``. Sublinear in
+    ``n_samples`` after the proposal. Memory ``O(n_samples + n_clusters * (chain_length +
+    n_features))``: all candidates and uniforms are drawn up front and one kernel call runs
+    every chain. Reads ``state.random_state`` and ``state.n_threads``; keeps no state between
+    fits.
+
+    Deviations: if ``d(x, c_1) = 0`` for every row with positive weight the proposal is the
+    weight distribution alone. A chain whose candidates all coincide with existing centres
+    returns a duplicate centre; duplicates are kept and a ``RuntimeWarning`` is emitted.
+
+    References
+    ----------
+    O. Bachem, M. Lucic, S. H. Hassani and A. Krause, "Fast and provably good seedings for
+    k-means", Advances in Neural Information Processing Systems 29 (NIPS), 2016.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import AFKMC2, FitState
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
+    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> AFKMC2(chain_length=5).seed(X, np.ones(4), 2, state).shape
+    (2, 2)
+    >>> state.cost["seeding"]
+    9
+    """
+
+    def __init__(self, chain_length=200):
+        self.chain_length = chain_length
+
+    def _validate(self, X, n_clusters):
+        _check_int("chain_length", self.chain_length, 1)
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        """Return AFK-MC^2 centres (see :meth:`Seeder.seed`)."""
+        rs, n_threads = state.random_state, state.n_threads
+        n_samples = X.shape[0]
+        m = int(self.chain_length)
+        first = _first_index(sample_weight, rs)
+        if n_clusters == 1:
+            return np.ascontiguousarray(X[[first]])
+        d2 = np.full(n_samples, np.inf, dtype=X.dtype)
+        state.count("seeding", _seeding.d2_update(X, X[first], d2, n_threads))
+        w = sample_weight.astype(np.float64)
+        if not w.sum() > 0:
+            w = np.ones(n_samples)
+        wd2 = w * d2
+        q = 0.5 * w / w.sum()
+        if wd2.sum() > 0:
+            q += 0.5 * wd2 / wd2.sum()
+        else:
+            q *= 2
+        candidates = _draw(np.cumsum(q), rs.uniform(size=(n_clusters - 1, m))).astype(np.int32)
+        uniforms = rs.uniform(size=(n_clusters - 1, m))
+        centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+        chosen = np.empty(n_clusters, dtype=np.int32)
+        state.count("seeding", _seeding.afkmc2_chain(
+            X, sample_weight, q, first, candidates, uniforms, centers, chosen, n_threads))
+        n_duplicates = n_clusters - len(np.unique(centers, axis=0))
+        if n_duplicates:
+            warnings.warn(
+                f"AFKMC2 chose {n_duplicates} duplicate centre(s) for n_clusters={n_clusters}: "
+                "there are fewer distinct points with positive weight, or the chains of "
+                f"chain_length={m} found no new point; the duplicates are kept.",
+                RuntimeWarning, stacklevel=2,
+            )
+        return centers
+
+
+class SampledSeeder(Seeder):
+    """Run another seeder on a random subsample of the data.
+
+    A uniform sample of ``size`` rows (without replacement, among rows with positive weight)
+    keeps its rows' weights, rescaled so that the sample's total weight equals the data's; the
+    inner seeder runs on that sample and its centres are returned. Greedy k-means++ on a
+    sample of ``20 * n_clusters`` rows is a cheap, strong seeding when there are many clusters.
+
+    Parameters
+    ----------
+    seeder : Seeder or None, default=None
+        The seeder run on the sample; ``None`` means ``KMeansPlusPlus()`` (greedy).
+    size : int or None, default=None
+        Rows in the sample; ``None`` means ``min(n_samples, max(20 * n_clusters, 10_000))``.
+        A size of at least ``n_samples`` runs the inner seeder on all the data.
+
+    Notes
+    -----
+    Cost per call: whatever the inner seeder counts on ``size`` rows, e.g.
+    ``(n_clusters - 1) * (L + 1) * size`` distance evaluations for greedy k-means++ with
+    ``L`` candidates per step. Memory: a copy of the sample, ``O(size * n_features)``.
+    Reads ``state.random_state`` (the sample is drawn first, then the inner seeder draws from
+    the same stream); keeps no state between fits.
+
+    Why uniform sampling with the original weights: weighted sums over the sample, rescaled
+    by the total weight, are unbiased estimates of the sums over the data (k-means++ is
+    invariant to scaling all weights, so the rescaling only keeps totals meaningful). Sampling
+    proportionally to weight *and* keeping the weights would count every weight twice, and
+    sampling without replacement proportionally to weight with unit weights is biased for
+    heavy rows (each can appear at most once). With unit weights all choices coincide. Rows
+    with zero weight are sampled only when fewer than ``n_clusters`` rows have positive weight.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import FitState, KMeansPlusPlus, SampledSeeder
+    >>> X = np.arange(40.0).reshape(20, 2)
+    >>> state = FitState(n_clusters=3, n_features=2, dtype=X.dtype,
+    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> seeder = SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=10)
+    >>> seeder.seed(X, np.ones(20), 3, state).shape
+    (3, 2)
+    >>> state.cost["seeding"]
+    20
+    """
+
+    def __init__(self, seeder=None, size=None):
+        self.seeder = seeder
+        self.size = size
+
+    def _inner(self):
+        return KMeansPlusPlus() if self.seeder is None else self.seeder
+
+    def _validate(self, X, n_clusters):
+        if not isinstance(self._inner(), Seeder):
+            raise TypeError(f"seeder={self.seeder!r} must be a Seeder or None.")
+        _check_int("size", self.size, 1, allow_none=True)
+        if self.size is not None and self.size < n_clusters:
+            raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
+        self._inner()._validate(X, n_clusters)
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        """Return the inner seeder's centres on a subsample (see :meth:`Seeder.seed`)."""
+        n_samples = X.shape[0]
+        size = self.size if self.size is not None else max(20 * n_clusters, 10_000)
+        size = min(int(size), n_samples)
+        inner = self._inner()
+        if size >= n_samples:
+            return inner.seed(X, sample_weight, n_clusters, state)
+        positive = int(np.count_nonzero(sample_weight > 0))
+        if positive <= size:
+            # every row with positive weight, plus zero-weight rows only if unavoidable
+            size = max(positive, n_clusters)
+        idx = np.sort(_sample_rows(sample_weight, size, state.random_state, proportional=False))
+        X_sample = np.ascontiguousarray(X[idx])
+        w_sample = sample_weight[idx]
+        total_sample = w_sample.sum(dtype=np.float64)
+        if total_sample > 0:
+            scale = sample_weight.sum(dtype=np.float64) / total_sample
+            w_sample = (w_sample * scale).astype(X.dtype)
+        return inner.seed(X_sample, w_sample, n_clusters, state)

@@ -1,0 +1,317 @@
+"""Seeders: contract (rows of X, shape, dtype, determinism), weights, warnings, cost counts."""
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from clusterkit import _reference as ref
+from clusterkit._base import Seeder
+from clusterkit._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from clusterkit._state import FitState
+
+SEEDERS = [
+    RandomSeeder(),
+    KMeansPlusPlus(),
+    KMeansPlusPlus(n_local_trials=1),
+    AFKMC2(chain_length=20),
+    SampledSeeder(size=150),
+    SampledSeeder(AFKMC2(chain_length=5), size=150),
+]
+
+
+def _state(X, n_clusters, seed=0, n_threads=1):
+    return FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
+                    random_state=np.random.RandomState(seed), n_threads=n_threads, soft=False)
+
+
+def _seed(seeder, X, w, n_clusters, seed=0, n_threads=1):
+    state = _state(X, n_clusters, seed, n_threads)
+    centers = seeder.seed(X, w, n_clusters, state)
+    return centers, state.cost["seeding"]
+
+
+def _row_indices(X, centers):
+    """Row of X equal to each centre (asserting there is one)."""
+    d2 = ref.sqdist(centers, X)
+    idx = d2.argmin(axis=1)
+    assert_array_equal(d2[np.arange(len(centers)), idx], 0)
+    return idx
+
+
+def _blobs(n_samples=400, n_features=3, dtype=np.float64, seed=0):
+    rng = np.random.RandomState(seed)
+    centers = rng.uniform(-20, 20, size=(8, n_features))
+    X = centers[rng.randint(8, size=n_samples)] + rng.normal(size=(n_samples, n_features))
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def _grid(side=4, n_per_cluster=30, spacing=100.0, seed=0):
+    """Well separated unit-variance blobs on a square grid."""
+    rng = np.random.RandomState(seed)
+    g = np.stack(np.meshgrid(np.arange(side), np.arange(side)), -1).reshape(-1, 2) * spacing
+    return (g[:, None, :] + rng.normal(size=(len(g), n_per_cluster, 2))).reshape(-1, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seeder", SEEDERS, ids=repr)
+def test_centres_are_rows_of_X_with_shape_and_dtype(seeder, dtype):
+    X = _blobs(dtype=dtype)
+    w = np.ones(len(X), dtype=dtype)
+    seeder._validate(X, 10)
+    centers, _ = _seed(seeder, X, w, 10)
+    assert centers.shape == (10, X.shape[1])
+    assert centers.dtype == dtype
+    assert centers.flags.c_contiguous
+    idx = _row_indices(X, centers)
+    assert len(np.unique(idx)) == 10
+
+
+@pytest.mark.parametrize("seeder", SEEDERS, ids=repr)
+def test_deterministic_for_fixed_random_state_and_any_thread_count(seeder):
+    X = _blobs()
+    w = np.random.RandomState(1).uniform(0.5, 2, size=len(X))
+    a, cost_a = _seed(seeder, X, w, 12, seed=3, n_threads=1)
+    b, cost_b = _seed(seeder, X, w, 12, seed=3, n_threads=2)
+    c, _ = _seed(seeder, X, w, 12, seed=4, n_threads=1)
+    assert_array_equal(a, b)
+    assert cost_a == cost_b
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("seeder", SEEDERS, ids=repr)
+def test_scaling_all_weights_changes_nothing(seeder):
+    # a power of two scales every sum and cumulative sum exactly
+    X = _blobs()
+    w = np.random.RandomState(1).uniform(0.5, 2, size=len(X))
+    a, _ = _seed(seeder, X, w, 9, seed=5)
+    b, _ = _seed(seeder, X, 4 * w, 9, seed=5)
+    assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seeder", SEEDERS, ids=repr)
+def test_zero_weight_rows_are_never_chosen_when_avoidable(seeder):
+    X = _blobs(n_samples=300)
+    w = np.ones(len(X))
+    w[np.random.RandomState(2).permutation(len(X))[:250]] = 0  # 50 rows left
+    for seed in range(5):
+        centers, _ = _seed(seeder, X, w, 20, seed=seed)
+        assert np.all(w[_row_indices(X, centers)] > 0)
+
+
+@pytest.mark.parametrize("seeder", SEEDERS, ids=repr)
+def test_every_positive_weight_row_is_chosen_when_too_few(seeder):
+    X = _blobs(n_samples=300)
+    w = np.zeros(len(X))
+    w[[3, 70, 150]] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # duplicates may be reported
+        centers, _ = _seed(seeder, X, w, 5)
+    idx = _row_indices(X, centers)
+    assert {3, 70, 150} <= set(idx.tolist())
+
+
+@pytest.mark.parametrize("seeder", [KMeansPlusPlus(n_local_trials=1), KMeansPlusPlus(),
+                                    AFKMC2(chain_length=20)], ids=repr)
+def test_huge_weight_row_is_chosen_first(seeder):
+    X = _blobs()
+    w = np.ones(len(X))
+    w[123] = 1e9
+    for seed in range(10):
+        centers, _ = _seed(seeder, X, w, 5, seed=seed)
+        assert_array_equal(centers[0], X[123])
+
+
+def test_random_seeder_picks_a_huge_weight_row():
+    X = _blobs()
+    w = np.ones(len(X))
+    w[123] = 1e9
+    for seed in range(10):
+        centers, _ = _seed(RandomSeeder(), X, w, 5, seed=seed)
+        assert 123 in _row_indices(X, centers)
+
+
+def test_kmeans_plus_plus_covers_separated_blobs():
+    X = _grid()
+    for seeder in (KMeansPlusPlus(), KMeansPlusPlus(n_local_trials=1)):
+        centers, _ = _seed(seeder, X, np.ones(len(X)), 16)
+        blob = _row_indices(X, centers) // 30
+        assert len(np.unique(blob)) >= 15
+
+
+def test_afkmc2_quantization_error_close_to_kmeans_plus_plus():
+    # Median over seeds: a seeding that misses a blob costs ~1e5 against ~2e3, so the mean over
+    # a few seeds is dominated by how many misses happen to occur.
+    X = _grid()
+    w = np.ones(len(X))
+
+    def median_qe(seeder):
+        return np.median([ref.sqdist(X, _seed(seeder, X, w, 16, seed=s)[0]).min(1).sum()
+                          for s in range(100, 115)])
+
+    kpp = median_qe(KMeansPlusPlus(n_local_trials=1))
+    afk = median_qe(AFKMC2(chain_length=200))
+    assert 0.8 * kpp <= afk <= 1.2 * kpp
+    assert afk < 0.01 * median_qe(RandomSeeder())
+
+
+@pytest.mark.parametrize("n_clusters", [1, 2, 7])
+@pytest.mark.parametrize("n_local_trials", [None, 1, 3])
+def test_kmeans_plus_plus_evaluation_count(n_local_trials, n_clusters):
+    X = _blobs()
+    n = len(X)
+    _, cost = _seed(KMeansPlusPlus(n_local_trials), X, np.ones(n), n_clusters)
+    trials = 2 + int(math.log(n_clusters)) if n_local_trials is None else n_local_trials
+    per_step = n if trials == 1 else (trials + 1) * n
+    assert cost == (n_clusters - 1) * per_step
+
+
+@pytest.mark.parametrize("n_clusters", [1, 2, 7])
+@pytest.mark.parametrize("chain_length", [1, 20])
+def test_afkmc2_evaluation_count(chain_length, n_clusters):
+    X = _blobs()
+    _, cost = _seed(AFKMC2(chain_length), X, np.ones(len(X)), n_clusters)
+    expected = 0 if n_clusters == 1 else (
+        len(X) + chain_length * n_clusters * (n_clusters - 1) // 2)
+    assert cost == expected
+
+
+def test_random_seeder_costs_nothing():
+    X = _blobs()
+    assert _seed(RandomSeeder(), X, np.ones(len(X)), 5)[1] == 0
+
+
+class _Recorder(Seeder):
+    """Records what it is called with and returns the first rows."""
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        self.X, self.sample_weight = X, sample_weight
+        state.count("seeding", 7)
+        return np.ascontiguousarray(X[:n_clusters])
+
+
+def test_sampled_seeder_sample_keeps_renormalised_weights():
+    X = _blobs(n_samples=400)
+    w = np.random.RandomState(0).uniform(0.5, 2, size=len(X))
+    w[:100] = 0
+    inner = _Recorder()
+    centers, cost = _seed(SampledSeeder(inner, size=120), X, w, 4)
+    assert cost == 7
+    assert inner.X.shape == (120, X.shape[1])
+    idx = _row_indices(X, inner.X)
+    assert len(np.unique(idx)) == 120
+    assert np.all(idx >= 100)  # zero-weight rows are avoidable here
+    assert np.all(np.diff(idx) > 0)  # sample kept in data order
+    scale = w.sum() / w[idx].sum()
+    np.testing.assert_allclose(inner.sample_weight, w[idx] * scale, rtol=1e-12)
+    np.testing.assert_allclose(inner.sample_weight.sum(), w.sum(), rtol=1e-12)
+    assert_array_equal(centers, inner.X[:4])
+
+
+def test_sampled_seeder_uses_all_positive_rows_when_fewer_than_size():
+    X = _blobs(n_samples=300)
+    w = np.zeros(len(X))
+    w[::10] = 1  # 30 positive rows
+    inner = _Recorder()
+    _seed(SampledSeeder(inner, size=100), X, w, 4)
+    assert_array_equal(_row_indices(X, inner.X), np.arange(0, 300, 10))
+
+
+def test_sampled_seeder_default_size_and_cost():
+    X = _blobs(n_samples=12_000, n_features=2)
+    inner = _Recorder()
+    _seed(SampledSeeder(inner), X, np.ones(len(X)), 3)
+    assert len(inner.X) == 10_000  # min(n_samples, max(20 * n_clusters, 10_000))
+    _seed(SampledSeeder(inner), X, np.ones(len(X)), 600)
+    assert len(inner.X) == 12_000
+    _, cost = _seed(SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=500), X,
+                    np.ones(len(X)), 6)
+    assert cost == 5 * 500
+
+
+def test_sampled_seeder_with_the_whole_data_is_the_inner_seeder():
+    X = _blobs()
+    w = np.ones(len(X))
+    for size in (len(X), 10 * len(X)):
+        a, cost_a = _seed(SampledSeeder(KMeansPlusPlus(), size=size), X, w, 6)
+        b, cost_b = _seed(KMeansPlusPlus(), X, w, 6)
+        assert_array_equal(a, b)
+        assert cost_a == cost_b
+
+
+def test_kmeans_plus_plus_warns_on_too_few_distinct_points():
+    X = np.repeat(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 5.0]]), 10, axis=0)
+    w = np.ones(len(X))
+    for seeder in (KMeansPlusPlus(), KMeansPlusPlus(n_local_trials=1)):
+        with pytest.warns(RuntimeWarning, match=r"remaining 2 centres are drawn uniformly") as rec:
+            centers, _ = _seed(seeder, X, w, 5)
+        assert len(rec) == 1
+        assert rec[0].filename == __file__  # stacklevel=2: the caller of seed()
+        assert len(np.unique(centers, axis=0)) == 3
+        assert len(np.unique(_row_indices(X, centers))) == 3
+
+
+def test_kmeans_plus_plus_fallback_prefers_positive_weight_rows():
+    # rows 0-3 coincide and carry all the weight; the distinct rows 4 and 5 have zero weight
+    X = np.array([[0.0, 0.0]] * 4 + [[1.0, 0.0], [2.0, 0.0]])
+    w = np.array([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    for seed in range(5):
+        state = _state(X, 6, seed=seed)
+        with pytest.warns(RuntimeWarning, match="KMeansPlusPlus found only 1 distinct points"):
+            centers = KMeansPlusPlus(n_local_trials=1).seed(X, w, 6, state)
+        # the three other copies of row 0 come before the zero-weight rows
+        assert_array_equal(centers[:4], 0)
+        assert_array_equal(np.sort(centers[4:, 0]), [1.0, 2.0])
+        assert state.cost["seeding"] == 6  # only the first centre's D^2
+
+
+def test_afkmc2_warns_on_duplicates():
+    X = np.repeat(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 5.0]]), 10, axis=0)
+    with pytest.warns(RuntimeWarning, match=r"AFKMC2 chose 2 duplicate centre\(s\)"):
+        centers, _ = _seed(AFKMC2(chain_length=50), X, np.ones(len(X)), 5)
+    assert len(np.unique(centers, axis=0)) == 3
+
+
+def test_no_warning_with_enough_distinct_points():
+    X = _blobs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for seeder in SEEDERS:
+            _seed(seeder, X, np.ones(len(X)), 10)
+
+
+@pytest.mark.parametrize("seeder, error, match", [
+    (KMeansPlusPlus(n_local_trials=0), ValueError, r"n_local_trials=0 must be >= 1\."),
+    (KMeansPlusPlus(n_local_trials=1.5), TypeError, r"n_local_trials=1.5 must be an int or None\."),
+    (KMeansPlusPlus(n_local_trials=True), TypeError, r"n_local_trials=True must be an int"),
+    (AFKMC2(chain_length=0), ValueError, r"chain_length=0 must be >= 1\."),
+    (AFKMC2(chain_length=None), TypeError, r"chain_length=None must be an int\."),
+    (SampledSeeder(size=5), ValueError, r"size=5 must be >= n_clusters=10\."),
+    (SampledSeeder(size=0), ValueError, r"size=0 must be >= 1\."),
+    (SampledSeeder(size="big"), TypeError, r"size='big' must be an int or None\."),
+    (SampledSeeder(seeder="kmeans++"), TypeError,
+     r"seeder='kmeans\+\+' must be a Seeder or None\."),
+    (SampledSeeder(AFKMC2(chain_length=-1)), ValueError, r"chain_length=-1 must be >= 1\."),
+])
+def test_validation_messages(seeder, error, match):
+    with pytest.raises(error, match=match):
+        seeder._validate(_blobs(), 10)
+
+
+@pytest.mark.parametrize("seeder", SEEDERS + [SampledSeeder()], ids=repr)
+def test_valid_parameters_pass_validation(seeder):
+    seeder._validate(_blobs(), 10)
+
+
+def test_constructor_stores_arguments_unchanged_and_pickles():
+    inner = AFKMC2(chain_length="long")
+    assert KMeansPlusPlus(n_local_trials=-3).n_local_trials == -3
+    assert AFKMC2(chain_length="x").chain_length == "x"
+    sampled = SampledSeeder(seeder=inner, size=2.5)
+    assert sampled.seeder is inner and sampled.size == 2.5
+    assert SampledSeeder().seeder is None and SampledSeeder().size is None
+    for seeder in SEEDERS:
+        assert pickle.loads(pickle.dumps(seeder)) == seeder
+    assert repr(AFKMC2()) == "AFKMC2(chain_length=200)"
