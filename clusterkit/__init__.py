@@ -11,7 +11,7 @@ from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep, TruncatedEStep
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 from ._mstep import HardMStep, SoftMStep
-from ._reduction import NoReduction
+from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState
@@ -22,7 +22,7 @@ __all__ = [
     "Clusterer",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Assignment", "FitState",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder",
-    "NoReduction",
+    "NoReduction", "LWCS",
     "FullEStep", "TruncatedEStep", "PartialEStep",
     "HardMStep", "SoftMStep",
     "FullBatch",

@@ -1,7 +1,13 @@
 """Data reducers: replace the data by a smaller weighted set before clustering."""
-from ._base import DataReducer
+import warnings
 
-__all__ = ["NoReduction"]
+import numpy as np
+
+from ._base import DataReducer
+from ._kernels import _seeding
+from ._validation import check_int
+
+__all__ = ["NoReduction", "LWCS"]
 
 
 class NoReduction(DataReducer):
@@ -22,4 +28,170 @@ class NoReduction(DataReducer):
     """
 
     def reduce(self, X, sample_weight, state):
+        """Return ``X`` and ``sample_weight`` themselves (see :meth:`DataReducer.reduce`)."""
         return X, sample_weight
+
+
+def _sensitivity(X, sample_weight, n_threads):
+    """The LWCS sampling distribution (two passes over the data).
+
+    Bachem, Lucic & Krause (2018), Alg. 1, with input weights ``w``: the weighted mean ``mu``,
+    then ``d2_n = ||x_n - mu||^2`` and
+
+    ``q_n = w_n (a + b d2_n)`` with ``a = 1/2 / sum w`` and ``b = 1/2 / sum_m w_m d2_m``,
+
+    so that the coreset weight of one draw of sample ``n`` out of ``size`` is
+    ``w_n / (size q_n) = 1 / (size (a + b d2_n))``. If every sample with positive weight sits
+    on the mean, ``b = 0`` and ``q`` is the weight distribution. Private helper: assumes valid
+    input (weights non-negative, not all zero).
+
+    Returns
+    -------
+    q : ndarray of shape (n_samples,), dtype=float64
+        Sampling probabilities (they sum to one up to rounding; zero where ``w_n = 0``).
+    d2 : ndarray of shape (n_samples,), dtype=float64
+        Squared distances to the mean.
+    a, b : float
+        The two coefficients above.
+    n_distance_evals : int
+        ``n_samples`` (the distances to the mean).
+    """
+    total = float(sample_weight.sum(dtype=np.float64))
+    # Pass 1. Any mean keeps the estimate unbiased (the weights are w / (size q) for whatever
+    # q > 0), so a gemv in the data's dtype is enough; a float64 copy of X would cost more
+    # than both passes.
+    mu = ((sample_weight @ X).astype(np.float64) / total).astype(X.dtype)
+    # Pass 2: the distances to the mean (direct loop, exact zero on the mean).
+    d2 = np.full(X.shape[0], np.inf, dtype=X.dtype)
+    n_evals = _seeding.d2_update(X, mu, d2, n_threads)
+    d2 = d2.astype(np.float64)
+    spread = float(np.dot(sample_weight.astype(np.float64, copy=False), d2))
+    a, b = 0.5 / total, (0.5 / spread if spread > 0 else 0.0)
+    if b == 0.0:
+        a = 1.0 / total
+    q = d2 * b
+    q += a
+    q *= sample_weight
+    return q, d2, a, b, n_evals
+
+
+class LWCS(DataReducer):
+    """Lightweight coreset: ``size`` samples drawn by importance, with unbiasing weights.
+
+    Bachem, Lucic & Krause (2018), Algorithm 1, as used by vc-GMM (Hirschberger, Forster &
+    Lücke, Sec. 3, Alg. 1 line 1). Two passes over the data: the (weighted) mean ``mu``, then
+    the distances ``d(x, mu)`` and the distribution
+
+    ``q(x) = 1/2 w(x) / sum_x' w(x') + 1/2 w(x) d(x, mu)^2 / sum_x' w(x') d(x', mu)^2``
+
+    from which ``size`` samples are drawn independently, with replacement; each draw of ``x``
+    carries the weight ``gamma(x) = w(x) / (size q(x))``. Identical draws are merged into one
+    row whose weight is the sum of theirs, so no later step repeats work. For any fixed
+    centres the weighted quantization error of the coreset is an unbiased estimate of the
+    (weighted) quantization error of the data, and so is the total weight of the data's.
+
+    Parameters
+    ----------
+    size : int
+        Number of draws ``N'`` (the coreset size before merging), at least ``n_clusters``.
+        A size of at least ``n_samples`` clusters the full data instead (with a warning).
+
+    Notes
+    -----
+    Cost per fit: ``n_samples`` distance evaluations (to the mean; counted under
+    ``cost_["reduction"]``) and ``O(n_samples n_features)`` time for the two passes, plus
+    ``O(n_samples + size log n_samples)`` for the draws. Memory: ``O(n_samples)`` for ``q``
+    and a copy of the ``<= size`` drawn rows. Reads ``state.random_state`` and
+    ``state.n_threads``; keeps no state.
+
+    The reduced data hold the distinct drawn samples in increasing order of their row index
+    in the input; their number is at most ``size`` (``history_`` and the costs of the later
+    steps refer to it). After the fit, :class:`~clusterkit.Clusterer` assigns the full
+    training data once (``compute_labels=True``), so ``labels_`` and ``inertia_`` refer to
+    all samples.
+
+    Input weights ``w`` (the user's ``sample_weight``) enter the mean, both terms of ``q`` and
+    the coreset weights; with unit weights ``q`` is the paper's
+    ``1/(2N) + d(x, mu)^2 / (2 sum d^2)`` and ``gamma = 1 / (size q)``. A weight of 2
+    gives a sample the probability and weight its two copies would have together.
+
+    Deviations: if fewer than ``n_clusters`` distinct samples are drawn (only possible when
+    ``size`` is close to ``n_clusters``), the draws are kept as separate rows, unmerged, with
+    a ``RuntimeWarning``, so that the seeding still sees ``size`` rows.
+
+    References
+    ----------
+    .. [1] O. Bachem, M. Lucic and A. Krause, "Scalable k-means clustering via lightweight
+       coresets", KDD 2018, Algorithm 1.
+    .. [2] F. Hirschberger, D. Forster and J. Lücke, "Accelerated training of large-scale
+       Gaussian mixtures by a merger of sublinear approaches" (vc-GMM), Sec. 3 and Alg. 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import LWCS, FitState
+    >>> X = np.random.RandomState(0).normal(size=(1000, 2))
+    >>> state = FitState(n_clusters=3, n_features=2, dtype=X.dtype,
+    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> Xc, wc = LWCS(100).reduce(X, np.ones(1000), state)
+    >>> len(Xc) <= 100, state.cost["reduction"]
+    (True, 1000)
+
+    On a coreset, the vc-GMM E-step with a hard M-step is coreset var-k-means; ``labels_``
+    and ``inertia_`` still refer to the full data:
+
+    >>> from clusterkit import AFKMC2, Clusterer, PartialEStep
+    >>> km = Clusterer(3, seed=AFKMC2(), reduce=LWCS(100), estep=PartialEStep(G=2),
+    ...                random_state=0).fit(X)
+    >>> km.labels_.shape
+    (1000,)
+    """
+
+    def __init__(self, size):
+        self.size = size
+
+    def _validate(self, X, n_clusters):
+        """Check ``n_clusters <= size``; warn if ``size >= n_samples`` (no reduction then).
+
+        Raises
+        ------
+        TypeError
+            If ``size`` is not an integer.
+        ValueError
+            If ``size < 1`` or ``size < n_clusters``.
+        """
+        size = check_int(self.size, "size", minimum=1)
+        if size < n_clusters:
+            raise ValueError(f"LWCS size={size} must be >= n_clusters={n_clusters}.")
+        if size >= X.shape[0]:
+            warnings.warn(f"LWCS size={size} >= n_samples={X.shape[0]}; clustering the full "
+                          "data instead.", RuntimeWarning, stacklevel=2)
+
+    def reduce(self, X, sample_weight, state):
+        """Return the coreset and its weights (see :meth:`DataReducer.reduce`).
+
+        ``X`` and ``sample_weight`` are returned unchanged when ``size >= n_samples``.
+        """
+        n_samples = X.shape[0]
+        size = int(self.size)
+        if size >= n_samples:
+            return X, sample_weight
+        q, d2, a, b, n_evals = _sensitivity(X, sample_weight, state.n_threads)
+        state.count("reduction", n_evals)
+        cumsum = np.cumsum(q)
+        # Inverse-CDF draws: side="right" never lands on a row with q = 0, and a target that
+        # rounding pushed to the total goes to the last row with positive mass. Sorted
+        # targets make the lookups cache-friendly.
+        targets = np.sort(state.random_state.uniform(size=size)) * cumsum[-1]
+        idx = np.minimum(np.searchsorted(cumsum, targets, side="right"),
+                         np.searchsorted(cumsum, cumsum[-1], side="left"))
+        rows, counts = np.unique(idx, return_counts=True)
+        if len(rows) < state.n_clusters:
+            warnings.warn(f"LWCS drew only {len(rows)} distinct samples for "
+                          f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
+                          "draws as separate rows. Use a larger size.", RuntimeWarning,
+                          stacklevel=2)
+            rows, counts = np.sort(idx), np.ones(size, dtype=np.intp)
+        # gamma = w / (size q) = 1 / (size (a + b d2)): finite for every drawn row
+        weights = (counts / (size * (a + b * d2[rows]))).astype(X.dtype)
+        return np.ascontiguousarray(X[rows]), weights

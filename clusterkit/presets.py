@@ -13,19 +13,28 @@ preset                 E-step / M-step                 distance evaluations per 
 :func:`var_kmeans_s`   partial, estimated ``G_c``      ``N (G + n_explore)``
 :func:`var_gmm_x`      partial (``C' = G``), exhaust.  ``<= N (G^2 + n_explore) + C^2``
 :func:`var_gmm_s`      partial (``C' = G``), estim.    ``<= N (G^2 + n_explore)``
+:func:`lwcs_lloyd`     exact / hard, on a coreset      ``N' C`` (plus ``N`` once)
+:func:`vc_gmm`         as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
+                                                       once)
 =====================  ==============================  =========================================
 
 The complexities are those of Forster & Lücke (2018), Table 1: the variational algorithms
 replace the ``O(N C D)`` of an exact E-step by ``O(N G D)`` (var-k-means) or
 ``O(N G^2 D)`` (var-GMM), plus ``O(C^2 D)`` for exhaustive neighbourhoods; bookkeeping is
 ``O(N C' G)``.
+The coreset presets (Hirschberger, Forster & Lücke, Table 1) replace ``N`` by the coreset size
+``N'`` after one ``O(N D)`` pass that builds the :class:`~clusterkit.LWCS`; ``labels_`` and
+``inertia_`` still refer to the full training data (one more exact pass, ``N C`` evaluations
+in ``cost_["labels"]``, skipped with ``compute_labels=False``).
 """
 from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep
 from ._mstep import HardMStep, SoftMStep
+from ._reduction import LWCS
 from ._seeding import AFKMC2, KMeansPlusPlus
 
-__all__ = ["lloyd", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s"]
+__all__ = ["lloyd", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
+           "lwcs_lloyd", "vc_gmm"]
 
 
 def _default_seed():
@@ -206,3 +215,102 @@ def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     """
     return _variational(n_clusters, "estimated", SoftMStep(), G, n_explore, n_init_esteps,
                         kwargs)
+
+
+def lwcs_lloyd(n_clusters, coreset_size=2**15, **kwargs):
+    """k-means on a lightweight coreset: LWCS, k-means++ seeding on it, Lloyd iterations.
+
+    The "LWCS" baseline of Hirschberger, Forster & Lücke (Table 1; Bachem, Lucic & Krause
+    2018): :class:`~clusterkit.LWCS` of ``coreset_size`` draws, then weighted k-means on it.
+
+    Parameters
+    ----------
+    n_clusters : int
+    coreset_size : int, default=2**15
+        Draws of the coreset ``N'`` (``>= n_clusters``; ``>= n_samples`` fits the full data,
+        with a warning).
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding;
+        the paper seeds this baseline with ``AFKMC2(chain_length=2)``).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Cost: ``N`` distance evaluations once for the coreset, then ``N' C`` per
+        iteration (``N'`` the number of distinct draws).
+
+    Examples
+    --------
+    >>> from clusterkit.presets import lwcs_lloyd
+    >>> lwcs_lloyd(10, coreset_size=1024).reduce
+    LWCS(size=1024)
+    """
+    kwargs.setdefault("seed", KMeansPlusPlus())
+    return Clusterer(n_clusters, reduce=LWCS(coreset_size), estep=FullEStep(), mstep=HardMStep(),
+                     **kwargs)
+
+
+def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_init_esteps=0,
+           **kwargs):
+    """vc-GMM: var-GMM-S on a lightweight coreset (Hirschberger, Forster & Lücke, Alg. 1).
+
+    :class:`~clusterkit.LWCS` of ``coreset_size`` draws, :class:`~clusterkit.AFKMC2` seeding
+    on the coreset, then the partial E-step with estimated neighbourhoods and ``C' = G``
+    winners and the weighted soft M-step (eq. 9), until the relative change of the merged
+    free energy (eq. 10, the coreset-weighted truncated free energy) is at most ``tol``
+    (``1e-4`` by default, as in the paper's Suppl. F). The first E-step sets the variance by
+    eq. 12.
+
+    Parameters
+    ----------
+    n_clusters : int
+    G : int, default=5
+        Neighbourhood size, also the number of winners ``C'`` per sample.
+    coreset_size : int, default=2**15
+        Draws of the coreset ``N'`` (the paper uses ``2^12`` to ``2^16``).
+    chain_length : int, default=2
+        Markov chain length of the AFK-MC² seeding (the paper's ``m = 2``; ``20`` for RNA).
+    n_explore : int, default=1
+        Random exploratory clusters per sample and iteration (the paper's "+1"); ``0`` gives
+        the paper's plain ``G`` settings.
+    n_init_esteps : int, default=0
+        E-steps before the first M-step.
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the AFK-MC² seeding,
+        and ``chain_length`` is then unused).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Cost: ``N`` distance evaluations once for the coreset, ``N' + m C (C-1)/2``
+        for the seeding, then at most ``N' (G^2 + n_explore)`` per iteration
+        (``O(N' G^2 D)`` time).
+
+    See Also
+    --------
+    var_gmm_s : the same iterations on the full data.
+    lwcs_lloyd : k-means on the same coreset.
+
+    Notes
+    -----
+    A hard M-step in the same composition gives coreset var-k-means, e.g. the design's
+    ``Clusterer(seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit.datasets import make_birch_grid
+    >>> from clusterkit.presets import vc_gmm
+    >>> X, _, _ = make_birch_grid(n_side=5, random_state=0)
+    >>> gmm = vc_gmm(25, G=3, coreset_size=1000, random_state=0).fit(X)
+    >>> gmm.labels_.shape, gmm.cost_["reduction"]
+    ((2500,), 2500)
+    >>> objectives = [h["objective"] for h in gmm.history_]
+    >>> bool(np.all(np.diff(objectives) >= -1e-9 * abs(objectives[-1])))
+    True
+    """
+    kwargs.setdefault("seed", AFKMC2(chain_length=chain_length))
+    estep = PartialEStep(G=G, neighbourhoods="estimated", n_explore=n_explore,
+                         n_init_esteps=n_init_esteps)
+    return Clusterer(n_clusters, reduce=LWCS(coreset_size), estep=estep, mstep=SoftMStep(),
+                     **kwargs)

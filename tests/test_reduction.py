@@ -1,0 +1,228 @@
+"""Data reducers: NoReduction passes through, LWCS draws an unbiased weighted coreset."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from clusterkit import LWCS, Clusterer, FitState, NoReduction
+from clusterkit._reduction import _sensitivity
+from clusterkit.metrics import quantization_error
+
+
+def _state(X, n_clusters=3, seed=0, n_threads=1):
+    return FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
+                    random_state=np.random.RandomState(seed), n_threads=n_threads, soft=False)
+
+
+def _data(n=2000, d=3, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=6.0, size=(8, d))
+    X = centres[rng.integers(8, size=n)] + rng.normal(size=(n, d))
+    X[:5] *= 4.0  # a few far samples: the distance term of q matters
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def _weighted_qe(X, w, centres):
+    d2 = ((X[:, None, :].astype(np.float64) - centres[None]) ** 2).sum(-1).min(1)
+    return float(w.astype(np.float64) @ d2)
+
+
+# --- NoReduction ----------------------------------------------------------------------------
+
+def test_no_reduction_returns_its_inputs():
+    X, w = _data(10), np.arange(10.0)
+    Xr, wr = NoReduction().reduce(X, w, _state(X))
+    assert Xr is X and wr is w
+
+
+# --- the sampling distribution ----------------------------------------------------------------
+
+def test_sampling_distribution_is_the_papers_for_unit_weights():
+    X = _data(500)
+    q, d2, a, b, n_evals = _sensitivity(X, np.ones(500), 1)
+    d2_ref = ((X - X.mean(0)) ** 2).sum(1)
+    q_ref = 0.5 / 500 + 0.5 * d2_ref / d2_ref.sum()
+    np.testing.assert_allclose(q, q_ref, rtol=1e-10)
+    np.testing.assert_allclose(d2, d2_ref, rtol=1e-10)
+    assert q.sum() == pytest.approx(1.0, rel=1e-12)
+    assert n_evals == 500
+
+
+def test_sampling_distribution_with_weights():
+    X = _data(400)
+    w = np.random.default_rng(1).uniform(0, 3, size=400)
+    w[::7] = 0
+    q, *_ = _sensitivity(X, w, 1)
+    mu = w @ X / w.sum()
+    d2 = ((X - mu) ** 2).sum(1)
+    np.testing.assert_allclose(q, 0.5 * w / w.sum() + 0.5 * w * d2 / (w @ d2), rtol=1e-10)
+    assert np.all(q[::7] == 0)
+
+
+def test_weight_two_has_the_probability_of_two_copies():
+    X = _data(300)
+    w = np.ones(300)
+    w[:40] = 2.0
+    X_dup = np.vstack([X, X[:40]])
+    q_w, *_ = _sensitivity(X, w, 1)
+    q_dup, *_ = _sensitivity(X_dup, np.ones(340), 1)
+    merged = q_dup[:300].copy()
+    merged[:40] += q_dup[300:]
+    np.testing.assert_allclose(q_w, merged, rtol=1e-10)
+
+
+def test_all_samples_on_the_mean_gives_the_weight_distribution():
+    X = np.ones((50, 2))
+    w = np.linspace(1, 2, 50)
+    q, *_ = _sensitivity(X, w, 1)
+    np.testing.assert_allclose(q, w / w.sum(), rtol=1e-12)
+
+
+# --- the coreset --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_coreset_rows_weights_and_cost(dtype):
+    X = _data(3000, dtype=dtype)
+    state = _state(X)
+    Xc, wc = LWCS(500).reduce(X, np.ones(3000, dtype=dtype), state)
+    assert Xc.dtype == dtype and wc.dtype == dtype and Xc.flags.c_contiguous
+    assert 3 <= len(Xc) <= 500 and wc.shape == (len(Xc),) and np.all(wc > 0)
+    assert state.cost == {"seeding": 0, "reduction": 3000, "estep": 0, "labels": 0}
+    # distinct rows of X, in increasing row order
+    rows = np.array([np.flatnonzero((X == x).all(1))[0] for x in Xc])
+    assert np.all(np.diff(rows) > 0)
+    # weights: multiplicity / (size q) for the drawn rows
+    q, *_ = _sensitivity(X, np.ones(3000, dtype=dtype), 1)
+    counts = wc.astype(np.float64) * 500 * q[rows]
+    np.testing.assert_allclose(counts, np.round(counts), rtol=1e-5 if dtype == np.float32
+                               else 1e-10)
+    assert np.round(counts).sum() == 500
+
+
+def test_same_random_state_same_coreset_for_any_thread_count():
+    X = _data(3000)
+    a = LWCS(400).reduce(X, np.ones(3000), _state(X, seed=3, n_threads=1))
+    b = LWCS(400).reduce(X, np.ones(3000), _state(X, seed=3, n_threads=2))
+    c = LWCS(400).reduce(X, np.ones(3000), _state(X, seed=4, n_threads=1))
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert not np.array_equal(a[1], c[1])
+
+
+def test_zero_weight_samples_are_never_drawn():
+    X = _data(1000)
+    w = np.ones(1000)
+    w[:500] = 0
+    X[:500] += 100.0  # far away: they would dominate the distance term if they counted
+    Xc, _ = LWCS(2000 - 1001).reduce(X, w, _state(X))
+    assert np.all(Xc[:, 0] < 50)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_coreset_quantization_error_is_unbiased(weighted):
+    """Over repeats, the coreset's weighted QE of fixed centres estimates the data's."""
+    X = _data(2000)
+    rng = np.random.default_rng(5)
+    w = rng.uniform(0.5, 2.0, size=2000) if weighted else np.ones(2000)
+    centres = X[rng.choice(2000, 6, replace=False)]
+    exact_qe, exact_total = _weighted_qe(X, w, centres), w.sum()
+    estimates, totals = [], []
+    for seed in range(300):
+        Xc, wc = LWCS(100).reduce(X, w, _state(X, seed=seed))
+        estimates.append(_weighted_qe(Xc, wc, centres))
+        totals.append(wc.sum())
+    for values, exact in ((estimates, exact_qe), (totals, exact_total)):
+        values = np.asarray(values)
+        sem = values.std(ddof=1) / np.sqrt(len(values))
+        assert abs(values.mean() - exact) <= 4 * sem, (values.mean(), exact, sem)
+        assert sem < 0.05 * exact  # the check above is not vacuous
+
+
+def test_few_distinct_draws_are_kept_unmerged_with_a_warning():
+    X = np.zeros((1000, 2))
+    X[0] = 1e6  # almost half of the mass of q
+    state = _state(X, n_clusters=10, seed=0)
+    with pytest.warns(RuntimeWarning, match=r"LWCS drew only \d+ distinct samples for "
+                                            r"n_clusters=10 \(size=10\)"):
+        Xc, wc = LWCS(10).reduce(X, np.ones(1000), state)
+    assert len(Xc) == 10 and (Xc[:, 0] == 1e6).sum() >= 2
+    q, *_ = _sensitivity(X, np.ones(1000), 1)
+    np.testing.assert_allclose(wc[Xc[:, 0] == 1e6], 1 / (10 * q[0]), rtol=1e-12)
+
+
+# --- inside Clusterer -----------------------------------------------------------------------
+
+def test_fit_on_coreset_labels_and_inertia_refer_to_the_full_data():
+    X = _data(3000)
+    km = Clusterer(8, reduce=LWCS(600), random_state=0).fit(X)
+    assert km.labels_.shape == (3000,)
+    assert km.inertia_ == pytest.approx(quantization_error(X, km.cluster_centers_), rel=1e-10)
+    np.testing.assert_array_equal(km.predict(X), km.labels_)
+    assert km.cost_["reduction"] == 3000
+    assert km.cost_["labels"] == 3000 * 8
+    n_coreset = km.cost_["estep"] // km.n_iter_ // 8  # exact E-step: N' C per iteration
+    assert 8 <= n_coreset <= 600
+    assert km.n_distance_evals_ == sum(km.cost_.values())
+    # the history's quantization error is the coreset's
+    assert km.history_[-1]["qe"] != pytest.approx(km.inertia_, rel=1e-12)
+
+    lazy = Clusterer(8, reduce=LWCS(600), random_state=0, compute_labels=False).fit(X)
+    assert not hasattr(lazy, "labels_") and not hasattr(lazy, "inertia_")
+    assert lazy.cost_["labels"] == 0
+    np.testing.assert_array_equal(lazy.cluster_centers_, km.cluster_centers_)
+
+
+def test_user_weights_compose_with_coreset_weights():
+    X = _data(2000)
+    w = np.where(np.arange(2000) % 2 == 0, 3.0, 1.0)
+    km = Clusterer(4, reduce=LWCS(300), random_state=0, max_iter=1).fit(X, sample_weight=w)
+    assert km.inertia_ == pytest.approx(quantization_error(X, km.cluster_centers_, w),
+                                        rel=1e-10)
+    # the coreset's total weight estimates the user's total weight
+    coreset_totals = []
+    for seed in range(50):
+        _, wc = LWCS(300).reduce(X, w, _state(X, seed=seed))
+        coreset_totals.append(wc.sum())
+    assert np.mean(coreset_totals) == pytest.approx(w.sum(), rel=0.02)
+
+
+def test_size_at_least_n_samples_clusters_the_full_data_with_a_warning():
+    X = _data(300)
+    with pytest.warns(RuntimeWarning, match=r"LWCS size=300 >= n_samples=300; clustering the "
+                                            r"full data instead\."):
+        a = Clusterer(4, reduce=LWCS(300), random_state=0).fit(X)
+    b = Clusterer(4, random_state=0).fit(X)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    assert a.cost_ == b.cost_ and a.cost_["reduction"] == 0
+    Xr, wr = LWCS(10**6).reduce(X, np.ones(300), _state(X))
+    assert Xr is X
+
+
+@pytest.mark.parametrize("size, error, match", [
+    (0, ValueError, r"^size=0 must be >= 1\.$"),
+    (-3, ValueError, r"^size=-3 must be >= 1\.$"),
+    (2.5, TypeError, r"size must be an integer, got 2\.5"),
+    ("big", TypeError, r"size must be an integer, got 'big'"),
+    (4, ValueError, r"^LWCS size=4 must be >= n_clusters=5\.$"),
+])
+def test_validation_messages(size, error, match):
+    X = _data(200)
+    with pytest.raises(error, match=match):
+        Clusterer(5, reduce=LWCS(size)).fit(X)
+
+
+def test_no_warning_for_a_proper_size():
+    X = _data(300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Clusterer(4, reduce=LWCS(100), random_state=0).fit(X)
+
+
+def test_strategy_object_stores_its_argument_pickles_and_clones():
+    reducer = LWCS(2**15)
+    assert reducer.size == 2**15 and repr(reducer) == "LWCS(size=32768)"
+    assert pickle.loads(pickle.dumps(reducer)) == reducer
+    km = clone(Clusterer(reduce=LWCS(123)))
+    assert km.reduce == LWCS(123) and km.get_params()["reduce"] == LWCS(123)
