@@ -315,3 +315,25 @@ def test_constructor_stores_arguments_unchanged_and_pickles():
     for seeder in SEEDERS:
         assert pickle.loads(pickle.dumps(seeder)) == seeder
     assert repr(AFKMC2()) == "AFKMC2(chain_length=200)"
+
+
+def test_two_level_d2_sampler_draws_proportionally_to_mass():
+    from clusterkit._seeding import _block_cumsum, _draw_two_level
+
+    rng = np.random.RandomState(0)
+    mass = rng.uniform(size=1000)
+    mass[rng.uniform(size=1000) < 0.5] = 0
+    mass[300:600] = 0  # whole blocks without mass
+    mass[-40:] = 0     # and a massless tail
+    counts = np.zeros(len(mass))
+    block_cumsum = _block_cumsum(mass)
+    for _ in range(50):
+        np.add.at(counts, _draw_two_level(mass, block_cumsum, rng.uniform(size=2000)), 1)
+    assert counts[mass == 0].sum() == 0
+    expected = mass / mass.sum() * counts.sum()
+    # binomial counts: within 5 standard deviations everywhere
+    assert np.all(np.abs(counts - expected) <= 5 * np.sqrt(expected) + 1)
+    # uniforms next to 1 end on the last row with mass, not past it
+    last = np.flatnonzero(mass)[-1]
+    assert_array_equal(_draw_two_level(mass, block_cumsum, np.array([np.nextafter(1, 0)])),
+                       [last])
