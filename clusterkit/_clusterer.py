@@ -244,7 +244,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             n_clusters=self.n_clusters, n_features=X.shape[1], dtype=X.dtype,
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
-            sigma2_floor=1e-12 * max(float(X.var(axis=0).mean()), np.finfo(X.dtype).tiny),
+            sigma2_floor=1e-12 * max(float(X.var(axis=0).mean()), float(np.finfo(X.dtype).tiny)),
             verbose=self.verbose)
         Xc = (X - x_mean).astype(X.dtype, copy=False)
         with threadpool_limits(limits=1, user_api="blas"):

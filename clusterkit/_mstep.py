@@ -130,5 +130,5 @@ class SoftMStep(MStep):
                             state.n_threads)
             sse = float(sample_weight.astype(np.float64) @ per_sample.astype(np.float64))
         relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
-        state.sigma2 = max(sse / (n_features * total_weight), state.sigma2_floor)
+        state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
         return centers_new

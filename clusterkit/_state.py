@@ -79,6 +79,6 @@ class FitState:
         clusters the E-step evaluated for sample ``n``.
         """
         total = float(np.dot(sample_weight.astype(np.float64), dist2.astype(np.float64)))
-        self.sigma2 = max(total / (self.n_features * float(sample_weight.sum(dtype=np.float64))),
-                          self.sigma2_floor)
+        weight = float(sample_weight.sum(dtype=np.float64))
+        self.sigma2 = max(total / (self.n_features * weight), float(self.sigma2_floor))
         return self.sigma2

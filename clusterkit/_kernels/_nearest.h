@@ -20,6 +20,13 @@
 #define CK_TARGET_CLONES
 #endif
 
+/* No fused multiply-add in these loops: the distances must round exactly as in the scalar
+ * kernels (_dist.pxd), so that every E-step finds the same nearest centre and distance. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #define CK_FIND_BLOCK 16
 
 /* FIXED_D > 0 makes the feature count a compile-time constant (the feature loop unrolls);
@@ -92,5 +99,9 @@ static ck_nearest_float_fn ck_nearest_float_for(ptrdiff_t n_features) {
         default: return ck_nearest_float_any;
     }
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 #endif
