@@ -2,16 +2,14 @@
 
 A fit is assembled from five small strategy objects, each with one verb:
 
-=================  ==============================================  =================================
-strategy           verb                                            paper step
-=================  ==============================================  =================================
-:class:`DataReducer`  ``reduce(X, sample_weight, state) -> (X, w)``    coreset construction
-:class:`Seeder`       ``seed(X, sample_weight, n_clusters, state)``    initial centres
-:class:`EStep`        ``assign(X, sample_weight, centers, state)``     E-step (assignment)
-:class:`MStep`        ``update(X, sample_weight, assignment,           M-step (centres, variance)
-                      centers, state)``
-:class:`Schedule`     ``batches(n_samples, state)``                    which data each step sees
-=================  ==============================================  =================================
+* :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset
+  construction;
+* :class:`Seeder` -- ``seed(X, sample_weight, n_clusters, state) -> centers``: initial centres;
+* :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``: the E-step;
+* :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``: the
+  M-step (centres and, if soft, the shared variance);
+* :class:`Schedule` -- ``batches(n_samples, state)``: which samples each iteration sees, and
+  ``should_stop(state, tol)``: when to stop.
 
 Strategies are configuration objects: ``__init__`` only stores its arguments (so that
 scikit-learn's ``get_params``/``clone`` work and the object pickles), and nothing is kept on
@@ -87,6 +85,7 @@ class Assignment:
 
     @property
     def is_hard(self):
+        """``True`` for a hard assignment (no responsibilities)."""
         return self.resp is None
 
 
@@ -157,9 +156,22 @@ class EStep(_Strategy, ABC):
     """
 
     def init_state(self, X, sample_weight, centers, state):
-        """Create the per-fit state kept across E-steps (stored as ``state.estep_state``).
+        """Create the per-fit state kept across E-steps.
 
-        Called once after seeding. The default keeps no state and returns ``None``.
+        Called once after seeding; the driver stores the result as ``state.estep_state``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+        sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+            The seeded centres.
+        state : FitState
+
+        Returns
+        -------
+        estep_state : object or None
+            The default keeps no state and returns ``None``.
         """
         return None
 
@@ -194,9 +206,21 @@ class MStep(_Strategy, ABC):
     soft = False
 
     def init_state(self, X, sample_weight, centers, state):
-        """Create the per-fit state kept across M-steps (stored as ``state.mstep_state``).
+        """Create the per-fit state kept across M-steps.
 
-        The default keeps no state and returns ``None``.
+        Called once after seeding; the driver stores the result as ``state.mstep_state``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+        sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+        state : FitState
+
+        Returns
+        -------
+        mstep_state : object or None
+            The default keeps no state and returns ``None``.
         """
         return None
 
@@ -224,12 +248,34 @@ class Schedule(_Strategy, ABC):
     """Decides which samples each iteration works on and when to stop."""
 
     def init_state(self, n_samples, state):
-        """Create per-fit schedule state (stored as ``state.schedule_state``); default ``None``."""
+        """Create per-fit schedule state (stored as ``state.schedule_state``).
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the (reduced) data.
+        state : FitState
+
+        Returns
+        -------
+        schedule_state : object or None
+            The default keeps no state and returns ``None``.
+        """
         return None
 
     @abstractmethod
     def batches(self, n_samples, state):
         """Yield, once per iteration, the samples that iteration uses.
+
+        The driver stops when the generator is exhausted, after ``max_iter`` iterations or
+        when :meth:`should_stop` says so.
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the (reduced) data.
+        state : FitState
+            Reads ``random_state`` for random batches.
 
         Yields
         ------
@@ -238,10 +284,21 @@ class Schedule(_Strategy, ABC):
         """
 
     def should_stop(self, state, tol):
-        """Return ``True`` when the fit has converged.
+        """Decide after each iteration whether the fit has converged.
 
         The default is the rule of the papers for full-batch EM: stop when the relative change
         of the objective between the last two iterations is at most ``tol``.
+
+        Parameters
+        ----------
+        state : FitState
+            Reads ``state.history``.
+        tol : float
+            The estimator's tolerance.
+
+        Returns
+        -------
+        stop : bool
         """
         history = state.history
         if len(history) < 2:

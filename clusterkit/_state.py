@@ -59,7 +59,14 @@ class FitState:
         self._start = time.perf_counter()
 
     def count(self, phase, n_evals):
-        """Add ``n_evals`` distance evaluations to ``phase`` (one of ``cost``'s keys)."""
+        """Record distance evaluations.
+
+        Parameters
+        ----------
+        phase : {"seeding", "reduction", "estep", "labels"}
+        n_evals : int
+            Distance evaluations to add to ``cost[phase]``.
+        """
         self.cost[phase] += int(n_evals)
 
     @property
@@ -77,6 +84,17 @@ class FitState:
 
         ``sigma2 = sum_n w_n min_c d2_nc / (D sum_n w_n)``, where the minimum runs over the
         clusters the E-step evaluated for sample ``n``.
+
+        Parameters
+        ----------
+        dist2 : ndarray of shape (n_samples,)
+            Squared distance of each sample to the nearest cluster the E-step evaluated.
+        sample_weight : ndarray of shape (n_samples,)
+
+        Returns
+        -------
+        sigma2 : float
+            The new ``self.sigma2`` (at least ``sigma2_floor``).
         """
         total = float(np.dot(sample_weight.astype(np.float64), dist2.astype(np.float64)))
         weight = float(sample_weight.sum(dtype=np.float64))
