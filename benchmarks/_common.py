@@ -1,0 +1,231 @@
+"""Helpers shared by the benchmark scripts: machine description, timing, RESULTS.md.
+
+Every ``bench_*.py`` script imports this module (it sits in the same folder, which Python puts
+on ``sys.path`` when a script is run), times clusterkit and its peers with :func:`median_time`,
+prints Markdown tables made by :func:`format_table` and, with ``--write``, appends them to
+``RESULTS.md`` with :func:`append_results`, which adds the output of :func:`machine_info`.
+"""
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+RESULTS_PATH = Path(__file__).resolve().with_name("RESULTS.md")
+
+# OpenBLAS variables that change which kernels OpenBLAS runs; benchmarks must run without them.
+OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+DATA_ENV_VAR = "CLUSTERKIT_DATA"
+
+
+def data_home():
+    """Folder of the optional real data sets: ``$CLUSTERKIT_DATA``, or ``None`` when unset."""
+    return os.environ.get(DATA_ENV_VAR) or None
+
+
+def openblas_overrides():
+    """The OpenBLAS override variables that are set, as ``{name: value}`` (empty when none)."""
+    return {name: os.environ[name] for name in OPENBLAS_VARS if name in os.environ}
+
+
+def warn_openblas_overrides():
+    """Print a loud warning to stderr if an OpenBLAS override variable is set.
+
+    Returns
+    -------
+    overrides : dict
+        What :func:`openblas_overrides` returned.
+    """
+    overrides = openblas_overrides()
+    if overrides:
+        line = "!" * 78
+        settings = ", ".join(f"{k}={v}" for k, v in overrides.items())
+        print(f"{line}\n!! WARNING: {settings} is set. OpenBLAS then runs other kernels than it\n"
+              f"!! would on this CPU, so these timings are NOT representative. Rerun with\n"
+              f"!!   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python {sys.argv[0]} ...\n"
+              f"{line}", file=sys.stderr, flush=True)
+    return overrides
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _memory_gib():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _version(module):
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return "not installed"
+
+
+def machine_info(n_threads=None):
+    """Describe the machine, the library versions and the thread set-up.
+
+    Imports scikit-learn, clusterkit and (if installed) faiss first, so that
+    ``threadpoolctl.threadpool_info()`` sees every BLAS and OpenMP runtime they load.
+
+    Parameters
+    ----------
+    n_threads : int or None, default=None
+        The thread count the benchmark pins every library to, recorded as given.
+
+    Returns
+    -------
+    info : dict
+        Keys ``"cpu"``, ``"cores"``, ``"memory_gib"``, ``"os"``, ``"python"``, ``"versions"``
+        (dict), ``"openmp"`` (clusterkit built with OpenMP), ``"threads"`` (dict),
+        ``"load_average"``, ``"runtimes"`` (one string per BLAS/OpenMP library) and
+        ``"openblas_overrides"`` (dict of the set OpenBLAS override variables; must be empty).
+    """
+    import sklearn.cluster  # noqa: F401  (loads scikit-learn's OpenMP runtime)
+    from threadpoolctl import threadpool_info
+
+    import clusterkit
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        pass
+    runtimes = []
+    for lib in threadpool_info():
+        details = [lib.get("version") or "version unknown"]
+        for key in ("architecture", "threading_layer"):
+            if lib.get(key):
+                details.append(f"{key} {lib[key]}")
+        details.append(f"{lib['num_threads']} threads by default")
+        runtimes.append(f"{lib['internal_api']} ({lib['user_api']}) "
+                        f"{os.path.basename(lib['filepath'])}: {', '.join(details)}")
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": _memory_gib(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {name: _version(name) for name in
+                     ("numpy", "scipy", "sklearn", "clusterkit", "faiss", "threadpoolctl")},
+        "openmp": clusterkit.openmp_enabled(),
+        "threads": {"benchmark n_threads": n_threads, "usable cores (affinity)": affinity,
+                    "clusterkit.effective_n_threads()": clusterkit.effective_n_threads(),
+                    "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset")},
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "runtimes": runtimes,
+        "openblas_overrides": openblas_overrides(),
+    }
+
+
+def format_machine_info(info):
+    """Markdown bullet list of :func:`machine_info`'s output."""
+    v = info["versions"]
+    lines = [
+        f"- CPU: {info['cpu']}, {info['cores']} cores, {info['memory_gib']:.1f} GiB memory",
+        f"- OS: {info['os']}; Python {info['python']}",
+        "- Versions: " + ", ".join(f"{name} {version}" for name, version in v.items()),
+        f"- clusterkit OpenMP: {'on' if info['openmp'] else 'OFF (serial kernels)'}",
+        "- Threads: " + ", ".join(f"{k} = {val}" for k, val in info["threads"].items()),
+    ]
+    if info["load_average"] is not None:
+        lines.append("- Load average (1, 5, 15 min) at start: "
+                     + ", ".join(f"{x:.2f}" for x in info["load_average"]))
+    lines.append("- BLAS / OpenMP runtimes (threadpoolctl):")
+    lines += [f"  - {r}" for r in info["runtimes"]]
+    overrides = info["openblas_overrides"]
+    if overrides:
+        lines.append("- **WARNING: " + ", ".join(f"{k}={val}" for k, val in overrides.items())
+                     + " was set: OpenBLAS ran other kernels than it would on this CPU; these "
+                     "numbers are not representative.**")
+    else:
+        lines.append("- OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: unset")
+    return "\n".join(lines)
+
+
+def median_time(fn, repeats, cpu_times=None):
+    """Call ``fn()`` ``repeats`` times; return the median wall-clock time.
+
+    Parameters
+    ----------
+    fn : callable
+        Called without arguments.
+    repeats : int
+        Number of calls (at least 1).
+    cpu_times : list or None, default=None
+        If given, the process CPU time of each call (all threads) is appended to it;
+        CPU time divided by wall time shows how many threads were busy.
+
+    Returns
+    -------
+    median : float
+        Median wall-clock seconds of one call.
+    times : list of float
+        Wall-clock seconds of every call, in call order.
+    result : object
+        What the last call returned.
+    """
+    times, result = [], None
+    for _ in range(max(1, int(repeats))):
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        result = fn()
+        wall = time.perf_counter() - t0
+        times.append(wall)
+        if cpu_times is not None:
+            cpu_times.append(time.process_time() - cpu0)
+    return statistics.median(times), times, result
+
+
+def format_table(headers, rows):
+    """A Markdown table; ``rows`` are sequences of already formatted cells."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(headers)]
+    fmt = "| " + " | ".join(f"{{:<{w}}}" for w in widths) + " |"
+    out = [fmt.format(*headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [fmt.format(*row) for row in rows]
+    return "\n".join(out)
+
+
+def append_results(path, title, markdown_table, notes, info=None):
+    """Append a dated section to a results file.
+
+    The section is ``## <title> (<date>)``, the machine description, the table(s) and the
+    notes, in that order.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The Markdown file (usually :data:`RESULTS_PATH`); created if missing.
+    title : str
+    markdown_table : str
+        One or more Markdown tables (with their own sub-headings if needed).
+    notes : str or list of str
+        Free text, or one bullet per item.
+    info : dict or None, default=None
+        :func:`machine_info`'s output; collected now when ``None``.
+    """
+    info = machine_info() if info is None else info
+    if not isinstance(notes, str):
+        notes = "\n".join(f"- {note}" for note in notes)
+    stamp = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    section = (f"\n## {title} ({stamp})\n\n**Machine**\n\n{format_machine_info(info)}\n\n"
+               f"{markdown_table.strip()}\n\n**Notes**\n\n{notes.strip()}\n")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(section)
