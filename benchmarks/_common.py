@@ -9,6 +9,7 @@ import datetime
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -79,6 +80,19 @@ def _version(module):
         return "not installed"
 
 
+def _git_commit(path):
+    """``<commit>`` of the git checkout holding ``path`` (``+ local changes`` if dirty)."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    except (OSError, subprocess.SubprocessError):
+        return "not a git checkout"
+    return commit + (" + local changes" if dirty else "")
+
+
 def machine_info(n_threads=None):
     """Describe the machine, the library versions and the thread set-up.
 
@@ -95,7 +109,7 @@ def machine_info(n_threads=None):
     info : dict
         Keys ``"cpu"``, ``"cores"``, ``"memory_gib"``, ``"os"``, ``"python"``, ``"versions"``
         (dict), ``"openmp"`` (clusterkit built with OpenMP), ``"threads"`` (dict),
-        ``"load_average"``, ``"runtimes"`` (one string per BLAS/OpenMP library) and
+        ``"clusterkit_commit"``, ``"load_average"``, ``"runtimes"`` (one string per BLAS/OpenMP library) and
         ``"openblas_overrides"`` (dict of the set OpenBLAS override variables; must be empty).
     """
     import sklearn.cluster  # noqa: F401  (loads scikit-learn's OpenMP runtime)
@@ -124,6 +138,7 @@ def machine_info(n_threads=None):
         "python": platform.python_version(),
         "versions": {name: _version(name) for name in
                      ("numpy", "scipy", "sklearn", "clusterkit", "faiss", "threadpoolctl")},
+        "clusterkit_commit": _git_commit(Path(clusterkit.__file__).parent),
         "openmp": clusterkit.openmp_enabled(),
         "threads": {"benchmark n_threads": n_threads, "usable cores (affinity)": affinity,
                     "clusterkit.effective_n_threads()": clusterkit.effective_n_threads(),
@@ -141,6 +156,7 @@ def format_machine_info(info):
         f"- CPU: {info['cpu']}, {info['cores']} cores, {info['memory_gib']:.1f} GiB memory",
         f"- OS: {info['os']}; Python {info['python']}",
         "- Versions: " + ", ".join(f"{name} {version}" for name, version in v.items()),
+        f"- clusterkit source: {info['clusterkit_commit']}",
         f"- clusterkit OpenMP: {'on' if info['openmp'] else 'OFF (serial kernels)'}",
         "- Threads: " + ", ".join(f"{k} = {val}" for k, val in info["threads"].items()),
     ]
