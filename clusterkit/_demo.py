@@ -24,7 +24,7 @@ __all__ = ["main"]
 PRESET_ROWS = (
     ("var_kmeans_s", "preset var_kmeans_s"),
     ("var_gmm_s", "preset var_gmm_s"),
-    ("lwcs", "preset lwcs"),
+    ("lwcs_lloyd", "preset lwcs_lloyd"),
     ("vc_gmm", "preset vc_gmm"),
 )
 
@@ -49,6 +49,7 @@ def _build_parser(prog="python -m clusterkit demo"):
 
 def _core_variants(n_clusters, common):
     """The variants every installation has: (row label, unfitted estimator)."""
+    common = {key: common[key] for key in ("random_state", "n_threads")}
     return [
         ("k-means++ + Lloyd", Clusterer(n_clusters, seed=KMeansPlusPlus(), estep=FullEStep(),
                                         mstep=HardMStep(), **common)),
@@ -126,7 +127,9 @@ def main(argv=None):
           f"(expected N*D*variance = {expected:,.0f})")
     print(flush=True)
 
-    common = dict(random_state=args.random_state, n_threads=n_threads)
+    # a coreset of an eighth of the data, for the presets that build one
+    common = dict(random_state=args.random_state, n_threads=n_threads,
+                  coreset_size=max(n_clusters, n_samples // 8))
     variants = _core_variants(n_clusters, common) + _preset_variants(n_clusters, common)
     # rows are printed as the fits finish, so the column widths are fixed up front
     widths = [max(len(COLUMNS[0]), *(len(label) for label, _ in variants))]
