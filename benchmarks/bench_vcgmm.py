@@ -1,0 +1,432 @@
+"""vc-GMM against k-means++, coreset k-means and var-GMM-S: the trade-off of Table 1 / Fig. 1.
+
+Hirschberger, Forster & Lücke compare, for C = 500 clusters (more on larger data), the
+quantization error on the full data relative to k-means++ (Lloyd with k-means++ seeding),
+
+    eta = (Q_algo - Q_kmeans++) / Q_kmeans++,
+
+with the wall time and the distance evaluations of every algorithm. This script does the same
+on every real data set with at least 50,000 samples found in the data folder (``--data-home``
+or ``$CLUSTERKIT_DATA``; the real data are skipped when neither is given or the folder holds
+none) and on the BIRCH grid with C = 4096 (N = 409,600), for these algorithms:
+
+``k-means++ (sklearn)``
+    the reference: ``sklearn.cluster.KMeans(n_clusters, init="k-means++", n_init=1)`` on the
+    full data (greedy k-means++ seeding, Lloyd until its own default convergence test), with
+    ``--n-threads`` threads (``threadpoolctl.threadpool_limits``).
+``uniform + Lloyd``
+    k-means on a uniform sample of ``N'`` draws (with replacement, weights ``N / N'``): the
+    baseline a coreset must beat.
+``LWCS + Lloyd``
+    k-means on a lightweight coreset of ``N'`` draws (:func:`clusterkit.presets.lwcs_lloyd`),
+    the paper's "LWCS".
+``var-GMM-S``
+    :func:`clusterkit.presets.var_gmm_s` on the full data.
+``vc-GMM``
+    :func:`clusterkit.presets.vc_gmm`: var-GMM-S on a lightweight coreset of ``N'`` draws.
+
+All clusterkit algorithms are seeded with AFK-MC² (``--chain-length``, 2 by default), as in the
+paper; every one stops when the relative change of its objective is at most 1e-4 (Suppl. F).
+The coreset sizes are ``2^12 ... 2^16`` (``--sizes``); every configuration runs with
+``--seeds`` random states. Wall times include everything a user waits for: for clusterkit the
+coreset, the seeding and the iterations (``compute_labels=False``, so not the final labelling
+pass of the full data; the paper leaves it out too), for scikit-learn its whole ``fit``. The
+quantization errors of all algorithms are computed afterwards, in float64, on the full data.
+Distance evaluations are clusterkit's counters (coreset + seeding + E-steps); scikit-learn's
+are estimated as ``N + (C-1) L N`` for greedy k-means++ with ``L = 2 + floor(ln C)`` trials plus
+``N C`` per Lloyd iteration and for its final labelling pass.
+
+Targets (the issue's acceptance criteria): vc-GMM (G=5) at some coreset size with
+``eta <= +12 %`` runs at least 30x faster than scikit-learn; at equal coreset size vc-GMM's
+``eta`` is at most LWCS + Lloyd's plus 1 point, in less wall time.
+
+Outputs (with ``--write``): ``bench_vcgmm.md`` (the tables), ``bench_vcgmm.png`` (speed-up
+against ``eta``, one panel per data set) next to this script, and a section appended to
+``RESULTS.md``. Run with the OpenBLAS override variables unset::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_vcgmm.py \\
+        --data-home /path/to/data --write
+"""
+import argparse
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+# Threads that wait at an OpenMP barrier sleep instead of spinning. On a machine shared with
+# other work, spinning threads of clusterkit's kernels and of scikit-learn's steal the cores
+# the other thread needs, which slowed both libraries by up to 10x in our runs; on an idle
+# machine the passive policy costs little. Must be set before any OpenMP runtime is loaded,
+# hence before the imports below; an explicit OMP_WAIT_POLICY is respected.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+from sklearn.cluster import KMeans  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from clusterkit import AFKMC2, DataReducer  # noqa: E402
+from clusterkit.datasets import load_benchmark, make_birch_grid  # noqa: E402
+from clusterkit.metrics import quantization_error  # noqa: E402
+from clusterkit.presets import lloyd, lwcs_lloyd, var_gmm_s, vc_gmm  # noqa: E402
+
+from _common import (RESULTS_PATH,  # noqa: E402
+                     append_results, data_home, format_machine_info,
+                     format_table, machine_info, warn_openblas_overrides)
+
+HERE = Path(__file__).resolve().parent
+MIN_SAMPLES = 50_000
+BIRCH = "birch-grid-4096"
+ALGORITHMS = ("uniform + Lloyd", "LWCS + Lloyd", "var-GMM-S", "vc-GMM")
+TARGET_ETA, TARGET_SPEEDUP, TARGET_MARGIN = 0.12, 30.0, 0.01
+
+
+class UniformSubsample(DataReducer):
+    """Uniform sample of ``size`` draws with replacement; each draw weighs ``w n_samples / size``.
+
+    The simplest unbiased reduction: weighted sums over the sample estimate those over the
+    data. Identical draws are merged, as :class:`~clusterkit.LWCS` does.
+    """
+
+    def __init__(self, size):
+        self.size = size
+
+    def reduce(self, X, sample_weight, state):
+        n_samples = X.shape[0]
+        if self.size >= n_samples:
+            return X, sample_weight
+        idx = state.random_state.randint(n_samples, size=self.size)
+        rows, counts = np.unique(idx, return_counts=True)
+        weights = sample_weight[rows] * (counts * (n_samples / self.size))
+        return np.ascontiguousarray(X[rows]), weights.astype(X.dtype)
+
+
+def _make(name, n_clusters, size, args, random_state, chain_length):
+    """An unfitted clusterkit estimator for algorithm ``name``."""
+    common = dict(random_state=random_state, n_threads=args.n_threads, compute_labels=False)
+    seed = AFKMC2(chain_length=chain_length)
+    if name == "uniform + Lloyd":
+        return lloyd(n_clusters, seed=seed, reduce=UniformSubsample(size), **common)
+    if name == "LWCS + Lloyd":
+        return lwcs_lloyd(n_clusters, coreset_size=size, seed=seed, **common)
+    if name == "var-GMM-S":
+        return var_gmm_s(n_clusters, G=args.G, n_explore=args.n_explore, seed=seed, **common)
+    if name == "vc-GMM":
+        return vc_gmm(n_clusters, G=args.G, coreset_size=size, chain_length=chain_length,
+                      n_explore=args.n_explore, **common)
+    raise ValueError(name)
+
+
+def _run_sklearn(X, n_clusters, seed, n_threads):
+    with threadpool_limits(limits=n_threads):
+        t0 = time.perf_counter()
+        km = KMeans(n_clusters, init="k-means++", n_init=1, random_state=seed).fit(X)
+        seconds = time.perf_counter() - t0
+    n_samples = X.shape[0]
+    trials = 2 + int(math.log(n_clusters))
+    evals = (n_samples + (n_clusters - 1) * trials * n_samples
+             + (km.n_iter_ + 1) * n_samples * n_clusters)
+    return km.cluster_centers_, seconds, evals, km.n_iter_
+
+
+def _run_clusterkit(X, name, n_clusters, size, args, seed, chain_length):
+    model = _make(name, n_clusters, size, args, seed, chain_length)
+    t0 = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - t0
+    return model.cluster_centers_, seconds, model.n_distance_evals_, model.n_iter_
+
+
+def _datasets(args):
+    """(name, loader) of the data sets to run, in order; prints what is skipped and why."""
+    out = []
+    folder = args.data_home
+    if folder is None:
+        print("No data folder (--data-home or $CLUSTERKIT_DATA): skipping the real data sets.",
+              flush=True)
+    elif not os.path.isdir(folder):
+        print(f"Data folder {folder!r} does not exist: skipping the real data sets.",
+              flush=True)
+    else:
+        for path in sorted(Path(folder).glob("*.npz")):
+            name = path.stem
+            if args.datasets and name not in args.datasets:
+                continue
+            X, _ = load_benchmark(name, folder)
+            if X.ndim != 2 or X.shape[0] < MIN_SAMPLES:
+                print(f"skipping {name}: {X.shape[0]} samples < {MIN_SAMPLES}", flush=True)
+                continue
+            out.append((name, args.n_clusters, lambda name=name: load_benchmark(name, folder)[0]))
+    if not args.datasets or BIRCH in args.datasets:
+        side = args.birch_side
+        out.append((BIRCH if side == 64 else f"birch-grid-{side * side}", side * side,
+                    lambda: make_birch_grid(n_side=side, random_state=0)[0]))
+    return out
+
+
+def _mean_sem(values):
+    values = np.asarray(values, dtype=float)
+    sem = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return float(values.mean()), float(sem)
+
+
+def _chain_length(name, args):
+    for item in args.chain_length_for:
+        key, _, value = item.partition("=")
+        if key == name:
+            return int(value)
+    return args.chain_length
+
+
+def bench_dataset(name, n_clusters, X, args):
+    """All runs on one data set; returns a list of result dicts (one per configuration)."""
+    chain_length = _chain_length(name, args)
+    X = np.ascontiguousarray(X, dtype=np.dtype(args.dtype))
+    X64 = X.astype(np.float64)
+    n_samples = X.shape[0]
+    seeds = list(range(args.seeds))
+    print(f"\n[{name}] N={n_samples}, D={X.shape[1]}, C={n_clusters}, dtype={X.dtype}, "
+          f"AFK-MC2 chain length {chain_length}", flush=True)
+
+    def qe(centers):
+        return quantization_error(X64, centers.astype(np.float64), n_threads=args.n_threads)
+
+    results = []
+    runs = []
+    for seed in seeds:
+        centers, seconds, evals, n_iter = _run_sklearn(X, n_clusters, seed, args.n_threads)
+        runs.append((qe(centers), seconds, evals, n_iter))
+        print(f"[{name}] k-means++ (sklearn) seed {seed}: {seconds:.2f} s, {n_iter} it.",
+              flush=True)
+    q_ref = float(np.mean([r[0] for r in runs]))
+    results.append(_summary("k-means++ (sklearn)", None, runs, q_ref))
+
+    sizes = list(args.sizes) + (list(args.birch_extra_sizes) if name.startswith("birch-grid")
+                                else [])
+    configs = []
+    for algo in args.algorithms:
+        if algo == "var-GMM-S":
+            configs.append((algo, None))
+        else:
+            configs += [(algo, 2 ** k) for k in sizes if 2 ** k < n_samples]
+    for algo, size in configs:
+        if size is not None and size < n_clusters:
+            print(f"[{name}] {algo} N'={size}: skipped (N' < C)", flush=True)
+            continue
+        runs = []
+        for seed in seeds:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # AFK-MC2 duplicates etc.
+                centers, seconds, evals, n_iter = _run_clusterkit(
+                    X, algo, n_clusters, size, args, seed, chain_length)
+            runs.append((qe(centers), seconds, evals, n_iter))
+        res = _summary(algo, size, runs, q_ref)
+        results.append(res)
+        print(f"[{name}] {algo} N'={size}: eta {100 * res['eta']:+.2f}%, "
+              f"{res['seconds']:.3f} s, {res['n_iter']:.1f} it.", flush=True)
+    t_ref = results[0]["seconds"]
+    e_ref = results[0]["evals"]
+    for res in results:
+        res["speedup"] = t_ref / res["seconds"]
+        res["speedup_evals"] = e_ref / res["evals"]
+    return results
+
+
+def _summary(algo, size, runs, q_ref):
+    etas = [r[0] / q_ref - 1 for r in runs]
+    eta, eta_sem = _mean_sem(etas)
+    return {"algo": algo, "size": size, "eta": eta, "eta_sem": eta_sem,
+            "seconds": float(np.mean([r[1] for r in runs])),
+            "evals": float(np.mean([r[2] for r in runs])),
+            "n_iter": float(np.mean([r[3] for r in runs])), "qe": float(np.mean([r[0] for r in runs]))}
+
+
+def _size_label(size):
+    return "-" if size is None else f"2^{int(round(math.log2(size)))}"
+
+
+def table(results):
+    rows = []
+    for r in results:
+        evals = f"{r['evals']:.3g}" + (" (est.)" if r["algo"].endswith("(sklearn)") else "")
+        rows.append([r["algo"], _size_label(r["size"]),
+                     f"{100 * r['eta']:+.2f}% ± {100 * r['eta_sem']:.2f}",
+                     f"{r['seconds']:.3f}", f"{r['speedup']:.1f}x", evals,
+                     f"{r['speedup_evals']:.1f}x", f"{r['n_iter']:.1f}"])
+    return format_table(["algorithm", "N'", "eta (± SEM)", "time s", "speed-up time",
+                         "distance evals", "speed-up evals", "iterations"], rows)
+
+
+def check_targets(results):
+    """Text lines evaluating the two targets on one data set, and whether both are met."""
+    lines = []
+    vc = {r["size"]: r for r in results if r["algo"] == "vc-GMM"}
+    lw = {r["size"]: r for r in results if r["algo"] == "LWCS + Lloyd"}
+    good = [r for r in vc.values() if r["eta"] <= TARGET_ETA]
+    best = max(good, key=lambda r: r["speedup"]) if good else None
+    ok1 = best is not None and best["speedup"] >= TARGET_SPEEDUP
+    if best is None:
+        lines.append(f"target 1 MISSED: no coreset size gives vc-GMM eta <= "
+                     f"{100 * TARGET_ETA:.0f}% (best eta "
+                     f"{100 * min(r['eta'] for r in vc.values()):+.2f}%)" if vc else
+                     "target 1: no vc-GMM run")
+    else:
+        lines.append(f"target 1 {'met' if ok1 else 'MISSED'}: vc-GMM N'="
+                     f"{_size_label(best['size'])} eta {100 * best['eta']:+.2f}% at "
+                     f"{best['speedup']:.1f}x the scikit-learn time")
+    ok2 = bool(vc)
+    for size in sorted(vc):
+        if size not in lw:
+            continue
+        a, b = vc[size], lw[size]
+        eta_ok = a["eta"] <= b["eta"] + TARGET_MARGIN
+        time_ok = a["seconds"] < b["seconds"]
+        ok2 &= eta_ok and time_ok
+        lines.append(f"target 2 N'={_size_label(size)}: eta vc-GMM {100 * a['eta']:+.2f}% vs "
+                     f"LWCS {100 * b['eta']:+.2f}% ({'ok' if eta_ok else 'MISSED'}), time "
+                     f"{a['seconds']:.3f} s vs {b['seconds']:.3f} s "
+                     f"({'ok' if time_ok else 'MISSED'})")
+    return lines, ok1, ok2
+
+
+def plot(all_results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(all_results)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False)
+    styles = {"k-means++ (sklearn)": ("k", "*"), "uniform + Lloyd": ("tab:gray", "v"),
+              "LWCS + Lloyd": ("tab:blue", "s"), "var-GMM-S": ("tab:green", "D"),
+              "vc-GMM": ("tab:red", "o")}
+    for ax, (name, results) in zip(axes.flat, all_results.items()):
+        for algo, (color, marker) in styles.items():
+            pts = [r for r in results if r["algo"] == algo]
+            if not pts:
+                continue
+            pts.sort(key=lambda r: r["size"] or 0)
+            ax.errorbar([100 * r["eta"] for r in pts], [r["speedup"] for r in pts],
+                        xerr=[100 * r["eta_sem"] for r in pts], color=color, marker=marker,
+                        label=algo, linestyle="-" if len(pts) > 1 else "none", markersize=5)
+            for r in pts:
+                if r["size"] is not None:
+                    ax.annotate(_size_label(r["size"]), (100 * r["eta"], r["speedup"]),
+                                fontsize=6, color=color, xytext=(3, 3),
+                                textcoords="offset points")
+        ax.axvline(100 * TARGET_ETA, color="tab:red", linewidth=0.6, linestyle=":")
+        ax.axhline(TARGET_SPEEDUP, color="tab:red", linewidth=0.6, linestyle=":")
+        ax.set_yscale("log")
+        ax.set_xlabel("relative quantization error eta (%)")
+        ax.set_ylabel("speed-up in wall time vs scikit-learn")
+        ax.set_title(name, fontsize=10)
+        ax.grid(True, which="both", linewidth=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _body(sections, verdicts):
+    summary = format_table(
+        ["data", "target 1 (eta <= 12% at >= 30x)", "target 2 (<= LWCS + 1 pt, faster)"],
+        [[n, "met" if a else "MISSED", "met" if b else "MISSED"] for n, a, b in verdicts])
+    print("\n" + summary, flush=True)
+    return "### Targets\n\n" + summary + "\n\n" + "\n\n".join(sections)
+
+
+def _write_outputs(all_results, sections, verdicts, notes, partial=False):
+    """Write bench_vcgmm.md and bench_vcgmm.png next to this script."""
+    title = "# bench_vcgmm.py results" + (" (run in progress)" if partial else "")
+    (HERE / "bench_vcgmm.md").write_text(
+        title + "\n\n" + _body(sections, verdicts) + "\n\n**Notes**\n\n"
+        + "\n".join(f"- {n}" for n in notes) + "\n\n![speed-up vs eta](bench_vcgmm.png)\n",
+        encoding="utf-8")
+    plot(all_results, HERE / "bench_vcgmm.png")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="vc-GMM, LWCS + Lloyd, uniform + Lloyd and var-GMM-S against "
+                    "scikit-learn's k-means++ (Hirschberger et al., Table 1 / Fig. 1).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--data-home", default=data_home(),
+                        help="folder with the real data sets (<name>.npz); default "
+                             "$CLUSTERKIT_DATA")
+    parser.add_argument("--datasets", nargs="+", default=None,
+                        help=f"only these data sets (file stems, or {BIRCH!r})")
+    parser.add_argument("--n-clusters", type=int, default=500,
+                        help="C for the real data sets")
+    parser.add_argument("--birch-side", type=int, default=64,
+                        help="BIRCH grid side (C = side^2, N = 100 C)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[12, 13, 14, 15, 16],
+                        help="coreset sizes as powers of two")
+    parser.add_argument("--seeds", type=int, default=5, help="random states per configuration")
+    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=list(ALGORITHMS))
+    parser.add_argument("--G", type=int, default=5, help="G of var-GMM-S and vc-GMM")
+    parser.add_argument("--n-explore", type=int, default=1,
+                        help="random exploratory clusters per sample (the '+1')")
+    parser.add_argument("--chain-length", type=int, default=2, help="AFK-MC2 chain length")
+    parser.add_argument("--chain-length-for", nargs="*", default=["cod_rna_trn_tst=20"],
+                        metavar="NAME=M",
+                        help="per-data-set chain lengths (the paper used m=20 for RNA)")
+    parser.add_argument("--birch-extra-sizes", type=int, nargs="*", default=[17, 18],
+                        help="further coreset sizes (powers of two) for the BIRCH grid, whose "
+                             "C=4096 clusters get only 1 to 16 draws each at 2^12..2^16")
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--write", action="store_true",
+                        help="write bench_vcgmm.md, bench_vcgmm.png and append to RESULTS.md")
+    parser.add_argument("--results", type=Path, default=RESULTS_PATH)
+    args = parser.parse_args(argv)
+    warn_openblas_overrides()
+    info = machine_info(args.n_threads)
+    print(format_machine_info(info), flush=True)
+
+    all_results, sections, notes, verdicts = {}, [], [], []
+    for name, n_clusters, load in _datasets(args):
+        X = load()
+        results = bench_dataset(name, n_clusters, X, args)
+        all_results[name] = results
+        lines, ok1, ok2 = check_targets(results)
+        verdicts.append((name, ok1, ok2))
+        header = (f"### {name}: N={X.shape[0]}, D={X.shape[1]}, C={n_clusters}, "
+                  f"{args.seeds} seeds")
+        sections.append(header + "\n\n" + table(results) + "\n\n"
+                        + "\n".join(f"- {line}" for line in lines))
+        print("\n" + sections[-1], flush=True)
+        if args.write:  # after every data set, so that an interrupted run keeps its tables
+            _write_outputs(all_results, sections, verdicts, [], partial=True)
+    if not all_results:
+        print("Nothing to run.")
+        return 0
+    body = _body(sections, verdicts)
+    notes += [
+        f"Command: python benchmarks/bench_vcgmm.py {' '.join(argv or sys.argv[1:])}",
+        f"Data in {args.dtype}; clusterkit with n_threads={args.n_threads}, scikit-learn under "
+        f"threadpool_limits({args.n_threads}).",
+        f"Seeding of every clusterkit algorithm: AFKMC2(chain_length={args.chain_length}), "
+        f"except {', '.join(args.chain_length_for) or 'none'}; "
+        f"var-GMM-S and vc-GMM with G={args.G}, n_explore={args.n_explore} (C' = G), tol=1e-4.",
+        "eta = Q / mean(Q of scikit-learn's k-means++ over the seeds) - 1, Q on the full data; "
+        "± is the standard error over the seeds.",
+        "Times are means over the seeds; clusterkit times include coreset and seeding, not "
+        "the final labelling pass (compute_labels=False).",
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} for both libraries (see the "
+        "comment at the top of the script).",
+    ]
+    if args.write:
+        _write_outputs(all_results, sections, verdicts, notes)
+        append_results(args.results, "vc-GMM trade-off (bench_vcgmm.py)",
+                       body + "\n\nPlot: [bench_vcgmm.png](bench_vcgmm.png)", notes, info)
+        print(f"wrote {HERE / 'bench_vcgmm.md'}, {HERE / 'bench_vcgmm.png'} and "
+              f"appended to {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
