@@ -200,7 +200,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
                                  f"shape (n_clusters, n_features)={expected}.")
             if not np.all(np.isfinite(centers)):
                 raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
-            seeder = _GivenCenters(np.ascontiguousarray(centers - x_mean, dtype=X.dtype))
+            seeder = _GivenCenters(np.ascontiguousarray(centers, dtype=X.dtype) - x_mean)
         reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
         estep = _resolve(self.estep, "estep", EStep, _ESTEPS, FullEStep)
         mstep = _resolve(self.mstep, "mstep", MStep, _MSTEPS, HardMStep)
@@ -238,7 +238,9 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
                           ensure_min_samples=1)
         self._check_params(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        x_mean = X.mean(axis=0, dtype=np.float64)
+        # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that both
+        # start from bit-identical data (the mean's own rounding is only a translation).
+        x_mean = X.mean(axis=0)
         seeder, reducer, estep, mstep, schedule = self._strategies(X, x_mean)
         state = FitState(
             n_clusters=self.n_clusters, n_features=X.shape[1], dtype=X.dtype,
@@ -246,14 +248,14 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
             sigma2_floor=1e-12 * max(float(X.var(axis=0).mean()), float(np.finfo(X.dtype).tiny)),
             verbose=self.verbose)
-        Xc = (X - x_mean).astype(X.dtype, copy=False)
+        Xc = X - x_mean
         with threadpool_limits(limits=1, user_api="blas"):
             centers = self._run(Xc, sample_weight, seeder, reducer, estep, mstep, schedule, state,
                                 x_mean)
             if self.compute_labels:
                 self.labels_, dist2 = self._assign(Xc, centers, state)
                 self.inertia_ = float(sample_weight.astype(np.float64) @ dist2)
-        self.cluster_centers_ = (centers + x_mean).astype(X.dtype)
+        self.cluster_centers_ = centers + x_mean
         self._x_mean = x_mean
         self.cost_ = dict(state.cost)
         self.n_distance_evals_ = state.n_distance_evals
@@ -329,7 +331,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         labels = np.empty(X.shape[0], dtype=np.int32)
         dist2 = np.empty(X.shape[0], dtype=X.dtype)
         with threadpool_limits(limits=1, user_api="blas"):
-            _assign.assign_full((X - self._x_mean).astype(X.dtype, copy=False), centers, labels,
+            _assign.assign_full(X - self._x_mean.astype(X.dtype), centers, labels,
                                 dist2, n_threads)
         return X, labels, dist2
 
