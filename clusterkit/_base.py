@@ -74,6 +74,11 @@ class Assignment:
         index order (``resp`` is then ``(n_samples, n_clusters)``).
     resp : ndarray of shape (n_samples, n_winners) or (n_samples, n_clusters), or None
         Responsibilities (rows sum to one); ``None`` for a hard assignment.
+    centers_sum, weight_in_clusters : ndarray of shape (n_clusters, n_features) and \
+            (n_clusters,), or None
+        The hard M-step's statistics ``sum_{n in c} w_n x_n`` and ``sum_{n in c} w_n``, when
+        the E-step summed them in its own pass over the data (bit-identical to what the
+        M-step would compute); ``None`` otherwise.
     """
 
     labels: np.ndarray
@@ -82,6 +87,8 @@ class Assignment:
     qe: float
     winners: Optional[np.ndarray] = None
     resp: Optional[np.ndarray] = None
+    centers_sum: Optional[np.ndarray] = None
+    weight_in_clusters: Optional[np.ndarray] = None
 
     @property
     def is_hard(self):

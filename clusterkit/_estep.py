@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from ._base import Assignment, EStep
-from ._kernels import _assign, _partial, _topk
+from ._kernels import _assign, _mstep, _partial, _topk
 from ._validation import check_int
 
 __all__ = ["FullEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
@@ -41,6 +41,9 @@ class FullEStep(EStep):
     -----
     Cost per call: ``N C`` distance evaluations. Memory: hard, ``O(N)`` outputs plus one
     ``256 x C`` tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    A hard call also sums each cluster's samples in the same pass over the data when the
+    partial sums are small (``Assignment.centers_sum``), so that Lloyd's iteration reads the
+    data once.
     Keeps no state between calls. On the first soft E-step, when no variance is known yet, the
     variance is set from the distances just computed (vc-GMM eq. 12) before the
     responsibilities are formed.
@@ -60,9 +63,20 @@ class FullEStep(EStep):
         labels = np.empty(n_samples, dtype=np.int32)
         dist2 = np.empty(n_samples, dtype=X.dtype)
         if not state.soft:
-            state.count("estep", _assign.assign_full(X, centers, labels, dist2, state.n_threads))
+            n_clusters, n_features = centers.shape
+            if not _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
+                state.count("estep", _assign.assign_full(X, centers, labels, dist2,
+                                                         state.n_threads))
+                qe = weighted_qe(dist2, sample_weight)
+                return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
+            # One pass over the data for the assignment and the hard M-step's sums.
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+            state.count("estep", _assign.assign_full_accumulate(
+                X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads))
             qe = weighted_qe(dist2, sample_weight)
-            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
+            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                              centers_sum=centers_sum, weight_in_clusters=weight)
 
         resp = np.empty((n_samples, centers.shape[0]), dtype=X.dtype)
         log_norm = np.empty(n_samples, dtype=X.dtype)

@@ -42,7 +42,8 @@ class HardMStep(MStep):
 
     ``mu_c = sum_{n in c} w_n x_n / sum_{n in c} w_n``; the weights are the user's
     ``sample_weight`` times any coreset weights (Hirschberger et al., eq. 9 with hard
-    responsibilities). Reads ``assignment.labels``.
+    responsibilities). Reads ``assignment.labels``, or the sums an E-step computed in its own
+    pass (``assignment.centers_sum``, ``assignment.weight_in_clusters``).
 
     Notes
     -----
@@ -60,10 +61,12 @@ class HardMStep(MStep):
     """
 
     def update(self, X, sample_weight, assignment, centers, state):
-        centers_sum = np.empty_like(centers)
-        weight = np.empty(centers.shape[0], dtype=X.dtype)
-        _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
-                               state.n_threads)
+        centers_sum, weight = assignment.centers_sum, assignment.weight_in_clusters
+        if centers_sum is None:  # the E-step did not sum the clusters in its pass
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(centers.shape[0], dtype=X.dtype)
+            _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
+                                   state.n_threads)
         centers_new = _divide(centers_sum, weight, centers)
         relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
         return centers_new

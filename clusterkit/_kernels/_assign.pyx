@@ -5,8 +5,8 @@ from cython cimport floating
 from libc.math cimport exp, log
 from cython.parallel cimport parallel, prange, threadid
 
+from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqnorm, _use_gemm
-from ._select cimport _argmin
 
 
 cdef extern from "_nearest.h" nogil:
@@ -16,6 +16,8 @@ cdef extern from "_nearest.h" nogil:
                                                Py_ssize_t, float*, float*) noexcept nogil
     ck_nearest_double_fn ck_nearest_double_for(Py_ssize_t n_features)
     ck_nearest_float_fn ck_nearest_float_for(Py_ssize_t n_features)
+    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
+    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
 cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_features)
@@ -44,7 +46,10 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
         return
     _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
     for i in range(n_rows):
-        best = _argmin(tile + i * n_clusters, n_clusters)
+        if floating is float:
+            best = ck_argmin_float(tile + i * n_clusters, n_clusters)
+        else:
+            best = ck_argmin_double(tile + i * n_clusters, n_clusters)
         d = tile[i * n_clusters + best] + _sqnorm(X + i * n_features, n_features)
         labels[i] = <int> best
         min_dist2[i] = d if d > 0 else 0
@@ -100,6 +105,80 @@ def assign_full(const floating[:, ::1] X,        # IN
     return n_samples * n_clusters
 
 
+def assign_full_accumulate(const floating[:, ::1] X,              # IN
+                           const floating[::1] sample_weight,     # IN
+                           const floating[:, ::1] centers,        # IN
+                           int[::1] labels,                       # OUT
+                           floating[::1] min_dist2,               # OUT
+                           floating[:, ::1] centers_sum,          # OUT
+                           floating[::1] weight_in_clusters,      # OUT
+                           int n_threads):
+    """Assign every sample to its nearest centre and sum the clusters in the same pass.
+
+    Equals :func:`assign_full` followed by
+    :func:`clusterkit._kernels._mstep.accumulate_hard`, bit for bit, but reads the data once
+    (Lloyd's E- and M-step statistics in one pass, as scikit-learn's Lloyd does).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_samples,), dtype=floating
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Output: index of the nearest centre (ties go to the lowest index).
+    min_dist2 : ndarray of shape (n_samples,), dtype=floating
+        Output: squared distance to the nearest centre, clamped at zero.
+    centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
+        Output: ``sum_{n: labels_n = c} w_n x_n``.
+    weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
+        Output: ``sum_{n: labels_n = c} w_n``.
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_samples * n_clusters``.
+
+    Notes
+    -----
+    Requires ``_mstep.blocks_fit(n_samples, n_clusters, n_features, itemsize)``: the sums
+    use the M-step's fixed blocks of rows (``_accumulate.pxd``), each block assigned and
+    summed by one thread in row order, then the blocks added in block order, so the results
+    do not depend on ``n_threads``. Assumes valid input.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0]
+    cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
+    cdef Py_ssize_t chunks_per_block = _block_rows(n_samples, n_blocks) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t b, c, start, end, i, j
+    if not _blocks_fit(n_samples, n_clusters, n_features, sizeof(floating)):
+        raise ValueError("assign_full_accumulate needs the fixed-block layout; check "
+                         "_mstep.blocks_fit first.")
+    n_threads = max(1, min(n_threads, n_blocks))
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
+    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    with nogil:
+        with parallel(num_threads=n_threads):
+            for b in prange(n_blocks, schedule="static"):
+                for c in range(b * chunks_per_block, min((b + 1) * chunks_per_block, n_chunks)):
+                    start = c * CHUNK_SIZE
+                    end = min(start + CHUNK_SIZE, n_samples)
+                    _assign_chunk(&X[start, 0], end - start, n_features, &centers[0, 0],
+                                  &centers_T[0, 0], &centers_sqnorm[0], n_clusters,
+                                  &tiles[threadid(), 0, 0], &labels[start], &min_dist2[start])
+                    for i in range(start, end):
+                        j = labels[i]
+                        _add_row(&sums[b, j, 0], &weights[b, j], &X[i, 0], sample_weight[i],
+                                 n_features)
+        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters, n_threads)
+    return n_samples * n_clusters
+
+
 cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
                                   double inv_two_sigma2) noexcept nogil:
     """Turn squared distances into responsibilities in place; return the log normaliser.
@@ -143,7 +222,10 @@ cdef void _resp_chunk(const floating* X, Py_ssize_t n_rows, Py_ssize_t n_feature
             for j in range(n_clusters):
                 d = row[j] + xn
                 row[j] = d if d > 0 else 0
-        best = _argmin(row, n_clusters)
+        if floating is float:
+            best = ck_argmin_float(row, n_clusters)
+        else:
+            best = ck_argmin_double(row, n_clusters)
         labels[i] = <int> best
         min_dist2[i] = row[best]
         if inv_two_sigma2 > 0:

@@ -11,6 +11,8 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 
+from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
+
 
 cdef void _counting_sort(const int[::1] keys, Py_ssize_t n_keys, Py_ssize_t[::1] starts,
                          Py_ssize_t[::1] order) noexcept nogil:
@@ -29,17 +31,6 @@ cdef void _counting_sort(const int[::1] keys, Py_ssize_t n_keys, Py_ssize_t[::1]
     for i in range(n_keys, 0, -1):  # shift back: each start was advanced to the next one
         starts[i] = starts[i - 1]
     starts[0] = 0
-
-
-# Fixed-block reduction for the hard M-step: rows are cut into blocks of BLOCK_ROWS (the layout
-# depends on n_samples only), each block is summed in row order into its own partial array, and
-# the partials are added in block order. Streaming X is much faster than gathering the rows of
-# each cluster, but needs n_blocks x n_clusters x n_features scratch, so it is used only while
-# that stays below MAX_PARTIAL_BYTES.
-cdef enum:
-    BLOCK_ROWS = 8192
-    MAX_BLOCKS = 32
-cdef Py_ssize_t MAX_PARTIAL_BYTES = 64 * 1024 * 1024
 
 
 def accumulate_hard(const floating[:, ::1] X,              # IN
@@ -69,27 +60,42 @@ def accumulate_hard(const floating[:, ::1] X,              # IN
     way the order of every sum depends only on the data, so results are bit-identical for any
     ``n_threads``. Assumes valid input.
     """
-    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers_sum.shape[0]
-    cdef Py_ssize_t n_blocks = min((n_samples + BLOCK_ROWS - 1) // BLOCK_ROWS, MAX_BLOCKS)
-    cdef Py_ssize_t row_bytes = (n_features + 1) * n_clusters * sizeof(floating)
-    if n_blocks >= 2 and n_blocks * row_bytes <= MAX_PARTIAL_BYTES:
+    if _blocks_fit(X.shape[0], centers_sum.shape[0], X.shape[1], sizeof(floating)):
         _accumulate_hard_blocks(X, sample_weight, labels, centers_sum, weight_in_clusters,
-                                n_blocks, n_threads)
+                                n_threads)
     else:
         _accumulate_hard_owner(X, sample_weight, labels, centers_sum, weight_in_clusters,
                                n_threads)
 
 
+def blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_features,
+               Py_ssize_t itemsize):
+    """Whether the hard M-step's statistics are summed in fixed blocks of rows.
+
+    Parameters
+    ----------
+    n_samples, n_clusters, n_features : int
+    itemsize : int
+        Bytes per value (4 for float32, 8 for float64).
+
+    Returns
+    -------
+    fit : bool
+        ``True`` when there are at least two blocks and their partial sums need at most
+        64 MiB; then :func:`clusterkit._kernels._assign.assign_full_accumulate` can compute
+        the same statistics, bit for bit, during the assignment pass.
+    """
+    return bool(_blocks_fit(n_samples, n_clusters, n_features, itemsize))
+
+
 cdef _accumulate_hard_blocks(const floating[:, ::1] X, const floating[::1] sample_weight,
                              const int[::1] labels, floating[:, ::1] centers_sum,
-                             floating[::1] weight_in_clusters, Py_ssize_t n_blocks,
-                             int n_threads):
+                             floating[::1] weight_in_clusters, int n_threads):
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers_sum.shape[0]
-    cdef Py_ssize_t rows = (n_samples + n_blocks - 1) // n_blocks
-    cdef Py_ssize_t b, i, j, k
-    cdef floating w
+    cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
+    cdef Py_ssize_t rows = _block_rows(n_samples, n_blocks)
+    cdef Py_ssize_t b, i, j
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
@@ -97,18 +103,9 @@ cdef _accumulate_hard_blocks(const floating[:, ::1] X, const floating[::1] sampl
         for b in prange(n_blocks, schedule="static", num_threads=n_threads):
             for i in range(b * rows, min((b + 1) * rows, n_samples)):
                 j = labels[i]
-                w = sample_weight[i]
-                weights[b, j] += w
-                for k in range(n_features):
-                    sums[b, j, k] += w * X[i, k]
-        for j in prange(n_clusters, schedule="static", num_threads=n_threads):
-            weight_in_clusters[j] = weights[0, j]
-            for k in range(n_features):
-                centers_sum[j, k] = sums[0, j, k]
-            for b in range(1, n_blocks):
-                weight_in_clusters[j] += weights[b, j]
-                for k in range(n_features):
-                    centers_sum[j, k] += sums[b, j, k]
+                _add_row(&sums[b, j, 0], &weights[b, j], &X[i, 0], sample_weight[i],
+                         n_features)
+        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters, n_threads)
 
 
 cdef _accumulate_hard_owner(const floating[:, ::1] X, const floating[::1] sample_weight,

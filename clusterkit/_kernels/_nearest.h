@@ -1,4 +1,5 @@
-/* Nearest centre of one sample by a direct loop, for few features (where gemm wastes work).
+/* Vectorised argmin, and the nearest centre of one sample by a direct loop for few features
+ * (where gemm wastes work).
  *
  * The centres are stored transposed (n_features x n_clusters), so the loop over clusters is
  * contiguous and vectorises. Pass 1 writes every squared distance to a scratch row and takes
@@ -29,6 +30,34 @@
 
 #define CK_FIND_BLOCK 16
 
+/* Index of the first occurrence of the value m, which is known to be in row[0:n]. */
+#define CK_FIND_FIRST(row, n, m, j0)                                                        \
+    do {                                                                                    \
+        for (; j0 + CK_FIND_BLOCK <= n; j0 += CK_FIND_BLOCK) {                              \
+            int hit = 0;                                                                    \
+            _Pragma("omp simd reduction(|:hit)")                                            \
+            for (ptrdiff_t l = 0; l < CK_FIND_BLOCK; l++) hit |= row[j0 + l] == m;          \
+            if (hit) break;                                                                 \
+        }                                                                                   \
+        while (row[j0] != m) j0++;                                                          \
+    } while (0)
+
+/* Index of the smallest entry of row[0:n] (n >= 1), ties to the lowest index. */
+#define CK_DEFINE_ARGMIN(NAME, T)                                                           \
+CK_TARGET_CLONES                                                                            \
+static ptrdiff_t NAME(const T* row, ptrdiff_t n)                                            \
+{                                                                                           \
+    T m = row[0];                                                                           \
+    _Pragma("omp simd reduction(min:m)")                                                    \
+    for (ptrdiff_t j = 1; j < n; j++) m = row[j] < m ? row[j] : m;                          \
+    ptrdiff_t j0 = 0;                                                                       \
+    CK_FIND_FIRST(row, n, m, j0);                                                           \
+    return j0;                                                                              \
+}
+
+CK_DEFINE_ARGMIN(ck_argmin_double, double)
+CK_DEFINE_ARGMIN(ck_argmin_float, float)
+
 /* FIXED_D > 0 makes the feature count a compile-time constant (the feature loop unrolls);
  * FIXED_D = 0 reads it from the argument. */
 #define CK_DEFINE_NEAREST(NAME, T, FIXED_D)                                                 \
@@ -52,13 +81,7 @@ static ptrdiff_t NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters,     
     _Pragma("omp simd reduction(min:m)")                                                    \
     for (ptrdiff_t j = 1; j < n_clusters; j++) m = scratch[j] < m ? scratch[j] : m;         \
     ptrdiff_t j0 = 0;                                                                       \
-    for (; j0 + CK_FIND_BLOCK <= n_clusters; j0 += CK_FIND_BLOCK) {                         \
-        int hit = 0;                                                                        \
-        _Pragma("omp simd reduction(|:hit)")                                                \
-        for (ptrdiff_t l = 0; l < CK_FIND_BLOCK; l++) hit |= scratch[j0 + l] == m;          \
-        if (hit) break;                                                                     \
-    }                                                                                       \
-    while (scratch[j0] != m) j0++;                                                          \
+    CK_FIND_FIRST(scratch, n_clusters, m, j0);                                              \
     *min_dist2 = m;                                                                         \
     return j0;                                                                              \
 }

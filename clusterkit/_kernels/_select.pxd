@@ -1,17 +1,6 @@
 from cython cimport floating
 
 
-cdef inline Py_ssize_t _argmin(const floating* row, Py_ssize_t n) noexcept nogil:
-    """Index of the smallest entry; ties go to the lowest index."""
-    cdef Py_ssize_t j, best = 0
-    cdef floating v = row[0]
-    for j in range(1, n):
-        if row[j] < v:
-            v = row[j]
-            best = j
-    return best
-
-
 cdef inline void _insert_sorted(floating* vals, int* idx, Py_ssize_t size, floating v,
                                 int j) noexcept nogil:
     """Insert (v, j) into the ascending list ``vals[:size]`` of fixed capacity ``size``.

@@ -118,3 +118,33 @@ def test_gemm_nt_matches_reference(m, n, k, dtype):
     expected = ref.gemm_nt(A, B, -2.0, 0.5, C)
     _blas.gemm_nt(A, B, -2.0, 0.5, C)
     np.testing.assert_allclose(C, expected, rtol=rtol_for(dtype) * 100, atol=rtol_for(dtype) * 100)
+
+
+@pytest.mark.parametrize("shape", [(20_001, 3, 17), (9000, 12, 5)])
+def test_assign_full_accumulate_equals_assign_then_accumulate(shape, dtype, n_threads):
+    from clusterkit._kernels import _mstep
+    X, centers = _data(shape, dtype, seed=5)
+    n, c = len(X), len(centers)
+    w = np.random.default_rng(6).random(n).astype(dtype)
+    assert _mstep.blocks_fit(n, c, X.shape[1], X.itemsize)
+    out = {}
+    for fused in (True, False):
+        labels, dist2 = np.empty(n, np.int32), np.empty(n, dtype)
+        sums, weight = np.empty((c, X.shape[1]), dtype), np.empty(c, dtype)
+        if fused:
+            n_evals = _assign.assign_full_accumulate(X, w, centers, labels, dist2, sums, weight,
+                                                     n_threads)
+        else:
+            n_evals = _assign.assign_full(X, centers, labels, dist2, n_threads)
+            _mstep.accumulate_hard(X, w, labels, sums, weight, 1)
+        out[fused] = (labels, dist2, sums, weight, n_evals)
+    for a, b in zip(out[True], out[False]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_assign_full_accumulate_refuses_small_inputs(dtype):
+    X, centers = _data((300, 3, 4), dtype)
+    with pytest.raises(ValueError, match="fixed-block layout"):
+        _assign.assign_full_accumulate(X, np.ones(300, dtype), centers, np.empty(300, np.int32),
+                                       np.empty(300, dtype), np.empty((4, 3), dtype),
+                                       np.empty(4, dtype), 1)

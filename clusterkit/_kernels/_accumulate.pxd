@@ -1,0 +1,64 @@
+# Fixed-block accumulation of the hard M-step's statistics, shared by the M-step kernel and the
+# fused assignment kernel so that both sum in exactly the same order.
+#
+# Rows are cut into blocks of whole CHUNK_SIZE chunks; the layout depends on n_samples only.
+# Each block is summed in row order into its own partial arrays, and the partials are added in
+# block order, so the result does not depend on the number of threads. Streaming the data this
+# way is much faster than gathering each cluster's rows ("owner computes"), but needs
+# n_blocks x n_clusters x (n_features + 1) scratch: it is used only while that stays small.
+from cython cimport floating
+from cython.parallel cimport prange
+
+from ._dist cimport CHUNK_SIZE
+
+cdef enum:
+    BLOCK_CHUNKS = 32          # chunks per block when there are at most MAX_BLOCKS of them
+    MAX_BLOCKS = 32
+    MAX_PARTIAL_MB = 64
+
+
+cdef inline Py_ssize_t _n_blocks(Py_ssize_t n_samples) noexcept nogil:
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    return min((n_chunks + BLOCK_CHUNKS - 1) // BLOCK_CHUNKS, MAX_BLOCKS)
+
+
+cdef inline Py_ssize_t _block_rows(Py_ssize_t n_samples, Py_ssize_t n_blocks) noexcept nogil:
+    """Rows per block: a whole number of chunks."""
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    return CHUNK_SIZE * ((n_chunks + n_blocks - 1) // n_blocks)
+
+
+cdef inline bint _blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_features,
+                             Py_ssize_t itemsize) noexcept nogil:
+    """Whether the fixed-block layout applies (at least two blocks, small partials)."""
+    cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
+    return n_blocks >= 2 and (
+        n_blocks * n_clusters * (n_features + 1) * itemsize <= MAX_PARTIAL_MB * 1024 * 1024)
+
+
+cdef inline void _add_row(floating* block_sum, floating* block_weight, const floating* x,
+                          floating w, Py_ssize_t n_features) noexcept nogil:
+    """Add ``w x`` to one cluster's row of a block's partial sums."""
+    cdef Py_ssize_t k
+    block_weight[0] += w
+    for k in range(n_features):
+        block_sum[k] += w * x[k]
+
+
+cdef inline void _reduce_blocks(floating[:, :, ::1] sums,         # IN  (n_blocks, C, D)
+                                floating[:, ::1] weights,         # IN  (n_blocks, C)
+                                floating[:, ::1] centers_sum,     # OUT (C, D)
+                                floating[::1] weight_in_clusters, # OUT (C,)
+                                int n_threads) noexcept nogil:
+    """Add the blocks' partial sums in block order."""
+    cdef Py_ssize_t n_blocks = sums.shape[0], n_clusters = sums.shape[1]
+    cdef Py_ssize_t n_features = sums.shape[2]
+    cdef Py_ssize_t b, j, k
+    for j in prange(n_clusters, schedule="static", num_threads=n_threads):
+        weight_in_clusters[j] = weights[0, j]
+        for k in range(n_features):
+            centers_sum[j, k] = sums[0, j, k]
+        for b in range(1, n_blocks):
+            weight_in_clusters[j] += weights[b, j]
+            for k in range(n_features):
+                centers_sum[j, k] += sums[b, j, k]
