@@ -16,37 +16,7 @@ from libc.math cimport sqrt
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist
-
-
-cdef inline bint _before(floating a, int i, floating b, int j) noexcept nogil:
-    """Whether ``(a, i)`` comes before ``(b, j)``: smaller value, ties to the smaller index."""
-    return a < b or (a == b and i < j)
-
-
-cdef inline void _push(floating* vals, int* idx, Py_ssize_t* n_filled, Py_ssize_t capacity,
-                       floating v, int j) noexcept nogil:
-    """Offer ``(v, j)`` to the ascending list ``vals[:n_filled]`` that keeps the ``capacity``
-    smallest entries seen so far.
-
-    Entries are compared by value, then by index, so the result does not depend on the order
-    in which they are offered (indices are distinct). Insertion is linear in ``capacity``,
-    which is small here (``C'`` or ``G - 1``); most offers are rejected by one comparison.
-    """
-    cdef Py_ssize_t p = n_filled[0]
-    if capacity == 0:
-        return
-    if p == capacity:
-        if not _before(v, j, vals[capacity - 1], idx[capacity - 1]):
-            return
-        p = capacity - 1
-    else:
-        n_filled[0] = p + 1
-    while p > 0 and _before(v, j, vals[p - 1], idx[p - 1]):
-        vals[p] = vals[p - 1]
-        idx[p] = idx[p - 1]
-        p -= 1
-    vals[p] = v
-    idx[p] = j
+from ._select cimport _push
 
 
 cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_features)
