@@ -67,14 +67,27 @@ static ptrdiff_t NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters,     
 {                                                                                           \
     const ptrdiff_t n_features = FIXED_D > 0 ? FIXED_D : n_features_arg;                    \
     T m;                                                                                    \
-    for (ptrdiff_t j = 0; j < n_clusters; j++) scratch[j] = 0;                              \
-    for (ptrdiff_t k = 0; k < n_features; k++) {                                            \
-        const T xk = x[k];                                                                  \
-        const T* c = centers_T + k * n_clusters;                                            \
+    if (FIXED_D > 0) {                                                                      \
+        /* one pass: the unrolled feature loop inside the vectorised cluster loop */        \
         _Pragma("omp simd")                                                                 \
         for (ptrdiff_t j = 0; j < n_clusters; j++) {                                        \
-            const T t = xk - c[j];                                                          \
-            scratch[j] += t * t;                                                            \
+            T d = 0;                                                                        \
+            for (ptrdiff_t k = 0; k < n_features; k++) {                                    \
+                const T t = x[k] - centers_T[k * n_clusters + j];                           \
+                d += t * t;                                                                 \
+            }                                                                               \
+            scratch[j] = d;                                                                 \
+        }                                                                                   \
+    } else {                                                                                \
+        for (ptrdiff_t j = 0; j < n_clusters; j++) scratch[j] = 0;                          \
+        for (ptrdiff_t k = 0; k < n_features; k++) {                                        \
+            const T xk = x[k];                                                              \
+            const T* c = centers_T + k * n_clusters;                                        \
+            _Pragma("omp simd")                                                             \
+            for (ptrdiff_t j = 0; j < n_clusters; j++) {                                    \
+                const T t = xk - c[j];                                                      \
+                scratch[j] += t * t;                                                        \
+            }                                                                               \
         }                                                                                   \
     }                                                                                       \
     m = scratch[0];                                                                         \
