@@ -273,6 +273,10 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
                                        dtype=X.dtype)
+        if self.verbose:
+            print(f"Seeded {self.n_clusters} centres on {X.shape[0]} samples: "
+                  f"{state.cost['reduction'] + state.cost['seeding']} distance evaluations "
+                  f"({state.seconds:.2f} s)")
         # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
         state.estep_state = estep.init_state(X, sample_weight, centers, state)
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)

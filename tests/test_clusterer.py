@@ -138,6 +138,7 @@ def test_verbose_and_callback():
     with redirect_stdout(buf):
         km = Clusterer(5, verbose=1, random_state=0, callback=seen.append).fit(X)
     assert buf.getvalue().count("Iteration") == km.n_iter_
+    assert buf.getvalue().startswith("Seeded 5 centres on 600 samples")
     assert [s["iteration"] for s in seen] == list(range(1, km.n_iter_ + 1))
     assert seen[0]["centers"].shape == (5, 3)
     stopped = Clusterer(5, tol=0, random_state=0, callback=lambda info: True).fit(X)
