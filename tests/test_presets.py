@@ -13,7 +13,7 @@ VARIATIONAL = {
     "var_gmm_x": ("exhaustive", SoftMStep),
     "var_gmm_s": ("estimated", SoftMStep),
 }
-ALL = ["lloyd", "gmm", *VARIATIONAL]
+ALL = ["lloyd", "gmm", *VARIATIONAL, "lwcs_lloyd", "vc_gmm"]
 
 
 @pytest.mark.parametrize("name", ALL)
