@@ -98,6 +98,8 @@ class UniformSubsample(DataReducer):
             return X, sample_weight
         idx = state.random_state.randint(n_samples, size=self.size)
         rows, counts = np.unique(idx, return_counts=True)
+        if len(rows) < state.n_clusters:  # as LWCS: keep the draws unmerged
+            rows, counts = np.sort(idx), np.ones(self.size, dtype=np.intp)
         weights = sample_weight[rows] * (counts * (n_samples / self.size))
         return np.ascontiguousarray(X[rows]), weights.astype(X.dtype)
 
@@ -194,7 +196,8 @@ def bench_dataset(name, n_clusters, X, args):
 
     results = []
     runs = []
-    for seed in seeds:
+    n_ref = args.sklearn_seeds if args.sklearn_seeds is not None else args.seeds
+    for seed in range(n_ref):
         centers, seconds, evals, n_iter = _run_sklearn(X, n_clusters, seed, args.n_threads)
         runs.append((qe(centers), seconds, evals, n_iter))
         print(f"[{name}] k-means++ (sklearn) seed {seed}: {seconds:.2f} s, {n_iter} it.",
@@ -339,14 +342,14 @@ def _body(sections, verdicts):
     return "### Targets\n\n" + summary + "\n\n" + "\n\n".join(sections)
 
 
-def _write_outputs(all_results, sections, verdicts, notes, partial=False):
-    """Write bench_vcgmm.md and bench_vcgmm.png next to this script."""
+def _write_outputs(all_results, sections, verdicts, notes, stem, partial=False):
+    """Write <stem>.md and <stem>.png next to this script."""
     title = "# bench_vcgmm.py results" + (" (run in progress)" if partial else "")
-    (HERE / "bench_vcgmm.md").write_text(
+    (HERE / f"{stem}.md").write_text(
         title + "\n\n" + _body(sections, verdicts) + "\n\n**Notes**\n\n"
-        + "\n".join(f"- {n}" for n in notes) + "\n\n![speed-up vs eta](bench_vcgmm.png)\n",
+        + "\n".join(f"- {n}" for n in notes) + f"\n\n![speed-up vs eta]({stem}.png)\n",
         encoding="utf-8")
-    plot(all_results, HERE / "bench_vcgmm.png")
+    plot(all_results, HERE / f"{stem}.png")
 
 
 def main(argv=None):
@@ -366,6 +369,11 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[12, 13, 14, 15, 16],
                         help="coreset sizes as powers of two")
     parser.add_argument("--seeds", type=int, default=5, help="random states per configuration")
+    parser.add_argument("--sklearn-seeds", type=int, default=None,
+                        help="random states of the scikit-learn reference (default --seeds); "
+                             "one fit on the BIRCH grid takes about 10 minutes on 2 cores")
+    parser.add_argument("--output-stem", default="bench_vcgmm",
+                        help="file names of the table (.md) and plot (.png) next to the script")
     parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=list(ALGORITHMS))
     parser.add_argument("--G", type=int, default=5, help="G of var-GMM-S and vc-GMM")
     parser.add_argument("--n-explore", type=int, default=1,
@@ -400,7 +408,7 @@ def main(argv=None):
                         + "\n".join(f"- {line}" for line in lines))
         print("\n" + sections[-1], flush=True)
         if args.write:  # after every data set, so that an interrupted run keeps its tables
-            _write_outputs(all_results, sections, verdicts, [], partial=True)
+            _write_outputs(all_results, sections, verdicts, [], args.output_stem, partial=True)
     if not all_results:
         print("Nothing to run.")
         return 0
@@ -420,11 +428,11 @@ def main(argv=None):
         "comment at the top of the script).",
     ]
     if args.write:
-        _write_outputs(all_results, sections, verdicts, notes)
+        _write_outputs(all_results, sections, verdicts, notes, args.output_stem)
         append_results(args.results, "vc-GMM trade-off (bench_vcgmm.py)",
-                       body + "\n\nPlot: [bench_vcgmm.png](bench_vcgmm.png)", notes, info)
-        print(f"wrote {HERE / 'bench_vcgmm.md'}, {HERE / 'bench_vcgmm.png'} and "
-              f"appended to {args.results}")
+                       body + f"\n\nPlot: [{args.output_stem}.png]({args.output_stem}.png)",
+                       notes, info)
+        print(f"wrote {HERE / args.output_stem}.md, .png and appended to {args.results}")
     return 0
 
 
