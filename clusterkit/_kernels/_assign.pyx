@@ -6,6 +6,7 @@ from libc.math cimport exp, log
 from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
+from ._dist import center_tables
 from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqnorm, _use_gemm
 
 
@@ -92,8 +93,9 @@ def assign_full(const floating[:, ::1] X,        # IN
         return 0
     n_threads = max(1, min(n_threads, n_chunks))
     dtype = np.float32 if floating is float else np.float64
-    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
-    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
     cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
     with nogil, parallel(num_threads=n_threads):
         for c in prange(n_chunks, schedule="static"):
@@ -157,8 +159,9 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
                          "_mstep.blocks_fit first.")
     n_threads = max(1, min(n_threads, n_blocks))
     dtype = np.float32 if floating is float else np.float64
-    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
-    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
     cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
@@ -281,8 +284,9 @@ def responsibilities_full(const floating[:, ::1] X,        # IN
         return 0
     n_threads = max(1, min(n_threads, n_chunks))
     dtype = np.float32 if floating is float else np.float64
-    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
-    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
     with nogil, parallel(num_threads=n_threads):
         for c in prange(n_chunks, schedule="static"):
             start = c * CHUNK_SIZE

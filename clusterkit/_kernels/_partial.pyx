@@ -15,6 +15,7 @@ from cython cimport floating
 from libc.math cimport sqrt
 from cython.parallel cimport parallel, prange, threadid
 
+from ._dist import center_tables
 from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist
 from ._select cimport _push
 
@@ -387,8 +388,9 @@ def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
         return 0
     n_threads = max(1, min(n_threads, n_chunks))
     dtype = np.float32 if floating is float else np.float64
-    cdef floating[::1] centers_sqnorm = np.einsum("ij,ij->i", centers, centers).astype(dtype)
-    cdef floating[:, ::1] centers_T = np.ascontiguousarray(np.asarray(centers).T)
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
     cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
     cdef floating[:, ::1] vals = np.empty((n_threads, G), dtype=dtype)
     with nogil, parallel(num_threads=n_threads):
