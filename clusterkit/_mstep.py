@@ -24,9 +24,24 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
         return 0
     score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
     n_far = min(empty.size, int(np.count_nonzero(sample_weight > 0)))
-    far = np.argsort(-score, kind="stable")[:n_far]
+    far = _largest(score, n_far)
     centers_new[empty[:n_far]] = X[far]
     return n_far
+
+
+def _largest(score, k):
+    """Indices of the ``k`` largest scores, largest first, ties to the lower index.
+
+    The same as ``np.argsort(-score, kind="stable")[:k]`` without sorting all ``N`` scores
+    (empty clusters are rare and few, the data are not).
+    """
+    if k == 0:
+        return np.empty(0, dtype=np.intp)
+    kth = np.partition(score, score.size - k)[score.size - k]
+    above = np.flatnonzero(score > kth)
+    ties = np.flatnonzero(score == kth)[:k - above.size]
+    chosen = np.concatenate([above, ties])
+    return chosen[np.lexsort((chosen, -score[chosen]))]
 
 
 def _divide(centers_sum, weight_in_clusters, centers):
