@@ -121,7 +121,8 @@ class Seeder(_Strategy, ABC):
             Number of centres to choose.
         state : FitState
             Reads ``random_state`` and ``n_threads``; add distance evaluations with
-            ``state.count("seeding", n)``.
+            ``state.count("seeding", n)``. A seeder that finds every sample's nearest centre
+            as a by-product may store it as ``state.seed_labels``.
 
         Returns
         -------

@@ -79,11 +79,43 @@ def d2_update(X, center, min_dist2):
     return np.minimum(np.asarray(min_dist2, dtype=np.float64), d2), X.shape[0]
 
 
-def d2_candidates(X, sample_weight, candidates, min_dist2):
-    """Twin of ``d2_candidates``; returns (potential per candidate, n_evals)."""
-    d2 = np.minimum(sqdist(X, candidates), np.asarray(min_dist2, dtype=np.float64)[:, None])
-    potentials = np.asarray(sample_weight, dtype=np.float64) @ d2
-    return potentials, X.shape[0] * candidates.shape[0]
+def _invert(cumsum, value):
+    """``searchsorted(cumsum, value, 'right')`` clamped to the last entry with positive mass."""
+    return min(np.searchsorted(cumsum, value, side="right"),
+               np.searchsorted(cumsum, cumsum[-1], side="left"))
+
+
+def kmeanspp(X, sample_weight, first, uniforms, block=64):
+    """Twin of ``kmeanspp`` without pruning (``block`` is its ``SAMPLER_BLOCK``); returns
+    (centers, chosen, labels, min_dist2, n_chosen, n_evals of unpruned greedy k-means++)."""
+    n_samples = X.shape[0]
+    n_clusters, n_trials = uniforms.shape[0] + 1, uniforms.shape[1]
+    w = np.asarray(sample_weight, dtype=np.float64)
+    min_dist2 = sqdist(X, X[[first]])[:, 0]
+    labels = np.zeros(n_samples, dtype=np.int32)
+    chosen = [int(first)]
+    n_evals = n_samples
+    for i in range(1, n_clusters):
+        mass = w * min_dist2
+        if not mass.sum() > 0:
+            break
+        block_cumsum = np.cumsum([mass[b:b + block].sum() for b in range(0, n_samples, block)])
+        cands = []
+        for u in uniforms[i - 1]:
+            target = u * block_cumsum[-1]
+            b = _invert(block_cumsum, target)
+            offset = target - (block_cumsum[b - 1] if b > 0 else 0.0)
+            cands.append(b * block + _invert(np.cumsum(mass[b * block:(b + 1) * block]), offset))
+        d2 = sqdist(X, X[cands])
+        gains = (w[:, None] * np.maximum(min_dist2[:, None] - d2, 0)).sum(axis=0)
+        best = int(np.argmax(gains)) if n_trials > 1 else 0
+        n_evals += (n_trials + 1) * n_samples if n_trials > 1 else n_samples
+        closer = d2[:, best] < min_dist2
+        labels[closer] = i
+        min_dist2 = np.minimum(min_dist2, d2[:, best])
+        chosen.append(int(cands[best]))
+    chosen = np.asarray(chosen, dtype=np.int32)
+    return X[chosen].copy(), chosen, labels, min_dist2, len(chosen), n_evals
 
 
 def afkmc2_chain(X, sample_weight, q, first, candidates, uniforms):

@@ -44,35 +44,6 @@ def _draw(cumsum, u):
     return _invert(cumsum, u * cumsum[-1])
 
 
-# Rows per block of the two-level D^2 sampler (any fixed size; 256 balances the two levels).
-_BLOCK = 256
-
-
-def _block_cumsum(mass):
-    """Cumulative sum, in float64, of ``mass`` summed over consecutive blocks of ``_BLOCK`` rows.
-
-    A blockwise sum vectorises, while a cumulative sum over all rows is a serial chain of
-    additions; k-means++ needs one per centre, so this is the sampler's main cost.
-    """
-    return np.cumsum(np.add.reduceat(mass, np.arange(0, len(mass), _BLOCK), dtype=np.float64))
-
-
-def _draw_two_level(mass, block_cumsum, u):
-    """Rows drawn with probability proportional to ``mass``: a block first, then a row in it.
-
-    ``block_cumsum`` is ``_block_cumsum(mass)``; ``u`` holds uniforms in [0, 1).
-    """
-    targets = u * block_cumsum[-1]
-    blocks = _invert(block_cumsum, targets)
-    rows = np.empty(len(u), dtype=np.intp)
-    for t, b in enumerate(blocks):
-        start = b * _BLOCK
-        local = np.cumsum(mass[start:start + _BLOCK], dtype=np.float64)
-        offset = targets[t] - (block_cumsum[b - 1] if b > 0 else 0.0)
-        rows[t] = start + _invert(local, offset)
-    return rows
-
-
 def _first_index(sample_weight, random_state):
     """Row drawn with probability proportional to its weight (uniformly if all are zero)."""
     cumsum = np.cumsum(sample_weight, dtype=np.float64)
@@ -148,13 +119,23 @@ class KMeansPlusPlus(Seeder):
 
     Notes
     -----
-    Cost per call with ``L`` candidates per step: ``(n_clusters - 1) * (L + 1) * n_samples``
-    distance evaluations for ``L > 1`` (each step scores ``L`` candidates against all samples,
-    then updates ``D^2`` with the winner, which is cheaper than keeping ``L x n_samples``
-    distances; the update after the last centre is skipped), and
-    ``(n_clusters - 1) * n_samples`` for plain k-means++. Memory ``O(n_samples)``. Fewer
-    evaluations are made once every remaining ``w_n D(x_n)^2`` is zero. Reads
-    ``state.random_state`` and ``state.n_threads``; keeps no state between fits.
+    The samples are kept grouped by nearest centre, and the triangle inequality rules out
+    most distances: a sample ``x`` nearest to ``c_j`` cannot come closer to a new point ``c``
+    unless ``d(c, c_j) < 2 D(x)``, so a candidate is only compared with the leading members
+    of the few groups near it (Raff, 2021). The result is that of unpruned greedy k-means++
+    with the same random draws (up to distances that tie within rounding); only the work
+    shrinks. On well-separated clusters it shrinks by orders of magnitude, on
+    high-dimensional data with little structure hardly at all.
+
+    Cost per call with ``L`` candidates per step: at most ``(n_clusters - 1) (L + 1)
+    n_samples`` sample distances (``(n_clusters - 1) n_samples`` for plain k-means++), plus
+    each scored candidate's distances to the centres of nearby groups and each new centre's
+    distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
+    counts exactly what was computed. Memory ``O(n_samples)``, plus a copy of ``X`` in group
+    order for up to 16 features. Reads ``state.random_state`` and ``state.n_threads`` (the
+    candidates of a step are scored in parallel; the result does not depend on the thread
+    count). Sets ``state.seed_labels`` to each sample's nearest centre, which
+    :class:`~clusterkit.PartialEStep` can start from; keeps no state between fits.
 
     Deviations: if every remaining ``w_n D(x_n)^2`` is zero (fewer distinct points with
     positive weight than clusters), the remaining centres are drawn uniformly among the rows
@@ -166,6 +147,9 @@ class KMeansPlusPlus(Seeder):
     D. Arthur and S. Vassilvitskii, "k-means++: the advantages of careful seeding", Proc. 18th
     ACM-SIAM Symposium on Discrete Algorithms (SODA), 2007.
 
+    E. Raff, "Exact acceleration of k-means++ and k-means||", Proc. 30th International Joint
+    Conference on Artificial Intelligence (IJCAI), 2021.
+
     Examples
     --------
     >>> import numpy as np
@@ -173,10 +157,13 @@ class KMeansPlusPlus(Seeder):
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
     ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
-    >>> KMeansPlusPlus(n_local_trials=1).seed(X, np.ones(4), 2, state).shape
-    (2, 2)
-    >>> state.cost["seeding"]
-    4
+    >>> KMeansPlusPlus(n_local_trials=1).seed(X, np.ones(4), 2, state)
+    array([[10.,  0.],
+           [ 0.,  1.]])
+    >>> state.seed_labels  # each sample's nearest centre
+    array([1, 1, 0, 0], dtype=int32)
+    >>> state.cost["seeding"]  # 4 to the first centre, 1 between centres, 2 not ruled out
+    7
     """
 
     def __init__(self, n_local_trials=None):
@@ -191,55 +178,36 @@ class KMeansPlusPlus(Seeder):
         return int(self.n_local_trials)
 
     def seed(self, X, sample_weight, n_clusters, state):
-        """Return k-means++ centres (see :meth:`Seeder.seed`)."""
-        rs, n_threads = state.random_state, state.n_threads
-        n_samples = X.shape[0]
+        """Return k-means++ centres (see :meth:`Seeder.seed`); also sets ``state.seed_labels``."""
+        rs = state.random_state
         n_trials = self._n_trials(n_clusters)
+        first = _first_index(sample_weight, rs)
         centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
-        best = _first_index(sample_weight, rs)
-        centers[0] = X[best]
-        if n_clusters == 1:
-            return centers
-        min_dist2 = np.full(n_samples, np.inf, dtype=X.dtype)
-        state.count("seeding", _seeding.d2_update(X, centers[0], min_dist2, n_threads))
-        weighted = np.empty(n_samples, dtype=X.dtype)
-        potentials = np.empty(n_trials, dtype=np.float64)
-        chosen = [best]
-        free = None  # rows left for the uniform fallback, once the potential is zero
-        for i in range(1, n_clusters):
-            if free is None:
-                np.multiply(sample_weight, min_dist2, out=weighted)
-                block_cumsum = _block_cumsum(weighted)
-                if not block_cumsum[-1] > 0:
-                    free = self._fallback_rows(sample_weight, chosen)
-                    warnings.warn(
-                        f"KMeansPlusPlus found only {i} distinct points with positive weight "
-                        f"for n_clusters={n_clusters}; the remaining {n_clusters - i} centres "
-                        "are drawn uniformly among the rows not chosen yet and may duplicate "
-                        "existing centres.", RuntimeWarning, stacklevel=2,
-                    )
-            if free is not None:
-                # D^2 stays zero from here on: no distances are needed any more
+        chosen = np.empty(n_clusters, dtype=np.int32)
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
+        n_chosen, n_evals = _seeding.kmeanspp(X, sample_weight, first, uniforms, centers,
+                                              chosen, labels, min_dist2, state.n_threads)
+        state.count("seeding", n_evals)
+        if n_chosen < n_clusters:
+            # every remaining w D^2 is zero: no distances are needed any more
+            warnings.warn(
+                f"KMeansPlusPlus found only {n_chosen} distinct points with positive weight "
+                f"for n_clusters={n_clusters}; the remaining {n_clusters - n_chosen} centres "
+                "are drawn uniformly among the rows not chosen yet and may duplicate "
+                "existing centres.", RuntimeWarning, stacklevel=2,
+            )
+            rows = list(chosen[:n_chosen])
+            free = self._fallback_rows(sample_weight, rows)
+            for i in range(n_chosen, n_clusters):
                 if len(free) == 0:
-                    free = self._fallback_rows(sample_weight, chosen)
+                    free = self._fallback_rows(sample_weight, rows)
                 j = rs.randint(len(free))
-                best = int(free[j])
+                rows.append(int(free[j]))
                 free = np.delete(free, j)
-                chosen.append(best)
-                centers[i] = X[best]
-                continue
-            candidates = _draw_two_level(weighted, block_cumsum, rs.uniform(size=n_trials))
-            if n_trials == 1:
-                best = int(candidates[0])
-            else:
-                state.count("seeding", _seeding.d2_candidates(
-                    X, sample_weight, np.ascontiguousarray(X[candidates]), min_dist2,
-                    potentials, n_threads))
-                best = int(candidates[np.argmin(potentials)])
-            chosen.append(best)
-            centers[i] = X[best]
-            if i < n_clusters - 1:
-                state.count("seeding", _seeding.d2_update(X, centers[i], min_dist2, n_threads))
+                centers[i] = X[rows[-1]]
+        state.seed_labels = labels
         return centers
 
     @staticmethod
@@ -382,8 +350,8 @@ class SampledSeeder(Seeder):
     >>> seeder = SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=10)
     >>> seeder.seed(X, np.ones(20), 3, state).shape
     (3, 2)
-    >>> state.cost["seeding"]
-    20
+    >>> state.cost["seeding"]  # all on the 10 sampled rows
+    22
     """
 
     def __init__(self, seeder=None, size=None):
@@ -420,4 +388,6 @@ class SampledSeeder(Seeder):
         if total_sample > 0:
             scale = sample_weight.sum(dtype=np.float64) / total_sample
             w_sample = (w_sample * scale).astype(X.dtype)
-        return inner.seed(X_sample, w_sample, n_clusters, state)
+        centers = inner.seed(X_sample, w_sample, n_clusters, state)
+        state.seed_labels = None  # the inner seeder's labels are the sample's
+        return centers

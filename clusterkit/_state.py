@@ -30,6 +30,9 @@ class FitState:
         Shared variance of the isotropic GMM (soft fits); ``None`` until the first E-step.
     sigma2_floor : float
         Smallest variance allowed (``1e-12`` times the data's variance per dimension).
+    seed_labels : ndarray of shape (n_samples,) or None
+        Index of each sample's nearest seed, if the seeder computed it on the data the fit
+        runs on (k-means++ does, as a by-product); E-steps may start from it.
     estep_state, mstep_state, schedule_state : object or None
         What the strategies' ``init_state`` hooks returned.
     cost : dict
@@ -51,6 +54,7 @@ class FitState:
         self.sigma2 = None
         self.sigma2_floor = sigma2_floor
         self.verbose = verbose
+        self.seed_labels = None
         self.estep_state = None
         self.mstep_state = None
         self.schedule_state = None

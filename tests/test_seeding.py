@@ -160,12 +160,28 @@ def test_afkmc2_quantization_error_close_to_kmeans_plus_plus():
 @pytest.mark.parametrize("n_clusters", [1, 2, 7])
 @pytest.mark.parametrize("n_local_trials", [None, 1, 3])
 def test_kmeans_plus_plus_evaluation_count(n_local_trials, n_clusters):
+    """Pruning only removes work: the count is at most the unpruned one plus the centre
+    distances, and it is exactly the first centre's pass when there is only one."""
     X = _blobs()
     n = len(X)
     _, cost = _seed(KMeansPlusPlus(n_local_trials), X, np.ones(n), n_clusters)
     trials = 2 + int(math.log(n_clusters)) if n_local_trials is None else n_local_trials
     per_step = n if trials == 1 else (trials + 1) * n
-    assert cost == (n_clusters - 1) * per_step
+    if n_clusters == 1:
+        assert cost == n
+    else:
+        assert n < cost <= n + (n_clusters - 1) * per_step + trials * n_clusters ** 2
+
+
+def test_kmeans_plus_plus_sets_nearest_seed_labels():
+    X = _blobs()
+    state = FitState(n_clusters=7, n_features=X.shape[1], dtype=X.dtype,
+                     random_state=np.random.RandomState(0), n_threads=2, soft=False)
+    centers = KMeansPlusPlus().seed(X, np.ones(len(X)), 7, state)
+    assert_array_equal(state.seed_labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
+    sampled = SampledSeeder(KMeansPlusPlus(), size=len(X) // 2)
+    sampled.seed(X, np.ones(len(X)), 7, state)
+    assert state.seed_labels is None
 
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 7])
@@ -226,9 +242,8 @@ def test_sampled_seeder_default_size_and_cost():
     assert len(inner.X) == 10_000  # min(n_samples, max(20 * n_clusters, 10_000))
     _seed(SampledSeeder(inner), X, np.ones(len(X)), 600)
     assert len(inner.X) == 12_000
-    _, cost = _seed(SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=500), X,
-                    np.ones(len(X)), 6)
-    assert cost == 5 * 500
+    _, cost = _seed(SampledSeeder(AFKMC2(chain_length=3), size=500), X, np.ones(len(X)), 6)
+    assert cost == 500 + 3 * 6 * 5 // 2  # AFK-MC^2's count on 500 rows
 
 
 def test_sampled_seeder_with_the_whole_data_is_the_inner_seeder():
@@ -315,25 +330,3 @@ def test_constructor_stores_arguments_unchanged_and_pickles():
     for seeder in SEEDERS:
         assert pickle.loads(pickle.dumps(seeder)) == seeder
     assert repr(AFKMC2()) == "AFKMC2(chain_length=200)"
-
-
-def test_two_level_d2_sampler_draws_proportionally_to_mass():
-    from clusterkit._seeding import _block_cumsum, _draw_two_level
-
-    rng = np.random.RandomState(0)
-    mass = rng.uniform(size=1000)
-    mass[rng.uniform(size=1000) < 0.5] = 0
-    mass[300:600] = 0  # whole blocks without mass
-    mass[-40:] = 0     # and a massless tail
-    counts = np.zeros(len(mass))
-    block_cumsum = _block_cumsum(mass)
-    for _ in range(50):
-        np.add.at(counts, _draw_two_level(mass, block_cumsum, rng.uniform(size=2000)), 1)
-    assert counts[mass == 0].sum() == 0
-    expected = mass / mass.sum() * counts.sum()
-    # binomial counts: within 5 standard deviations everywhere
-    assert np.all(np.abs(counts - expected) <= 5 * np.sqrt(expected) + 1)
-    # uniforms next to 1 end on the last row with mass, not past it
-    last = np.flatnonzero(mass)[-1]
-    assert_array_equal(_draw_two_level(mass, block_cumsum, np.array([np.nextafter(1, 0)])),
-                       [last])

@@ -1,4 +1,4 @@
-"""Kernels of the D^2 seeders: k-means++ updates, greedy candidate potentials, AFK-MC^2 chains.
+"""Kernels of the D^2 seeders: D^2 updates, pruned greedy k-means++, AFK-MC^2 chains.
 
 The seeders in :mod:`clusterkit._seeding` draw every random number; these kernels are
 deterministic functions of their arguments and give bit-identical results for any
@@ -8,9 +8,10 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport sqrt
+from libc.stdlib cimport calloc, free, realloc
 
-from ._blas cimport _gemm_nt
-from ._dist cimport CHUNK_SIZE, _sqdist, _sqnorm, _use_gemm
+from ._dist cimport CHUNK_SIZE, _sqdist, _sqdist_wide
 
 
 # --- k-means++: D^2 after a new centre -----------------------------------------------------
@@ -96,188 +97,6 @@ def d2_update(const floating[:, ::1] X,       # IN
             _d2_update_chunk(&X[start, 0], end - start, n_features, &center[0],
                              &min_dist2[start])
     return n_samples
-
-
-# --- greedy k-means++: potential of each candidate ------------------------------------------
-
-cdef void _row_sqnorms(const floating* X,           # IN  (n_rows, n_features)
-                       Py_ssize_t n_rows,
-                       Py_ssize_t n_features,
-                       floating* out) noexcept nogil:  # OUT (n_rows,)
-    """Squared norms of the rows, four rows at a time (as in _d2_update_chunk)."""
-    cdef Py_ssize_t i = 0, k
-    cdef floating s0, s1, s2, s3
-    cdef const floating* x0
-    while i + 4 <= n_rows:
-        x0 = X + i * n_features
-        s0 = s1 = s2 = s3 = 0
-        for k in range(n_features):
-            s0 += x0[k] * x0[k]
-            s1 += x0[n_features + k] * x0[n_features + k]
-            s2 += x0[2 * n_features + k] * x0[2 * n_features + k]
-            s3 += x0[3 * n_features + k] * x0[3 * n_features + k]
-        out[i] = s0
-        out[i + 1] = s1
-        out[i + 2] = s2
-        out[i + 3] = s3
-        i += 4
-    while i < n_rows:
-        out[i] = _sqnorm(X + i * n_features, n_features)
-        i += 1
-
-
-cdef double _sum(const floating* a, Py_ssize_t n) noexcept nogil:
-    """Sum in double precision by four interleaved accumulators (a fixed order)."""
-    cdef Py_ssize_t i = 0
-    cdef double a0 = 0, a1 = 0, a2 = 0, a3 = 0
-    while i + 4 <= n:
-        a0 += a[i]
-        a1 += a[i + 1]
-        a2 += a[i + 2]
-        a3 += a[i + 3]
-        i += 4
-    while i < n:
-        a0 += a[i]
-        i += 1
-    return (a0 + a1) + (a2 + a3)
-
-
-cdef void _d2_candidates_chunk(const floating* X,               # IN  (n_rows, n_features)
-                               const floating* sample_weight,   # IN  (n_rows,)
-                               const floating* min_dist2,       # IN  (n_rows,)
-                               Py_ssize_t n_rows,
-                               Py_ssize_t n_features,
-                               const floating* candidates,      # IN  (n_candidates, n_features)
-                               const floating* cand_sqnorm,     # IN  (n_candidates,)
-                               Py_ssize_t n_candidates,
-                               floating* tile,                  # TMP (n_candidates, CHUNK_SIZE)
-                               floating* scratch,               # TMP (n_features, CHUNK_SIZE)
-                               double* partial) noexcept nogil:  # OUT (n_candidates,)
-    # The tile is candidate-major (one contiguous row of n_rows values per candidate), so that
-    # every pass below runs over samples with unit stride and vectorises. Each row ends up
-    # holding the terms w_i min(d2(x_i, candidate), min_dist2_i), summed in double.
-    cdef Py_ssize_t i, k, l
-    cdef floating ck, t, v
-    cdef floating* row
-    cdef const floating* xk
-    if _use_gemm(n_features):
-        # tile = ||c||^2 - 2 c.x by gemm, then + ||x||^2, clamped at zero against rounding
-        for l in range(n_candidates):
-            row = tile + l * n_rows
-            for i in range(n_rows):
-                row[i] = cand_sqnorm[l]
-        _gemm_nt(<int> n_candidates, <int> n_rows, <int> n_features, -2.0, candidates,
-                 <int> n_features, X, <int> n_features, 1.0, tile, <int> n_rows)
-        _row_sqnorms(X, n_rows, n_features, scratch)
-        for l in range(n_candidates):
-            row = tile + l * n_rows
-            for i in range(n_rows):
-                v = row[i] + scratch[i]
-                v = v if v > 0 else 0
-                v = v if v < min_dist2[i] else min_dist2[i]
-                row[i] = sample_weight[i] * v
-            partial[l] = _sum(row, n_rows)
-        return
-    # few features: exact distances from a transposed copy of the chunk, one pass per feature;
-    # the last pass also applies the min and the weight
-    for i in range(n_rows):
-        for k in range(n_features):
-            scratch[k * n_rows + i] = X[i * n_features + k]
-    for l in range(n_candidates):
-        row = tile + l * n_rows
-        if n_features == 1:
-            for i in range(n_rows):
-                row[i] = 0
-        else:
-            ck = candidates[l * n_features]
-            for i in range(n_rows):
-                t = scratch[i] - ck
-                row[i] = t * t
-        for k in range(1, n_features - 1):
-            ck = candidates[l * n_features + k]
-            xk = scratch + k * n_rows
-            for i in range(n_rows):
-                t = xk[i] - ck
-                row[i] += t * t
-        ck = candidates[l * n_features + n_features - 1]
-        xk = scratch + (n_features - 1) * n_rows
-        for i in range(n_rows):
-            t = xk[i] - ck
-            v = row[i] + t * t
-            v = v if v < min_dist2[i] else min_dist2[i]
-            row[i] = sample_weight[i] * v
-        partial[l] = _sum(row, n_rows)
-
-
-def d2_candidates(const floating[:, ::1] X,              # IN
-                  const floating[::1] sample_weight,     # IN
-                  const floating[:, ::1] candidates,     # IN
-                  const floating[::1] min_dist2,         # IN
-                  double[::1] potentials,                # OUT
-                  int n_threads):
-    """Potential of the centres so far plus each candidate, for greedy k-means++.
-
-    ``potentials[l] = sum_i w_i min(min_dist2[i], ||X[i] - candidates[l]||^2)``.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
-    sample_weight : ndarray of shape (n_samples,), dtype=floating
-    candidates : ndarray of shape (n_candidates, n_features), dtype=floating
-        Candidate centres (rows of ``X`` in k-means++).
-    min_dist2 : ndarray of shape (n_samples,), dtype=floating
-        Squared distance of each sample to its nearest centre so far.
-    potentials : ndarray of shape (n_candidates,), dtype=float64
-        Output: the weighted potential if the candidate were added. Accumulated in double
-        precision for both dtypes.
-    n_threads : int
-        Number of OpenMP threads.
-
-    Returns
-    -------
-    n_distance_evals : int
-        ``n_samples * n_candidates``.
-
-    Notes
-    -----
-    Samples are processed by chunks of ``CHUNK_SIZE``, all candidates per chunk. With
-    ``n_features >= GEMM_MIN_FEATURES`` the distances come from one gemm per chunk (as
-    ``||x||^2 + ||c||^2 - 2 x.c``, clamped at zero), below that from a direct loop. Every chunk
-    writes its own row of partial potentials, and the rows are added in chunk order after the
-    parallel region, so the sums are bit-identical for any ``n_threads``. When gemm runs,
-    BLAS must be limited to one thread (``threadpoolctl``). Assumes valid input.
-    """
-    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_candidates = candidates.shape[0]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, l, start, end
-    cdef double total
-    for l in range(n_candidates):
-        potentials[l] = 0
-    if n_samples == 0 or n_candidates == 0:
-        return 0
-    n_threads = max(1, min(n_threads, n_chunks))
-    dtype = np.float32 if floating is float else np.float64
-    cdef floating[::1] cand_sqnorm = np.einsum("ij,ij->i", candidates, candidates).astype(dtype)
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, n_candidates, CHUNK_SIZE), dtype=dtype)
-    cdef floating[:, :, ::1] scratch = np.empty((n_threads, max(n_features, 1), CHUNK_SIZE),
-                                                dtype=dtype)
-    cdef double[:, ::1] partials = np.empty((n_chunks, n_candidates), dtype=np.float64)
-    with nogil:
-        with parallel(num_threads=n_threads):
-            for c in prange(n_chunks, schedule="static"):
-                start = c * CHUNK_SIZE
-                end = min(start + CHUNK_SIZE, n_samples)
-                _d2_candidates_chunk(&X[start, 0], &sample_weight[start], &min_dist2[start],
-                                     end - start, n_features, &candidates[0, 0],
-                                     &cand_sqnorm[0], n_candidates, &tiles[threadid(), 0, 0],
-                                     &scratch[threadid(), 0, 0], &partials[c, 0])
-        for l in range(n_candidates):
-            total = 0
-            for c in range(n_chunks):
-                total = total + partials[c, l]
-            potentials[l] = total
-    return n_samples * n_candidates
 
 
 # --- AFK-MC^2: Metropolis-Hastings chains --------------------------------------------------
@@ -424,3 +243,571 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                 chosen[i] = <int> y
             i_start = i_end
     return chain_length * n_clusters * (n_clusters - 1) // 2
+
+
+# --- greedy k-means++ with triangle-inequality pruning ---------------------------------------
+
+# Rows per block of the two-level D^2 sampler: the block sums are kept up to date as D^2
+# changes, so a draw costs n_samples / SAMPLER_BLOCK + SAMPLER_BLOCK additions.
+cdef enum:
+    SAMPLER_BLOCK = 64
+
+
+# Up to this many features, kmeanspp keeps a copy of the grouped rows in group order.
+cdef enum:
+    INLINE_MAX_FEATURES = 16
+
+
+cdef inline void _copy_row(const floating* src, floating* dst,
+                           Py_ssize_t n_features) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(n_features):
+        dst[k] = src[k]
+
+
+cdef Py_ssize_t _invert_cumsum(const double* cumsum, Py_ssize_t n,
+                               double value) noexcept nogil:
+    """``searchsorted(cumsum, value, 'right')``, clamped to the last entry with positive mass
+    (the first index whose cumulative sum reaches the total)."""
+    cdef Py_ssize_t lo = 0, hi = n, mid, last_lo = 0, last_hi = n
+    cdef double total = cumsum[n - 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cumsum[mid] <= value:
+            lo = mid + 1
+        else:
+            hi = mid
+    while last_lo < last_hi:
+        mid = (last_lo + last_hi) // 2
+        if cumsum[mid] < total:
+            last_lo = mid + 1
+        else:
+            last_hi = mid
+    return lo if lo < last_lo else last_lo
+
+
+cdef void _prefix_sums(const double* values, double* out, Py_ssize_t n) noexcept nogil:
+    cdef double total = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        total = total + values[i]
+        out[i] = total
+
+
+cdef double _block_mass(const floating* sample_weight, const floating* min_dist2,
+                        Py_ssize_t start, Py_ssize_t end, double* cumsum) noexcept nogil:
+    """Cumulative ``w D^2`` of rows ``start .. end - 1`` in double (the product is rounded to
+    the data's dtype first); writes it to ``cumsum`` if given, returns the block's total."""
+    cdef double total = 0
+    cdef Py_ssize_t r
+    cdef floating mass
+    for r in range(start, end):
+        mass = sample_weight[r] * min_dist2[r]
+        total = total + <double> mass
+        if cumsum != NULL:
+            cumsum[r - start] = total
+    return total
+
+
+cdef inline bint _before(floating d2_a, int row_a, floating d2_b, int row_b) noexcept nogil:
+    """Order of group members: decreasing D^2, then increasing row (a strict total order)."""
+    return d2_a > d2_b or (d2_a == d2_b and row_a < row_b)
+
+
+cdef void _sort_members(int* rows, floating* d2, Py_ssize_t n) noexcept nogil:
+    """Sort the parallel arrays in place by ``_before``: quicksort with a median-of-three
+    pivot, recursing into the smaller part (depth ``O(log n)``), insertion sort below 16."""
+    cdef Py_ssize_t lo, hi, i, j, mid
+    cdef floating pd, td
+    cdef int pr, tr
+    while n > 16:
+        mid = n // 2
+        # median of three to position 0 (the pivot)
+        if _before(d2[mid], rows[mid], d2[0], rows[0]):
+            d2[0], d2[mid] = d2[mid], d2[0]
+            rows[0], rows[mid] = rows[mid], rows[0]
+        if _before(d2[n - 1], rows[n - 1], d2[0], rows[0]):
+            d2[0], d2[n - 1] = d2[n - 1], d2[0]
+            rows[0], rows[n - 1] = rows[n - 1], rows[0]
+        if _before(d2[n - 1], rows[n - 1], d2[mid], rows[mid]):
+            d2[mid], d2[n - 1] = d2[n - 1], d2[mid]
+            rows[mid], rows[n - 1] = rows[n - 1], rows[mid]
+        d2[0], d2[mid] = d2[mid], d2[0]
+        rows[0], rows[mid] = rows[mid], rows[0]
+        pd, pr = d2[0], rows[0]
+        i, j = 1, n - 1
+        while True:
+            while i <= j and _before(d2[i], rows[i], pd, pr):
+                i += 1
+            while i <= j and _before(pd, pr, d2[j], rows[j]):
+                j -= 1
+            if i >= j:
+                break
+            d2[i], d2[j] = d2[j], d2[i]
+            rows[i], rows[j] = rows[j], rows[i]
+            i += 1
+            j -= 1
+        # the pivot goes between the parts: [0, j) before it, [j + 1, n) after it
+        d2[0], d2[j] = d2[j], d2[0]
+        rows[0], rows[j] = rows[j], rows[0]
+        if j < n - 1 - j:
+            _sort_members(rows, d2, j)
+            rows += j + 1
+            d2 += j + 1
+            n -= j + 1
+        else:
+            _sort_members(rows + j + 1, d2 + j + 1, n - j - 1)
+            n = j
+    for i in range(1, n):
+        td, tr = d2[i], rows[i]
+        j = i
+        while j > 0 and _before(td, tr, d2[j - 1], rows[j - 1]):
+            d2[j] = d2[j - 1]
+            rows[j] = rows[j - 1]
+            j -= 1
+        d2[j], rows[j] = td, tr
+
+
+cdef void _center_dist2(const floating* candidate,    # IN  (n_features,)
+                        Py_ssize_t n_features,
+                        const floating* centers_T,    # IN  (n_features, stride)
+                        Py_ssize_t stride,
+                        Py_ssize_t n_centers,
+                        floating* out) noexcept nogil:  # OUT (n_centers,)
+    """Squared distances of ``candidate`` to the first ``n_centers`` centres (transposed, so
+    that the inner loop runs over centres and vectorises; each sum runs over the features in
+    order, as in ``_sqdist``)."""
+    cdef Py_ssize_t j, k
+    cdef floating ck, diff
+    for j in range(n_centers):
+        out[j] = 0
+    for k in range(n_features):
+        ck = candidate[k]
+        for j in range(n_centers):
+            diff = ck - centers_T[k * stride + j]
+            out[j] += diff * diff
+
+
+cdef struct _Neighbours:
+    # centres whose group may hold samples a point of this group's ball can take over
+    int* index
+    double* dist2    # squared distance between the two centres
+    Py_ssize_t size
+    Py_ssize_t capacity
+
+
+cdef bint _push_neighbour(_Neighbours* nb, int j, double dist2) noexcept nogil:
+    """Append ``(j, dist2)``; returns False if memory ran out."""
+    cdef Py_ssize_t capacity
+    cdef int* index
+    cdef double* dists
+    if nb.size == nb.capacity:
+        capacity = max(8, 2 * nb.capacity)
+        index = <int*> realloc(nb.index, capacity * sizeof(int))
+        if index == NULL:
+            return False
+        nb.index = index
+        dists = <double*> realloc(nb.dist2, capacity * sizeof(double))
+        if dists == NULL:
+            return False
+        nb.dist2 = dists
+        nb.capacity = capacity
+    nb.index[nb.size] = j
+    nb.dist2[nb.size] = dist2
+    nb.size += 1
+    return True
+
+
+cdef inline bint _may_overlap(double dist2, double r_a, double r_b) noexcept nogil:
+    """Whether two groups with these largest ``D``, whose centres are ``sqrt(dist2)`` apart,
+    can exchange samples: ``d < 2 (r_a + r_b)``, with a margin against rounding."""
+    cdef double reach = 2 * (r_a + r_b) * (1 + 1e-6)
+    return dist2 < reach * reach
+
+
+cdef double _group_gain(const floating* X,            # IN  (n_samples, n_features)
+                        Py_ssize_t n_features,
+                        const floating* candidate,    # IN  (n_features,)
+                        floating quarter,             # d(candidate, centre)^2 / 4
+                        Py_ssize_t start,
+                        Py_ssize_t stop,
+                        const int* members,           # IN
+                        const floating* member_d2,    # IN
+                        const floating* member_w,     # IN
+                        const floating* member_x,     # IN  (rows in member order, or NULL)
+                        Py_ssize_t* n_evals) noexcept nogil:
+    """Decrease of ``sum w D^2`` over one group's members if ``candidate`` became a centre.
+
+    A member ``x`` of the group of centre ``c_j`` can only come closer to ``c`` than to ``c_j``
+    if ``d(c, c_j)^2 / 4 < D^2(x)`` (triangle inequality); members are sorted by decreasing
+    ``D^2``, so the scan stops at the first one that fails the test.
+    """
+    cdef Py_ssize_t t = start, end = start, k
+    cdef floating d0, d1, d2, d3, t0, t1, t2, t3, ck
+    cdef const floating* x0
+    cdef double delta, g0 = 0, g1 = 0, g2 = 0, g3 = 0
+    while end < stop and quarter < member_d2[end]:
+        end += 1
+    n_evals[0] += end - start
+    if member_x != NULL:
+        # four members at a time: independent sums hide the latency of the additions
+        while t + 4 <= end:
+            x0 = member_x + t * n_features
+            d0 = d1 = d2 = d3 = 0
+            for k in range(n_features):
+                ck = candidate[k]
+                t0 = x0[k] - ck
+                t1 = x0[n_features + k] - ck
+                t2 = x0[2 * n_features + k] - ck
+                t3 = x0[3 * n_features + k] - ck
+                d0 += t0 * t0
+                d1 += t1 * t1
+                d2 += t2 * t2
+                d3 += t3 * t3
+            delta = <double> member_d2[t] - <double> d0
+            g0 += <double> member_w[t] * (delta if delta > 0 else 0)
+            delta = <double> member_d2[t + 1] - <double> d1
+            g1 += <double> member_w[t + 1] * (delta if delta > 0 else 0)
+            delta = <double> member_d2[t + 2] - <double> d2
+            g2 += <double> member_w[t + 2] * (delta if delta > 0 else 0)
+            delta = <double> member_d2[t + 3] - <double> d3
+            g3 += <double> member_w[t + 3] * (delta if delta > 0 else 0)
+            t += 4
+    while t < end:
+        if member_x != NULL:
+            d0 = _sqdist_wide(member_x + t * n_features, candidate, n_features)
+        else:
+            d0 = _sqdist_wide(X + members[t] * n_features, candidate, n_features)
+        delta = <double> member_d2[t] - <double> d0
+        g0 += <double> member_w[t] * (delta if delta > 0 else 0)
+        t += 1
+    return (g0 + g1) + (g2 + g3)
+
+
+cdef double _candidate_gain(const floating* X,               # IN  (n_samples, n_features)
+                            Py_ssize_t n_features,
+                            Py_ssize_t row,                  # the candidate: X[row]
+                            const floating* centers,         # IN  (n_centers, n_features)
+                            Py_ssize_t g,                    # the candidate's group
+                            const _Neighbours* nb,           # IN  group g's neighbours
+                            const floating* radius2,         # IN  (n_centers,)
+                            const Py_ssize_t* group_start,   # IN  (n_centers,)
+                            const Py_ssize_t* group_size,    # IN  (n_centers,)
+                            const int* members,              # IN
+                            const floating* member_d2,       # IN
+                            const floating* member_w,        # IN
+                            const floating* member_x,        # IN  (or NULL)
+                            Py_ssize_t* n_evals) noexcept nogil:
+    """Decrease of the weighted potential if ``X[row]`` became a centre: the gains over its
+    own group ``g`` and the groups on ``g``'s neighbour list (no other group can lose a
+    sample to it)."""
+    cdef const floating* candidate = X + row * n_features
+    cdef Py_ssize_t t, j
+    cdef floating quarter
+    cdef double gain = 0
+    n_evals[0] = nb.size + 1
+    for t in range(-1, nb.size):
+        j = g if t < 0 else nb.index[t]
+        quarter = <floating> 0.25 * _sqdist_wide(candidate, centers + j * n_features,
+                                                 n_features)
+        if quarter < radius2[j]:
+            gain += _group_gain(X, n_features, candidate, quarter, group_start[j],
+                                group_start[j] + group_size[j], members, member_d2, member_w,
+                                member_x, n_evals)
+    return gain
+
+
+def kmeanspp(const floating[:, ::1] X,             # IN
+             const floating[::1] sample_weight,    # IN
+             Py_ssize_t first,
+             const double[:, ::1] uniforms,        # IN
+             floating[:, ::1] centers,             # OUT
+             int[::1] chosen,                      # OUT
+             int[::1] labels,                      # OUT
+             floating[::1] min_dist2,              # OUT
+             int n_threads):
+    """Greedy k-means++ seeding, pruned by the triangle inequality.
+
+    Centre 0 is row ``first``. For centre ``i`` (``1 <= i < n_clusters``), ``L`` candidate rows
+    are drawn with probability proportional to ``w D^2`` from the uniforms ``uniforms[i - 1]``
+    (a block of ``SAMPLER_BLOCK`` rows first, then a row in the block, both by the inverse
+    cumulative sum in row order); the candidate that lowers the weighted potential
+    ``sum w D^2`` most becomes the centre (the first one on ties). ``L = 1`` is plain
+    k-means++.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_samples,), dtype=floating
+    first : int
+        Row of the first centre.
+    uniforms : ndarray of shape (n_clusters - 1, L), dtype=float64
+        Uniform numbers in [0, 1), one per candidate draw.
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+        Output: the centres, ``centers[i] = X[chosen[i]]``, for ``i < n_chosen``.
+    chosen : ndarray of shape (n_clusters,), dtype=int32
+        Output: the row of each centre.
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Output: each sample's nearest centre among the first ``n_chosen`` (the earliest on
+        ties).
+    min_dist2 : ndarray of shape (n_samples,), dtype=floating
+        Output: each sample's squared distance to that centre, ``D^2``.
+    n_threads : int
+        Number of OpenMP threads (the candidates of a step are scored in parallel).
+
+    Returns
+    -------
+    n_chosen : int
+        Centres chosen: ``n_clusters``, or fewer if every ``w D^2`` became zero first (the
+        caller chooses the rest).
+    n_distance_evals : int
+        Distances computed: ``n_samples`` for the first centre; then, per step, each scored
+        candidate's distances to the centres of the groups it may take samples from, the
+        chosen centre's distances to all earlier centres, and the sample distances that
+        pruning could not rule out (for every scored candidate and again for the chosen one).
+        Unpruned greedy k-means++ computes ``(L + 1) n_samples`` per step.
+
+    Notes
+    -----
+    The samples are kept in groups by nearest centre, sorted by decreasing ``D^2``; ``r_j``
+    is the largest ``D`` in group ``j``. Two prunings, both by the triangle inequality (Raff,
+    2021, applies them to k-means++), leave the result equal to unpruned greedy k-means++ with
+    the same draws, except where a skipped distance ties ``D`` to within rounding:
+
+    * a sample ``x`` of group ``j`` can only come closer to a new point ``c`` if
+      ``d(c, c_j) < 2 D(x)``, so only the leading members of a group are looked at;
+    * a candidate is a member of some group ``g``, so it can only take samples from groups
+      ``j`` with ``d(c_g, c_j) < 2 (r_g + r_j)``. Each group keeps the list of such ``j``,
+      built from the chosen centre's distances to all earlier ones when it is created (the
+      radii only shrink, so lists stay valid) and thinned before it is used.
+
+    Memory ``O(n_samples + sum of list lengths)``, plus a copy of the rows in group order
+    when ``n_features <= INLINE_MAX_FEATURES``. Everything except the scoring of the
+    candidates runs on one thread, and results do not depend on ``n_threads``. Assumes valid
+    input.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_trials = uniforms.shape[1]
+    cdef Py_ssize_t n_blocks = (n_samples + SAMPLER_BLOCK - 1) // SAMPLER_BLOCK
+    cdef Py_ssize_t capacity = 2 * n_samples
+    cdef Py_ssize_t i, j, k, l, t, m, b, g, row, best, end, pos, stop, n_scan, n_chosen = 1
+    cdef Py_ssize_t n_evals = n_samples
+    cdef floating d, mass_old, mass_new
+    cdef double target, best_gain
+    cdef bint out_of_memory = False
+    cdef _Neighbours* nb
+    cdef _Neighbours* neighbours
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[:, ::1] centers_T = np.empty((n_features, n_clusters), dtype=dtype)
+    cdef floating[::1] new_dist2 = np.empty(n_clusters, dtype=dtype)
+    cdef floating[::1] radius2 = np.zeros(n_clusters, dtype=dtype)  # r_j^2
+    cdef double[::1] radius = np.zeros(n_clusters, dtype=np.float64)  # r_j
+    cdef Py_ssize_t[::1] group_start = np.zeros(n_clusters, dtype=np.intp)
+    cdef Py_ssize_t[::1] group_size = np.zeros(n_clusters, dtype=np.intp)
+    cdef Py_ssize_t[::1] scan_end = np.zeros(n_clusters, dtype=np.intp)
+    cdef int[::1] thinned = np.full(n_clusters, -1, dtype=np.int32)
+    # the groups' members, their D^2 and weights, each group a contiguous run; new groups
+    # are appended after the last one, and all are moved to the front when space runs out
+    cdef int[::1] members = np.empty(max(capacity, 1), dtype=np.int32)
+    cdef floating[::1] member_d2 = np.empty(max(capacity, 1), dtype=dtype)
+    cdef floating[::1] member_w = np.empty(max(capacity, 1), dtype=dtype)
+    cdef int[::1] members_tmp = np.empty(max(n_samples, 1), dtype=np.int32)
+    cdef floating[::1] member_d2_tmp = np.empty(max(n_samples, 1), dtype=dtype)
+    cdef floating[::1] member_w_tmp = np.empty(max(n_samples, 1), dtype=dtype)
+    # with few features, the members' rows are kept in the same order, so that scoring a
+    # candidate streams through memory instead of gathering rows of X
+    cdef bint inline_rows = n_features <= INLINE_MAX_FEATURES
+    cdef floating[:, ::1] member_x = np.empty(
+        (capacity if inline_rows else 1, n_features), dtype=dtype)
+    cdef floating[:, ::1] member_x_tmp = np.empty(
+        (n_samples if inline_rows else 1, n_features), dtype=dtype)
+    cdef floating* member_x_ptr = &member_x[0, 0] if inline_rows else NULL
+    cdef double[::1] block_cumsum = np.empty(n_blocks, dtype=np.float64)
+    cdef double[::1] block_sum = np.empty(n_blocks, dtype=np.float64)
+    cdef double[::1] row_cumsum = np.empty(SAMPLER_BLOCK, dtype=np.float64)
+    cdef double[::1] gains = np.empty(max(n_trials, 1), dtype=np.float64)
+    cdef Py_ssize_t[::1] trial_evals = np.empty(max(n_trials, 1), dtype=np.intp)
+    cdef Py_ssize_t[::1] cand = np.empty(max(n_trials, 1), dtype=np.intp)
+    if n_samples == 0 or n_clusters == 0:
+        return 0, 0
+    n_threads = max(1, min(n_threads, n_trials))
+    neighbours = <_Neighbours*> calloc(n_clusters, sizeof(_Neighbours))
+    if neighbours == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            # centre 0: every sample in its group
+            for k in range(n_features):
+                centers[0, k] = X[first, k]
+                centers_T[k, 0] = X[first, k]
+            chosen[0] = <int> first
+            for m in range(n_samples):
+                min_dist2[m] = _sqdist_wide(&X[m, 0], &centers[0, 0], n_features)
+                labels[m] = 0
+                members[m] = <int> m
+                member_d2[m] = min_dist2[m]
+            _sort_members(&members[0], &member_d2[0], n_samples)
+            radius2[0] = member_d2[0]
+            radius[0] = sqrt(<double> radius2[0])
+            for t in range(n_samples):
+                member_w[t] = sample_weight[members[t]]
+                if inline_rows:
+                    _copy_row(&X[members[t], 0], &member_x[t, 0], n_features)
+            group_size[0] = n_samples
+            end = n_samples
+            for b in range(n_blocks):
+                block_sum[b] = _block_mass(&sample_weight[0], &min_dist2[0], b * SAMPLER_BLOCK,
+                                           min((b + 1) * SAMPLER_BLOCK, n_samples), NULL)
+            for i in range(1, n_clusters):
+                _prefix_sums(&block_sum[0], &block_cumsum[0], n_blocks)
+                # draw the candidates: a block by its mass, then a row within it. The block
+                # sums are updated by differences as samples move, so the drawn block's sum
+                # is replaced by its exact value; a block found empty is redrawn.
+                l = 0
+                while l < n_trials and block_cumsum[n_blocks - 1] > 0:
+                    target = uniforms[i - 1, l] * block_cumsum[n_blocks - 1]
+                    b = _invert_cumsum(&block_cumsum[0], n_blocks, target)
+                    if b > 0:
+                        target = target - block_cumsum[b - 1]
+                    row = min((b + 1) * SAMPLER_BLOCK, n_samples) - b * SAMPLER_BLOCK
+                    block_sum[b] = _block_mass(&sample_weight[0], &min_dist2[0],
+                                               b * SAMPLER_BLOCK, b * SAMPLER_BLOCK + row,
+                                               &row_cumsum[0])
+                    if not block_sum[b] > 0:
+                        _prefix_sums(&block_sum[0], &block_cumsum[0], n_blocks)
+                        continue
+                    cand[l] = b * SAMPLER_BLOCK + _invert_cumsum(&row_cumsum[0], row, target)
+                    l += 1
+                if l < n_trials:
+                    break  # every w D^2 is zero
+                for l in range(n_trials):
+                    g = labels[cand[l]]
+                    if thinned[g] != i:
+                        thinned[g] = <int> i
+                        nb = &neighbours[g]
+                        pos = 0
+                        for t in range(nb.size):
+                            if _may_overlap(nb.dist2[t], radius[g], radius[nb.index[t]]):
+                                nb.index[pos] = nb.index[t]
+                                nb.dist2[pos] = nb.dist2[t]
+                                pos += 1
+                        nb.size = pos
+                best = 0
+                if n_trials > 1:
+                    with parallel(num_threads=n_threads):
+                        for l in prange(n_trials, schedule="dynamic"):
+                            gains[l] = _candidate_gain(
+                                &X[0, 0], n_features, cand[l], &centers[0, 0], labels[cand[l]],
+                                &neighbours[labels[cand[l]]], &radius2[0], &group_start[0],
+                                &group_size[0], &members[0], &member_d2[0], &member_w[0],
+                                member_x_ptr, &trial_evals[l])
+                    best_gain = gains[0]
+                    for l in range(n_trials):
+                        n_evals += trial_evals[l]
+                        if gains[l] > best_gain:
+                            best_gain = gains[l]
+                            best = l
+                row = cand[best]
+                g = labels[row]
+                for k in range(n_features):
+                    centers[i, k] = X[row, k]
+                    centers_T[k, i] = X[row, k]
+                chosen[i] = <int> row
+                n_chosen = i + 1
+                # the new centre's distances to all earlier ones (for its neighbour list)
+                _center_dist2(&centers[i, 0], n_features, &centers_T[0, 0], n_clusters, i,
+                              &new_dist2[0])
+                n_evals += i
+                # the scanned leading members of the groups it may take samples from
+                n_scan = 0
+                nb = &neighbours[g]
+                for t in range(-1, nb.size):
+                    j = g if t < 0 else nb.index[t]
+                    stop = group_start[j]
+                    while (stop < group_start[j] + group_size[j]
+                           and <floating> 0.25 * new_dist2[j] < member_d2[stop]):
+                        stop += 1
+                    scan_end[j] = stop
+                    n_scan += stop - group_start[j]
+                n_evals += n_scan
+                if end + n_scan > capacity:
+                    pos = 0
+                    for j in range(i):
+                        for t in range(group_start[j], group_start[j] + group_size[j]):
+                            members_tmp[pos] = members[t]
+                            member_d2_tmp[pos] = member_d2[t]
+                            member_w_tmp[pos] = member_w[t]
+                            if inline_rows:
+                                _copy_row(&member_x[t, 0], &member_x_tmp[pos, 0], n_features)
+                            pos += 1
+                        scan_end[j] += pos - group_size[j] - group_start[j]
+                        group_start[j] = pos - group_size[j]
+                    for t in range(pos):
+                        members[t] = members_tmp[t]
+                        member_d2[t] = member_d2_tmp[t]
+                        member_w[t] = member_w_tmp[t]
+                        if inline_rows:
+                            _copy_row(&member_x_tmp[t, 0], &member_x[t, 0], n_features)
+                    end = pos
+                # move the samples the new centre is nearer to into its group; each group's
+                # scanned members are walked backwards, so that those kept close up in order
+                # against the unscanned rest
+                group_start[i] = end
+                for t in range(-1, nb.size):
+                    j = g if t < 0 else nb.index[t]
+                    pos = scan_end[j]
+                    k = pos - 1
+                    while k >= group_start[j]:
+                        m = members[k]
+                        if inline_rows:
+                            d = _sqdist_wide(&member_x[k, 0], &centers[i, 0], n_features)
+                        else:
+                            d = _sqdist_wide(&X[m, 0], &centers[i, 0], n_features)
+                        if d < member_d2[k]:
+                            mass_old = member_w[k] * member_d2[k]
+                            mass_new = member_w[k] * d
+                            block_sum[m // SAMPLER_BLOCK] += (<double> mass_new
+                                                              - <double> mass_old)
+                            min_dist2[m] = d
+                            labels[m] = <int> i
+                            members[end] = <int> m
+                            member_d2[end] = d
+                            end += 1
+                        else:
+                            pos -= 1
+                            members[pos] = <int> m
+                            member_d2[pos] = member_d2[k]
+                            member_w[pos] = member_w[k]
+                            if inline_rows and pos != k:
+                                _copy_row(&member_x[k, 0], &member_x[pos, 0], n_features)
+                        k -= 1
+                    group_size[j] -= pos - group_start[j]
+                    group_start[j] = pos
+                    radius2[j] = member_d2[pos] if group_size[j] > 0 else 0
+                    radius[j] = sqrt(<double> radius2[j])
+                group_size[i] = end - group_start[i]
+                _sort_members(&members[group_start[i]], &member_d2[group_start[i]],
+                              group_size[i])
+                radius2[i] = member_d2[group_start[i]] if group_size[i] > 0 else 0
+                radius[i] = sqrt(<double> radius2[i])
+                for t in range(group_start[i], end):
+                    member_w[t] = sample_weight[members[t]]
+                    if inline_rows:
+                        _copy_row(&X[members[t], 0], &member_x[t, 0], n_features)
+                # the new group's neighbour lists, both ways
+                for j in range(i):
+                    if _may_overlap(new_dist2[j], radius[i], radius[j]):
+                        if not (_push_neighbour(&neighbours[i], <int> j, new_dist2[j])
+                                and _push_neighbour(&neighbours[j], <int> i, new_dist2[j])):
+                            out_of_memory = True
+                            break
+                if out_of_memory:
+                    break
+    finally:
+        for j in range(n_clusters):
+            free(neighbours[j].index)
+            free(neighbours[j].dist2)
+        free(neighbours)
+    if out_of_memory:
+        raise MemoryError()
+    return n_chosen, n_evals

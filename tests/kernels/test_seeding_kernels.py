@@ -1,10 +1,12 @@
-"""Seeding kernels (D^2 update, greedy candidate potentials, AFK-MC^2 chains) vs NumPy twins."""
+"""Seeding kernels (D^2 update, pruned greedy k-means++, AFK-MC^2 chains) vs NumPy twins."""
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from clusterkit import _reference as ref
 from clusterkit._kernels import _seeding
+
+from .._helpers import assert_labels_equal_up_to_ties
 
 CHUNK = 256  # CHUNK_SIZE of _dist.pxd
 RTOL = {np.float32: 1e-5, np.float64: 1e-10}
@@ -57,38 +59,87 @@ def test_d2_update_first_centre_and_exact_zero(dtype):
     assert np.all(np.isfinite(min_dist2))
 
 
+def _kmeanspp(X, w, first, uniforms, n_threads):
+    n_clusters = uniforms.shape[0] + 1
+    centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+    chosen = np.full(n_clusters, -1, dtype=np.int32)
+    labels = np.empty(len(X), dtype=np.int32)
+    min_dist2 = np.empty(len(X), dtype=X.dtype)
+    n_chosen, n_evals = _seeding.kmeanspp(X, w, first, uniforms, centers, chosen, labels,
+                                          min_dist2, n_threads)
+    return centers[:n_chosen], chosen[:n_chosen], labels, min_dist2, n_chosen, n_evals
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n_candidates", [1, 9])
-@pytest.mark.parametrize("n_features", FEATURES)
-@pytest.mark.parametrize("n_samples", SIZES)
-def test_d2_candidates_matches_reference(dtype, n_candidates, n_features, n_samples):
+@pytest.mark.parametrize("n_trials", [1, 5])
+# 1-16 features keep an in-order copy of the rows, 20 reads X; 12 uses the 4-sum distance
+@pytest.mark.parametrize("n_features", FEATURES + [20])
+@pytest.mark.parametrize("n_samples, n_clusters", [(1, 1), (CHUNK - 1, 7), (CHUNK + 1, 40),
+                                                   (3 * CHUNK + 17, 25)])
+def test_kmeanspp_matches_unpruned_reference(dtype, n_trials, n_features, n_samples,
+                                             n_clusters):
     rng, X, w = _data(n_samples, n_features, dtype)
-    min_dist2 = _min_dist2(rng, X)
-    # candidates: rows of X as in k-means++, plus points off the data
-    candidates = X[rng.randint(n_samples, size=n_candidates)].copy()
-    candidates[::2] += rng.normal(scale=0.5, size=candidates[::2].shape).astype(dtype)
-    expected, expected_evals = ref.d2_candidates(X, w, candidates, min_dist2)
+    X[: n_samples // 2] *= 4  # clusters of different spread, so that groups get pruned
+    uniforms = rng.uniform(size=(n_clusters - 1, n_trials))
+    first = int(np.flatnonzero(w > 0)[-1])
+    exp_centers, exp_chosen, exp_labels, exp_d2, exp_n, unpruned = ref.kmeanspp(
+        X, w, first, uniforms)
     results = []
     for n_threads in (1, 2):
-        potentials = np.full(n_candidates, -1.0)
-        n_evals = _seeding.d2_candidates(X, w, candidates, min_dist2, potentials, n_threads)
-        assert n_evals == expected_evals == n_samples * n_candidates
-        # gemm distances lose ~eps * ||x||^2 per term; the potential is a sum of such terms
-        atol = 0 if n_features < 9 else 50 * np.finfo(dtype).eps * float(w @ (X * X).sum(1))
-        assert_allclose(potentials, expected, rtol=RTOL[dtype], atol=atol)
-        results.append(potentials)
-    assert_array_equal(results[0], results[1])
+        centers, chosen, labels, min_dist2, n_chosen, n_evals = _kmeanspp(
+            X, w, first, uniforms, n_threads)
+        assert n_chosen == exp_n == min(n_clusters, np.count_nonzero(w > 0) + 1)
+        assert_array_equal(chosen, exp_chosen)
+        assert_array_equal(centers, exp_centers)
+        assert_labels_equal_up_to_ties(X, centers, labels, exp_labels, RTOL[dtype])
+        assert_allclose(min_dist2, exp_d2, rtol=RTOL[dtype], atol=1e-30)
+        # every sample distance is counted, pruned ones are not computed
+        n_center_evals = (n_trials if n_trials > 1 else 1) * n_clusters * (n_clusters - 1) // 2
+        assert n_evals <= unpruned + n_center_evals
+        results.append((chosen, labels, min_dist2, n_evals))
+    for a, b in zip(*results):
+        assert_array_equal(a, b)
+
+
+def test_kmeanspp_prunes_most_distances_on_separated_clusters():
+    rng = np.random.RandomState(0)
+    means = 20.0 * rng.normal(size=(50, 2))
+    X = np.repeat(means, 40, axis=0) + rng.normal(size=(2000, 2))
+    uniforms = rng.uniform(size=(49, 5))
+    w = np.ones(len(X))
+    centers, chosen, labels, min_dist2, n_chosen, n_evals = _kmeanspp(X, w, 0, uniforms, 2)
+    *_, unpruned = ref.kmeanspp(X, w, 0, uniforms)
+    assert_array_equal(chosen, ref.kmeanspp(X, w, 0, uniforms)[1])
+    assert n_evals < 0.2 * unpruned
+    assert_array_equal(labels, ref.sqdist(X, centers).argmin(axis=1))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_d2_candidates_never_exceeds_current_potential(dtype):
-    rng, X, w = _data(3 * CHUNK + 17, 12, dtype)
-    min_dist2 = _min_dist2(rng, X)
-    potentials = np.empty(9)
-    _seeding.d2_candidates(X, w, np.ascontiguousarray(X[:9]), min_dist2, potentials, 2)
-    current = float(w.astype(np.float64) @ min_dist2.astype(np.float64))
-    assert np.all(potentials <= current * (1 + RTOL[dtype]))
-    assert np.all(potentials >= 0)
+def test_kmeanspp_stops_when_every_distance_is_zero(dtype):
+    X = np.repeat(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 5.0]], dtype=dtype), 30, axis=0)
+    uniforms = np.random.RandomState(0).uniform(size=(5, 3))
+    centers, chosen, labels, min_dist2, n_chosen, _ = _kmeanspp(
+        X, np.ones(len(X), dtype=dtype), 0, uniforms, 2)
+    assert n_chosen == 3
+    assert len(np.unique(centers, axis=0)) == 3
+    assert np.all(min_dist2 == 0)
+    assert_array_equal(centers[labels], X)
+
+
+def test_kmeanspp_plain_draws_proportionally_to_weighted_d2():
+    """L = 1: the second centre is row n with probability w_n D_n^2 / sum w D^2."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 2))  # several sampler blocks
+    w = rng.uniform(size=300)
+    w[100:200] = 0  # whole blocks without mass
+    d2 = ref.sqdist(X, X[[0]])[:, 0]
+    counts = np.zeros(300)
+    for u in rng.uniform(size=(20000, 1, 1)):
+        _, chosen, *_ = _kmeanspp(X, w, 0, u, 1)
+        counts[chosen[1]] += 1
+    assert counts[w == 0].sum() == 0
+    expected = w * d2 / (w @ d2) * counts.sum()
+    assert np.all(np.abs(counts - expected) <= 5 * np.sqrt(expected) + 1)
 
 
 def _chain_problem(n_samples, n_features, n_clusters, chain_length, dtype, seed=0):
