@@ -282,6 +282,10 @@ class PartialEStep(EStep):
         Statistic averaged in eq. 8: the squared distance (as in both authors' public
         implementations, which produced the papers' numbers) or the plain distance (the
         formula as printed).
+    init : {"seeding", "random"}, default="seeding"
+        How ``K(n)`` and ``G_c`` start: from the seeder's nearest-seed labels when it provides
+        them (``"seeding"``, see below), else, or with ``"random"``, uniformly at random as in
+        the paper.
 
     Notes
     -----
@@ -300,11 +304,16 @@ class PartialEStep(EStep):
     and for fixed centres no sample's best distance increases and the truncated free energy
     never decreases; the M-step increases it in turn.
 
-    Initialisation follows the paper: ``K(n)`` are ``C'`` distinct uniformly random clusters
-    and ``G_c`` is ``c`` plus ``G - 1`` distinct uniformly random others. Starting ``K(n)``
-    at each sample's nearest seed would be better but needs the ``N C`` distances the method
-    avoids, so the random start is kept; ``n_init_esteps`` repairs it before the first
-    M-step.
+    Initialisation (``init``): the paper starts from ``C'`` distinct uniformly random clusters
+    per sample and ``G_c`` = ``c`` plus ``G - 1`` distinct uniformly random others, and
+    ``n_init_esteps`` repair this before the first M-step. Finding each sample's nearest seed
+    would cost the ``N C`` distances the method avoids, but k-means++ seeding
+    (:class:`~clusterkit.KMeansPlusPlus` on the data the fit runs on) knows it as a
+    by-product (``state.seed_labels``). With ``init="seeding"`` and such labels, ``G_c``
+    starts as the exact neighbourhoods of the seeds (one pass over the ``C^2`` centre
+    distances, counted) and ``K(n)`` as the first ``C'`` entries of the neighbourhood of the
+    sample's nearest seed, so ``K(n)`` starts at its best cluster; otherwise the random start
+    is used.
 
     Deviations and choices:
 
@@ -340,13 +349,14 @@ class PartialEStep(EStep):
     """
 
     def __init__(self, G=5, n_winners=None, neighbourhoods="estimated", n_explore=1,
-                 n_init_esteps=0, neighbour_stat="sqdist"):
+                 n_init_esteps=0, neighbour_stat="sqdist", init="seeding"):
         self.G = G
         self.n_winners = n_winners
         self.neighbourhoods = neighbourhoods
         self.n_explore = n_explore
         self.n_init_esteps = n_init_esteps
         self.neighbour_stat = neighbour_stat
+        self.init = init
 
     def _validate(self, X, n_clusters):
         """Check the hyper-parameters; warn if ``G > n_clusters`` (``G`` is then clamped).
@@ -370,6 +380,8 @@ class PartialEStep(EStep):
         if self.neighbour_stat not in ("sqdist", "dist"):
             raise ValueError(f"Unknown neighbour_stat={self.neighbour_stat!r}; expected "
                              "'sqdist' or 'dist'.")
+        if self.init not in ("seeding", "random"):
+            raise ValueError(f"Unknown init={self.init!r}; expected 'seeding' or 'random'.")
         check_int(self.n_explore, "n_explore", minimum=0)
         check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
         if G > n_clusters:
@@ -377,7 +389,7 @@ class PartialEStep(EStep):
                           RuntimeWarning, stacklevel=2)
 
     def init_state(self, X, sample_weight, centers, state):
-        """Random ``K(n)`` and ``G_c`` (Forster & Lücke 2018, §4), then the initial E-steps.
+        """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.
 
         Returns the state object kept as ``state.estep_state``; initial E-steps count their
         distance evaluations under ``"estep"``.
@@ -392,11 +404,21 @@ class PartialEStep(EStep):
         st = _PartialState(n_winners, G, exact)
         if exact:
             return st
-        rng = state.random_state
-        st.winners = _distinct_random(rng, n_samples, n_clusters, n_winners)
-        others = _distinct_random(rng, n_clusters, n_clusters - 1, G - 1)
-        own = np.arange(n_clusters, dtype=np.int32)[:, None]
-        st.neighbourhoods = np.hstack([own, others + (others >= own)]).astype(np.int32)
+        seed_labels = state.seed_labels
+        if (self.init == "seeding" and seed_labels is not None
+                and len(seed_labels) == n_samples):
+            st.neighbourhoods = np.empty((n_clusters, G), dtype=np.int32)
+            state.count("estep", _partial.neighbourhoods_exhaustive(
+                centers, st.neighbourhoods, state.n_threads))
+            st.neighbourhood_centers = centers.copy()
+            st.winners = np.ascontiguousarray(st.neighbourhoods[seed_labels, :n_winners])
+        else:
+            # Forster & Lücke (2018), Sec. 4: uniformly random K(n) and G_c
+            rng = state.random_state
+            st.winners = _distinct_random(rng, n_samples, n_clusters, n_winners)
+            others = _distinct_random(rng, n_clusters, n_clusters - 1, G - 1)
+            own = np.arange(n_clusters, dtype=np.int32)[:, None]
+            st.neighbourhoods = np.hstack([own, others + (others >= own)]).astype(np.int32)
         max_cand = min(n_clusters, n_winners * G + int(self.n_explore))
         st.cand = np.empty((n_samples, max_cand), dtype=np.int32)
         st.cand_dist2 = np.empty((n_samples, max_cand), dtype=X.dtype)

@@ -138,6 +138,32 @@ def test_partial_state_initialisation(soft, expected_winners):
     assert state.cost["estep"] == 0  # no initial E-steps by default
 
 
+@pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4)])
+def test_partial_state_starts_from_the_seeding(soft, n_winners):
+    """With k-means++'s nearest-seed labels, K(n) starts at each sample's nearest centre
+    followed by that centre's nearest centres, and G_c are the exact neighbourhoods."""
+    from clusterkit import KMeansPlusPlus
+    from clusterkit._kernels import _partial
+
+    X, _ = _blobs(500, 30, 2, np.float64, seed=5)
+    state = _state(X, 30, soft)
+    centers = KMeansPlusPlus().seed(X, np.ones(500), 30, state)
+    seeding_cost = state.cost["seeding"]
+    st = PartialEStep(G=4).init_state(X, np.ones(500), centers, state)
+    exact = np.empty((30, 4), dtype=np.int32)
+    _partial.neighbourhoods_exhaustive(centers, exact, 1)
+    assert_array_equal(st.neighbourhoods, exact)
+    assert_array_equal(st.winners[:, 0], ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
+    assert_array_equal(st.winners, exact[st.winners[:, 0], :n_winners])
+    assert state.cost["estep"] == 30 * 30 and state.cost["seeding"] == seeding_cost
+    # "random" ignores the labels; so do labels of other data (e.g. a seeding sample)
+    rnd = PartialEStep(G=4, init="random").init_state(X, np.ones(500), centers, state)
+    assert np.mean(rnd.winners[:, 0] == st.winners[:, 0]) < 0.2
+    state.seed_labels = state.seed_labels[:100]
+    other = PartialEStep(G=4).init_state(X, np.ones(500), centers, state)
+    assert np.mean(other.winners[:, 0] == st.winners[:, 0]) < 0.2
+
+
 @pytest.mark.parametrize("kind", ["estimated", "exhaustive"])
 def test_partial_counts_every_distance(kind):
     X, centers = _blobs(400, 50, 4, np.float64, seed=6)
@@ -236,6 +262,8 @@ X_SMALL = np.zeros((20, 2))
      r"^Unknown neighbour_stat='mean'; expected 'sqdist' or 'dist'\.$"),
     (dict(n_explore=-1), ValueError, r"^n_explore=-1 must be >= 0\.$"),
     (dict(n_init_esteps=-2), ValueError, r"^n_init_esteps=-2 must be >= 0\.$"),
+    (dict(init="nearest"), ValueError,
+     r"^Unknown init='nearest'; expected 'seeding' or 'random'\.$"),
 ])
 def test_partial_validation_errors(params, error, match):
     with pytest.raises(error, match=match):
