@@ -30,9 +30,11 @@ cdef inline Py_ssize_t _block_rows(Py_ssize_t n_samples, Py_ssize_t n_blocks) no
 
 cdef inline bint _blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_features,
                              Py_ssize_t itemsize) noexcept nogil:
-    """Whether the fixed-block layout applies (at least two blocks, small partials)."""
+    """Whether the fixed-block layout applies: at least two blocks, and partials that are
+    small in bytes and no larger than the data (else clearing and adding them up costs more
+    than the sums themselves, as with many clusters)."""
     cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
-    return n_blocks >= 2 and (
+    return n_blocks >= 2 and n_blocks * n_clusters <= n_samples and (
         n_blocks * n_clusters * (n_features + 1) * itemsize <= MAX_PARTIAL_MB * 1024 * 1024)
 
 

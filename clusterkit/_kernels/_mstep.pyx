@@ -55,10 +55,10 @@ def accumulate_hard(const floating[:, ::1] X,              # IN
 
     Notes
     -----
-    Costs ``O(N D)``; no distances. Uses fixed blocks of rows when their partial sums fit in
-    64 MiB (streaming the data), else "owner computes" (``O(N + C)`` extra integers). Either
-    way the order of every sum depends only on the data, so results are bit-identical for any
-    ``n_threads``. Assumes valid input.
+    Costs ``O(N D)``; no distances. Uses fixed blocks of rows (streaming the data) when their
+    partial sums fit in 64 MiB and hold no more rows than the data, else "owner computes"
+    (``O(N + C)`` extra integers). Either way the order of every sum depends only on the data,
+    so results are bit-identical for any ``n_threads``. Assumes valid input.
     """
     if _blocks_fit(X.shape[0], centers_sum.shape[0], X.shape[1], sizeof(floating)):
         _accumulate_hard_blocks(X, sample_weight, labels, centers_sum, weight_in_clusters,
@@ -82,7 +82,7 @@ def blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_feature
     -------
     fit : bool
         ``True`` when there are at least two blocks and their partial sums need at most
-        64 MiB; then :func:`clusterkit._kernels._assign.assign_full_accumulate` can compute
+        64 MiB and ``n_blocks * n_clusters <= n_samples`` rows; then :func:`clusterkit._kernels._assign.assign_full_accumulate` can compute
         the same statistics, bit for bit, during the assignment pass.
     """
     return bool(_blocks_fit(n_samples, n_clusters, n_features, itemsize))
