@@ -202,13 +202,17 @@ def _reach_cell(runs, threshold):
 
 
 def _parse_seeder(spec, n_clusters):
-    """``afkmc2:M`` or ``sample:K:L`` (greedy k-means++ with L trials, 0 = default rule, on a
-    uniform sample of K * n_clusters rows) or ``default`` (the presets' default)."""
+    """``afkmc2:M``, ``kpp:L`` (greedy k-means++ with L trials, 0 = default rule),
+    ``sample:K:L`` (the same on a uniform sample of K * n_clusters rows) or ``default`` (the
+    presets' default)."""
     parts = spec.split(":")
     if parts[0] == "default":
         return presets._default_seed(), "preset default: " + repr(presets._default_seed())
     if parts[0] == "afkmc2" and len(parts) == 2:
         seeder = AFKMC2(chain_length=int(parts[1]))
+        return seeder, repr(seeder)
+    if parts[0] == "kpp" and len(parts) == 2:
+        seeder = KMeansPlusPlus(n_local_trials=int(parts[1]) or None)
         return seeder, repr(seeder)
     if parts[0] == "sample" and len(parts) == 3:
         k, n_trials = int(parts[1]), int(parts[2])
@@ -332,13 +336,12 @@ def main(argv=None):
                         help="BIRCH grid side of part 'wall'")
     parser.add_argument("--wall-seeds", type=int, default=5, help="seeds of part 'wall'")
     parser.add_argument("--wall-runs", type=_parse_run, nargs="+",
-                        default=[("default", 0), ("afkmc2:2", 40), ("sample:10:0", 40),
-                                 ("sample:20:30", 40)],
+                        default=[("default", 0), ("kpp:0", 0), ("afkmc2:2", 0)],
                         metavar="SEEDER/INIT_ESTEPS",
-                        help="var-k-means-S runs of part 'wall': seeder 'default', 'afkmc2:M' "
-                             "or 'sample:K:L' (greedy k-means++ with L trials, 0 = default, "
-                             "on a uniform sample of K*C rows), then '/' and the number of "
-                             "initial E-steps")
+                        help="var-k-means-S runs of part 'wall': seeder 'default', 'afkmc2:M', "
+                             "'kpp:L' (greedy k-means++ with L trials, 0 = scikit-learn's "
+                             "rule) or 'sample:K:L' (the same on a uniform sample of K*C "
+                             "rows), then '/' and the number of initial E-steps")
     parser.add_argument("--wall-max-iter", type=int, default=200,
                         help="max_iter of the var-k-means-S runs of part 'wall'")
     parser.add_argument("--write", action="store_true",

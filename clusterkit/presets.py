@@ -26,6 +26,20 @@ The coreset presets (Hirschberger, Forster & Lücke, Table 1) replace ``N`` by t
 ``N'`` after one ``O(N D)`` pass that builds the :class:`~clusterkit.LWCS`; ``labels_`` and
 ``inertia_`` still refer to the full training data (one more exact pass, ``N C`` evaluations
 in ``cost_["labels"]``, skipped with ``compute_labels=False``).
+
+The four variational presets seed with greedy k-means++ with 15 candidates per step
+(``KMeansPlusPlus(n_local_trials=15)``), not with the papers' AFK-MC² (chain length 2): the
+seeds decide the final error when there are many clusters, the pruned k-means++ is cheap on
+clustered data, and its nearest-seed labels start the partial E-step's ``K(n)`` at each
+sample's best cluster. On the BIRCH grid with ``C = 4096`` and ``N = 409,600`` (5 seeds,
+2 threads, ``benchmarks/bench_sublinear.py``), var-k-means-S (``G = 5+1``) from these seeds
+reached the error of scikit-learn's ``KMeans(init="k-means++", n_init=1)`` in every seed,
+60-83 times sooner than scikit-learn's fit took, seeding included (the seeding computed
+``1.2 * 10^8`` distances instead of the unpruned ``2.7 * 10^10``). With 20 or 30 candidates
+it also did (at least 50 times sooner); with scikit-learn's ``2 + ln C`` (10) it ended
+0.1-0.2 % above; from AFK-MC² seeds about 40 % above. Pass ``seed=AFKMC2(chain_length=2)``
+for the papers' setting. ``vc_gmm`` keeps AFK-MC² (its ``chain_length``), as the vc-GMM
+paper does.
 """
 from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep
@@ -38,30 +52,9 @@ __all__ = ["lloyd", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm
 
 
 def _default_seed():
-    """The seeding of the variational presets: AFK-MC² with chain length 2, as in both papers.
-
-    It costs ``N + C (C - 1)`` distance evaluations, about what a few partial E-steps cost, and
-    it is a weak seeding. On the BIRCH grid with ``C = 4096`` and ``N = 409,600`` (5 seeds,
-    2 threads, ``benchmarks/bench_sublinear.py``), var-k-means-S with ``G = 5+1`` and the
-    presets' defaults ends at about 1.56 times the quantization error of the true means, and
-    39-44 % above scikit-learn's ``KMeans(init="k-means++", n_init=1)``, which reaches
-    1.08-1.10 times that error.
-
-    A stronger seeding is a composition: greedy k-means++ with many candidates on a uniform
-    sample, ``seed=SampledSeeder(KMeansPlusPlus(n_local_trials=30), size=20 * n_clusters)``,
-    together with ``n_init_esteps=40``. Without initial E-steps, the random initial ``K(n)`` of
-    the partial E-step undo any seeding: sampled greedy seeds then also end 38-40 % above
-    scikit-learn. With initial E-steps, this composition reached scikit-learn's error in 3 of
-    5 seeds and came within 1 % in all of them. But its seeding costs ``20 C^2 (L + 1)``
-    distance evaluations for ``L`` candidates (about ``10^10`` here, 21 s), and it reached
-    scikit-learn's error only 3-9 times sooner than scikit-learn's whole fit took. The cheaper
-    ``SampledSeeder(KMeansPlusPlus(), size=10 * n_clusters)`` with 40 initial E-steps stayed
-    4.5-8.3 % above scikit-learn. None of the compositions we measured was both cheap and
-    strong, so the presets keep the papers' cheap default. Pass ``seed=...`` and
-    ``n_init_esteps=...`` explicitly when the final error matters more than the seeding
-    time.
-    """
-    return AFKMC2(chain_length=2)
+    """The seeding of the variational presets (see the module notes for why and the
+    measurements)."""
+    return KMeansPlusPlus(n_local_trials=15)
 
 
 def lloyd(n_clusters, **kwargs):
@@ -134,7 +127,8 @@ def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     n_init_esteps : int, default=0
         E-steps before the first M-step.
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces ``AFKMC2(chain_length=2)``).
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default
+        ``KMeansPlusPlus(n_local_trials=15)``, see the module notes).
 
     Returns
     -------
