@@ -131,8 +131,8 @@ class KMeansPlusPlus(Seeder):
     n_samples`` sample distances (``(n_clusters - 1) n_samples`` for plain k-means++), plus
     each scored candidate's distances to the centres of nearby groups and each new centre's
     distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
-    counts exactly what was computed. Memory ``O(n_samples)``, plus a copy of ``X`` in group
-    order for up to 16 features. Reads ``state.random_state`` and ``state.n_threads`` (the
+    counts exactly what was computed. Memory ``O(n_samples)``, plus room for two copies of ``X``
+    in group order for up to 16 features. Reads ``state.random_state`` and ``state.n_threads`` (the
     candidates of a step are scored in parallel; the result does not depend on the thread
     count). Sets ``state.seed_labels`` to each sample's nearest centre, which
     :class:`~clusterkit.PartialEStep` can start from; keeps no state between fits.

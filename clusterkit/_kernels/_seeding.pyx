@@ -581,8 +581,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
       built from the chosen centre's distances to all earlier ones when it is created (the
       radii only shrink, so lists stay valid) and thinned before it is used.
 
-    Memory ``O(n_samples + sum of list lengths)``, plus a copy of the rows in group order
-    when ``n_features <= INLINE_MAX_FEATURES``. Everything except the scoring of the
+    Memory ``O(n_samples + sum of list lengths)``, plus room for two copies of the rows in
+    group order when ``n_features <= INLINE_MAX_FEATURES``. Everything except the scoring of the
     candidates runs on one thread, and results do not depend on ``n_threads``. Assumes valid
     input.
     """
