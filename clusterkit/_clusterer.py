@@ -246,9 +246,11 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             n_clusters=self.n_clusters, n_features=X.shape[1], dtype=X.dtype,
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
-            sigma2_floor=1e-12 * max(float(X.var(axis=0).mean()), float(np.finfo(X.dtype).tiny)),
             verbose=self.verbose)
         Xc = X - x_mean
+        flat = Xc.reshape(-1)
+        variance = float(np.dot(flat, flat)) / flat.size  # the mean per-feature variance
+        state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
         with threadpool_limits(limits=1, user_api="blas"):
             centers = self._run(Xc, sample_weight, seeder, reducer, estep, mstep, schedule, state,
                                 x_mean)

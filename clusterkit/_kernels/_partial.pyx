@@ -16,7 +16,7 @@ from libc.math cimport sqrt
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide
 from ._select cimport _push
 
 
@@ -74,7 +74,7 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
         n_filled = 0
         for k in range(s):
             j = row_cand[k]
-            d = _sqdist(x, centers + j * n_features, n_features)
+            d = _sqdist_wide(x, centers + j * n_features, n_features)
             row_d2[k] = d
             _push(row_wd2, row_win, &n_filled, n_winners, d, j)
         n_cand[i] = <int> s
