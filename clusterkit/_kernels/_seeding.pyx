@@ -11,7 +11,7 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport sqrt
 from libc.stdlib cimport calloc, free, realloc
 
-from ._dist cimport CHUNK_SIZE, _sqdist, _sqdist_wide
+from ._dist cimport CHUNK_SIZE, _sqdist, _sqdist_wide, ck_prefetch_row
 
 
 # --- k-means++: D^2 after a new centre -----------------------------------------------------
@@ -251,6 +251,11 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
 # changes, so a draw costs n_samples / SAMPLER_BLOCK + SAMPLER_BLOCK additions.
 cdef enum:
     SAMPLER_BLOCK = 64
+
+
+# Rows ahead whose cache lines are requested while scanning a group's members in X.
+cdef enum:
+    PREFETCH_AHEAD = 4
 
 
 # Up to this many features, kmeanspp keeps a copy of the grouped rows in group order.
@@ -517,6 +522,107 @@ cdef double _candidate_gain(const floating* X,               # IN  (n_samples, n
     return gain
 
 
+cdef Py_ssize_t _group_entries(Py_ssize_t step,
+                               const Py_ssize_t[::1] cand,
+                               const int[::1] labels,
+                               const _Neighbours* neighbours,
+                               const floating* quarters,          # IN  (n_trials, stride)
+                               Py_ssize_t stride,
+                               const floating[::1] radius2,
+                               int[::1] slot_stamp,               # TMP (n_clusters,)
+                               Py_ssize_t[::1] slot_of_group,     # TMP (n_clusters,)
+                               Py_ssize_t[::1] touched,           # OUT group of each slot
+                               Py_ssize_t[::1] slot_start,        # OUT (n_touched + 1,)
+                               Py_ssize_t[::1] slot_entries,      # OUT entries by slot
+                               Py_ssize_t[::1] entry_cand,        # OUT
+                               floating[::1] entry_q,             # OUT
+                               Py_ssize_t[::1] trial_evals,       # OUT centre distances
+                               Py_ssize_t* n_touched) noexcept nogil:
+    """List the (group, candidate) pairs that pruning cannot rule out, grouped by group.
+
+    Entry ``e`` is candidate ``entry_cand[e]`` with quarter squared distance ``entry_q[e]``
+    to the group's centre; the entries of slot ``b`` (group ``touched[b]``) are
+    ``slot_entries[slot_start[b]:slot_start[b + 1]]``. Returns the number of entries.
+    """
+    cdef Py_ssize_t l, t, j, g, b, e, n_entries = 0, n_slots = 0
+    cdef const _Neighbours* nb
+    for l in range(cand.shape[0]):
+        g = labels[cand[l]]
+        nb = &neighbours[g]
+        trial_evals[l] = nb.size + 1
+        for t in range(-1, nb.size):
+            j = g if t < 0 else nb.index[t]
+            if quarters[l * stride + t + 1] < radius2[j]:
+                if slot_stamp[j] != step:
+                    slot_stamp[j] = <int> step
+                    slot_of_group[j] = n_slots
+                    touched[n_slots] = j
+                    slot_start[n_slots + 1] = 0
+                    n_slots += 1
+                slot_start[slot_of_group[j] + 1] += 1
+                entry_cand[n_entries] = l
+                entry_q[n_entries] = quarters[l * stride + t + 1]
+                n_entries += 1
+    slot_start[0] = 0
+    for b in range(n_slots):
+        slot_start[b + 1] += slot_start[b]
+    # place the entries by slot, in entry order (the cursor of slot b is slot_start[b] plus
+    # the entries placed so far, kept in slot_of_group of its group)
+    for b in range(n_slots):
+        slot_of_group[touched[b]] = slot_start[b]
+    e = 0
+    for l in range(cand.shape[0]):
+        g = labels[cand[l]]
+        nb = &neighbours[g]
+        for t in range(-1, nb.size):
+            j = g if t < 0 else nb.index[t]
+            if quarters[l * stride + t + 1] < radius2[j]:
+                slot_entries[slot_of_group[j]] = e
+                slot_of_group[j] += 1
+                e += 1
+    n_touched[0] = n_slots
+    return n_entries
+
+
+cdef void _score_group(const floating* X,             # IN  (n_samples, n_features)
+                       Py_ssize_t n_features,
+                       const Py_ssize_t[::1] cand,    # IN  candidate rows
+                       Py_ssize_t start,
+                       Py_ssize_t stop,
+                       const int* members,
+                       const floating* member_d2,
+                       const floating* member_w,
+                       const Py_ssize_t* entries,     # IN  this group's entries
+                       Py_ssize_t n_group_entries,
+                       const Py_ssize_t* entry_cand,
+                       const floating* entry_q,
+                       double* entry_gain,            # OUT
+                       Py_ssize_t* entry_evals) noexcept nogil:  # OUT
+    """Gains of several candidates over one group, one candidate after the other: the
+    group's leading rows, read for the first candidate, are still in cache for the next (each
+    candidate stops at its first member with ``entry_q >= D^2``)."""
+    cdef Py_ssize_t t, a, e, n_evals
+    cdef floating d, q
+    cdef double delta, gain
+    cdef const floating* c
+    for a in range(n_group_entries):
+        e = entries[a]
+        q = entry_q[e]
+        c = X + cand[entry_cand[e]] * n_features
+        gain = 0
+        t = start
+        while t < stop and q < member_d2[t]:
+            if t + PREFETCH_AHEAD < stop:
+                ck_prefetch_row(X + members[t + PREFETCH_AHEAD] * n_features,
+                                n_features * sizeof(floating))
+            d = _sqdist_wide(X + members[t] * n_features, c, n_features)
+            delta = <double> member_d2[t] - <double> d
+            gain += <double> member_w[t] * (delta if delta > 0 else 0)
+            t += 1
+        entry_gain[e] = gain
+        entry_evals[e] = t - start
+
+
 def kmeanspp(const floating[:, ::1] X,             # IN
              const floating[::1] sample_weight,    # IN
              Py_ssize_t first,
@@ -553,7 +659,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     min_dist2 : ndarray of shape (n_samples,), dtype=floating
         Output: each sample's squared distance to that centre, ``D^2``.
     n_threads : int
-        Number of OpenMP threads (the candidates of a step are scored in parallel).
+        Number of OpenMP threads.
 
     Returns
     -------
@@ -581,10 +687,14 @@ def kmeanspp(const floating[:, ::1] X,             # IN
       built from the chosen centre's distances to all earlier ones when it is created (the
       radii only shrink, so lists stay valid) and thinned before it is used.
 
-    Memory ``O(n_samples + sum of list lengths)``, plus room for two copies of the rows in
-    group order when ``n_features <= INLINE_MAX_FEATURES``. Everything except the scoring of the
-    candidates runs on one thread, and results do not depend on ``n_threads``. Assumes valid
-    input.
+    With few features (``n_features <= INLINE_MAX_FEATURES``) the rows are kept in group
+    order next to the members, and the candidates are scored in parallel, each streaming
+    through its groups. With more, rows stay in ``X`` and the scoring runs group by group in
+    parallel, all of a group's candidates one after the other while its leading rows are in
+    cache. The chosen centre's distances are computed in parallel, too; the sampling and the
+    moves run on one thread. Results do not depend on ``n_threads``. Memory
+    ``O(n_samples + L n_clusters + sum of list lengths)``, plus room for two copies of the
+    rows with few features. Assumes valid input.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0], n_trials = uniforms.shape[1]
@@ -628,6 +738,23 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef double[::1] gains = np.empty(max(n_trials, 1), dtype=np.float64)
     cdef Py_ssize_t[::1] trial_evals = np.empty(max(n_trials, 1), dtype=np.intp)
     cdef Py_ssize_t[::1] cand = np.empty(max(n_trials, 1), dtype=np.intp)
+    cdef floating[::1] new_d2 = np.empty(max(capacity, 1), dtype=dtype)  # the winner's
+    # group-major scoring (many features): per candidate, the quarter squared distances to
+    # the centres of its scan list; per (group, candidate) pair an entry with its partial
+    # gain; the touched groups ("slots") list their entries contiguously
+    cdef Py_ssize_t n_entries = 0, n_touched = 0
+    cdef Py_ssize_t max_entries = 0 if inline_rows else n_trials * n_clusters
+    cdef floating[:, ::1] quarters = np.empty(
+        (max(n_trials, 1), 1 if inline_rows else n_clusters), dtype=dtype)
+    cdef int[::1] slot_stamp = np.full(n_clusters, -1, dtype=np.int32)
+    cdef Py_ssize_t[::1] slot_of_group = np.zeros(n_clusters, dtype=np.intp)
+    cdef Py_ssize_t[::1] touched = np.zeros(n_clusters, dtype=np.intp)
+    cdef Py_ssize_t[::1] slot_start = np.zeros(n_clusters + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] slot_entries = np.zeros(max(max_entries, 1), dtype=np.intp)
+    cdef Py_ssize_t[::1] entry_cand = np.zeros(max(max_entries, 1), dtype=np.intp)
+    cdef floating[::1] entry_q = np.zeros(max(max_entries, 1), dtype=dtype)
+    cdef double[::1] entry_gain = np.zeros(max(max_entries, 1), dtype=np.float64)
+    cdef Py_ssize_t[::1] entry_evals = np.zeros(max(max_entries, 1), dtype=np.intp)
     if n_samples == 0 or n_clusters == 0:
         return 0, 0
     n_threads = max(1, min(n_threads, n_trials))
@@ -693,7 +820,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                                 pos += 1
                         nb.size = pos
                 best = 0
-                if n_trials > 1:
+                if n_trials > 1 and inline_rows:
                     with parallel(num_threads=n_threads):
                         for l in prange(n_trials, schedule="dynamic"):
                             gains[l] = _candidate_gain(
@@ -701,6 +828,34 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                                 &neighbours[labels[cand[l]]], &radius2[0], &group_start[0],
                                 &group_size[0], &members[0], &member_d2[0], &member_w[0],
                                 member_x_ptr, &trial_evals[l])
+                elif n_trials > 1:
+                    # many features: score group by group, so that each member's row is read
+                    # once for all the candidates that need it, not once per candidate
+                    with parallel(num_threads=n_threads):
+                        for l in prange(n_trials, schedule="dynamic"):
+                            g = labels[cand[l]]
+                            for t in range(-1, neighbours[g].size):
+                                j = g if t < 0 else neighbours[g].index[t]
+                                quarters[l, t + 1] = <floating> 0.25 * _sqdist_wide(
+                                    &X[cand[l], 0], &centers[j, 0], n_features)
+                    n_entries = _group_entries(
+                        i, cand, labels, neighbours, &quarters[0, 0], n_clusters, radius2,
+                        slot_stamp, slot_of_group, touched, slot_start, slot_entries, entry_cand,
+                        entry_q, trial_evals, &n_touched)
+                    with parallel(num_threads=n_threads):
+                        for b in prange(n_touched, schedule="dynamic"):
+                            _score_group(&X[0, 0], n_features, cand, group_start[touched[b]],
+                                         group_start[touched[b]] + group_size[touched[b]],
+                                         &members[0], &member_d2[0], &member_w[0],
+                                         &slot_entries[slot_start[b]],
+                                         slot_start[b + 1] - slot_start[b], &entry_cand[0],
+                                         &entry_q[0], &entry_gain[0], &entry_evals[0])
+                    for l in range(n_trials):
+                        gains[l] = 0
+                    for b in range(n_entries):
+                        gains[entry_cand[b]] += entry_gain[b]
+                        trial_evals[entry_cand[b]] += entry_evals[b]
+                if n_trials > 1:
                     best_gain = gains[0]
                     for l in range(n_trials):
                         n_evals += trial_evals[l]
@@ -753,16 +908,26 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                 # scanned members are walked backwards, so that those kept close up in order
                 # against the unscanned rest
                 group_start[i] = end
+                with parallel(num_threads=n_threads):
+                    for t in prange(-1, nb.size, schedule="dynamic"):
+                        j = g if t < 0 else nb.index[t]
+                        for k in range(group_start[j], scan_end[j]):
+                            if not inline_rows and k + PREFETCH_AHEAD < scan_end[j]:
+                                ck_prefetch_row(&X[members[k + PREFETCH_AHEAD], 0],
+                                                n_features * sizeof(floating))
+                            if inline_rows:
+                                new_d2[k] = _sqdist_wide(&member_x[k, 0], &centers[i, 0],
+                                                         n_features)
+                            else:
+                                new_d2[k] = _sqdist_wide(&X[members[k], 0], &centers[i, 0],
+                                                         n_features)
                 for t in range(-1, nb.size):
                     j = g if t < 0 else nb.index[t]
                     pos = scan_end[j]
                     k = pos - 1
                     while k >= group_start[j]:
                         m = members[k]
-                        if inline_rows:
-                            d = _sqdist_wide(&member_x[k, 0], &centers[i, 0], n_features)
-                        else:
-                            d = _sqdist_wide(&X[m, 0], &centers[i, 0], n_features)
+                        d = new_d2[k]
                         if d < member_d2[k]:
                             mass_old = member_w[k] * member_d2[k]
                             mass_new = member_w[k] * d
