@@ -131,10 +131,10 @@ class KMeansPlusPlus(Seeder):
     n_samples`` sample distances (``(n_clusters - 1) n_samples`` for plain k-means++), plus
     each scored candidate's distances to the centres of nearby groups and each new centre's
     distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
-    counts exactly what was computed. Memory ``O(n_samples)``, plus room for two copies of ``X``
-    in group order for up to 16 features. Reads ``state.random_state`` and ``state.n_threads`` (the
-    candidates of a step are scored in parallel; the result does not depend on the thread
-    count). Sets ``state.seed_labels`` to each sample's nearest centre, which
+    counts exactly what was computed. Memory ``O(n_samples + L n_clusters)``, plus room for
+    two copies of ``X`` in group order for up to 16 features. Reads ``state.random_state`` and
+    ``state.n_threads`` (the candidates are scored in parallel; the result does not depend on
+    the thread count). Sets ``state.seed_labels`` to each sample's nearest centre, which
     :class:`~clusterkit.PartialEStep` can start from; keeps no state between fits.
 
     Deviations: if every remaining ``w_n D(x_n)^2`` is zero (fewer distinct points with
@@ -178,7 +178,7 @@ class KMeansPlusPlus(Seeder):
         return int(self.n_local_trials)
 
     def seed(self, X, sample_weight, n_clusters, state):
-        """Return k-means++ centres (see :meth:`Seeder.seed`); also sets ``state.seed_labels``."""
+        """Return k-means++ centres (see :meth:`Seeder.seed`); sets ``state.seed_labels``."""
         rs = state.random_state
         n_trials = self._n_trials(n_clusters)
         first = _first_index(sample_weight, rs)

@@ -82,8 +82,9 @@ def blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_feature
     -------
     fit : bool
         ``True`` when there are at least two blocks and their partial sums need at most
-        64 MiB and ``n_blocks * n_clusters <= n_samples`` rows; then :func:`clusterkit._kernels._assign.assign_full_accumulate` can compute
-        the same statistics, bit for bit, during the assignment pass.
+        64 MiB and ``n_blocks * n_clusters <= n_samples`` rows; then
+        :func:`clusterkit._kernels._assign.assign_full_accumulate` can compute the same
+        statistics, bit for bit, during the assignment pass.
     """
     return bool(_blocks_fit(n_samples, n_clusters, n_features, itemsize))
 

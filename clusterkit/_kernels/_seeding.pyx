@@ -703,13 +703,13 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef Py_ssize_t i, j, k, l, t, m, b, g, row, best, end, pos, stop, n_scan, n_chosen = 1
     cdef Py_ssize_t n_evals = n_samples
     cdef floating d, mass_old, mass_new
-    cdef double target, best_gain
+    cdef double target, best_gain, dist2
     cdef bint out_of_memory = False
     cdef _Neighbours* nb
     cdef _Neighbours* neighbours
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, ::1] centers_T = np.empty((n_features, n_clusters), dtype=dtype)
-    cdef floating[::1] new_dist2 = np.empty(n_clusters, dtype=dtype)
+    cdef floating[::1] new_center_dist2 = np.empty(n_clusters, dtype=dtype)
     cdef floating[::1] radius2 = np.zeros(n_clusters, dtype=dtype)  # r_j^2
     cdef double[::1] radius = np.zeros(n_clusters, dtype=np.float64)  # r_j
     cdef Py_ssize_t[::1] group_start = np.zeros(n_clusters, dtype=np.intp)
@@ -738,7 +738,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef double[::1] gains = np.empty(max(n_trials, 1), dtype=np.float64)
     cdef Py_ssize_t[::1] trial_evals = np.empty(max(n_trials, 1), dtype=np.intp)
     cdef Py_ssize_t[::1] cand = np.empty(max(n_trials, 1), dtype=np.intp)
-    cdef floating[::1] new_d2 = np.empty(max(capacity, 1), dtype=dtype)  # the winner's
+    # the chosen centre's distances to the scanned members, in member order
+    cdef floating[::1] member_new_d2 = np.empty(max(capacity, 1), dtype=dtype)
     # group-major scoring (many features): per candidate, the quarter squared distances to
     # the centres of its scan list; per (group, candidate) pair an entry with its partial
     # gain; the touched groups ("slots") list their entries contiguously
@@ -757,7 +758,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef Py_ssize_t[::1] entry_evals = np.zeros(max(max_entries, 1), dtype=np.intp)
     if n_samples == 0 or n_clusters == 0:
         return 0, 0
-    n_threads = max(1, min(n_threads, n_trials))
+    n_threads = max(1, n_threads)
     neighbours = <_Neighbours*> calloc(n_clusters, sizeof(_Neighbours))
     if neighbours == NULL:
         raise MemoryError()
@@ -829,8 +830,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                                 &group_size[0], &members[0], &member_d2[0], &member_w[0],
                                 member_x_ptr, &trial_evals[l])
                 elif n_trials > 1:
-                    # many features: score group by group, so that each member's row is read
-                    # once for all the candidates that need it, not once per candidate
+                    # many features: score group by group, so that a group's leading rows,
+                    # once in cache, serve every candidate that needs them
                     with parallel(num_threads=n_threads):
                         for l in prange(n_trials, schedule="dynamic"):
                             g = labels[cand[l]]
@@ -871,7 +872,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                 n_chosen = i + 1
                 # the new centre's distances to all earlier ones (for its neighbour list)
                 _center_dist2(&centers[i, 0], n_features, &centers_T[0, 0], n_clusters, i,
-                              &new_dist2[0])
+                              &new_center_dist2[0])
                 n_evals += i
                 # the scanned leading members of the groups it may take samples from
                 n_scan = 0
@@ -880,7 +881,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                     j = g if t < 0 else nb.index[t]
                     stop = group_start[j]
                     while (stop < group_start[j] + group_size[j]
-                           and <floating> 0.25 * new_dist2[j] < member_d2[stop]):
+                           and <floating> 0.25 * new_center_dist2[j] < member_d2[stop]):
                         stop += 1
                     scan_end[j] = stop
                     n_scan += stop - group_start[j]
@@ -916,18 +917,18 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                                 ck_prefetch_row(&X[members[k + PREFETCH_AHEAD], 0],
                                                 n_features * sizeof(floating))
                             if inline_rows:
-                                new_d2[k] = _sqdist_wide(&member_x[k, 0], &centers[i, 0],
-                                                         n_features)
+                                member_new_d2[k] = _sqdist_wide(
+                                    &member_x[k, 0], &centers[i, 0], n_features)
                             else:
-                                new_d2[k] = _sqdist_wide(&X[members[k], 0], &centers[i, 0],
-                                                         n_features)
+                                member_new_d2[k] = _sqdist_wide(
+                                    &X[members[k], 0], &centers[i, 0], n_features)
                 for t in range(-1, nb.size):
                     j = g if t < 0 else nb.index[t]
                     pos = scan_end[j]
                     k = pos - 1
                     while k >= group_start[j]:
                         m = members[k]
-                        d = new_d2[k]
+                        d = member_new_d2[k]
                         if d < member_d2[k]:
                             mass_old = member_w[k] * member_d2[k]
                             mass_new = member_w[k] * d
@@ -961,9 +962,10 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                         _copy_row(&X[members[t], 0], &member_x[t, 0], n_features)
                 # the new group's neighbour lists, both ways
                 for j in range(i):
-                    if _may_overlap(new_dist2[j], radius[i], radius[j]):
-                        if not (_push_neighbour(&neighbours[i], <int> j, new_dist2[j])
-                                and _push_neighbour(&neighbours[j], <int> i, new_dist2[j])):
+                    dist2 = new_center_dist2[j]
+                    if _may_overlap(dist2, radius[i], radius[j]):
+                        if not (_push_neighbour(&neighbours[i], <int> j, dist2)
+                                and _push_neighbour(&neighbours[j], <int> i, dist2)):
                             out_of_memory = True
                             break
                 if out_of_memory:
