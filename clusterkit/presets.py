@@ -34,10 +34,10 @@ clustered data, and its nearest-seed labels start the partial E-step's ``K(n)`` 
 sample's best cluster. On the BIRCH grid with ``C = 4096`` and ``N = 409,600`` (5 seeds,
 2 threads, ``benchmarks/bench_sublinear.py``), var-k-means-S (``G = 5+1``) from these seeds
 reached the error of scikit-learn's ``KMeans(init="k-means++", n_init=1)`` in every seed,
-60-83 times sooner than scikit-learn's fit took, seeding included (the seeding computed
-``1.2 * 10^8`` distances instead of the unpruned ``2.7 * 10^10``). With 20 or 30 candidates
-it also did (at least 50 times sooner); with scikit-learn's ``2 + ln C`` (10) it ended
-0.1-0.2 % above; from AFK-MC² seeds about 40 % above. Pass ``seed=AFKMC2(chain_length=2)``
+59-100 times sooner than scikit-learn's fit took, seeding included (three runs; the seeding
+computed ``1.2 * 10^8`` distances instead of the unpruned ``2.7 * 10^10``). With 20 or 30
+candidates it also did (at least 50 times sooner); with scikit-learn's ``2 + ln C`` (10) it
+ended 0.1-0.2 % above; from AFK-MC² seeds about 40 % above. Pass ``seed=AFKMC2(chain_length=2)``
 for the papers' setting. ``vc_gmm`` keeps AFK-MC² (its ``chain_length``), as the vc-GMM
 paper does.
 """
