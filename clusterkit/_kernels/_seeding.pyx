@@ -99,6 +99,28 @@ def d2_update(const floating[:, ::1] X,       # IN
     return n_samples
 
 
+# --- distances to transposed centres (AFK-MC^2 and k-means++) ---------------------------------
+
+cdef void _center_dist2(const floating* candidate,    # IN  (n_features,)
+                        Py_ssize_t n_features,
+                        const floating* centers_T,    # IN  (n_features, stride)
+                        Py_ssize_t stride,
+                        Py_ssize_t n_centers,
+                        floating* out) noexcept nogil:  # OUT (n_centers,)
+    """Squared distances of ``candidate`` to the first ``n_centers`` centres (transposed, so
+    that the inner loop runs over centres and vectorises; each sum runs over the features in
+    order, as in ``_sqdist``)."""
+    cdef Py_ssize_t j, k
+    cdef floating ck, diff
+    for j in range(n_centers):
+        out[j] = 0
+    for k in range(n_features):
+        ck = candidate[k]
+        for j in range(n_centers):
+            diff = ck - centers_T[k * stride + j]
+            out[j] += diff * diff
+
+
 # --- AFK-MC^2: Metropolis-Hastings chains --------------------------------------------------
 
 # Chain steps per parallel pass of afkmc2_chain: the serial share of the distance work is about
@@ -113,19 +135,10 @@ cdef floating _min_dist2_to_centers(const floating* x,          # IN  (n_feature
                                     Py_ssize_t stride,
                                     Py_ssize_t n_centers,
                                     floating* dist) noexcept nogil:  # TMP (n_centers,)
-    """Squared distance of ``x`` to the nearest of the first ``n_centers`` centres.
-
-    Centres are stored transposed so that the inner loop runs over centres and vectorises.
-    """
-    cdef Py_ssize_t j, k
-    cdef floating xk, t, best
-    for j in range(n_centers):
-        dist[j] = 0
-    for k in range(n_features):
-        xk = x[k]
-        for j in range(n_centers):
-            t = xk - centers_T[k * stride + j]
-            dist[j] += t * t
+    """Squared distance of ``x`` to the nearest of the first ``n_centers`` centres."""
+    cdef Py_ssize_t j
+    cdef floating best
+    _center_dist2(x, n_features, centers_T, stride, n_centers, dist)
     best = dist[0]
     for j in range(1, n_centers):
         if dist[j] < best:
@@ -371,26 +384,6 @@ cdef void _sort_members(int* rows, floating* d2, Py_ssize_t n) noexcept nogil:
             rows[j] = rows[j - 1]
             j -= 1
         d2[j], rows[j] = td, tr
-
-
-cdef void _center_dist2(const floating* candidate,    # IN  (n_features,)
-                        Py_ssize_t n_features,
-                        const floating* centers_T,    # IN  (n_features, stride)
-                        Py_ssize_t stride,
-                        Py_ssize_t n_centers,
-                        floating* out) noexcept nogil:  # OUT (n_centers,)
-    """Squared distances of ``candidate`` to the first ``n_centers`` centres (transposed, so
-    that the inner loop runs over centres and vectorises; each sum runs over the features in
-    order, as in ``_sqdist``)."""
-    cdef Py_ssize_t j, k
-    cdef floating ck, diff
-    for j in range(n_centers):
-        out[j] = 0
-    for k in range(n_features):
-        ck = candidate[k]
-        for j in range(n_centers):
-            diff = ck - centers_T[k * stride + j]
-            out[j] += diff * diff
 
 
 cdef struct _Neighbours:
