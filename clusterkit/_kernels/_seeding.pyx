@@ -99,7 +99,7 @@ def d2_update(const floating[:, ::1] X,       # IN
     return n_samples
 
 
-# --- distances to transposed centres (AFK-MC^2 and k-means++) ---------------------------------
+# --- distances to transposed centres (AFK-MC^2 and k-means++) --------------------------------
 
 cdef void _center_dist2(const floating* candidate,    # IN  (n_features,)
                         Py_ssize_t n_features,
