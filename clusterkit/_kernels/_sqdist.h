@@ -3,8 +3,9 @@
  * A single running sum waits for each addition to finish before the next; eight independent
  * sums keep the pipeline full and vectorise (two AVX2 or one AVX-512 register), which matters
  * with many features. Lane k sums features k, k + 8, ..., and the lanes are added in a fixed
- * tree, so the result does not depend on the instruction set the CPU supports; it rounds
- * differently from the single-sum loop of _dist.pxd (_sqdist).
+ * tree, so the result does not depend on the instruction set the CPU supports. From 8
+ * features on it rounds differently from the single-sum loop of _dist.pxd (_sqdist); below
+ * that every feature goes to the first sum and the two agree exactly.
  *
  * With GCC on x86-64 Linux the function is compiled for AVX-512, AVX2 and the baseline, and
  * the variant for the running CPU is picked at load time; elsewhere it is compiled once.
