@@ -56,9 +56,13 @@ def accumulate_hard(X, sample_weight, labels, n_clusters):
 
 
 def accumulate_soft(X, sample_weight, winners, resp, n_clusters):
-    """Responsibility-weighted sums; returns (centers_sum, weight_in_clusters)."""
+    """Responsibility-weighted sums; returns (centers_sum, weight_in_clusters).
+
+    Products ``w_n r_nc`` below the smallest normal number of ``resp``'s dtype are left out.
+    """
     X = np.asarray(X, np.float64)
     wr = np.asarray(sample_weight, np.float64)[:, None] * np.asarray(resp, np.float64)
+    wr[wr < np.finfo(np.asarray(resp).dtype).tiny] = 0
     sums = np.zeros((n_clusters, X.shape[1]))
     np.add.at(sums, winners.ravel(), (wr[:, :, None] * X[:, None, :]).reshape(-1, X.shape[1]))
     return sums, np.bincount(winners.ravel(), weights=wr.ravel(), minlength=n_clusters)

@@ -30,9 +30,9 @@ cdef extern from "_sqdist.h" nogil:
 
 cdef inline floating _sqdist_wide(const floating* a, const floating* b,
                                   Py_ssize_t n_features) noexcept nogil:
-    """Squared Euclidean distance with eight interleaved sums over the features (_sqdist.h),
-    much faster with many features; rounds differently from ``_sqdist`` from 8 features on,
-    identically below (all features then go to the first sum)."""
+    """Squared Euclidean distance in vectors of partial sums (_sqdist.h), much faster with
+    many features; rounds differently from ``_sqdist`` from 16 (float) or 8 (double) features
+    on, identically below (all features then go to one scalar sum)."""
     if floating is float:
         return ck_sqdist_wide_float(a, b, n_features)
     else:

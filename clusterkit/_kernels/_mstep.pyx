@@ -9,8 +9,10 @@ results are bit-identical for any ``n_threads``.
 import numpy as np
 
 from cython cimport floating
+from libc.float cimport DBL_MIN, FLT_MIN
 from cython.parallel cimport prange
 
+from ._dist cimport _sqdist_wide
 from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 
 
@@ -157,12 +159,17 @@ def accumulate_soft(const floating[:, ::1] X,              # IN
 
     Notes
     -----
-    Costs ``O(N C' D)`` and ``O(N C' + C)`` extra integers. Assumes valid input.
+    Costs ``O(N C' D)`` and ``O(N C' + C)`` extra integers. Contributions with
+    ``w_n r_nc`` below the dtype's smallest normal number are left out: truncated
+    responsibilities often underflow to such values, which change no sum by more than
+    ``1e-38`` of one sample's weight but run at the processor's slow subnormal speed (five
+    times slower M-steps seen on mnist). Assumes valid input.
     """
     cdef Py_ssize_t n_winners = winners.shape[1], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers_sum.shape[0]
     cdef Py_ssize_t j, p, e, i, k
     cdef floating w, wsum
+    cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
     cdef const int[::1] flat = np.asarray(winners).reshape(-1)
     cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 1, dtype=np.intp)
     cdef Py_ssize_t[::1] order = np.empty(flat.shape[0], dtype=np.intp)
@@ -176,6 +183,8 @@ def accumulate_soft(const floating[:, ::1] X,              # IN
                 e = order[p]
                 i = e // n_winners
                 w = sample_weight[i] * resp[i, e - i * n_winners]
+                if w < tiny:  # see Notes
+                    continue
                 wsum = wsum + w
                 for k in range(n_features):
                     centers_sum[j, k] += w * X[i, k]
@@ -208,16 +217,14 @@ def soft_sse(const floating[:, ::1] X,              # IN
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_winners = winners.shape[1]
     cdef Py_ssize_t n_features = X.shape[1]
-    cdef Py_ssize_t i, m, k
-    cdef floating s, d, t
+    cdef Py_ssize_t i, m
+    cdef floating s
     with nogil:
         for i in prange(n_samples, schedule="static", num_threads=n_threads):
             s = 0
             for m in range(n_winners):
-                d = 0
-                for k in range(n_features):
-                    t = X[i, k] - centers[winners[i, m], k]
-                    d = d + t * t
-                s = s + resp[i, m] * d
+                if resp[i, m] != 0:
+                    s = s + resp[i, m] * _sqdist_wide(&X[i, 0], &centers[winners[i, m], 0],
+                                                      n_features)
             sse[i] = s
     return 0

@@ -81,3 +81,22 @@ def test_empty_clusters_get_zero_weight(dtype):
     _mstep.accumulate_hard(X, np.ones(4, dtype), np.zeros(4, np.int32), sums, weight, 2)
     np.testing.assert_array_equal(weight, [4, 0, 0])
     np.testing.assert_array_equal(sums[1:], 0)
+
+
+def test_accumulate_soft_leaves_out_subnormal_contributions(dtype, n_threads):
+    """Responsibilities that underflowed to subnormal values add nothing, zero ones neither;
+    the smallest normal one still counts."""
+    tiny = np.finfo(dtype).tiny
+    X = np.arange(12, dtype=dtype).reshape(4, 3) + 1
+    w = np.ones(4, dtype)
+    winners = np.array([[0, 1], [0, 2], [1, 3], [1, 2]], np.int32)
+    resp = np.array([[1, tiny / 4], [1, 0], [1, tiny], [1, tiny / 2]], dtype)
+    sums = np.empty((4, 3), dtype)
+    weight = np.empty(4, dtype)
+    _mstep.accumulate_soft(X, w, winners, resp, sums, weight, n_threads)
+    sums_ref, weight_ref = ref.accumulate_soft(X, w, winners, resp, 4)
+    np.testing.assert_allclose(sums, sums_ref, rtol=rtol_for(dtype))
+    np.testing.assert_allclose(weight, weight_ref, rtol=rtol_for(dtype))
+    # cluster 2 only got 0 or subnormal responsibilities: no weight, so it will be relocated
+    assert weight[2] == 0 and not sums[2].any()
+    assert weight[3] == tiny and np.array_equal(sums[3], tiny * X[2])
