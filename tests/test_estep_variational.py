@@ -164,6 +164,23 @@ def test_partial_state_starts_from_the_seeding(soft, n_winners):
     assert np.mean(other.winners[:, 0] == st.winners[:, 0]) < 0.2
 
 
+@pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4)])
+def test_partial_state_exact_start(soft, n_winners):
+    """init="exact": K(n) are the C' nearest centres, G_c the exact neighbourhoods, and the
+    N C + C^2 distances are counted; works with centres from anywhere."""
+    from clusterkit._kernels import _partial
+
+    X, centers = _blobs(500, 30, 2, np.float64, seed=5)
+    state = _state(X, 30, soft)
+    st = PartialEStep(G=4, init="exact").init_state(X, np.ones(500), centers, state)
+    exact = np.empty((30, 4), dtype=np.int32)
+    _partial.neighbourhoods_exhaustive(centers, exact, 1)
+    assert_array_equal(st.neighbourhoods, exact)
+    d2 = ((X[:, None] - centers) ** 2).sum(-1)
+    assert_array_equal(st.winners, np.argsort(d2, axis=1, kind="stable")[:, :n_winners])
+    assert state.cost["estep"] == 500 * 30 + 30 * 30
+
+
 @pytest.mark.parametrize("kind", ["estimated", "exhaustive"])
 def test_partial_counts_every_distance(kind):
     X, centers = _blobs(400, 50, 4, np.float64, seed=6)
@@ -263,7 +280,7 @@ X_SMALL = np.zeros((20, 2))
     (dict(n_explore=-1), ValueError, r"^n_explore=-1 must be >= 0\.$"),
     (dict(n_init_esteps=-2), ValueError, r"^n_init_esteps=-2 must be >= 0\.$"),
     (dict(init="nearest"), ValueError,
-     r"^Unknown init='nearest'; expected 'seeding' or 'random'\.$"),
+     r"^Unknown init='nearest'; expected 'seeding', 'random' or 'exact'\.$"),
 ])
 def test_partial_validation_errors(params, error, match):
     with pytest.raises(error, match=match):

@@ -32,10 +32,15 @@ cdef inline floating _sqdist_wide(const floating* a, const floating* b,
                                   Py_ssize_t n_features) noexcept nogil:
     """Squared Euclidean distance in vectors of partial sums (_sqdist.h), much faster with
     many features; rounds differently from ``_sqdist`` from 16 (float) or 8 (double) features
-    on, identically below (all features then go to one scalar sum)."""
+    on, identically below (all features then go to one scalar sum), where the inlined
+    ``_sqdist`` saves the call."""
     if floating is float:
+        if n_features < 16:
+            return _sqdist(a, b, n_features)
         return ck_sqdist_wide_float(a, b, n_features)
     else:
+        if n_features < 8:
+            return _sqdist(a, b, n_features)
         return ck_sqdist_wide_double(a, b, n_features)
 
 

@@ -40,7 +40,6 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
     cdef Py_ssize_t i, a, g, k, s, n_filled
     cdef int c, j, mark
     cdef long long n_evals = 0
-    cdef floating d
     cdef const floating* x
     cdef int* row_cand
     cdef floating* row_d2
@@ -69,14 +68,15 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
                 stamp[j] = mark
                 row_cand[s] = j
                 s += 1
-        # K(n) was read completely above; the row is now overwritten with the new K(n)
+        # all distances first: without a selection branch in between, the independent
+        # evaluations overlap in the pipeline
         x = X + i * n_features
+        for k in range(s):
+            row_d2[k] = _sqdist_wide(x, centers + row_cand[k] * n_features, n_features)
+        # K(n) was read completely above; the row is now overwritten with the new K(n)
         n_filled = 0
         for k in range(s):
-            j = row_cand[k]
-            d = _sqdist_wide(x, centers + j * n_features, n_features)
-            row_d2[k] = d
-            _push(row_wd2, row_win, &n_filled, n_winners, d, j)
+            _push(row_wd2, row_win, &n_filled, n_winners, row_d2[k], row_cand[k])
         n_cand[i] = <int> s
         n_evals += s
     return n_evals
