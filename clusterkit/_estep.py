@@ -317,7 +317,7 @@ class PartialEStep(EStep):
     is used. ``init="exact"`` buys the same start for any centres with one exact truncated
     E-step (``N C`` distances, counted, once) plus the ``C^2`` centre distances: on a coreset
     this costs one Lloyd iteration, and it keeps eq. 12's first variance from being inflated
-    by random ``K(n)`` (by a factor of 500 on birch2 with AFK-MC² seeds), which can decide
+    by random ``K(n)`` (about 500 times on birch2 with AFK-MC² seeds), which can decide
     what the soft fit converges to.
 
     Deviations and choices:

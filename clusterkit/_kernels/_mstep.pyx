@@ -160,10 +160,11 @@ def accumulate_soft(const floating[:, ::1] X,              # IN
     Notes
     -----
     Costs ``O(N C' D)`` and ``O(N C' + C)`` extra integers. Contributions with
-    ``w_n r_nc`` below the dtype's smallest normal number are left out: truncated
-    responsibilities often underflow to such values, which change no sum by more than
-    ``1e-38`` of one sample's weight but run at the processor's slow subnormal speed (five
-    times slower M-steps seen on mnist). Assumes valid input.
+    ``w_n r_nc`` below the dtype's smallest normal number (``1.2e-38`` for float32) are left
+    out: truncated responsibilities often underflow to such subnormal values, which hardly
+    change a sum but run at the processor's slow subnormal speed (they made the M-step five
+    times slower on mnist). A cluster that only gets such contributions has no weight and is
+    relocated. Assumes valid input.
     """
     cdef Py_ssize_t n_winners = winners.shape[1], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers_sum.shape[0]
