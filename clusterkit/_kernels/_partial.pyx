@@ -53,21 +53,23 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
         row_d2 = cand_dist2 + i * max_cand
         row_win = winners + i * n_winners
         row_wd2 = win_dist2 + i * n_winners
+        # duplicates are written too but not counted (no unpredictable branch); the guard
+        # only matters once S(n) holds every slot of the row
         s = 0
         for a in range(n_winners):
             c = row_win[a]
             for g in range(G):
                 j = neighbourhoods[c * G + g]
-                if stamp[j] != mark:
-                    stamp[j] = mark
+                if s < max_cand:
                     row_cand[s] = j
-                    s += 1
+                s += stamp[j] != mark
+                stamp[j] = mark
         for a in range(n_explore):
             j = explore[i * n_explore + a]
-            if stamp[j] != mark:
-                stamp[j] = mark
+            if s < max_cand:
                 row_cand[s] = j
-                s += 1
+            s += stamp[j] != mark
+            stamp[j] = mark
         # all distances first: without a selection branch in between, the independent
         # evaluations overlap in the pipeline
         x = X + i * n_features
@@ -116,7 +118,7 @@ def partial_search(const floating[:, ::1] X,              # IN
     cand : ndarray of shape (n_samples, max_cand), dtype=int32
         Output: ``S(n)`` in the order it was built (the clusters of ``G_c`` for ``c`` in the
         old ``K(n)`` in row order, then the exploratory ones) in ``cand[n, :n_cand[n]]``;
-        later entries are left untouched. ``max_cand`` must be at least
+        later entries are scratch. ``max_cand`` must be at least
         ``min(n_clusters, n_winners * G + n_explore)``.
     cand_dist2 : ndarray of shape (n_samples, max_cand), dtype=floating
         Output: squared distances to ``cand`` (same layout).
