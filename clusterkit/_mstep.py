@@ -125,6 +125,11 @@ class SoftMStep(MStep):
 
     soft = True
 
+    def init_state(self, X, sample_weight, centers, state):
+        """Keeps ``sum_n w_n ||x_n||^2`` of the dense update: the same in every full-batch
+        iteration, and as costly as the update's gemm with many features."""
+        return _WeightedSqNorm(X, sample_weight)
+
     def update(self, X, sample_weight, assignment, centers, state):
         n_clusters, n_features = centers.shape
         total_weight = float(sample_weight.sum(dtype=np.float64))
@@ -134,9 +139,11 @@ class SoftMStep(MStep):
             centers_sum = resp.T @ (X * sample_weight[:, None])
             centers_new = _divide(centers_sum, weight, centers)
             mu = centers_new.astype(np.float64)
-            x_sq = np.einsum("i,ij,ij->", sample_weight.astype(np.float64), X.astype(np.float64),
-                             X.astype(np.float64))
-            sse = x_sq - float(weight.astype(np.float64) @ np.einsum("ij,ij->i", mu, mu))
+            norms = state.mstep_state
+            if not isinstance(norms, _WeightedSqNorm):  # called without init_state
+                norms = _WeightedSqNorm(X, sample_weight)
+            sse = norms.of(X, sample_weight) - float(
+                weight.astype(np.float64) @ np.einsum("ij,ij->i", mu, mu))
         else:
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
@@ -150,3 +157,23 @@ class SoftMStep(MStep):
         relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
         state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
         return centers_new
+
+
+class _WeightedSqNorm:
+    """``sum_n w_n ||x_n||^2`` in float64, computed once for the data the fit started with."""
+
+    def __init__(self, X, sample_weight):
+        self._data = (X, sample_weight)
+        self._value = None
+
+    def of(self, X, sample_weight):
+        if X is self._data[0] and sample_weight is self._data[1]:
+            if self._value is None:
+                self._value = _weighted_sq_norm(X, sample_weight)
+            return self._value
+        return _weighted_sq_norm(X, sample_weight)  # a mini-batch
+
+
+def _weighted_sq_norm(X, sample_weight):
+    row_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    return float(sample_weight.astype(np.float64) @ row_sq)

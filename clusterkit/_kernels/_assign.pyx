@@ -2,6 +2,7 @@
 import numpy as np
 
 from cython cimport floating
+from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log
 from cython.parallel cimport parallel, prange, threadid
 
@@ -187,12 +188,15 @@ cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
     """Turn squared distances into responsibilities in place; return the log normaliser.
 
     ``r_j = exp(-d2_j / (2 s2)) / sum_l exp(-d2_l / (2 s2))``, computed with the smallest
-    distance subtracted first (log-sum-exp shift). The return value is
+    distance subtracted first (log-sum-exp shift). Responsibilities below the dtype's smallest
+    normal number become 0: as subnormal numbers they would slow every later sum over them
+    (the M-step's) many times over for no visible change. The return value is
     ``log sum_l exp(-d2_l / (2 s2))``.
     """
     cdef Py_ssize_t j
     cdef floating d_min = row[0]
-    cdef double total = 0, e
+    cdef double total = 0, e, r
+    cdef double tiny = FLT_MIN if floating is float else DBL_MIN
     for j in range(1, n):
         if row[j] < d_min:
             d_min = row[j]
@@ -201,7 +205,8 @@ cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
         row[j] = <floating> e
         total += e
     for j in range(n):
-        row[j] = <floating> (row[j] / total)
+        r = row[j] / total
+        row[j] = <floating> r if r >= tiny else 0
     return <floating> (log(total) - d_min * inv_two_sigma2)
 
 
@@ -254,7 +259,8 @@ def responsibilities_full(const floating[:, ::1] X,        # IN
         distances and ``log_norm`` is left untouched (used when the variance is only known
         after the distances, vc-GMM eq. 12).
     resp : ndarray of shape (n_samples, n_clusters), dtype=floating
-        Output: ``r_nc = exp(-d2_nc / (2 sigma2)) / sum_c' exp(-d2_nc' / (2 sigma2))``.
+        Output: ``r_nc = exp(-d2_nc / (2 sigma2)) / sum_c' exp(-d2_nc' / (2 sigma2))``;
+        values below the dtype's smallest normal number are 0.
     labels : ndarray of shape (n_samples,), dtype=int32
         Output: nearest cluster (ties to the lowest index).
     min_dist2 : ndarray of shape (n_samples,), dtype=floating
@@ -311,7 +317,8 @@ def responsibilities_truncated(const floating[:, ::1] dist2,  # IN
     sigma2 : float
         Shared variance (> 0).
     resp : ndarray of shape (n_samples, n_winners), dtype=floating
-        Output: the softmax of ``-dist2 / (2 sigma2)`` over each row. May be ``dist2`` itself.
+        Output: the softmax of ``-dist2 / (2 sigma2)`` over each row, values below the dtype's
+        smallest normal number set to 0. May be ``dist2`` itself.
     log_norm : ndarray of shape (n_samples,), dtype=floating
         Output: ``log sum_{c in K(n)} exp(-d2_nc / (2 sigma2))``.
     n_threads : int

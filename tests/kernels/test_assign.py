@@ -109,6 +109,19 @@ def test_responsibilities_truncated_matches_reference(n_winners, dtype, n_thread
     np.testing.assert_array_equal(in_place, resp)
 
 
+def test_responsibilities_are_never_subnormal(dtype, n_threads):
+    """Responsibilities that would be subnormal are 0; the smallest normal ones are kept."""
+    tiny = float(np.finfo(dtype).tiny)
+    two_sigma2 = 2 * 2.5
+    # exp(-d2 / (2 sigma2)) relative to the best one: tiny / 4 and 4 * tiny
+    dist2 = np.array([[0, -two_sigma2 * np.log(tiny / 4)],
+                      [0, -two_sigma2 * np.log(4 * tiny)]], dtype)
+    resp = np.empty_like(dist2)
+    _assign.responsibilities_truncated(dist2, 2.5, resp, np.empty(2, dtype), n_threads)
+    assert resp[0, 0] == 1 and resp[0, 1] == 0
+    assert resp[1, 1] >= tiny
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (7, 5, 3), (300, 257, 65), (4, 3, 0)])
 def test_gemm_nt_matches_reference(m, n, k, dtype):
     rng = np.random.default_rng(4)
