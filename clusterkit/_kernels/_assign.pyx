@@ -195,13 +195,17 @@ cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
     """
     cdef Py_ssize_t j
     cdef floating d_min = row[0]
-    cdef double total = 0, e, r
+    cdef double total = 0, e, r, a
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
+    # exp(-a) < tiny / e beyond: its responsibility becomes 0 and, next to the best term
+    # (exp(0) = 1), it cannot change the total either, so exp is not even called
+    cdef double a_max = 88.5 if floating is float else 709.5
     for j in range(1, n):
         if row[j] < d_min:
             d_min = row[j]
     for j in range(n):
-        e = exp(-(row[j] - d_min) * inv_two_sigma2)
+        a = (row[j] - d_min) * inv_two_sigma2
+        e = exp(-a) if a <= a_max else 0
         row[j] = <floating> e
         total += e
     for j in range(n):

@@ -168,14 +168,20 @@ def accumulate_soft(const floating[:, ::1] X,              # IN
     """
     cdef Py_ssize_t n_winners = winners.shape[1], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers_sum.shape[0]
-    cdef Py_ssize_t j, p, e, i, k
+    cdef Py_ssize_t n_samples = X.shape[0]
+    cdef Py_ssize_t j, p, e, i, k, m
     cdef floating w, wsum
     cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
-    cdef const int[::1] flat = np.asarray(winners).reshape(-1)
-    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 1, dtype=np.intp)
-    cdef Py_ssize_t[::1] order = np.empty(flat.shape[0], dtype=np.intp)
+    # entries left out (see Notes) go to an extra key n_clusters that no cluster reads
+    cdef int[::1] keys = np.empty(n_samples * n_winners, dtype=np.int32)
+    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 2, dtype=np.intp)
+    cdef Py_ssize_t[::1] order = np.empty(n_samples * n_winners, dtype=np.intp)
     with nogil:
-        _counting_sort(flat, n_clusters, starts, order)
+        for i in range(n_samples):
+            for m in range(n_winners):
+                w = sample_weight[i] * resp[i, m]
+                keys[i * n_winners + m] = winners[i, m] if w >= tiny else <int> n_clusters
+        _counting_sort(keys, n_clusters + 1, starts, order)
         for j in prange(n_clusters, schedule="static", num_threads=n_threads):
             wsum = 0
             for k in range(n_features):
@@ -184,8 +190,6 @@ def accumulate_soft(const floating[:, ::1] X,              # IN
                 e = order[p]
                 i = e // n_winners
                 w = sample_weight[i] * resp[i, e - i * n_winners]
-                if w < tiny:  # see Notes
-                    continue
                 wsum = wsum + w
                 for k in range(n_features):
                     centers_sum[j, k] += w * X[i, k]
