@@ -197,8 +197,8 @@ cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
     cdef floating d_min = row[0]
     cdef double total = 0, e, r, a
     cdef double tiny = FLT_MIN if floating is float else DBL_MIN
-    # exp(-a) < tiny / e beyond: its responsibility becomes 0 and, next to the best term
-    # (exp(0) = 1), it cannot change the total either, so exp is not even called
+    # beyond a_max, exp(-a) < tiny / 2: its responsibility becomes 0 and, next to the best
+    # term (exp(0) = 1), it cannot change the total either, so exp is not even called
     cdef double a_max = 88.5 if floating is float else 709.5
     for j in range(1, n):
         if row[j] < d_min:
