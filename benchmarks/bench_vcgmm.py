@@ -36,6 +36,9 @@ none) and on the BIRCH grid with C = 4096 (N = 409,600), for these algorithms:
 
 All clusterkit algorithms are seeded with AFK-MC² (``--chain-length``, 2 by default), as in the
 paper; every one stops when the relative change of its objective is at most 1e-4 (Suppl. F).
+For Lloyd that objective is the quantization error; the paper stops k-means on its free energy
+(Lücke & Forster 2017), whose relative change is smaller by the ratio of ``D/2`` to ``|F|/N``
+(about 10-30 times here), so the Lloyd rows run more iterations than the paper's rule would.
 The coreset sizes are ``2^12 ... 2^16`` (``--sizes``); every configuration runs with
 ``--seeds`` random states. Wall times include everything a user waits for: for clusterkit the
 coreset, the seeding and the iterations (``compute_labels=False``, so not the final labelling
