@@ -159,20 +159,58 @@ def accumulate_soft(const floating[:, ::1] X,              # IN
 
     Notes
     -----
-    Costs ``O(N C' D)`` and ``O(N C' + C)`` extra integers. Contributions with
-    ``w_n r_nc`` below the dtype's smallest normal number (``1.2e-38`` for float32) are left
-    out: truncated responsibilities often underflow to such subnormal values, which hardly
-    change a sum but run at the processor's slow subnormal speed (they made the M-step five
-    times slower on mnist). A cluster that only gets such contributions has no weight and is
-    relocated. Assumes valid input.
+    Costs ``O(N C' D)``. Uses fixed blocks of rows or "owner computes" (``O(N C' + C)`` extra
+    integers) by the same rule as :func:`accumulate_hard`, so results are bit-identical for any
+    ``n_threads``. Contributions with ``w_n r_nc`` below the dtype's smallest normal number
+    (``1.2e-38`` for float32) are left out: truncated responsibilities often underflow to such
+    subnormal values, which hardly change a sum but run at the processor's slow subnormal
+    speed (they made the M-step five times slower on mnist). A cluster that only gets such
+    contributions has no weight and is relocated. Assumes valid input.
     """
+    if _blocks_fit(X.shape[0], centers_sum.shape[0], X.shape[1], sizeof(floating)):
+        _accumulate_soft_blocks(X, sample_weight, winners, resp, centers_sum,
+                                weight_in_clusters, n_threads)
+    else:
+        _accumulate_soft_owner(X, sample_weight, winners, resp, centers_sum,
+                               weight_in_clusters, n_threads)
+
+
+cdef _accumulate_soft_blocks(const floating[:, ::1] X, const floating[::1] sample_weight,
+                             const int[:, ::1] winners, const floating[:, ::1] resp,
+                             floating[:, ::1] centers_sum, floating[::1] weight_in_clusters,
+                             int n_threads):
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers_sum.shape[0], n_winners = winners.shape[1]
+    cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
+    cdef Py_ssize_t rows = _block_rows(n_samples, n_blocks)
+    cdef Py_ssize_t b, i, j, m
+    cdef floating w
+    cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    with nogil:
+        for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+            for i in range(b * rows, min((b + 1) * rows, n_samples)):
+                for m in range(n_winners):
+                    w = sample_weight[i] * resp[i, m]
+                    if w >= tiny:  # see accumulate_soft's Notes
+                        j = winners[i, m]
+                        _add_row(&sums[b, j, 0], &weights[b, j], &X[i, 0], w, n_features)
+        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters, n_threads)
+
+
+cdef _accumulate_soft_owner(const floating[:, ::1] X, const floating[::1] sample_weight,
+                            const int[:, ::1] winners, const floating[:, ::1] resp,
+                            floating[:, ::1] centers_sum, floating[::1] weight_in_clusters,
+                            int n_threads):
     cdef Py_ssize_t n_winners = winners.shape[1], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers_sum.shape[0]
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t j, p, e, i, k, m
     cdef floating w, wsum
     cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
-    # entries left out (see Notes) go to an extra key n_clusters that no cluster reads
+    # entries left out (accumulate_soft's Notes) go to an extra key that no cluster reads
     cdef int[::1] keys = np.empty(n_samples * n_winners, dtype=np.int32)
     cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 2, dtype=np.intp)
     cdef Py_ssize_t[::1] order = np.empty(n_samples * n_winners, dtype=np.intp)

@@ -100,3 +100,24 @@ def test_accumulate_soft_leaves_out_subnormal_contributions(dtype, n_threads):
     # cluster 2 only got 0 or subnormal responsibilities: no weight, so it will be relocated
     assert weight[2] == 0 and not sums[2].any()
     assert weight[3] == tiny and np.array_equal(sums[3], tiny * X[2])
+
+
+@pytest.mark.parametrize("n_samples", [700, 20_001])  # owner computes, fixed blocks
+def test_accumulate_soft_is_thread_invariant_and_skips_subnormals(n_samples, dtype):
+    X, w, _ = _data((n_samples, 3, 17), dtype, seed=4)
+    rng = np.random.default_rng(5)
+    winners = _winners(n_samples, 17, 3, rng)
+    resp = rng.random((n_samples, 3)).astype(dtype)
+    resp /= resp.sum(1, keepdims=True)
+    resp[::7, 2] = np.finfo(dtype).tiny / 8  # subnormal
+    out = []
+    for n_threads in (1, 2):
+        sums, weight = np.empty((17, 3), dtype), np.empty(17, dtype)
+        _mstep.accumulate_soft(X, w, winners, resp, sums, weight, n_threads)
+        out.append((sums, weight))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    sums_ref, weight_ref = ref.accumulate_soft(X, w, winners, resp, 17)
+    tol = rtol_for(dtype) * 10
+    np.testing.assert_allclose(out[0][0], sums_ref, rtol=tol, atol=tol * n_samples)
+    np.testing.assert_allclose(out[0][1], weight_ref, rtol=tol)
