@@ -411,19 +411,17 @@ class PartialEStep(EStep):
         if exact:
             return st
         seed_labels = state.seed_labels
-        if self.init == "exact":
+        from_seeding = (self.init == "seeding" and seed_labels is not None
+                        and len(seed_labels) == n_samples)
+        if self.init == "exact" or from_seeding:
             st.neighbourhoods = np.empty((n_clusters, G), dtype=np.int32)
             state.count("estep", _partial.neighbourhoods_exhaustive(
                 centers, st.neighbourhoods, state.n_threads))
             st.neighbourhood_centers = centers.copy()
-            st.winners, _ = _top_winners(X, centers, n_winners, state)
-        elif (self.init == "seeding" and seed_labels is not None
-                and len(seed_labels) == n_samples):
-            st.neighbourhoods = np.empty((n_clusters, G), dtype=np.int32)
-            state.count("estep", _partial.neighbourhoods_exhaustive(
-                centers, st.neighbourhoods, state.n_threads))
-            st.neighbourhood_centers = centers.copy()
-            st.winners = np.ascontiguousarray(st.neighbourhoods[seed_labels, :n_winners])
+            if from_seeding:
+                st.winners = np.ascontiguousarray(st.neighbourhoods[seed_labels, :n_winners])
+            else:
+                st.winners, _ = _top_winners(X, centers, n_winners, state)
         else:
             # Forster & Lücke (2018), Sec. 4: uniformly random K(n) and G_c
             rng = state.random_state
