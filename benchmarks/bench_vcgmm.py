@@ -28,6 +28,10 @@ none) and on the BIRCH grid with C = 4096 (N = 409,600), for these algorithms:
     vc-GMM with ``PartialEStep(init="exact")``: ``K(n)`` and ``G_c`` start from one exact
     pass (``N' C + C^2`` distances) instead of at random, so eq. 12's first variance is the
     seeds' own.
+``truncated GMM on LWCS``
+    vc-GMM's model on the same coreset from the same seeds, but with the exact truncated E-step
+    (the ``C' = G`` nearest of all ``C`` clusters, ``N' C`` distances per iteration): what the
+    neighbourhood search costs in error, next to "vc-GMM exact start".
 ``GMM from k-means++ result``
     the model of var-GMM-S and vc-GMM (isotropic GMM, shared variance, ``C' = G``) fitted with
     the exact truncated E-step on the full data, started from each scikit-learn solution: its
@@ -95,7 +99,8 @@ from _common import (RESULTS_PATH,  # noqa: E402
 HERE = Path(__file__).resolve().parent
 MIN_SAMPLES = 50_000
 BIRCH = "birch-grid-4096"
-ALGORITHMS = ("uniform + Lloyd", "LWCS + Lloyd", "var-GMM-S", "vc-GMM", "vc-GMM exact start")
+ALGORITHMS = ("uniform + Lloyd", "LWCS + Lloyd", "var-GMM-S", "vc-GMM", "vc-GMM exact start",
+              "truncated GMM on LWCS")
 GMM_FLOOR = "GMM from k-means++ result"
 TARGET_ETA, TARGET_SPEEDUP, TARGET_MARGIN = 0.12, 30.0, 0.01
 
@@ -138,6 +143,10 @@ def _make(name, n_clusters, size, args, random_state, chain_length, n_init_estep
                       n_explore=args.n_explore, n_init_esteps=n_init_esteps, **common)
     if name == "vc-GMM exact start":
         estep = PartialEStep(G=args.G, n_explore=args.n_explore, init="exact")
+        return Clusterer(n_clusters, seed=seed, reduce=LWCS(size), estep=estep, mstep="soft",
+                         **common)
+    if name == "truncated GMM on LWCS":
+        estep = TruncatedEStep(n_winners=args.G)
         return Clusterer(n_clusters, seed=seed, reduce=LWCS(size), estep=estep, mstep="soft",
                          **common)
     raise ValueError(name)
@@ -357,7 +366,7 @@ def plot(all_results, path):
     styles = {"k-means++ (sklearn)": ("k", "*"), "uniform + Lloyd": ("tab:gray", "v"),
               "LWCS + Lloyd": ("tab:blue", "s"), "var-GMM-S": ("tab:green", "D"),
               "vc-GMM": ("tab:red", "o"), "vc-GMM exact start": ("tab:orange", "^"),
-              GMM_FLOOR: ("tab:purple", "x")}
+              "truncated GMM on LWCS": ("tab:brown", "P"), GMM_FLOOR: ("tab:purple", "x")}
     for ax, (name, results) in zip(axes.flat, all_results.items()):
         for algo, (color, marker) in styles.items():
             pts = [r for r in results if r["algo"] == algo]
