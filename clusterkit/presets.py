@@ -290,7 +290,9 @@ def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_i
         Random exploratory clusters per sample and iteration (the paper's "+1"); ``0`` gives
         the paper's plain ``G`` settings.
     n_init_esteps : int, default=0
-        E-steps before the first M-step.
+        E-steps before the first M-step; they move the random ``K(n)`` towards each sample's
+        nearest clusters before eq. 12 sets the variance. The paper found them favourable on
+        RNA only (Suppl. F: two for ``G = 5``, four for ``G = 3+1``).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the AFK-MC² seeding,
         and ``chain_length`` is then unused).
