@@ -57,7 +57,10 @@ The coreset sizes are ``2^12 ... 2^16`` (``--sizes``); every configuration runs 
 ``--seeds`` random states. Wall times include everything a user waits for: for clusterkit the
 coreset, the seeding and the iterations (``compute_labels=False``, so not the final labelling
 pass of the full data; the paper leaves it out too), for scikit-learn its whole ``fit``. The
-quantization errors of all algorithms are computed afterwards, in float64, on the full data.
+tables give the median time over the seeds (robust to the slow spells of a shared machine),
+and at each coreset size the algorithms take turns seed by seed, so that such spells fall on
+all of them alike. The quantization errors of all algorithms are computed afterwards, in
+float64, on the full data.
 Distance evaluations are clusterkit's counters (coreset + seeding + E-steps); scikit-learn's
 are estimated as ``N + (C-1) L N`` for greedy k-means++ with ``L = 2 + floor(ln C)`` trials plus
 ``N C`` per Lloyd iteration and for its final labelling pass.
@@ -271,33 +274,39 @@ def bench_dataset(name, n_clusters, X, args):
         results.append(_summary(GMM_FLOOR, None, runs, q_ref))
         print(f"[{name}] {GMM_FLOOR}: eta {100 * results[-1]['eta']:+.2f}%", flush=True)
 
-    sizes = list(args.sizes) + (list(args.birch_extra_sizes) if name.startswith("birch-grid")
-                                else [])
-    configs = []
-    for algo in args.algorithms:
-        if algo == "var-GMM-S":
-            configs.append((algo, None))
-        else:
-            configs += [(algo, 2 ** k) for k in sizes if 2 ** k < n_samples]
+    algorithms = list(args.algorithms)
     if X.shape[1] > args.kpp_max_features:
         print(f"[{name}] rows '{KPP[2:]}' skipped: D={X.shape[1]} > --kpp-max-features",
               flush=True)
-        configs = [(algo, size) for algo, size in configs if not algo.endswith(KPP)]
-    for algo, size in configs:
-        if size is not None and size < n_clusters:
-            print(f"[{name}] {algo} N'={size}: skipped (N' < C)", flush=True)
+        algorithms = [algo for algo in algorithms if not algo.endswith(KPP)]
+    sizes = [2 ** k for k in list(args.sizes) + (list(args.birch_extra_sizes)
+                                                 if name.startswith("birch-grid") else [])]
+    groups = [[("var-GMM-S", None)]] if "var-GMM-S" in algorithms else []
+    for size in sizes:
+        if size >= n_samples or size < n_clusters:
+            print(f"[{name}] N'={size}: skipped (N' >= N or N' < C)", flush=True)
             continue
-        runs = []
+        groups.append([(algo, size) for algo in algorithms if algo != "var-GMM-S"])
+    by_config = {}
+    for group in groups:
+        # the algorithms of one coreset size take turns, seed by seed, so that the machine's
+        # slow spells fall on all of them alike
         for seed in seeds:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # AFK-MC2 duplicates etc.
-                centers, seconds, evals, n_iter = _run_clusterkit(
-                    X, algo, n_clusters, size, args, seed, chain_length, n_init_esteps)
-            runs.append((qe(centers), seconds, evals, n_iter))
-        res = _summary(algo, size, runs, q_ref)
-        results.append(res)
-        print(f"[{name}] {algo} N'={size}: eta {100 * res['eta']:+.2f}%, "
-              f"{res['seconds']:.3f} s, {res['n_iter']:.1f} it.", flush=True)
+            for algo, size in group:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # AFK-MC2 duplicates etc.
+                    centers, seconds, evals, n_iter = _run_clusterkit(
+                        X, algo, n_clusters, size, args, seed, chain_length, n_init_esteps)
+                by_config.setdefault((algo, size), []).append(
+                    (qe(centers), seconds, evals, n_iter))
+        for algo, size in group:
+            res = _summary(algo, size, by_config[algo, size], q_ref)
+            results.append(res)
+            print(f"[{name}] {algo} N'={size}: eta {100 * res['eta']:+.2f}%, "
+                  f"{res['seconds']:.3f} s, {res['n_iter']:.1f} it.", flush=True)
+    # the table lists each algorithm's sizes together
+    order = {algo: i for i, algo in enumerate([GMM_FLOOR] + algorithms)}
+    results[1:] = sorted(results[1:], key=lambda r: (order[r["algo"]], r["size"] or 0))
     t_ref = results[0]["seconds"]
     e_ref = results[0]["evals"]
     for res in results:
@@ -310,7 +319,7 @@ def _summary(algo, size, runs, q_ref):
     etas = [r[0] / q_ref - 1 for r in runs]
     eta, eta_sem = _mean_sem(etas)
     return {"algo": algo, "size": size, "eta": eta, "eta_sem": eta_sem,
-            "seconds": float(np.mean([r[1] for r in runs])),
+            "seconds": float(np.median([r[1] for r in runs])),
             "evals": float(np.mean([r[2] for r in runs])),
             "n_iter": float(np.mean([r[3] for r in runs])),
             "qe": float(np.mean([r[0] for r in runs]))}
@@ -535,8 +544,9 @@ def main(argv=None):
         f"E-steps, only on data with D <= {args.kpp_max_features}.",
         "eta = Q / mean(Q of scikit-learn's k-means++ over the seeds) - 1, Q on the full data; "
         "± is the standard error over the seeds.",
-        "Times are means over the seeds; clusterkit times include coreset and seeding, not "
-        "the final labelling pass (compute_labels=False).",
+        "Times are medians over the seeds; at each coreset size the algorithms take turns "
+        "seed by seed. clusterkit times include coreset and seeding, not the final labelling "
+        "pass (compute_labels=False).",
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} for both libraries (see the "
         "comment at the top of the script).",
     ]
