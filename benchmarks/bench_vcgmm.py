@@ -44,26 +44,25 @@ none) and on the BIRCH grid with C = 4096 (N = 409,600), for these algorithms:
     ``eta`` is what the model's own optimum costs near the best k-means solution
     (``--no-gmm-floor`` skips it).
 
-All clusterkit algorithms are seeded with AFK-MC² (``--chain-length``, 2 by default), as in the
-paper, which used chains of 20 for RNA (``cod_rna_trn_tst`` here, ``--chain-length-for``) and
-found initial E-steps favourable there only (Suppl. F: four for ``G = 3+1``, two for ``G = 5``);
-var-GMM-S and vc-GMM (``G = 5+1``) run four on ``cod_rna_trn_tst`` (``--init-esteps-for``) and
-none elsewhere. Every algorithm stops when the relative change of its objective is at most
-1e-4 (Suppl. F). For Lloyd that objective is the quantization error; the paper stops k-means
-on its free energy (Lücke & Forster 2017), whose relative change is smaller by the ratio of
-``D/2`` to ``|F|/N`` (about 10-30 times here), so the Lloyd rows run more iterations than the
-paper's rule would.
-The coreset sizes are ``2^12 ... 2^16`` (``--sizes``); every configuration runs with
-``--seeds`` random states. Wall times include everything a user waits for: for clusterkit the
-coreset, the seeding and the iterations (``compute_labels=False``, so not the final labelling
-pass of the full data; the paper leaves it out too), for scikit-learn its whole ``fit``. The
-tables give the median time over the seeds (robust to the slow spells of a shared machine),
-and at each coreset size the algorithms take turns seed by seed, so that such spells fall on
-all of them alike. The quantization errors of all algorithms are computed afterwards, in
-float64, on the full data.
-Distance evaluations are clusterkit's counters (coreset + seeding + E-steps); scikit-learn's
-are estimated as ``N + (C-1) L N`` for greedy k-means++ with ``L = 2 + floor(ln C)`` trials plus
-``N C`` per Lloyd iteration and for its final labelling pass.
+All clusterkit algorithms but the two "k-means++ seeds" rows are seeded with AFK-MC²
+(``--chain-length``, 2 by default), as in the paper, which used chains of 20 for RNA
+(``cod_rna_trn_tst`` here, ``--chain-length-for``) and found initial E-steps favourable there
+only (Suppl. F: four for ``G = 3+1``, two for ``G = 5``); var-GMM-S and vc-GMM (``G = 5+1``)
+run four on ``cod_rna_trn_tst`` (``--init-esteps-for``) and none elsewhere. Every algorithm
+stops when the relative change of its objective is at most 1e-4 (Suppl. F). For Lloyd that
+objective is the quantization error; the paper stops k-means on its free energy (Lücke &
+Forster 2017), whose relative change is smaller by the ratio of ``D/2`` to ``|F|/N`` (about
+10-30 times here), so the Lloyd rows run more iterations than the paper's rule would. The
+coreset sizes are ``2^12 ... 2^16`` (``--sizes``); every configuration runs with ``--seeds``
+random states. Wall times include everything a user waits for: for clusterkit the coreset, the
+seeding and the iterations (``compute_labels=False``, so not the final labelling pass of the
+full data; the paper leaves it out too), for scikit-learn its whole ``fit``. The tables give
+the median time over the seeds (robust to the slow spells of a shared machine), and at each
+coreset size the algorithms take turns seed by seed, so that such spells fall on all of them
+alike. The quantization errors of all algorithms are computed afterwards, in float64, on the
+full data. Distance evaluations are clusterkit's counters (coreset + seeding + E-steps);
+scikit-learn's are estimated as ``N + (C-1) L N`` for greedy k-means++ with ``L = 2 + floor(ln
+C)`` trials plus ``N C`` per Lloyd iteration and for its final labelling pass.
 
 Targets (the issue's acceptance criteria): vc-GMM (G=5) at some coreset size with
 ``eta <= +12 %`` runs at least 30x faster than scikit-learn; at equal coreset size vc-GMM's
