@@ -141,6 +141,8 @@ class DataReducer(_Strategy, ABC):
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
+            The training data as given (the driver centres only what the reducer returns,
+            so that a reduced fit never copies the full data).
         sample_weight : ndarray of shape (n_samples,)
         state : FitState
             Reads ``random_state``; add distance evaluations with

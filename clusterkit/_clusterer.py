@@ -28,6 +28,29 @@ _MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
 _SCHEDULES = {"full": FullBatch}
 
 
+# Bytes of data centred at a time by the labelling passes over data in the user's coordinates.
+_LABEL_BLOCK_BYTES = 8 << 20
+
+
+def _nearest(X, x_mean, centers, n_threads):
+    """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
+
+    ``centers`` live in the frame centred on ``x_mean``; ``X`` is centred a block of rows at
+    a time, so that no centred copy of the whole data exists. Rows are independent in the
+    kernel, so the result equals that of ``X - x_mean`` in one piece.
+    """
+    n_samples = X.shape[0]
+    block = max(1, _LABEL_BLOCK_BYTES // (X.shape[1] * X.itemsize))
+    labels = np.empty(n_samples, dtype=np.int32)
+    dist2 = np.empty(n_samples, dtype=X.dtype)
+    n_evals = 0
+    for start in range(0, n_samples, block):
+        stop = min(start + block, n_samples)
+        n_evals += _assign.assign_full(X[start:stop] - x_mean, centers, labels[start:stop],
+                                       dist2[start:stop], n_threads)
+    return labels, dist2, n_evals
+
+
 def _resolve(value, name, base, aliases, default):
     """A strategy object from an instance, a string alias or ``None`` (the default)."""
     if value is None:
@@ -247,16 +270,13 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
             verbose=self.verbose)
-        Xc = X - x_mean
-        flat = Xc.reshape(-1)
-        variance = float(np.dot(flat, flat)) / flat.size  # the mean per-feature variance
-        state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
         with threadpool_limits(limits=1, user_api="blas"):
-            centers = self._run(Xc, sample_weight, seeder, reducer, estep, mstep, schedule, state,
+            centers = self._run(X, sample_weight, seeder, reducer, estep, mstep, schedule, state,
                                 x_mean)
             if self.compute_labels:
-                self.labels_, dist2 = self._assign(Xc, centers, state)
-                self.inertia_ = float(sample_weight.astype(np.float64) @ dist2)
+                self.labels_, dist2, n_evals = _nearest(X, x_mean, centers, state.n_threads)
+                state.count("labels", n_evals)
+                self.inertia_ = float(sample_weight.astype(np.float64) @ dist2.astype(np.float64))
         self.cluster_centers_ = centers + x_mean
         self._x_mean = x_mean
         self.cost_ = dict(state.cost)
@@ -269,9 +289,16 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _run(self, X, sample_weight, seeder, reducer, estep, mstep, schedule, state, x_mean):
         """The driver loop: the papers' pseudo-code, one strategy call per step."""
-        # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
+        # Coreset construction (Hirschberger et al., Alg. 1 line 1) on the data as given;
+        # identity by default.
         X, sample_weight = reducer.reduce(X, sample_weight, state)
         check_n_clusters(self.n_clusters, X.shape[0])
+        # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
+        # full data; centring keeps float32 distances accurate far from the origin.
+        X = X - x_mean
+        flat = X.reshape(-1)
+        variance = float(np.dot(flat, flat)) / flat.size  # the mean per-feature variance
+        state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
                                        dtype=X.dtype)
@@ -316,13 +343,6 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             return self.callback(dict(info, centers=centers)) is True
         return False
 
-    def _assign(self, X, centers, state):
-        """Exact nearest-centre labels of ``X`` (counted as the "labels" phase)."""
-        labels = np.empty(X.shape[0], dtype=np.int32)
-        dist2 = np.empty(X.shape[0], dtype=X.dtype)
-        state.count("labels", _assign.assign_full(X, centers, labels, dist2, state.n_threads))
-        return labels, dist2.astype(np.float64)
-
     # -- using a fitted model ----------------------------------------------------------------
 
     def _check_test_data(self, X):
@@ -333,12 +353,10 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
     def _labels_dist2(self, X):
         X = self._check_test_data(X)
         n_threads = effective_n_threads(self.n_threads)
+        x_mean = self._x_mean.astype(X.dtype)
         centers = np.ascontiguousarray(self.cluster_centers_ - self._x_mean, dtype=X.dtype)
-        labels = np.empty(X.shape[0], dtype=np.int32)
-        dist2 = np.empty(X.shape[0], dtype=X.dtype)
         with threadpool_limits(limits=1, user_api="blas"):
-            _assign.assign_full(X - self._x_mean.astype(X.dtype), centers, labels,
-                                dist2, n_threads)
+            labels, dist2, _ = _nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
 
     def predict(self, X):

@@ -29,7 +29,8 @@ class FitState:
     sigma2 : float or None
         Shared variance of the isotropic GMM (soft fits); ``None`` until the first E-step.
     sigma2_floor : float
-        Smallest variance allowed (``1e-12`` times the data's variance per dimension).
+        Smallest variance allowed (``1e-12`` times the variance per dimension of the data
+        the fit runs on).
     seed_labels : ndarray of shape (n_samples,) or None
         Index of each sample's nearest seed, if the seeder computed it on the data the fit
         runs on (k-means++ does, as a by-product); E-steps may start from it.

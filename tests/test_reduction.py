@@ -1,12 +1,13 @@
 """Data reducers: NoReduction passes through, LWCS draws an unbiased weighted coreset."""
 import pickle
+import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 
-from clusterkit import LWCS, Clusterer, FitState, NoReduction
+from clusterkit import LWCS, Clusterer, FitState, NoReduction, _clusterer
 from clusterkit._reduction import _sensitivity
 from clusterkit.metrics import quantization_error
 
@@ -172,6 +173,30 @@ def test_fit_on_coreset_labels_and_inertia_refer_to_the_full_data():
     assert not hasattr(lazy, "labels_") and not hasattr(lazy, "inertia_")
     assert lazy.cost_["labels"] == 0
     np.testing.assert_array_equal(lazy.cluster_centers_, km.cluster_centers_)
+
+
+def test_coreset_fit_never_copies_the_full_data():
+    # only the coreset is centred, and the labelling pass centres blocks of rows
+    X = _data(200_000, d=32)
+    tracemalloc.start()
+    try:
+        Clusterer(8, reduce=LWCS(2**12), random_state=0).fit(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.75 * X.nbytes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blockwise_labelling_equals_one_pass(monkeypatch, dtype):
+    X = _data(2001, d=12, dtype=dtype) + 1e3  # far from the origin: centring matters
+    whole = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
+    monkeypatch.setattr(_clusterer, "_LABEL_BLOCK_BYTES", 5000)  # 52 or 104 rows
+    blocks = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
+    np.testing.assert_array_equal(blocks.labels_, whole.labels_)
+    assert blocks.inertia_ == whole.inertia_
+    np.testing.assert_array_equal(blocks.predict(X), whole.labels_)
+    assert blocks.cost_ == whole.cost_
 
 
 def test_user_weights_compose_with_coreset_weights():
