@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 from ._base import DataReducer, EStep, MStep, Schedule, Seeder
 from ._estep import FullEStep
 from ._kernels import _assign
+from ._kernels._dist import TILE_ROWS
 from ._kernels._openmp import effective_n_threads
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import NoReduction
@@ -36,11 +37,12 @@ def _nearest(X, x_mean, centers, n_threads):
     """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
 
     ``centers`` live in the frame centred on ``x_mean``; ``X`` is centred a block of rows at
-    a time, so that no centred copy of the whole data exists. Rows are independent in the
+    a time, so that no centred copy of the whole data exists. Blocks are whole tiles of the
     kernel, so the result equals that of ``X - x_mean`` in one piece.
     """
     n_samples = X.shape[0]
-    block = max(1, _LABEL_BLOCK_BYTES // (X.shape[1] * X.itemsize))
+    row_bytes = X.shape[1] * X.itemsize
+    block = max(1, _LABEL_BLOCK_BYTES // (row_bytes * TILE_ROWS)) * TILE_ROWS
     labels = np.empty(n_samples, dtype=np.int32)
     dist2 = np.empty(n_samples, dtype=X.dtype)
     n_evals = 0

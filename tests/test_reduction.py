@@ -191,7 +191,7 @@ def test_coreset_fit_never_copies_the_full_data():
 def test_blockwise_labelling_equals_one_pass(monkeypatch, dtype):
     X = _data(2001, d=12, dtype=dtype) + 1e3  # far from the origin: centring matters
     whole = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
-    monkeypatch.setattr(_clusterer, "_LABEL_BLOCK_BYTES", 5000)  # 52 or 104 rows
+    monkeypatch.setattr(_clusterer, "_LABEL_BLOCK_BYTES", 1)  # one tile per block
     blocks = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
     np.testing.assert_array_equal(blocks.labels_, whole.labels_)
     assert blocks.inertia_ == whole.inertia_

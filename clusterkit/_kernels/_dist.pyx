@@ -1,6 +1,12 @@
 """Tables of the centres that the chunked distance kernels share."""
 import numpy as np
 
+from ._dist cimport CHUNK_SIZE
+
+#: Rows per tile of the chunked kernels; callers that split the data themselves cut at
+#: multiples of it, so that every tile (and so every result) stays the same.
+TILE_ROWS = CHUNK_SIZE
+
 
 def center_tables(centers):
     """Squared norms and a transposed copy of the centres, as ``_dist2_tile`` needs them.
