@@ -318,8 +318,8 @@ def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_i
     greedy k-means++ on the coreset (``seed=KMeansPlusPlus(15)``) costs more,
     ``O(C L N' D)`` for ``L`` candidates, but it also starts ``K(n)`` and ``G_c`` from each
     point's nearest seed instead of at random, and in ``benchmarks/bench_vcgmm.py`` it lowered
-    the error a lot: on the BIRCH grid (``C = 4096``, ``N' = 2^17``) from +52 % to +4.3 %
-    above scikit-learn's k-means++, and on cod_rna (``N' = 2^14``) from +19 % to +8.0 %. On
+    the error a lot: on the BIRCH grid (``C = 4096``, ``N' = 2^17``) from +54 % to +4.0 %
+    above scikit-learn's k-means++, and on cod_rna (``N' = 2^14``) from +17 % to +8.1 %. On
     mnist (784 features) it would take longer than the whole fit.
 
     Examples
