@@ -38,7 +38,8 @@ def _nearest(X, x_mean, centers, n_threads):
 
     ``centers`` live in the frame centred on ``x_mean``; ``X`` is centred a block of rows at
     a time, so that no centred copy of the whole data exists. Blocks are whole tiles of the
-    kernel, so the result equals that of ``X - x_mean`` in one piece.
+    kernel, so the result equals that of ``X - x_mean`` in one piece. ``x_mean=None``: ``X``
+    is centred already and is read in place.
     """
     n_samples = X.shape[0]
     row_bytes = X.shape[1] * X.itemsize
@@ -48,8 +49,9 @@ def _nearest(X, x_mean, centers, n_threads):
     n_evals = 0
     for start in range(0, n_samples, block):
         stop = min(start + block, n_samples)
-        n_evals += _assign.assign_full(X[start:stop] - x_mean, centers, labels[start:stop],
-                                       dist2[start:stop], n_threads)
+        rows = X[start:stop] if x_mean is None else X[start:stop] - x_mean
+        n_evals += _assign.assign_full(rows, centers, labels[start:stop], dist2[start:stop],
+                                       n_threads)
     return labels, dist2, n_evals
 
 
@@ -273,10 +275,12 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
             verbose=self.verbose)
         with threadpool_limits(limits=1, user_api="blas"):
-            centers = self._run(X, sample_weight, seeder, reducer, estep, mstep, schedule, state,
-                                x_mean)
+            centers, X_centred = self._run(X, sample_weight, seeder, reducer, estep, mstep,
+                                           schedule, state, x_mean)
             if self.compute_labels:
-                self.labels_, dist2, n_evals = _nearest(X, x_mean, centers, state.n_threads)
+                # the fit's own centred copy when it ran on all the data, else block by block
+                data, mean = (X, x_mean) if X_centred is None else (X_centred, None)
+                self.labels_, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)
                 state.count("labels", n_evals)
                 self.inertia_ = float(sample_weight.astype(np.float64) @ dist2.astype(np.float64))
         self.cluster_centers_ = centers + x_mean
@@ -290,10 +294,16 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _run(self, X, sample_weight, seeder, reducer, estep, mstep, schedule, state, x_mean):
-        """The driver loop: the papers' pseudo-code, one strategy call per step."""
+        """The driver loop: the papers' pseudo-code, one strategy call per step.
+
+        Returns the centres and the centred training data if the fit ran on all of it (no
+        reduction), else ``None``.
+        """
         # Coreset construction (Hirschberger et al., Alg. 1 line 1) on the data as given;
         # identity by default.
+        X_given = X
         X, sample_weight = reducer.reduce(X, sample_weight, state)
+        reduced = X is not X_given
         check_n_clusters(self.n_clusters, X.shape[0])
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
         # full data; centring keeps float32 distances accurate far from the origin.
@@ -325,7 +335,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
             if stop_requested or schedule.should_stop(state, self.tol):
                 break
-        return centers
+        return centers, (None if reduced else X)
 
     def _record(self, iteration, assignment, sample_weight, centers, state):
         """Append the iteration to the history, report it; ``True`` if the callback stops."""
