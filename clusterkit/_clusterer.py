@@ -108,8 +108,10 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
     max_iter : int, default=300
         Maximum number of iterations (E-step plus M-step).
     tol : float, default=1e-4
-        Stop when the objective changes by at most ``tol`` relative to its value.
-        ``tol=0`` runs until the objective stops changing or ``max_iter``.
+        Stop when the objective changes by at most ``tol`` relative to its value (a hard
+        fit's quantization error counts as at least its rounding level, so a fit with more
+        clusters than distinct points stops). ``tol=0`` runs until the objective stops
+        changing or ``max_iter``.
     random_state : int, RandomState instance or None, default=None
         Seeds every random choice of the fit (seeding, reduction, exploration).
     n_threads : int or None, default=None
@@ -311,6 +313,8 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         flat = X.reshape(-1)
         variance = float(np.dot(flat, flat)) / flat.size  # the mean per-feature variance
         state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
+        state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]
+                               * float(sample_weight.sum(dtype=np.float64)))
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
                                        dtype=X.dtype)

@@ -31,6 +31,11 @@ class FitState:
     sigma2_floor : float
         Smallest variance allowed (``1e-12`` times the variance per dimension of the data
         the fit runs on).
+    qe_resolution : float
+        Quantization error indistinguishable from zero at the fit's precision: the dtype's
+        machine epsilon times the total sample weight times the mean squared norm of the
+        (centred) data the fit runs on. Hard objectives below it are rounding noise (see
+        ``Schedule.should_stop``).
     seed_labels : ndarray of shape (n_samples,) or None
         Index of each sample's nearest seed, if the seeder computed it on the data the fit
         runs on (k-means++ does, as a by-product); E-steps may start from it.
@@ -45,7 +50,7 @@ class FitState:
     """
 
     def __init__(self, *, n_clusters, n_features, dtype, random_state, n_threads, soft,
-                 sigma2_floor=0.0, verbose=0):
+                 sigma2_floor=0.0, qe_resolution=0.0, verbose=0):
         self.n_clusters = n_clusters
         self.n_features = n_features
         self.dtype = np.dtype(dtype)
@@ -54,6 +59,7 @@ class FitState:
         self.soft = soft
         self.sigma2 = None
         self.sigma2_floor = sigma2_floor
+        self.qe_resolution = qe_resolution
         self.verbose = verbose
         self.seed_labels = None
         self.estep_state = None

@@ -85,6 +85,21 @@ def test_kmeans_objective_never_increases(dtype):
     assert np.all(np.diff(qe) <= slack)
 
 
+def test_kmeans_stops_at_rounding_level_with_more_clusters_than_points(dtype):
+    # 59 distinct points, weighted duplicates, 64 clusters: the error falls to rounding noise,
+    # whose changes can cycle between two values; the fit must stop there, not at max_iter
+    rng = np.random.default_rng(3)
+    points = rng.uniform(0, 45, size=(59, 2))
+    X = np.repeat(points, 2, axis=0).astype(dtype)
+    w = rng.uniform(0.5, 2.0, size=len(X))
+    for seed in range(3):
+        with pytest.warns(RuntimeWarning, match="duplicate"):
+            km = Clusterer(64, seed=AFKMC2(chain_length=2), random_state=seed).fit(
+                X, sample_weight=w)
+        assert km.n_iter_ < 30
+        assert km.inertia_ <= 1e-6 * float(np.sum(w[:, None] * (X - X.mean(0)) ** 2))
+
+
 def test_soft_em_log_likelihood_never_decreases(dtype):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(2000, 3)).astype(dtype)
