@@ -16,8 +16,12 @@ from libc.math cimport sqrt
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide, ck_prefetch_row
 from ._select cimport _push
+
+# Entries per block of the exhaustive neighbourhood selection (see _exhaustive_chunk).
+cdef enum:
+    SELECT_BLOCK = 64
 
 
 cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_features)
@@ -198,6 +202,11 @@ cdef void _estimate_cluster(int c,
     cdef double d
     for m in range(n_members):
         n = members[m]
+        # the members' rows are scattered over the arrays: fetch the next one's early
+        if m + 1 < n_members:
+            p = members[m + 1] * max_cand
+            ck_prefetch_row(cand + p, max_cand * sizeof(int))
+            ck_prefetch_row(cand_dist2 + p, max_cand * sizeof(floating))
         for k in range(n_cand[n]):
             j = cand[n * max_cand + k]
             if j == c:
@@ -312,7 +321,7 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
             order[fill[labels[i]]] = i
             fill[labels[i]] += 1
         with parallel(num_threads=n_threads):
-            for c in prange(n_clusters, schedule="dynamic"):
+            for c in prange(n_clusters, schedule="dynamic", chunksize=16):
                 if offsets[c + 1] > offsets[c]:
                     t = threadid()
                     _estimate_cluster(<int> c, &order[offsets[c]], offsets[c + 1] - offsets[c],
@@ -323,6 +332,34 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
     return 0
 
 
+cdef inline void _nearest_others(const floating* row,  # IN  (n_clusters,) orders like d2(mu_c, .)
+                                 Py_ssize_t n_clusters,
+                                 Py_ssize_t c,
+                                 Py_ssize_t n_keep,
+                                 floating* vals,        # TMP (n_keep,)
+                                 int* idx) noexcept nogil:  # OUT (n_keep,)
+    """The ``n_keep`` smallest entries of ``row`` other than ``c``, ascending, ties to the lower
+    index (``1 <= n_keep < n_clusters``)."""
+    cdef Py_ssize_t block, b, b_end, j, n_filled = 0
+    cdef floating worst
+    cdef int n_below
+    for block in range((n_clusters + SELECT_BLOCK - 1) // SELECT_BLOCK):
+        b = block * SELECT_BLOCK
+        b_end = min(b + SELECT_BLOCK, n_clusters)
+        # Once n_keep are kept, a block with no entry strictly below the worst kept cannot
+        # change them (its indices are all larger): one vectorised count skips it.
+        if n_filled == n_keep:
+            worst = vals[n_keep - 1]
+            n_below = 0
+            for j in range(b, b_end):
+                n_below += row[j] < worst
+            if n_below == 0:
+                continue
+        for j in range(b, b_end):
+            if j != c:
+                _push(vals, idx, &n_filled, n_keep, row[j], <int> j)
+
+
 cdef void _exhaustive_chunk(const floating* centers,         # IN  (n_clusters, n_features)
                             Py_ssize_t first_row,
                             Py_ssize_t n_rows,
@@ -330,23 +367,20 @@ cdef void _exhaustive_chunk(const floating* centers,         # IN  (n_clusters, 
                             const floating* centers_T,       # IN  (n_features, n_clusters)
                             const floating* centers_sqnorm,  # IN  (n_clusters,)
                             Py_ssize_t n_clusters,
-                            floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
+                            floating* tile,                  # TMP (n_rows, n_clusters)
                             floating* vals,                  # TMP (G,)
                             int* neighbourhoods,             # OUT (n_rows, G)
                             Py_ssize_t G) noexcept nogil:
-    cdef Py_ssize_t r, j, c, n_filled
-    cdef floating* row
+    cdef Py_ssize_t r, c
     # gemm path: rows hold ||mu_j||^2 - 2 mu_c.mu_j, which orders j exactly like d2(mu_c, mu_j)
     _dist2_tile(centers + first_row * n_features, n_rows, n_features, centers, centers_T,
                 centers_sqnorm, n_clusters, tile)
     for r in range(n_rows):
         c = first_row + r
-        row = tile + r * n_clusters
-        n_filled = 0
-        for j in range(n_clusters):
-            if j != c:
-                _push(vals, neighbourhoods + r * G + 1, &n_filled, G - 1, row[j], <int> j)
         neighbourhoods[r * G] = <int> c
+        if G > 1:
+            _nearest_others(tile + r * n_clusters, n_clusters, c, G - 1, vals,
+                            neighbourhoods + r * G + 1)
 
 
 def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
@@ -371,11 +405,13 @@ def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
 
     Notes
     -----
-    Chunks of ``CHUNK_SIZE`` centres against all centres, like
-    :func:`clusterkit._kernels._assign.assign_full`; memory one ``CHUNK_SIZE x n_clusters``
-    tile per thread. ``c`` is put first explicitly, so duplicated centres cannot push a
-    cluster out of its own neighbourhood. Results do not depend on ``n_threads``. Assumes
-    valid input.
+    Chunks of centres against all centres, like
+    :func:`clusterkit._kernels._assign.assign_full`, but with at most 256 KiB of distances
+    per chunk (one tile per thread), so that every row is still in cache when its
+    ``G - 1`` nearest are selected; the selection skips, with one vectorised count, each block
+    of 64 entries that holds nothing below the worst kept so far. ``c`` is put first
+    explicitly, so duplicated centres cannot push a cluster out of its own neighbourhood.
+    Results do not depend on ``n_threads``. Assumes valid input.
 
     References
     ----------
@@ -384,7 +420,10 @@ def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
     """
     cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1]
     cdef Py_ssize_t G = neighbourhoods.shape[1]
-    cdef Py_ssize_t n_chunks = (n_clusters + CHUNK_SIZE - 1) // CHUNK_SIZE
+    # tiles of at most 256 KiB, so that each row is still in cache when it is searched
+    cdef Py_ssize_t rows = max(1, min(<Py_ssize_t> CHUNK_SIZE,
+                                      (1 << 18) // (max(n_clusters, 1) * sizeof(floating))))
+    cdef Py_ssize_t n_chunks = (n_clusters + rows - 1) // rows
     cdef Py_ssize_t c, start, end
     if n_clusters == 0:
         return 0
@@ -393,12 +432,12 @@ def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
     sqnorm, transposed = center_tables(centers)
     cdef floating[::1] centers_sqnorm = sqnorm
     cdef floating[:, ::1] centers_T = transposed
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef floating[:, :, ::1] tiles = np.empty((n_threads, rows, n_clusters), dtype=dtype)
     cdef floating[:, ::1] vals = np.empty((n_threads, G), dtype=dtype)
     with nogil, parallel(num_threads=n_threads):
         for c in prange(n_chunks, schedule="static"):
-            start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_clusters)
+            start = c * rows
+            end = min(start + rows, n_clusters)
             _exhaustive_chunk(&centers[0, 0], start, end - start, n_features, &centers_T[0, 0],
                               &centers_sqnorm[0], n_clusters, &tiles[threadid(), 0, 0],
                               &vals[threadid(), 0], &neighbourhoods[start, 0], G)

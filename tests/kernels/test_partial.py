@@ -204,6 +204,19 @@ def test_neighbourhoods_exhaustive_matches_reference(dtype, n_features, n_cluste
     assert_array_equal(again, result)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_features", [2, 12])
+def test_neighbourhoods_exhaustive_ties_go_to_the_lower_index(dtype, n_features):
+    # small integer coordinates: distances are exact and tie often, also across the blocks
+    # the selection skips
+    rng = np.random.RandomState(7)
+    centers = rng.randint(0, 3, size=(701, n_features)).astype(dtype)
+    result = np.empty((701, 5), dtype=np.int32)
+    _partial.neighbourhoods_exhaustive(centers, result, 2)
+    expected, _ = ref.neighbourhoods_exhaustive(centers.astype(np.float64), 5)
+    assert_array_equal(result, expected)
+
+
 def test_neighbourhoods_exhaustive_duplicated_centres_keep_c_first():
     centers = np.zeros((4, 2))
     result = np.empty((4, 3), dtype=np.int32)
