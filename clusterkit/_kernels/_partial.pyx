@@ -196,7 +196,7 @@ cdef void _estimate_cluster(int c,
                             int* old,                       # TMP (G,)
                             int* neighbourhood,             # INOUT (G,) row c
                             Py_ssize_t G) noexcept nogil:
-    cdef Py_ssize_t m, k, t, g, p, n, n_touched = 0, n_filled = 0
+    cdef Py_ssize_t m, k, t, g, p, n, next_row, n_touched = 0, n_filled = 0
     cdef int j
     cdef bint taken
     cdef double d
@@ -204,9 +204,9 @@ cdef void _estimate_cluster(int c,
         n = members[m]
         # the members' rows are scattered over the arrays: fetch the next one's early
         if m + 1 < n_members:
-            p = members[m + 1] * max_cand
-            ck_prefetch_row(cand + p, max_cand * sizeof(int))
-            ck_prefetch_row(cand_dist2 + p, max_cand * sizeof(floating))
+            next_row = members[m + 1] * max_cand
+            ck_prefetch_row(cand + next_row, max_cand * sizeof(int))
+            ck_prefetch_row(cand_dist2 + next_row, max_cand * sizeof(floating))
         for k in range(n_cand[n]):
             j = cand[n * max_cand + k]
             if j == c:
