@@ -297,14 +297,15 @@ class Schedule(_Strategy, ABC):
         """Decide after each iteration whether the fit has converged.
 
         The default is the rule of the papers for full-batch EM: stop when the relative change
-        of the objective between the last two iterations is at most ``tol``. A hard fit's
-        quantization error counts as at least ``state.qe_resolution`` here, so a fit with
-        more clusters than distinct points stops once the error is down to rounding noise.
+        of the objective between the last two iterations is at most ``tol``. An objective that
+        is the quantization error (hard fits) counts as at least ``state.qe_resolution``
+        here, so a fit with more clusters than distinct points stops once the error is down
+        to rounding noise.
 
         Parameters
         ----------
         state : FitState
-            Reads ``state.history``, ``state.soft`` and ``state.qe_resolution``.
+            Reads ``state.history`` and ``state.qe_resolution``.
         tol : float
             The estimator's tolerance.
 
@@ -317,8 +318,9 @@ class Schedule(_Strategy, ABC):
             return False
         f_new, f_old = history[-1]["objective"], history[-2]["objective"]
         scale = abs(f_new)
-        if not state.soft:
-            # A quantization error at rounding level (more clusters than distinct points)
-            # counts as zero: its changes are noise, which can cycle forever.
+        if f_new == history[-1]["qe"]:
+            # The objective is the quantization error (hard fits). At rounding level (more
+            # clusters than distinct points) it counts as zero: its changes are noise, which
+            # can cycle forever.
             scale = max(scale, state.qe_resolution)
         return abs(f_new - f_old) <= tol * scale

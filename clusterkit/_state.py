@@ -34,8 +34,8 @@ class FitState:
     qe_resolution : float
         Quantization error indistinguishable from zero at the fit's precision: the dtype's
         machine epsilon times the total sample weight times the mean squared norm of the
-        (centred) data the fit runs on. Hard objectives below it are rounding noise (see
-        ``Schedule.should_stop``).
+        (centred) data the fit runs on. A quantization error below it is rounding noise
+        (see ``Schedule.should_stop``).
     seed_labels : ndarray of shape (n_samples,) or None
         Index of each sample's nearest seed, if the seeder computed it on the data the fit
         runs on (k-means++ does, as a by-product); E-steps may start from it.
