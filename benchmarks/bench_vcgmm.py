@@ -52,7 +52,8 @@ run four on ``cod_rna_trn_tst`` (``--init-esteps-for``) and none elsewhere. Ever
 stops when the relative change of its objective is at most 1e-4 (Suppl. F). For Lloyd that
 objective is the quantization error; the paper stops k-means on its free energy (Lücke &
 Forster 2017), whose relative change is smaller by the ratio of ``D/2`` to ``|F|/N`` (about
-10-30 times here), so the Lloyd rows run more iterations than the paper's rule would. The
+10-30 times here), so the Lloyd rows run more iterations than the paper's rule would;
+``--kmeans-objective free_energy`` applies the paper's rule. The
 coreset sizes are ``2^12 ... 2^16`` (``--sizes``); every configuration runs with ``--seeds``
 random states. Wall times include everything a user waits for: for clusterkit the coreset, the
 seeding and the iterations (``compute_labels=False``, so not the final labelling pass of the
@@ -95,8 +96,8 @@ import numpy as np  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from clusterkit import (AFKMC2, LWCS, Clusterer, DataReducer, KMeansPlusPlus,  # noqa: E402
-                        PartialEStep, TruncatedEStep)
+from clusterkit import (AFKMC2, LWCS, Clusterer, DataReducer, FullBatch,  # noqa: E402
+                        KMeansPlusPlus, PartialEStep, TruncatedEStep)
 from clusterkit.datasets import load_benchmark, make_birch_grid  # noqa: E402
 from clusterkit.metrics import quantization_error  # noqa: E402
 from clusterkit.presets import lloyd, lwcs_lloyd, var_gmm_s, vc_gmm  # noqa: E402
@@ -112,6 +113,8 @@ KPP = ", k-means++ seeds"
 ALGORITHMS = ("uniform + Lloyd", "LWCS + Lloyd", "var-GMM-S", "vc-GMM", "vc-GMM exact start",
               "truncated GMM on LWCS", "LWCS + Lloyd" + KPP, "vc-GMM" + KPP)
 GMM_FLOOR = "GMM from k-means++ result"
+LLOYD_STOP = {"qe": "the quantization error",
+              "free_energy": "the k-means free energy (as in the paper)"}
 TARGET_ETA, TARGET_SPEEDUP, TARGET_MARGIN = 0.12, 30.0, 0.01
 
 
@@ -139,7 +142,8 @@ class UniformSubsample(DataReducer):
 
 def _make(name, n_clusters, size, args, random_state, chain_length, n_init_esteps):
     """An unfitted clusterkit estimator for algorithm ``name``."""
-    common = dict(random_state=random_state, n_threads=args.n_threads, compute_labels=False)
+    common = dict(random_state=random_state, n_threads=args.n_threads, compute_labels=False,
+                  schedule=FullBatch(kmeans_objective=args.kmeans_objective))
     seed = AFKMC2(chain_length=chain_length)
     if name.endswith(KPP):
         name, seed, n_init_esteps = name[:-len(KPP)], KMeansPlusPlus(args.kpp_trials), 0
@@ -495,6 +499,10 @@ def main(argv=None):
     parser.add_argument("--kpp-trials", type=int, default=15,
                         help="candidates per step of the greedy k-means++ seeding of the rows "
                              "with k-means++ seeds")
+    parser.add_argument("--kmeans-objective", choices=["qe", "free_energy"], default="qe",
+                        help="what the Lloyd rows' stopping rule compares (FullBatch's "
+                             "kmeans_objective): the quantization error, or the k-means free "
+                             "energy as the paper does")
     parser.add_argument("--kpp-max-features", type=int, default=16,
                         help="run the rows with k-means++ seeds only on data with at most this "
                              "many features (greedy k-means++ costs O(C L N' D); on mnist it "
@@ -540,7 +548,8 @@ def main(argv=None):
         f"var-GMM-S and vc-GMM with G={args.G}, n_explore={args.n_explore} (C' = G), tol=1e-4, "
         f"initial E-steps: {', '.join(args.init_esteps_for) or 'none'}. Rows '{KPP[2:]}': "
         f"KMeansPlusPlus(n_local_trials={args.kpp_trials}) on the coreset instead, no initial "
-        f"E-steps, only on data with D <= {args.kpp_max_features}.",
+        f"E-steps, only on data with D <= {args.kpp_max_features}. Lloyd rows stop on the "
+        f"relative change of {LLOYD_STOP[args.kmeans_objective]}.",
         "eta = Q / mean(Q of scikit-learn's k-means++ over the seeds) - 1, Q on the full data; "
         "± is the standard error over the seeds.",
         "Times are medians over the seeds; at each coreset size the algorithms take turns "

@@ -9,8 +9,8 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import check_estimator
 
-from clusterkit import (AFKMC2, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, RandomSeeder,
-                        SoftMStep)
+from clusterkit import (AFKMC2, Clusterer, FullBatch, FullEStep, HardMStep, KMeansPlusPlus,
+                        RandomSeeder, SoftMStep)
 
 
 def _blobs(n=600, d=3, c=5, dtype=np.float64, seed=0):
@@ -98,6 +98,31 @@ def test_kmeans_stops_at_rounding_level_with_more_clusters_than_points(dtype):
                 X, sample_weight=w)
         assert km.n_iter_ < 30
         assert km.inertia_ <= 1e-6 * float(np.sum(w[:, None] * (X - X.mean(0)) ** 2))
+
+
+def test_kmeans_free_energy_stopping_rule():
+    X, _ = _blobs(n=5000, d=8, c=30)
+    tol, C, D = 1e-4, 60, 8
+    paper = Clusterer(C, seed="random", tol=tol, random_state=0,
+                      schedule=FullBatch(kmeans_objective="free_energy")).fit(X)
+    F = np.array([-(np.log(C) + 0.5 * D * np.log(2 * np.pi * np.e * h["sigma2"]))
+                  for h in paper.history_])
+    rel = np.abs(np.diff(F)) / np.abs(F[1:])
+    # it stops at the first iteration whose free energy changed by at most tol
+    assert rel[-1] <= tol and np.all(rel[:-1] > tol)
+    # |F| per unit weight exceeds D/2 here, so F changes relatively less than the QE does:
+    # the paper's rule stops no later than the default one
+    default = Clusterer(C, seed="random", tol=tol, random_state=0).fit(X)
+    assert np.all(np.abs(F) > D / 2)
+    assert paper.n_iter_ <= default.n_iter_
+    # soft fits compare their own free energy either way
+    a = Clusterer(5, mstep="soft", random_state=0,
+                  schedule=FullBatch(kmeans_objective="free_energy")).fit(X[:500])
+    b = Clusterer(5, mstep="soft", random_state=0).fit(X[:500])
+    assert a.n_iter_ == b.n_iter_
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    with pytest.raises(ValueError, match="kmeans_objective"):
+        Clusterer(3, schedule=FullBatch(kmeans_objective="loglik")).fit(X[:100])
 
 
 def test_soft_em_log_likelihood_never_decreases(dtype):
