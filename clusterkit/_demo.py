@@ -74,7 +74,11 @@ def _preset_variants(n_clusters, common):
         if factory is None:
             continue
         accepted = inspect.signature(factory).parameters
-        kwargs = {key: value for key, value in common.items() if key in accepted}
+        forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        # a preset's own keywords by name; random_state and n_threads also through the
+        # **kwargs that presets hand on to Clusterer
+        kwargs = {key: value for key, value in common.items()
+                  if key in accepted or (forwards and key in ("random_state", "n_threads"))}
         rows.append((label, factory(n_clusters, **kwargs)))
     return rows
 

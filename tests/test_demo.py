@@ -88,3 +88,12 @@ def test_demo_adds_rows_for_available_presets(monkeypatch, capsys):
     rows = parse_table(capsys.readouterr().out)
     assert set(rows) == set(CORE_ROWS) | {"preset var_kmeans_s"}
     assert 1 <= rows["preset var_kmeans_s"][4] <= 2
+
+
+def test_demo_presets_get_the_random_state_and_threads():
+    # the presets take random_state and n_threads through **kwargs
+    rows = _demo._preset_variants(16, dict(random_state=7, n_threads=1, coreset_size=200))
+    assert len(rows) >= 4
+    for label, estimator in rows:
+        params = estimator.get_params()
+        assert params["random_state"] == 7 and params["n_threads"] == 1, label
