@@ -19,7 +19,7 @@ class FullBatch(Schedule):
         ``"qe"``: the quantization error itself. ``"free_energy"``: the k-means free energy
         ``-sum_n w_n [log C + (D/2) log(2 pi e sigma2)]`` with
         ``sigma2 = QE / (D sum_n w_n)`` (Lücke & Forster 2017), the rule the vc-GMM paper
-        applies to k-means. Its relative change is that of the quantization error times
+        applies to k-means. Its relative change is about that of the quantization error times
         ``(D/2) / |log C + (D/2) log(2 pi e sigma2)|``, usually much smaller, so hard fits
         stop sooner; unlike the quantization error's, it depends on the units of the data.
         Soft fits always compare their own free energy.
