@@ -6,7 +6,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._base import DataReducer, EStep, MStep, Schedule, Seeder
 from ._estep import FullEStep
@@ -27,6 +27,20 @@ _REDUCERS = {"none": NoReduction}
 _ESTEPS = {"full": FullEStep}
 _MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
 _SCHEDULES = {"full": FullBatch}
+
+_blas_controller = None
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread: the kernels call gemm from inside ``prange``.
+
+    The controller is built once (listing the loaded libraries takes milliseconds, a fit on a
+    small coreset not many more); the BLAS the kernels use, scipy's, is loaded with them.
+    """
+    global _blas_controller
+    if _blas_controller is None:
+        _blas_controller = ThreadpoolController()
+    return _blas_controller.limit(limits=1, user_api="blas")
 
 
 # Bytes of data centred at a time by the labelling passes over data in the user's coordinates.
@@ -276,7 +290,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
             verbose=self.verbose)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _single_threaded_blas():
             centers, X_centred = self._run(X, sample_weight, seeder, reducer, estep, mstep,
                                            schedule, state, x_mean)
             if self.compute_labels:
@@ -371,7 +385,7 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         n_threads = effective_n_threads(self.n_threads)
         x_mean = self._x_mean.astype(X.dtype)
         centers = np.ascontiguousarray(self.cluster_centers_ - self._x_mean, dtype=X.dtype)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _single_threaded_blas():
             labels, dist2, _ = _nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
 

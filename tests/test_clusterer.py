@@ -75,6 +75,21 @@ def test_same_result_for_one_and_two_threads(mstep, dtype):
     assert a.history_[-1]["objective"] == b.history_[-1]["objective"]
 
 
+
+def test_blas_is_single_threaded_during_the_fit_and_restored_after():
+    # the kernels call gemm from inside prange: BLAS threads would oversubscribe the cores
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen = []
+    Clusterer(5, random_state=0, callback=lambda info: seen.append(blas_threads())).fit(
+        _blobs()[0])
+    assert seen and all(n == 1 for threads in seen for n in threads)
+    assert blas_threads() == before
+
 def test_kmeans_objective_never_increases(dtype):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 4)).astype(dtype)  # no structure: many iterations
