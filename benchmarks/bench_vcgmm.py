@@ -80,6 +80,7 @@ against ``eta``, one panel per data set) next to this script, and a section appe
 import argparse
 import math
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -540,7 +541,8 @@ def main(argv=None):
         return 0
     body = _body(sections, verdicts)
     notes += [
-        f"Command: python benchmarks/bench_vcgmm.py {' '.join(argv or sys.argv[1:])}",
+        "Command: `" + shlex.join(["python", "benchmarks/bench_vcgmm.py", *(argv or sys.argv[1:])])
+        + "`",
         f"Data in {args.dtype}; clusterkit with n_threads={args.n_threads}, scikit-learn under "
         f"threadpool_limits({args.n_threads}).",
         f"Seeding of every clusterkit algorithm: AFKMC2(chain_length={args.chain_length}), "
