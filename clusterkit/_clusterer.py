@@ -34,8 +34,9 @@ _blas_controller = None
 def _single_threaded_blas():
     """Context limiting BLAS to one thread: the kernels call gemm from inside ``prange``.
 
-    The controller is built once (listing the loaded libraries takes milliseconds, a fit on a
-    small coreset not many more); the BLAS the kernels use, scipy's, is loaded with them.
+    The controller is built once: listing the loaded libraries takes a few milliseconds, as
+    long as a whole fit on a small coreset. The BLAS the kernels use, scipy's, is loaded with
+    them, so it is always among the libraries listed.
     """
     global _blas_controller
     if _blas_controller is None:

@@ -8,6 +8,7 @@ import pytest
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import check_estimator
+from threadpoolctl import threadpool_info
 
 from clusterkit import (AFKMC2, Clusterer, FullBatch, FullEStep, HardMStep, KMeansPlusPlus,
                         RandomSeeder, SoftMStep)
@@ -75,11 +76,8 @@ def test_same_result_for_one_and_two_threads(mstep, dtype):
     assert a.history_[-1]["objective"] == b.history_[-1]["objective"]
 
 
-
 def test_blas_is_single_threaded_during_the_fit_and_restored_after():
     # the kernels call gemm from inside prange: BLAS threads would oversubscribe the cores
-    from threadpoolctl import threadpool_info
-
     def blas_threads():
         return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
@@ -89,6 +87,7 @@ def test_blas_is_single_threaded_during_the_fit_and_restored_after():
         _blobs()[0])
     assert seen and all(n == 1 for threads in seen for n in threads)
     assert blas_threads() == before
+
 
 def test_kmeans_objective_never_increases(dtype):
     rng = np.random.default_rng(0)
