@@ -318,9 +318,13 @@ class Schedule(_Strategy, ABC):
             return False
         f_new, f_old = history[-1]["objective"], history[-2]["objective"]
         scale = abs(f_new)
-        if f_new == history[-1]["qe"]:
-            # The objective is the quantization error (hard fits). At rounding level (more
-            # clusters than distinct points) it counts as zero: its changes are noise, which
-            # can cycle forever.
+        if self._objective_is_qe(history[-1]):
+            # At rounding level (more clusters than distinct points) the quantization error
+            # counts as zero: its changes are noise, which can cycle forever.
             scale = max(scale, state.qe_resolution)
         return abs(f_new - f_old) <= tol * scale
+
+    @staticmethod
+    def _objective_is_qe(entry):
+        """Whether a history entry's objective is the quantization error (a hard fit)."""
+        return entry["objective"] == entry["qe"]

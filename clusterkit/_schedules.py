@@ -54,7 +54,7 @@ class FullBatch(Schedule):
         instead of the quantization error if ``kmeans_objective="free_energy"``."""
         history = state.history
         if (self.kmeans_objective == "qe" or len(history) < 2
-                or history[-1]["objective"] != history[-1]["qe"]):
+                or not self._objective_is_qe(history[-1])):
             return super().should_stop(state, tol)
         f_new = _kmeans_free_energy(history[-1]["sigma2"], state)
         f_old = _kmeans_free_energy(history[-2]["sigma2"], state)
