@@ -2,7 +2,8 @@
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
+                          TransformerMixin)
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -94,7 +95,7 @@ class _GivenCenters(Seeder):
         return self.centers
 
 
-class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
+class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
 
     A fit runs the pseudo-code shared by the papers clusterkit implements: reduce the data
@@ -432,6 +433,12 @@ class Clusterer(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         X = self._check_test_data(X)
         return euclidean_distances(X, self.cluster_centers_)
+
+    @property
+    def _n_features_out(self):
+        """Number of columns of :meth:`transform`, named ``clusterer0``, ``clusterer1``, ... by
+        ``get_feature_names_out``."""
+        return self.cluster_centers_.shape[0]
 
     def score(self, X, y=None, sample_weight=None):
         """Minus the weighted quantization error of ``X`` with the fitted centres.

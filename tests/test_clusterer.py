@@ -4,6 +4,7 @@ import pickle
 from contextlib import redirect_stdout
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.datasets import make_blobs
@@ -183,6 +184,16 @@ def test_pickle_round_trip():
     km2 = pickle.loads(pickle.dumps(km))
     np.testing.assert_array_equal(km2.predict(X), km.predict(X))
     np.testing.assert_array_equal(km2.cluster_centers_, km.cluster_centers_)
+
+
+def test_transform_output_names_and_pandas_output():
+    X, _ = make_blobs(200, n_features=3, centers=4, random_state=0)
+    km = Clusterer(4, random_state=0).fit(X)
+    names = km.get_feature_names_out()
+    assert names.tolist() == [f"clusterer{c}" for c in range(4)]
+    frame = km.set_output(transform="pandas").transform(pd.DataFrame(X, columns=list("abc")))
+    assert frame.columns.tolist() == names.tolist()
+    np.testing.assert_allclose(frame.to_numpy(), km.set_output(transform="default").transform(X))
 
 
 def test_verbose_and_callback():
