@@ -265,7 +265,8 @@ class PartialEStep(EStep):
         Neighbourhood size ``|G_c|`` (including ``c``). Clamped to ``n_clusters`` with a warning.
     n_winners : int or None, default=None
         ``C' = |K(n)|``; ``None`` means 1 with a hard M-step (var-k-means) and ``G`` with a soft
-        one (var-GMM). Must satisfy ``1 <= n_winners <= G``.
+        one (var-GMM). Must satisfy ``1 <= n_winners <= n_clusters``; ``n_winners > G`` is
+        allowed (the search space then has up to ``C' G`` clusters).
     neighbourhoods : {"estimated", "exhaustive"}, default="estimated"
         ``"exhaustive"``: before the data loop, ``G_c`` = ``c`` and its ``G - 1`` nearest
         centres from all ``C^2`` centre distances (Alg. 1; counted as ``C^2`` evaluations).
@@ -312,8 +313,8 @@ class PartialEStep(EStep):
     (:class:`~clusterkit.KMeansPlusPlus` on the data the fit runs on) knows it as a
     by-product (``state.seed_labels``). With ``init="seeding"`` and such labels, ``G_c``
     starts as the exact neighbourhoods of the seeds (one pass over the ``C^2`` centre
-    distances, counted) and ``K(n)`` as the first ``C'`` entries of the neighbourhood of the
-    sample's nearest seed, so ``K(n)`` starts at its best cluster; otherwise the random start
+    distances, counted) and ``K(n)`` as the sample's nearest seed and that seed's ``C' - 1``
+    nearest centres, so ``K(n)`` starts at its best cluster; otherwise the random start
     is used. ``init="exact"`` buys the same start for any centres with one exact truncated
     E-step (``N C`` distances, counted, once) plus the ``C^2`` centre distances: on a coreset
     this costs one Lloyd iteration, and it keeps eq. 12's first variance from being inflated
@@ -371,14 +372,14 @@ class PartialEStep(EStep):
         TypeError
             If ``G``, ``n_winners``, ``n_explore`` or ``n_init_esteps`` is not an integer.
         ValueError
-            If ``G < 1``, ``n_winners`` is outside ``[1, G]``, ``n_explore < 0``,
+            If ``G < 1``, ``n_winners`` is outside ``[1, n_clusters]``, ``n_explore < 0``,
             ``n_init_esteps < 0`` or an option is unknown.
         """
         G = check_int(self.G, "G", minimum=1)
         if self.n_winners is not None:
             n_winners = check_int(self.n_winners, "n_winners", minimum=1)
-            if n_winners > G:
-                raise ValueError(f"n_winners={n_winners} must be <= G={G}.")
+            if n_winners > n_clusters:
+                raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
         if self.neighbourhoods not in ("estimated", "exhaustive"):
             raise ValueError(f"Unknown neighbourhoods={self.neighbourhoods!r}; expected "
                              "'estimated' or 'exhaustive'.")
@@ -414,12 +415,15 @@ class PartialEStep(EStep):
         from_seeding = (self.init == "seeding" and seed_labels is not None
                         and len(seed_labels) == n_samples)
         if self.init == "exact" or from_seeding:
-            st.neighbourhoods = np.empty((n_clusters, G), dtype=np.int32)
+            # one pass over the C^2 centre distances gives G_c and, as K(n) may be wider
+            # (C' > G), each seed's C' nearest centres
+            nearest = np.empty((n_clusters, max(G, n_winners)), dtype=np.int32)
             state.count("estep", _partial.neighbourhoods_exhaustive(
-                centers, st.neighbourhoods, state.n_threads))
+                centers, nearest, state.n_threads))
+            st.neighbourhoods = np.ascontiguousarray(nearest[:, :G])
             st.neighbourhood_centers = centers.copy()
             if from_seeding:
-                st.winners = np.ascontiguousarray(st.neighbourhoods[seed_labels, :n_winners])
+                st.winners = np.ascontiguousarray(nearest[seed_labels, :n_winners])
             else:
                 st.winners, _ = _top_winners(X, centers, n_winners, state)
         else:

@@ -95,10 +95,11 @@ def test_truncated_soft_objective_is_truncated_free_energy():
 @pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
 @pytest.mark.parametrize("kind", ["estimated", "exhaustive"])
 @pytest.mark.parametrize("n_explore", [0, 1])
-def test_partial_estep_monotone_for_fixed_centres(dtype, soft, kind, n_explore):
+@pytest.mark.parametrize("n_winners", [None, 5], ids=["C'<=G", "C'>G"])
+def test_partial_estep_monotone_for_fixed_centres(dtype, soft, kind, n_explore, n_winners):
     X, centers = _blobs(600, 40, 3, dtype, seed=3)
     w = np.random.RandomState(4).uniform(0.5, 2.0, size=600).astype(dtype)
-    estep = PartialEStep(G=3, neighbourhoods=kind, n_explore=n_explore)
+    estep = PartialEStep(G=3, n_winners=n_winners, neighbourhoods=kind, n_explore=n_explore)
     state = _state(X, 40, soft, n_threads=2, sigma2=3.0 if soft else None)
     state.estep_state = estep.init_state(X, w, centers, state)
     previous = None
@@ -138,7 +139,7 @@ def test_partial_state_initialisation(soft, expected_winners):
     assert state.cost["estep"] == 0  # no initial E-steps by default
 
 
-@pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4)])
+@pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4), (True, 6)])
 def test_partial_state_starts_from_the_seeding(soft, n_winners):
     """With k-means++'s nearest-seed labels, K(n) starts at each sample's nearest centre
     followed by that centre's nearest centres, and G_c are the exact neighbourhoods."""
@@ -149,10 +150,10 @@ def test_partial_state_starts_from_the_seeding(soft, n_winners):
     state = _state(X, 30, soft)
     centers = KMeansPlusPlus().seed(X, np.ones(500), 30, state)
     seeding_cost = state.cost["seeding"]
-    st = PartialEStep(G=4).init_state(X, np.ones(500), centers, state)
-    exact = np.empty((30, 4), dtype=np.int32)
+    st = PartialEStep(G=4, n_winners=n_winners).init_state(X, np.ones(500), centers, state)
+    exact = np.empty((30, max(4, n_winners)), dtype=np.int32)
     _partial.neighbourhoods_exhaustive(centers, exact, 1)
-    assert_array_equal(st.neighbourhoods, exact)
+    assert_array_equal(st.neighbourhoods, exact[:, :4])
     assert_array_equal(st.winners[:, 0], ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
     assert_array_equal(st.winners, exact[st.winners[:, 0], :n_winners])
     assert state.cost["estep"] == 30 * 30 and state.cost["seeding"] == seeding_cost
@@ -164,7 +165,7 @@ def test_partial_state_starts_from_the_seeding(soft, n_winners):
     assert np.mean(other.winners[:, 0] == st.winners[:, 0]) < 0.2
 
 
-@pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4)])
+@pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4), (True, 6)])
 def test_partial_state_exact_start(soft, n_winners):
     """init="exact": K(n) are the C' nearest centres, G_c the exact neighbourhoods, and the
     N C + C^2 distances are counted; works with centres from anywhere."""
@@ -172,7 +173,8 @@ def test_partial_state_exact_start(soft, n_winners):
 
     X, centers = _blobs(500, 30, 2, np.float64, seed=5)
     state = _state(X, 30, soft)
-    st = PartialEStep(G=4, init="exact").init_state(X, np.ones(500), centers, state)
+    st = PartialEStep(G=4, n_winners=n_winners, init="exact").init_state(
+        X, np.ones(500), centers, state)
     exact = np.empty((30, 4), dtype=np.int32)
     _partial.neighbourhoods_exhaustive(centers, exact, 1)
     assert_array_equal(st.neighbourhoods, exact)
@@ -271,7 +273,7 @@ X_SMALL = np.zeros((20, 2))
 @pytest.mark.parametrize("params, error, match", [
     (dict(G=0), ValueError, r"^G=0 must be >= 1\.$"),
     (dict(G=2.5), TypeError, "G must be an integer"),
-    (dict(G=3, n_winners=4), ValueError, r"^n_winners=4 must be <= G=3\.$"),
+    (dict(G=3, n_winners=11), ValueError, r"^n_winners=11 must be <= n_clusters=10\.$"),
     (dict(n_winners=0), ValueError, r"^n_winners=0 must be >= 1\.$"),
     (dict(neighbourhoods="exact"), ValueError,
      r"^Unknown neighbourhoods='exact'; expected 'estimated' or 'exhaustive'\.$"),
@@ -326,11 +328,13 @@ def _grid_data(dtype, seed=0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("kind", ["estimated", "exhaustive"])
-def test_var_gmm_free_energy_non_decreasing(dtype, kind):
+@pytest.mark.parametrize("n_winners", [None, 6], ids=["C'=G", "C'>G"])
+def test_var_gmm_free_energy_non_decreasing(dtype, kind, n_winners):
     from clusterkit import Clusterer
     X = _grid_data(dtype)
-    gmm = Clusterer(36, seed="random", estep=PartialEStep(G=4, neighbourhoods=kind),
-                    mstep="soft", max_iter=40, tol=0, random_state=0).fit(X)
+    estep = PartialEStep(G=4, n_winners=n_winners, neighbourhoods=kind)
+    gmm = Clusterer(36, seed="random", estep=estep, mstep="soft", max_iter=40, tol=0,
+                    random_state=0).fit(X)
     objective = np.array([h["objective"] for h in gmm.history_])
     slack = 10 * RTOL[dtype] * np.abs(objective).max()
     assert len(objective) == 40
