@@ -71,6 +71,25 @@ def _nearest(X, x_mean, centers, n_threads):
     return labels, dist2, n_evals
 
 
+def _check_distances_representable(X, centers=None):
+    """Raise if squared distances between samples of ``X`` (and ``centers``) can overflow
+    ``X``'s dtype.
+
+    Centres are weighted means of samples, so all points stay in the data's bounding box,
+    whose squared diagonal is at most ``D (max - min)^2``; past the dtype's range every
+    distance would be ``inf`` and the result meaningless.
+    """
+    largest = float(np.finfo(X.dtype).max)
+    high, low = float(X.max()), float(X.min())
+    if centers is not None:
+        high, low = max(high, float(centers.max())), min(low, float(centers.min()))
+    bound = X.shape[1] * (high - low) ** 2
+    if not bound <= largest:
+        raise ValueError(f"X's values are too large for {X.dtype.name}: squared distances "
+                         f"between samples can reach {bound:.3g}, beyond the largest "
+                         f"{X.dtype.name} ({largest:.3g}). Rescale X or pass it as float64.")
+
+
 def _resolve(value, name, base, aliases, default):
     """A strategy object from an instance, a string alias or ``None`` (the default)."""
     if value is None:
@@ -275,13 +294,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Raises
         ------
         ValueError
-            If ``X`` is empty, not 2-D or not finite, has fewer samples than ``n_clusters``,
+            If ``X`` is empty, not 2-D or not finite, has values so large that squared
+            distances overflow its dtype, has fewer samples than ``n_clusters``,
             if ``sample_weight`` is negative, non-finite or all zero, or a strategy's
             parameters do not fit the data.
         """
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
                           ensure_min_samples=1)
         self._check_params(X)
+        _check_distances_representable(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
         # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that both
         # start from bit-identical data (the mean's own rounding is only a translation).
@@ -326,8 +347,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
         # full data; centring keeps float32 distances accurate far from the origin.
         X = X - x_mean
-        flat = X.reshape(-1)
-        variance = float(np.dot(flat, flat)) / flat.size  # the mean per-feature variance
+        # summed in float64: a float32 sum of all squares can overflow where no distance does
+        sq_norms = np.einsum("ij,ij->i", X, X)
+        variance = float(sq_norms.sum(dtype=np.float64)) / X.size  # mean per-feature variance
         state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
         state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]
                                * float(sample_weight.sum(dtype=np.float64)))
@@ -380,6 +402,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     def _check_test_data(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        _check_distances_representable(X, self.cluster_centers_)
         return X
 
     def _labels_dist2(self, X):

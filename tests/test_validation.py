@@ -18,6 +18,28 @@ def test_bad_X(bad, match):
         Clusterer(2).fit(bad)
 
 
+@pytest.mark.parametrize("reduce", [None, "lwcs"])
+def test_values_whose_squared_distances_overflow_float32(reduce):
+    """float32 data near 1e19 would make every squared distance inf; 1e18 still fits, with
+    the same labels as float64."""
+    from clusterkit import LWCS
+    reducer = LWCS(15) if reduce else None
+    big = np.random.default_rng(1).normal(size=(60, 3))
+    with pytest.raises(ValueError, match=r"^X's values are too large for float32: squared "
+                                         r"distances between samples can reach .*e\+39, beyond "
+                                         r"the largest float32 \(3\.4e\+38\)\. Rescale X or "
+                                         r"pass it as float64\.$"):
+        Clusterer(3, reduce=reducer, random_state=0).fit((big * 1e19).astype(np.float32))
+    fits = [Clusterer(3, reduce=reducer, mstep=mstep, random_state=0).fit(data * 1e18)
+            for mstep in ("hard", "soft")
+            for data in (big.astype(np.float32), big)]
+    for km32, km64 in (fits[:2], fits[2:]):
+        assert np.isfinite(km32.objective_) and np.isfinite(km32.inertia_)
+        np.testing.assert_array_equal(km32.labels_, km64.labels_)
+    with pytest.raises(ValueError, match=r"^X's values are too large for float32"):
+        fits[0].predict((big * 1e19).astype(np.float32))
+
+
 def test_fewer_samples_than_clusters():
     with pytest.raises(ValueError, match=r"n_clusters=30 must be <= n_samples=20\."):
         Clusterer(30).fit(X)
