@@ -1,11 +1,14 @@
 """The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
+import math
 import numbers
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
 from sklearn.metrics.pairwise import euclidean_distances
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
@@ -203,7 +206,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     The data are mean-centred (a copy) before fitting and the mean is added back to the
     centres, which keeps float32 distances accurate. float32 input stays float32 throughout.
     BLAS is limited to one thread during ``fit``; parallelism comes from the OpenMP kernels,
-    whose results do not depend on ``n_threads``.
+    whose results do not depend on ``n_threads``. With a soft M-step the fitted model is an
+    isotropic Gaussian mixture: :meth:`predict_proba` and :meth:`score_samples` give its exact
+    posteriors and log-likelihoods (hard fits do not have these methods).
 
     Examples
     --------
@@ -456,6 +461,63 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         """
         X = self._check_test_data(X)
         return euclidean_distances(X, self.cluster_centers_)
+
+    def _is_gmm(self):
+        """Whether the M-step is soft, i.e. the model a Gaussian mixture."""
+        return self.mstep == "soft" or (isinstance(self.mstep, MStep) and self.mstep.soft)
+
+    def _scaled_dist2_blocks(self, X):
+        """Row blocks of ``-d2(x, mu_c) / (2 sigma2)`` for validated ``X``, in float64 and at
+        most 8 MiB each: the log-joint ``log p(c, x)`` of the fitted mixture up to the constant
+        ``log C + (D/2) log(2 pi sigma2)``."""
+        centers = self.cluster_centers_.astype(X.dtype)
+        for rows in gen_batches(X.shape[0], max(1, 2 ** 20 // centers.shape[0])):
+            d2 = euclidean_distances(X[rows], centers, squared=True)
+            yield rows, d2.astype(np.float64) / (-2.0 * self.sigma2_)
+
+    @available_if(_is_gmm)
+    def predict_proba(self, X):
+        """Posterior probability of every cluster for each sample (soft M-steps only).
+
+        The exact responsibilities of the fitted isotropic Gaussian mixture (equal weights
+        ``1/C``, shared variance ``sigma2_``) over all clusters, whatever E-step the fit used.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_clusters)
+            Rows sum to one; the most probable cluster is the nearest centre.
+        """
+        X = self._check_test_data(X)
+        proba = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
+        for rows, log_joint in self._scaled_dist2_blocks(X):
+            proba[rows] = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+        return proba
+
+    @available_if(_is_gmm)
+    def score_samples(self, X):
+        """Log-likelihood of each sample under the fitted mixture (soft M-steps only).
+
+        ``log p(x) = log sum_c (1/C) N(x; mu_c, sigma2_ I)`` over all clusters.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_likelihood : ndarray of shape (n_samples,), dtype=float64
+        """
+        X = self._check_test_data(X)
+        n_clusters, n_features = self.cluster_centers_.shape
+        const = math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * self.sigma2_)
+        log_likelihood = np.empty(X.shape[0])
+        for rows, log_joint in self._scaled_dist2_blocks(X):
+            log_likelihood[rows] = logsumexp(log_joint, axis=1) - const
+        return log_likelihood
 
     @property
     def _n_features_out(self):

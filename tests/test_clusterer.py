@@ -20,13 +20,14 @@ def _blobs(n=600, d=3, c=5, dtype=np.float64, seed=0):
     return X.astype(dtype), y
 
 
-def test_check_estimator():
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_check_estimator(mstep):
     # As for scikit-learn's KMeans, weighting is not equivalent to repeating rows *end to end*:
     # the seeding draws a different random sequence for a different number of rows. From equal
     # initial centres the fit is weight-equivalent (test_weight_two_equals_duplicating_rows).
     expected = {"check_sample_weight_equivalence_on_dense_data":
                 "the random seeding depends on the number of rows, not only on the weights"}
-    check_estimator(Clusterer(), expected_failed_checks=expected)
+    check_estimator(Clusterer(mstep=mstep), expected_failed_checks=expected)
 
 
 def test_fitted_attributes(dtype):
@@ -194,6 +195,30 @@ def test_transform_output_names_and_pandas_output():
     frame = km.set_output(transform="pandas").transform(pd.DataFrame(X, columns=list("abc")))
     assert frame.columns.tolist() == names.tolist()
     np.testing.assert_allclose(frame.to_numpy(), km.set_output(transform="default").transform(X))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gmm_posteriors_and_log_likelihood(dtype):
+    from scipy.special import logsumexp
+    from scipy.stats import multivariate_normal
+
+    X, _ = _blobs(n=601, c=6, dtype=dtype)
+    gmm = Clusterer(6, mstep="soft", random_state=0).fit(X)
+    proba = gmm.predict_proba(X)
+    assert proba.dtype == dtype and proba.shape == (601, 6)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(proba.argmax(axis=1), gmm.predict(X))
+    X64, centers = X.astype(np.float64), gmm.cluster_centers_.astype(np.float64)
+    log_joint = np.array([multivariate_normal(mu, gmm.sigma2_ * np.eye(3)).logpdf(X64)
+                          for mu in centers]).T - np.log(6)
+    log_likelihood = gmm.score_samples(X)
+    np.testing.assert_allclose(log_likelihood, logsumexp(log_joint, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(proba, np.exp(log_joint - log_likelihood[:, None]), atol=1e-5)
+    # EM: the final parameters are at least as likely as those of the last E-step
+    assert log_likelihood.sum() >= gmm.objective_ - 1e-5 * abs(gmm.objective_)
+    # k-means is not a mixture model
+    assert not hasattr(Clusterer(6).fit(X), "predict_proba")
+    assert not hasattr(Clusterer(6), "score_samples")
 
 
 def test_verbose_and_callback():
