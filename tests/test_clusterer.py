@@ -189,10 +189,11 @@ def test_pickle_round_trip():
 
 def test_transform_output_names_and_pandas_output():
     X, _ = make_blobs(200, n_features=3, centers=4, random_state=0)
+    X = pd.DataFrame(X, columns=list("abc"))
     km = Clusterer(4, random_state=0).fit(X)
     names = km.get_feature_names_out()
     assert names.tolist() == [f"clusterer{c}" for c in range(4)]
-    frame = km.set_output(transform="pandas").transform(pd.DataFrame(X, columns=list("abc")))
+    frame = km.set_output(transform="pandas").transform(X)
     assert frame.columns.tolist() == names.tolist()
     np.testing.assert_allclose(frame.to_numpy(), km.set_output(transform="default").transform(X))
 
