@@ -143,8 +143,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         (isotropic GMM with one shared variance).
     schedule : "full" or Schedule, default="full"
         Which samples each iteration uses; ``"full"`` is :class:`FullBatch`.
+    n_init : int, default=1
+        Number of runs, each from new seeds, on the same (reduced) data; the run with the best
+        final objective is kept (lowest quantization error for hard M-steps, highest free
+        energy for soft ones). ``cost_`` counts the work of all runs.
     max_iter : int, default=300
-        Maximum number of iterations (E-step plus M-step).
+        Maximum number of iterations (E-step plus M-step) per run.
     tol : float, default=1e-4
         Stop when the objective changes by at most ``tol`` relative to its value (a hard
         fit's quantization error counts as at least its rounding level, so a fit with more
@@ -175,19 +179,19 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Weighted sum of squared distances of the training samples to their nearest final
         centre (``compute_labels=True``).
     n_iter_ : int
-        Iterations run.
+        Iterations of the kept run.
     objective_ : float
-        Objective of the last iteration: the weighted quantization error for hard M-steps
-        (non-increasing), the truncated free energy / log-likelihood for soft ones
+        Objective of the kept run's last iteration: the weighted quantization error for hard
+        M-steps (non-increasing), the truncated free energy / log-likelihood for soft ones
         (non-decreasing).
     sigma2_ : float
         Shared variance: of the fitted GMM for soft M-steps; for hard ones the k-means
         estimate ``inertia / (D sum w)`` from the last iteration.
     history_ : list of dict
-        One entry per iteration with ``"iteration"``, ``"objective"``, ``"qe"`` (weighted
-        quantization error on the fitted, possibly reduced, data), ``"sigma2"``,
-        ``"distance_evals"`` (total so far, seeding and reduction included) and ``"seconds"``
-        (since the start of ``fit``).
+        One entry per iteration of the kept run with ``"iteration"``, ``"objective"``,
+        ``"qe"`` (weighted quantization error on the fitted, possibly reduced, data),
+        ``"sigma2"``, ``"distance_evals"`` (total of the fit so far, earlier runs, seeding and
+        reduction included) and ``"seconds"`` (since the start of ``fit``).
     n_distance_evals_ : int
         Distance evaluations of the whole fit (the sum of ``cost_``).
     cost_ : dict
@@ -223,14 +227,16 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     """
 
     def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
-                 mstep="hard", schedule="full", max_iter=300, tol=1e-4, random_state=None,
-                 n_threads=None, compute_labels=True, verbose=0, callback=None):
+                 mstep="hard", schedule="full", n_init=1, max_iter=300, tol=1e-4,
+                 random_state=None, n_threads=None, compute_labels=True, verbose=0,
+                 callback=None):
         self.n_clusters = n_clusters
         self.seed = seed
         self.reduce = reduce
         self.estep = estep
         self.mstep = mstep
         self.schedule = schedule
+        self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
@@ -243,6 +249,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _check_params(self, X):
         check_n_clusters(self.n_clusters, X.shape[0])
+        check_int(self.n_init, "n_init", minimum=1)
         check_int(self.max_iter, "max_iter", minimum=1)
         if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
             raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
@@ -319,11 +326,23 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
             verbose=self.verbose)
         with _single_threaded_blas():
-            centers, X_centred = self._run(X, sample_weight, seeder, reducer, estep, mstep,
-                                           schedule, state, x_mean)
+            X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
+                                                            x_mean)
+            best = None
+            for run in range(1, self.n_init + 1):
+                if self.verbose and self.n_init > 1:
+                    print(f"Run {run} of {self.n_init}")
+                state.start_run()
+                centers = self._run(X_fit, w_fit, seeder, estep, mstep, schedule, state,
+                                    x_mean)
+                objective = state.history[-1]["objective"]
+                # the objective is a quantization error for hard fits, a free energy for soft
+                if best is None or (objective > best[0] if mstep.soft else objective < best[0]):
+                    best = (objective, centers, state.history)
+            _, centers, history = best
             if self.compute_labels:
                 # the fit's own centred copy when it ran on all the data, else block by block
-                data, mean = (X, x_mean) if X_centred is None else (X_centred, None)
+                data, mean = (X, x_mean) if reduced else (X_fit, None)
                 self.labels_, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)
                 state.count("labels", n_evals)
                 self.inertia_ = float(sample_weight.astype(np.float64) @ dist2.astype(np.float64))
@@ -331,17 +350,17 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self._x_mean = x_mean
         self.cost_ = dict(state.cost)
         self.n_distance_evals_ = state.n_distance_evals
-        self.history_ = state.history
-        self.n_iter_ = len(state.history)
-        self.objective_ = state.history[-1]["objective"]
-        self.sigma2_ = state.history[-1]["sigma2"]
+        self.history_ = history
+        self.n_iter_ = len(history)
+        self.objective_ = history[-1]["objective"]
+        self.sigma2_ = history[-1]["sigma2"]
         return self
 
-    def _run(self, X, sample_weight, seeder, reducer, estep, mstep, schedule, state, x_mean):
-        """The driver loop: the papers' pseudo-code, one strategy call per step.
+    def _reduce_and_centre(self, X, sample_weight, reducer, state, x_mean):
+        """The data every run clusters: reduced (once), then centred (a copy).
 
-        Returns the centres and the centred training data if the fit ran on all of it (no
-        reduction), else ``None``.
+        Returns the centred data, its weights and whether the reducer changed the data, and
+        sets the fit's precision limits (``state.sigma2_floor``, ``state.qe_resolution``).
         """
         # Coreset construction (Hirschberger et al., Alg. 1 line 1) on the data as given;
         # identity by default.
@@ -358,6 +377,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
         state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]
                                * float(sample_weight.sum(dtype=np.float64)))
+        return X, sample_weight, reduced
+
+    def _run(self, X, sample_weight, seeder, estep, mstep, schedule, state, x_mean):
+        """One run of the driver loop on the centred data: the papers' pseudo-code, one
+        strategy call per step. Returns the (centred) centres."""
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
                                        dtype=X.dtype)
@@ -382,7 +406,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
             if stop_requested or schedule.should_stop(state, self.tol):
                 break
-        return centers, (None if reduced else X)
+        return centers
 
     def _record(self, iteration, assignment, sample_weight, centers, state):
         """Append the iteration to the history, report it; ``True`` if the callback stops."""

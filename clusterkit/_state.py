@@ -69,6 +69,14 @@ class FitState:
         self.history = []
         self._start = time.perf_counter()
 
+    def start_run(self):
+        """Forget everything of the previous run (history, variance, seeding labels and the
+        strategies' states); the data, costs, random stream and clock carry on."""
+        self.sigma2 = None
+        self.seed_labels = None
+        self.estep_state = self.mstep_state = self.schedule_state = None
+        self.history = []
+
     def count(self, phase, n_evals):
         """Record distance evaluations.
 

@@ -11,8 +11,8 @@ from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import check_estimator
 from threadpoolctl import threadpool_info
 
-from clusterkit import (AFKMC2, Clusterer, FullBatch, FullEStep, HardMStep, KMeansPlusPlus,
-                        RandomSeeder, SoftMStep)
+from clusterkit import (AFKMC2, LWCS, Clusterer, FullBatch, FullEStep, HardMStep,
+                        KMeansPlusPlus, RandomSeeder, SoftMStep)
 
 
 def _blobs(n=600, d=3, c=5, dtype=np.float64, seed=0):
@@ -220,6 +220,35 @@ def test_gmm_posteriors_and_log_likelihood(dtype):
     # k-means is not a mixture model
     assert not hasattr(Clusterer(6).fit(X), "predict_proba")
     assert not hasattr(Clusterer(6), "score_samples")
+
+
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_n_init_keeps_the_best_of_consecutive_runs(mstep):
+    """n_init runs draw their seeds one after another from the random stream, so they are
+    the fits of n_init=1 estimators sharing one RandomState; the best objective is kept."""
+    X, _ = _blobs(n=500, c=12, seed=3)
+    params = dict(seed="random", mstep=mstep, compute_labels=False)
+    stream = np.random.RandomState(7)
+    runs = [Clusterer(12, random_state=stream, **params).fit(X) for _ in range(5)]
+    best = Clusterer(12, n_init=5, random_state=7, **params).fit(X)
+    objectives = [run.objective_ for run in runs]
+    kept = runs[int(np.argmax(objectives) if mstep == "soft" else np.argmin(objectives))]
+    assert len(set(objectives)) > 1  # the runs differ, so the choice matters
+    np.testing.assert_array_equal(best.cluster_centers_, kept.cluster_centers_)
+    assert best.objective_ == kept.objective_ and best.n_iter_ == kept.n_iter_
+    assert best.history_ == [dict(h, distance_evals=best.history_[i]["distance_evals"],
+                                  seconds=best.history_[i]["seconds"])
+                             for i, h in enumerate(kept.history_)]
+    assert best.n_distance_evals_ == sum(run.n_distance_evals_ for run in runs)
+
+
+def test_n_init_reduces_the_data_once():
+    X, _ = _blobs(n=3000, c=8)
+    one = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
+    three = Clusterer(8, reduce=LWCS(500), n_init=3, random_state=0).fit(X)
+    assert three.cost_["reduction"] == one.cost_["reduction"] == 3000
+    assert three.cost_["labels"] == one.cost_["labels"] == 3000 * 8  # one pass
+    assert three.objective_ <= one.objective_  # the first run is n_init=1's
 
 
 def test_verbose_and_callback():

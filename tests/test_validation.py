@@ -75,6 +75,8 @@ def test_wrong_feature_count_at_predict():
 
 @pytest.mark.parametrize("params,error,match", [
     ({"max_iter": 0}, ValueError, r"max_iter=0 must be >= 1\."),
+    ({"n_init": 0}, ValueError, r"n_init=0 must be >= 1\."),
+    ({"n_init": 1.5}, TypeError, "n_init must be an integer"),
     ({"tol": -1.0}, ValueError, r"tol=-1.0 must be a non-negative number\."),
     ({"n_threads": 0}, ValueError, "n_threads=0 must be a positive number"),
     ({"callback": 3}, TypeError, "callback must be callable"),
