@@ -3,30 +3,22 @@
 Every variant is fitted on the same data with the same ``random_state`` through the public
 estimator API; the table reports wall-clock seconds of ``fit``, the quantization error of the
 fitted centres (also relative to the true means), the distance evaluations the fit counted
-(seeding, reduction, E-steps, final labels) and the number of iterations.
+(seeding, reduction, E-steps, final labels) and the number of iterations. Warnings the fits
+raise are listed after the table.
 """
 import argparse
-import importlib
-import inspect
 import platform
 import time
+import warnings
 
 import numpy as np
 
-from . import AFKMC2, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, SoftMStep
+from . import AFKMC2, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, SoftMStep, presets
 from ._kernels import _openmp
 from .datasets import birch_grid_quantization_error, make_birch_grid
 from .metrics import quantization_error
 
 __all__ = ["main"]
-
-# Presets shown when clusterkit.presets provides them: (function name, row label).
-PRESET_ROWS = (
-    ("var_kmeans_s", "preset var_kmeans_s"),
-    ("var_gmm_s", "preset var_gmm_s"),
-    ("lwcs_lloyd", "preset lwcs_lloyd"),
-    ("vc_gmm", "preset vc_gmm"),
-)
 
 COLUMNS = ("variant", "seconds", "quant. error", "QE / truth", "distance evals", "iterations")
 
@@ -61,35 +53,29 @@ def _core_variants(n_clusters, common):
 
 
 def _preset_variants(n_clusters, common):
-    """Rows for the presets that :mod:`clusterkit.presets` defines, built with their defaults."""
-    try:
-        presets = importlib.import_module(f"{__package__}.presets")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.presets":
-            raise
-        return []
-    rows = []
-    for name, label in PRESET_ROWS:
-        factory = getattr(presets, name, None)
-        if factory is None:
-            continue
-        accepted = inspect.signature(factory).parameters
-        forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-        # a preset's own keywords by name; random_state and n_threads also through the
-        # **kwargs that presets hand on to Clusterer
-        kwargs = {key: value for key, value in common.items()
-                  if key in accepted or (forwards and key in ("random_state", "n_threads"))}
-        rows.append((label, factory(n_clusters, **kwargs)))
-    return rows
+    """The papers' presets with their defaults, on a coreset of ``common["coreset_size"]``
+    where they build one: (row label, unfitted estimator)."""
+    size = common["coreset_size"]
+    common = {key: common[key] for key in ("random_state", "n_threads")}
+    return [
+        ("preset var_kmeans_s", presets.var_kmeans_s(n_clusters, **common)),
+        ("preset var_gmm_s", presets.var_gmm_s(n_clusters, **common)),
+        ("preset lwcs_lloyd", presets.lwcs_lloyd(n_clusters, coreset_size=size, **common)),
+        ("preset vc_gmm", presets.vc_gmm(n_clusters, coreset_size=size, **common)),
+    ]
 
 
 def _fit_row(label, estimator, X, reference_error):
-    start = time.perf_counter()
-    estimator.fit(X)
-    seconds = time.perf_counter() - start
+    """The table row of one fit, and the messages of the warnings it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        estimator.fit(X)
+        seconds = time.perf_counter() - start
     error = quantization_error(X, estimator.cluster_centers_, n_threads=estimator.n_threads)
-    return (label, f"{seconds:.2f}", f"{error:,.1f}", f"{error / reference_error:.3f}",
-            f"{estimator.n_distance_evals_:,}", f"{estimator.n_iter_}")
+    row = (label, f"{seconds:.2f}", f"{error:,.1f}", f"{error / reference_error:.3f}",
+           f"{estimator.n_distance_evals_:,}", f"{estimator.n_iter_}")
+    return row, [str(warning.message) for warning in caught]
 
 
 def _format_row(row, widths):
@@ -140,6 +126,13 @@ def main(argv=None):
     widths += [max(len(name), 12) for name in COLUMNS[1:]]
     print(_format_row(COLUMNS, widths))
     print("  ".join("-" * width for width in widths), flush=True)
+    notes = []
     for label, estimator in variants:
-        print(_format_row(_fit_row(label, estimator, X, reference_error), widths), flush=True)
+        row, messages = _fit_row(label, estimator, X, reference_error)
+        print(_format_row(row, widths), flush=True)
+        notes += [f"{label}: {message}" for message in messages]
+    if notes:  # after the table, so that they do not break it up
+        print("\nwarnings:")
+        for note in notes:
+            print(f"  {note}")
     return 0
