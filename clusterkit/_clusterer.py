@@ -494,9 +494,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         """Row blocks of ``-d2(x, mu_c) / (2 sigma2)`` for validated ``X``, in float64 and at
         most 8 MiB each: the log-joint ``log p(c, x)`` of the fitted mixture up to the constant
         ``log C + (D/2) log(2 pi sigma2)``."""
-        centers = self.cluster_centers_.astype(X.dtype)
+        # centred like the training data, for accurate distances far from the origin
+        x_mean = self._x_mean.astype(X.dtype)
+        centers = (self.cluster_centers_ - self._x_mean).astype(X.dtype)
         for rows in gen_batches(X.shape[0], max(1, 2 ** 20 // centers.shape[0])):
-            d2 = euclidean_distances(X[rows], centers, squared=True)
+            d2 = euclidean_distances(X[rows] - x_mean, centers, squared=True)
             yield rows, d2.astype(np.float64) / (-2.0 * self.sigma2_)
 
     @available_if(_is_gmm)
