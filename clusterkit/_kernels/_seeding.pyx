@@ -171,6 +171,7 @@ cdef void _gemm_min_dist2(const floating* X,            # IN  (n_samples, n_feat
         x = X + candidates[r] * n_features
         for k in range(n_features):
             rows[r * n_features + k] = x[k]
+    # (the transposed centres, argument 5, are only read without gemm)
     _dist2_tile(rows, n_candidates, n_features, centers, centers, centers_sqnorm, n_centers,
                 tile)
     for r in range(n_candidates):
