@@ -6,6 +6,7 @@ accelerations of the literature (AFK-MC² seeding, lightweight coresets, truncat
 variational E-steps, ...) can be combined and ablated. Ready-made configurations of the papers'
 algorithms live in :mod:`clusterkit.presets`.
 """
+from . import datasets, metrics, presets  # public submodules, as attributes of the package
 from ._base import Assignment, DataReducer, EStep, MStep, Schedule, Seeder
 from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep, TruncatedEStep
