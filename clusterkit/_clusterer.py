@@ -167,7 +167,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     callback : callable or None, default=None
         Called after every iteration as ``callback(info)`` with the dictionary appended to
         ``history_`` plus ``"centers"`` (the current centres); a return value of ``True``
-        stops the fit.
+        stops the fit, including the runs ``n_init`` has not started yet.
 
     Attributes
     ----------
@@ -333,12 +333,14 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 if self.verbose and self.n_init > 1:
                     print(f"Run {run} of {self.n_init}")
                 state.start_run()
-                centers = self._run(X_fit, w_fit, seeder, estep, mstep, schedule, state,
-                                    x_mean)
+                centers, stop_requested = self._run(X_fit, w_fit, seeder, estep, mstep,
+                                                    schedule, state, x_mean)
                 objective = state.history[-1]["objective"]
                 # the objective is a quantization error for hard fits, a free energy for soft
                 if best is None or (objective > best[0] if mstep.soft else objective < best[0]):
                     best = (objective, centers, state.history)
+                if stop_requested:  # the callback ends the whole fit
+                    break
             _, centers, history = best
             if self.compute_labels:
                 # the fit's own centred copy when it ran on all the data, else block by block
@@ -381,7 +383,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _run(self, X, sample_weight, seeder, estep, mstep, schedule, state, x_mean):
         """One run of the driver loop on the centred data: the papers' pseudo-code, one
-        strategy call per step. Returns the (centred) centres."""
+        strategy call per step. Returns the (centred) centres and whether the callback asked
+        to stop."""
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
                                        dtype=X.dtype)
@@ -394,6 +397,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
         state.schedule_state = schedule.init_state(X.shape[0], state)
         batches = schedule.batches(X.shape[0], state)
+        stop_requested = False
         for iteration in range(1, self.max_iter + 1):
             batch = next(batches, False)
             if batch is False:  # the schedule's budget is spent
@@ -406,7 +410,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
             if stop_requested or schedule.should_stop(state, self.tol):
                 break
-        return centers
+        return centers, stop_requested
 
     def _record(self, iteration, assignment, sample_weight, centers, state):
         """Append the iteration to the history, report it; ``True`` if the callback stops."""

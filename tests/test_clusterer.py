@@ -263,6 +263,15 @@ def test_verbose_and_callback():
     assert seen[0]["centers"].shape == (5, 3)
     stopped = Clusterer(5, tol=0, random_state=0, callback=lambda info: True).fit(X)
     assert stopped.n_iter_ == 1
+    # with several runs the callback ends the fit, not only its run
+    calls = []
+    Clusterer(5, n_init=3, random_state=0, callback=lambda info: calls.append(1) or True).fit(X)
+    assert len(calls) == 1
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        Clusterer(5, n_init=2, verbose=1, random_state=0).fit(X)
+    assert buf.getvalue().startswith("Run 1 of 2\nSeeded 5 centres")
+    assert buf.getvalue().count("Run 2 of 2\nSeeded 5 centres") == 1
 
 
 def test_compute_labels_false_skips_the_labels_pass():
