@@ -11,7 +11,7 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport sqrt
 from libc.stdlib cimport calloc, free, realloc
 
-from ._dist cimport (CHUNK_SIZE, _dist2_tile, _sqdist, _sqdist_wide, _sqnorm, _use_gemm,
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _sqdist, _sqdist_wide, _use_gemm,
                     ck_prefetch_row)
 
 
@@ -152,35 +152,51 @@ cdef floating _min_dist2_to_centers(const floating* x,          # IN  (n_feature
     return best
 
 
-cdef void _gemm_min_dist2(const floating* X,            # IN  (n_samples, n_features)
+cdef inline void _set_center64(const floating* center, Py_ssize_t n_features,
+                               double* center64, double* sqnorm64) noexcept nogil:
+    """Copy a new centre into the gemm path's float64 table, with its squared norm."""
+    cdef Py_ssize_t k
+    sqnorm64[0] = 0
+    for k in range(n_features):
+        center64[k] = center[k]
+        sqnorm64[0] += center64[k] * center64[k]
+
+
+cdef void _gemm_min_dist2(const floating* X,           # IN  (n_samples, n_features)
                           Py_ssize_t n_features,
-                          const int* candidates,         # IN  (n_candidates,) rows of X
+                          const int* candidates,        # IN  (n_candidates,) rows of X
                           Py_ssize_t n_candidates,
-                          const floating* centers,       # IN  (n_centers, n_features)
-                          const floating* centers_sqnorm,  # IN  (n_centers,)
+                          const floating* centers,      # IN  (n_centers, n_features)
+                          const double* centers64,      # IN  (n_centers, n_features) the same
+                          const double* sqnorm64,       # IN  (n_centers,) their squared norms
                           Py_ssize_t n_centers,
-                          floating* rows,                # TMP (n_candidates, n_features)
-                          floating* tile,                # TMP (n_candidates, n_centers)
+                          double* rows,                 # TMP (n_candidates, n_features)
+                          double* tile,                 # TMP (n_candidates, n_centers)
                           floating* out) noexcept nogil:  # OUT (n_candidates,)
-    """Squared distance of each candidate to its nearest centre, from one gemm over the
-    gathered candidates: ``||x||^2 + min_c (||c||^2 - 2 x . c)``, clamped at zero."""
-    cdef Py_ssize_t r, j, k
+    """Squared distance of each candidate to its nearest centre, as the direct loop computes
+    it. One float64 gemm over the gathered candidates finds the nearest centre
+    (``||c||^2 - 2 x . c`` orders the centres like the distance); float64, because in float32
+    the expansion's cancellation swaps near neighbours of samples far from the origin. The
+    nearest centre's distance is then computed directly, so the value is exact (0 for a
+    candidate on a centre)."""
+    cdef Py_ssize_t r, j, k, nearest
     cdef const floating* x
-    cdef floating best
+    cdef const double* row
     for r in range(n_candidates):
         x = X + candidates[r] * n_features
         for k in range(n_features):
             rows[r * n_features + k] = x[k]
     # (the transposed centres, argument 5, are only read without gemm)
-    _dist2_tile(rows, n_candidates, n_features, centers, centers, centers_sqnorm, n_centers,
+    _dist2_tile(rows, n_candidates, n_features, centers64, centers64, sqnorm64, n_centers,
                 tile)
     for r in range(n_candidates):
-        best = tile[r * n_centers]
+        row = tile + r * n_centers
+        nearest = 0
         for j in range(1, n_centers):
-            if tile[r * n_centers + j] < best:
-                best = tile[r * n_centers + j]
-        best += _sqnorm(rows + r * n_features, n_features)
-        out[r] = best if best > 0 else 0
+            if row[j] < row[nearest]:
+                nearest = j
+        out[r] = _sqdist(X + candidates[r] * n_features, centers + nearest * n_features,
+                         n_features)
 
 
 def afkmc2_chain(const floating[:, ::1] X,              # IN
@@ -234,12 +250,13 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     within the block before running its chain. Every candidate of step ``i`` is still compared
     with exactly ``i`` centres; blocking only cuts the number of thread synchronisations by
     ``AFKMC2_BLOCK``. With many features (``GEMM_MIN_FEATURES``) the parallel pass gathers
-    fixed groups of ``AFKMC2_GATHER`` candidates and gets their distances from one gemm each
-    (``||x||^2 + ||c||^2 - 2 x . c``, clamped at zero), 3-6 times faster than the direct loop
-    from 64 features on (benchmarks/bench_lloyd.py, seeding). Memory: a transposed copy of the
+    fixed groups of ``AFKMC2_GATHER`` candidates and finds their nearest centres with one
+    float64 gemm each, then computes those distances directly: 2-3 times faster than the
+    direct loop from 64 features on (benchmarks/bench_lloyd.py, seeding), with the same
+    values unless two centres are equally near within the float64 gemm's rounding. Memory: a transposed copy of the
     centres, the block's candidate distances, one ``n_clusters`` row per thread and, with
-    gemm, ``AFKMC2_GATHER`` gathered rows and their distance tile per thread. Assumes valid
-    input.
+    gemm, a float64 copy of the centres and ``AFKMC2_GATHER`` gathered rows and their distance
+    tile per thread. Assumes valid input.
     """
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]
@@ -253,19 +270,21 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     n_threads = max(1, min(n_threads, AFKMC2_BLOCK * chain_length))
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, ::1] centers_T = np.empty((n_features, n_clusters), dtype=dtype)
-    cdef floating[::1] centers_sqnorm = np.empty(n_clusters, dtype=dtype)
     cdef floating[:, ::1] dist = np.empty((n_threads, n_clusters), dtype=dtype)
     cdef floating[::1] block_dist2 = np.empty(max(AFKMC2_BLOCK * chain_length, 1), dtype=dtype)
     cdef double[::1] p = np.empty(max(chain_length, 1), dtype=np.float64)
+    # the gemm path's float64 copy of the centres, and per-thread candidates and tile
     cdef Py_ssize_t n_gather = AFKMC2_GATHER if gemm else 0
-    cdef floating[:, ::1] gathered = np.empty((n_threads, n_gather * n_features + 1),
-                                              dtype=dtype)
-    cdef floating[:, ::1] tiles = np.empty((n_threads, n_gather * n_clusters + 1), dtype=dtype)
+    cdef double[:, ::1] centers64 = np.empty((n_clusters if gemm else 1, n_features))
+    cdef double[::1] sqnorm64 = np.empty(n_clusters if gemm else 1)
+    cdef double[:, ::1] gathered = np.empty((n_threads, n_gather * n_features + 1))
+    cdef double[:, ::1] tiles = np.empty((n_threads, n_gather * n_clusters + 1))
     with nogil:
         for k in range(n_features):
             centers[0, k] = X[first, k]
             centers_T[k, 0] = X[first, k]
-        centers_sqnorm[0] = _sqnorm(&centers[0, 0], n_features)
+        if gemm:
+            _set_center64(&centers[0, 0], n_features, &centers64[0, 0], &sqnorm64[0])
         chosen[0] = <int> first
         i_start = 1
         while i_start < n_clusters:
@@ -277,8 +296,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                     for g in prange(0, n_block, n_gather, schedule="static"):
                         g_end = min(g + n_gather, n_block)
                         _gemm_min_dist2(&X[0, 0], n_features, &candidates[i_start - 1, g],
-                                        g_end - g, &centers[0, 0], &centers_sqnorm[0],
-                                        i_start, &gathered[threadid(), 0],
+                                        g_end - g, &centers[0, 0], &centers64[0, 0],
+                                        &sqnorm64[0], i_start, &gathered[threadid(), 0],
                                         &tiles[threadid(), 0], &block_dist2[g])
                 else:
                     for j in prange(n_block, schedule="static"):
@@ -312,7 +331,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                 for k in range(n_features):
                     centers[i, k] = X[y, k]
                     centers_T[k, i] = X[y, k]
-                centers_sqnorm[i] = _sqnorm(&centers[i, 0], n_features)
+                if gemm:
+                    _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
                 chosen[i] = <int> y
             i_start = i_end
     return chain_length * n_clusters * (n_clusters - 1) // 2

@@ -186,6 +186,25 @@ def test_afkmc2_chain_matches_reference(dtype, n_features, n_samples, n_clusters
     assert_array_equal(results[0], results[1])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_afkmc2_chain_exact_for_near_points_far_from_the_origin(dtype):
+    """Integer-valued rows, many repeated, far from the origin: the gemm's expansion
+    ||x||^2 + ||c||^2 - 2 x.c loses the small distances there (in float32), so the chains
+    would drift from the reference; the kernel recomputes the nearest centre's distance."""
+    rng = np.random.RandomState(3)
+    X = (rng.randint(0, 4, size=(2000, 12)) + 3000).astype(dtype)
+    w = np.ones(2000, dtype=dtype)
+    q = np.full(2000, 1 / 2000)
+    candidates = rng.randint(2000, size=(199, 2)).astype(np.int32)
+    uniforms = rng.uniform(size=(199, 2))
+    expected_centers, expected_chosen, _ = ref.afkmc2_chain(X, w, q, 0, candidates, uniforms)
+    centers = np.empty((200, 12), dtype=dtype)
+    chosen = np.empty(200, dtype=np.int32)
+    _seeding.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 2)
+    assert_array_equal(chosen, expected_chosen)
+    assert_array_equal(centers, expected_centers)
+
+
 def test_afkmc2_chain_rejects_existing_centres():
     # candidate 0 is the first centre (p = 0): the chain moves on whatever the uniforms say,
     # and never leaves a state with p > 0 for a candidate with p = 0
