@@ -1,5 +1,4 @@
 """The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
-import math
 import numbers
 
 import numpy as np
@@ -13,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from ._base import DataReducer, EStep, MStep, Schedule, Seeder
-from ._estep import FullEStep
+from ._estep import FullEStep, log_joint_offset
 from ._kernels import _assign
 from ._kernels._dist import TILE_ROWS
 from ._kernels._openmp import effective_n_threads
@@ -542,8 +541,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         log_likelihood : ndarray of shape (n_samples,), dtype=float64
         """
         X = self._check_test_data(X)
-        n_clusters, n_features = self.cluster_centers_.shape
-        const = math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * self.sigma2_)
+        const = log_joint_offset(self.sigma2_, *self.cluster_centers_.shape)
         log_likelihood = np.empty(X.shape[0])
         for rows, log_joint in self._scaled_dist2_blocks(X):
             log_likelihood[rows] = logsumexp(log_joint, axis=1) - const

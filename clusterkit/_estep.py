@@ -20,8 +20,14 @@ def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
     this is the weighted log-likelihood.
     """
     w = sample_weight.astype(np.float64, copy=False)
-    const = math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * sigma2)
+    const = log_joint_offset(sigma2, n_clusters, n_features)
     return float(np.dot(w, log_norm.astype(np.float64, copy=False)) - const * w.sum())
+
+
+def log_joint_offset(sigma2, n_clusters, n_features):
+    """``log C + (D/2) log(2 pi sigma2)``: ``log p(c, x) = -d2(x, mu_c) / (2 sigma2)`` minus
+    this, for the isotropic, equal-weight GMM."""
+    return math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * sigma2)
 
 
 def weighted_qe(dist2, sample_weight):
