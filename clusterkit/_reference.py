@@ -162,13 +162,13 @@ def partial_search(X, centers, neighbourhoods, explore, winners):
     """Search ``S(n) = union_{c in K(n)} G_c`` plus ``explore[n]`` (duplicates removed).
 
     Returns (winners_new, win_dist2, cand, cand_dist2, n_cand, n_evals); ``cand[n]`` lists
-    ``S(n)`` in the order it is built (``G_c`` for ``c`` in ``winners[n]`` row order, then the
-    exploratory clusters), padded with -1 (distances with NaN).
+    ``S(n)`` in the order it is built (``winners[n]``, then ``G_c`` for ``c`` in ``winners[n]``
+    row order, then the exploratory clusters), padded with -1 (distances with NaN).
     """
     n_samples, n_winners = winners.shape
     sets = []
     for n in range(n_samples):
-        seq = list(neighbourhoods[winners[n]].ravel()) + list(explore[n])
+        seq = list(winners[n]) + list(neighbourhoods[winners[n]].ravel()) + list(explore[n])
         sets.append(list(dict.fromkeys(int(j) for j in seq)))
     max_cand = max([len(s) for s in sets] + [1])
     cand = np.full((n_samples, max_cand), -1, dtype=np.int32)

@@ -57,9 +57,16 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
         row_d2 = cand_dist2 + i * max_cand
         row_win = winners + i * n_winners
         row_wd2 = win_dist2 + i * n_winners
-        # duplicates are written too but not counted (no unpredictable branch); the guard
-        # only matters once S(n) holds every slot of the row
-        s = 0
+        # the old K(n) first, in its ascending order: with centres that moved little, the
+        # new K(n) below then fills by appending and most later offers fail one comparison
+        for a in range(n_winners):
+            j = row_win[a]
+            row_cand[a] = j
+            stamp[j] = mark
+        s = n_winners
+        # then the rest of the neighbourhoods and the exploratory clusters; duplicates are
+        # written too but not counted (no unpredictable branch); the guard only matters once
+        # S(n) holds every slot of the row
         for a in range(n_winners):
             c = row_win[a]
             for g in range(G):
@@ -120,10 +127,10 @@ def partial_search(const floating[:, ::1] X,              # IN
     win_dist2 : ndarray of shape (n_samples, n_winners), dtype=floating
         Output: squared distances to the new ``winners``, ascending per row.
     cand : ndarray of shape (n_samples, max_cand), dtype=int32
-        Output: ``S(n)`` in the order it was built (the clusters of ``G_c`` for ``c`` in the
-        old ``K(n)`` in row order, then the exploratory ones) in ``cand[n, :n_cand[n]]``;
-        later entries are scratch. ``max_cand`` must be at least
-        ``min(n_clusters, n_winners * G + n_explore)``.
+        Output: ``S(n)`` in the order it was built (the old ``K(n)`` in row order, the other
+        clusters of ``G_c`` for ``c`` in the old ``K(n)`` in row order, then the exploratory
+        ones) in ``cand[n, :n_cand[n]]``; later entries are scratch. ``max_cand`` must be at
+        least ``min(n_clusters, n_winners * G + n_explore)``.
     cand_dist2 : ndarray of shape (n_samples, max_cand), dtype=floating
         Output: squared distances to ``cand`` (same layout).
     n_cand : ndarray of shape (n_samples,), dtype=int32
@@ -138,15 +145,17 @@ def partial_search(const floating[:, ::1] X,              # IN
 
     Notes
     -----
-    Because ``c in G_c``, every old member of ``K(n)`` is in ``S(n)`` and its distance is
+    Every old member of ``K(n)`` is in ``S(n)`` (``c in G_c``) and its distance is
     recomputed, so for fixed centres no sample's best distance (nor any of its ``C'`` sorted
     winner distances) can increase: the truncated free energy (eq. 10) never decreases
     (Prop. 1). Duplicates are removed in ``O(1)`` per candidate with a per-thread
     ``n_clusters``-sized stamp array, so the work per sample is ``O(|S(n)| D)`` and no
     ``n_samples x n_clusters`` array exists anywhere. Distances are computed directly (the
-    candidates differ from sample to sample, so there is no common block for gemm). Every
-    output row is written by one thread: results do not depend on ``n_threads``. Assumes
-    valid input.
+    candidates differ from sample to sample, so there is no common block for gemm). The old
+    ``K(n)`` is offered to the new one first, in its ascending order: with centres that moved
+    little, the selection then mostly appends and rejects (few mispredicted branches). Every
+    output row is written by one thread: results do not depend on ``n_threads``. Assumes valid
+    input.
 
     References
     ----------
