@@ -57,8 +57,7 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
         row_d2 = cand_dist2 + i * max_cand
         row_win = winners + i * n_winners
         row_wd2 = win_dist2 + i * n_winners
-        # the old K(n) first, in its ascending order: with centres that moved little, the
-        # new K(n) below then fills by appending and most later offers fail one comparison
+        # the old K(n) first, ascending: the selection below then mostly appends and rejects
         for a in range(n_winners):
             j = row_win[a]
             row_cand[a] = j

@@ -166,11 +166,12 @@ def test_neighbourhoods_estimated_matches_reference(dtype, use_dist, n_samples, 
 
 
 def test_neighbourhoods_estimated_uses_only_the_clusters_members():
-    # samples 0, 1 have best cluster 0; cluster 3 is nearer to them on average than cluster 2
-    labels = np.array([0, 0, 1], dtype=np.int32)
-    cand = np.array([[0, 2, 3], [0, 3, 2], [1, 2, 3]], dtype=np.int32)
-    cand_dist2 = np.array([[0.0, 5.0, 4.0], [1.0, 3.0, 4.0], [0.0, 0.1, 9.0]])
-    n_cand = np.array([3, 3, 3], dtype=np.int32)
+    # samples 0, 1 have best cluster 0; cluster 3 is nearer to them on average than cluster 2;
+    # sample 3 evaluated only its own cluster 4 (junk after n_cand must not be read)
+    labels = np.array([0, 0, 1, 4], dtype=np.int32)
+    cand = np.array([[0, 2, 3], [0, 3, 2], [1, 2, 3], [4, 1, 2]], dtype=np.int32)
+    cand_dist2 = np.array([[0.0, 5.0, 4.0], [1.0, 3.0, 4.0], [0.0, 0.1, 9.0], [0.0, 0.0, 0.0]])
+    n_cand = np.array([3, 3, 3, 1], dtype=np.int32)
     neighbourhoods = np.array([[0, 1, 4], [1, 0, 4], [2, 0, 1], [3, 0, 1], [4, 0, 1]],
                               dtype=np.int32)
     _partial.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, neighbourhoods, False, 1)
