@@ -439,14 +439,16 @@ def plot(all_results, path):
     plt.close(fig)
 
 
-def _verdict(ok):
-    """Table cell: target 1 met or not; target 2 met at every coreset size compared, or
-    the sizes where it holds (the target can be read either way)."""
-    if ok is None:
+def _target1_cell(ok):
+    return "-" if ok is None else "met" if ok else "MISSED"
+
+
+def _target2_cell(sizes):
+    """Met at every coreset size compared, or the sizes where it holds: the target can be
+    read either way."""
+    if sizes is None:
         return "-"
-    if not isinstance(ok, tuple):
-        return "met" if ok else "MISSED"
-    compared, held = ok
+    compared, held = sizes
     if compared and held == compared:
         return "met at every size"
     return ("MISSED; met at " + ", ".join(_size_label(size) for size in held) if held
@@ -457,7 +459,8 @@ def _body(sections, verdicts):
     summary = format_table(
         ["data", "target 1 (eta <= 12% at >= 30x)", "target 2 (<= LWCS + 1 pt, faster)",
          "target 1, k-means++ seeds", "target 2, k-means++ seeds"],
-        [[name] + [_verdict(ok) for ok in oks] for name, *oks in verdicts])
+        [[name, _target1_cell(ok1), _target2_cell(ok2), _target1_cell(kpp1),
+          _target2_cell(kpp2)] for name, ok1, ok2, kpp1, kpp2 in verdicts])
     print("\n" + summary, flush=True)
     return "### Targets\n\n" + summary + "\n\n" + "\n\n".join(sections)
 
