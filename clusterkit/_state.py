@@ -57,17 +57,12 @@ class FitState:
         self.random_state = random_state
         self.n_threads = n_threads
         self.soft = soft
-        self.sigma2 = None
         self.sigma2_floor = sigma2_floor
         self.qe_resolution = qe_resolution
         self.verbose = verbose
-        self.seed_labels = None
-        self.estep_state = None
-        self.mstep_state = None
-        self.schedule_state = None
         self.cost = dict.fromkeys(COST_PHASES, 0)
-        self.history = []
         self._start = time.perf_counter()
+        self.start_run()
 
     def start_run(self):
         """Forget everything of the previous run (history, variance, seeding labels and the

@@ -253,10 +253,10 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     fixed groups of ``AFKMC2_GATHER`` candidates and finds their nearest centres with one
     float64 gemm each, then computes those distances directly: 2-3 times faster than the
     direct loop from 64 features on (benchmarks/bench_lloyd.py, seeding), with the same
-    values unless two centres are equally near within the float64 gemm's rounding. Memory: a transposed copy of the
-    centres, the block's candidate distances, one ``n_clusters`` row per thread and, with
-    gemm, a float64 copy of the centres and ``AFKMC2_GATHER`` gathered rows and their distance
-    tile per thread. Assumes valid input.
+    values unless two centres are equally near within the float64 gemm's rounding. Memory: a
+    transposed copy of the centres, the block's candidate distances, one ``n_clusters`` row
+    per thread and, with gemm, a float64 copy of the centres and ``AFKMC2_GATHER`` gathered
+    rows and their distance tile per thread. Assumes valid input.
     """
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]
