@@ -146,8 +146,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
         energy for soft ones). ``cost_`` counts the work of all runs.
-    max_iter : int, default=300
-        Maximum number of iterations (E-step plus M-step) per run.
+    max_iter : int, default=200
+        Maximum number of iterations (E-step plus M-step) per run (the budget Forster & Lücke
+        used for BIRCH and KDD).
     tol : float, default=1e-4
         Stop when the objective changes by at most ``tol`` relative to its value (a hard
         fit's quantization error counts as at least its rounding level, so a fit with more
@@ -192,7 +193,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         ``"sigma2"``, ``"distance_evals"`` (total of the fit so far, earlier runs, seeding and
         reduction included) and ``"seconds"`` (since the start of ``fit``).
     n_distance_evals_ : int
-        Distance evaluations of the whole fit (the sum of ``cost_``).
+        Distance evaluations of the whole fit (the sum of ``cost_``), including the final
+        ``"labels"`` pass; the papers' counts leave that pass out (coreset, seeding and
+        iterations only), i.e. ``n_distance_evals_ - cost_["labels"]``.
     cost_ : dict
         Distance evaluations per phase: ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``.
@@ -226,7 +229,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     """
 
     def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
-                 mstep="hard", schedule="full", n_init=1, max_iter=300, tol=1e-4,
+                 mstep="hard", schedule="full", n_init=1, max_iter=200, tol=1e-4,
                  random_state=None, n_threads=None, compute_labels=True, verbose=0,
                  callback=None):
         self.n_clusters = n_clusters
