@@ -1,5 +1,6 @@
 """The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
 import numbers
+import warnings
 
 import numpy as np
 from scipy.special import logsumexp
@@ -21,7 +22,8 @@ from ._reduction import NoReduction
 from ._schedules import FullBatch
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
 from ._state import FitState
-from ._validation import check_int, check_n_clusters, check_sample_weight
+from ._validation import (check_distances_representable, check_int, check_n_clusters,
+                          check_sample_weight, check_weighted_sums_representable)
 
 __all__ = ["Clusterer"]
 
@@ -73,25 +75,6 @@ def _nearest(X, x_mean, centers, n_threads):
     return labels, dist2, n_evals
 
 
-def _check_distances_representable(X, centers=None):
-    """Raise if squared distances between samples of ``X`` (and ``centers``) can overflow
-    ``X``'s dtype.
-
-    Centres are weighted means of samples, so all points stay in the data's bounding box,
-    whose squared diagonal is at most ``D (max - min)^2``; past the dtype's range every
-    distance would be ``inf`` and the result meaningless.
-    """
-    largest = float(np.finfo(X.dtype).max)
-    high, low = float(X.max()), float(X.min())
-    if centers is not None:
-        high, low = max(high, float(centers.max())), min(low, float(centers.min()))
-    bound = X.shape[1] * (high - low) ** 2
-    if not bound <= largest:
-        raise ValueError(f"X's values are too large for {X.dtype.name}: squared distances "
-                         f"between samples can reach {bound:.3g}, beyond the largest "
-                         f"{X.dtype.name} ({largest:.3g}). Rescale X or pass it as float64.")
-
-
 def _resolve(value, name, base, aliases, default):
     """A strategy object from an instance, a string alias or ``None`` (the default)."""
     if value is None:
@@ -104,6 +87,25 @@ def _resolve(value, name, base, aliases, default):
         expected = " or ".join(repr(a) for a in aliases)
         raise ValueError(f"Unknown {name}={value!r}; expected {expected} or a {base.__name__}.")
     raise TypeError(f"{name} must be a {base.__name__} or a string, got {type(value).__name__}.")
+
+
+def _strategy_array(value, strategy, what, shape, dtype):
+    """What a strategy returned, as a C-contiguous ``dtype`` array of ``shape`` (``None``
+    matches any length); ``TypeError``/``ValueError`` naming the strategy otherwise.
+
+    User-written strategies plug into the driver, so their results are checked like user
+    input: a wrong shape or a NaN would otherwise surface far away, or not at all.
+    """
+    name = f"{type(strategy).__name__} returned {what}"
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} as {type(value).__name__}; expected a numeric ndarray.")
+    if value.ndim != len(shape) or any(n is not None and n != m
+                                       for n, m in zip(shape, value.shape)):
+        expected = tuple("any" if n is None else n for n in shape)
+        raise ValueError(f"{name} of shape {value.shape}; expected {expected}.")
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} with NaN or infinite entries.")
+    return np.ascontiguousarray(value, dtype=dtype)
 
 
 class _GivenCenters(Seeder):
@@ -145,7 +147,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
-        energy for soft ones). ``cost_`` counts the work of all runs.
+        energy for soft ones). ``cost_`` counts the work of all runs. With initial centres
+        given in ``seed`` there is one run (with a warning), as in scikit-learn.
     max_iter : int, default=200
         Maximum number of iterations (E-step plus M-step) per run (the budget Forster & Lücke
         used for BIRCH and KDD).
@@ -167,7 +170,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     callback : callable or None, default=None
         Called after every iteration as ``callback(info)`` with the dictionary appended to
         ``history_`` plus ``"centers"`` (the current centres); a return value of ``True``
-        stops the fit, including the runs ``n_init`` has not started yet.
+        (Python's or NumPy's) stops the fit, including the runs ``n_init`` has not started yet.
 
     Attributes
     ----------
@@ -255,11 +258,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         check_int(self.max_iter, "max_iter", minimum=1)
         if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
             raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
-        if self.n_threads is not None:
-            check_int(self.n_threads, "n_threads")
-            if self.n_threads == 0:
-                raise ValueError("n_threads=0 must be a positive number or negative (all cores "
-                                 "but some) or None.")
+        effective_n_threads(self.n_threads)  # raises for invalid values
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable, got {type(self.callback).__name__}.")
 
@@ -278,7 +277,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                                  f"shape (n_clusters, n_features)={expected}.")
             if not np.all(np.isfinite(centers)):
                 raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
-            seeder = _GivenCenters(np.ascontiguousarray(centers, dtype=X.dtype) - x_mean)
+            with np.errstate(over="ignore"):
+                centers = np.ascontiguousarray(centers, dtype=X.dtype)
+            if not np.all(np.isfinite(centers)):
+                raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
+                                 "data's dtype.")
+            seeder = _GivenCenters(centers - x_mean)
         reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
         estep = _resolve(self.estep, "estep", EStep, _ESTEPS, FullEStep)
         mstep = _resolve(self.mstep, "mstep", MStep, _MSTEPS, HardMStep)
@@ -308,20 +312,27 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Raises
         ------
         ValueError
-            If ``X`` is empty, not 2-D or not finite, has values so large that squared
-            distances overflow its dtype, has fewer samples than ``n_clusters``,
-            if ``sample_weight`` is negative, non-finite or all zero, or a strategy's
-            parameters do not fit the data.
+            If ``X`` is empty, not 2-D or not finite, has values so large (or so close
+            together) that squared distances overflow (or all underflow) its dtype, has fewer
+            samples than ``n_clusters``, if ``sample_weight`` is negative, non-finite, all
+            zero, does not fit ``X``'s dtype or makes weighted sums overflow it, or a
+            strategy's parameters do not fit the data or its results have the wrong shape.
         """
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
                           ensure_min_samples=1)
         self._check_params(X)
-        _check_distances_representable(X)
+        check_distances_representable(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+        check_weighted_sums_representable(X, sample_weight)
         # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that both
         # start from bit-identical data (the mean's own rounding is only a translation).
         x_mean = X.mean(axis=0)
         seeder, reducer, estep, mstep, schedule = self._strategies(X, x_mean)
+        n_init = self.n_init
+        if isinstance(seeder, _GivenCenters) and n_init > 1:
+            warnings.warn(f"seed gives the initial centres: running once instead of "
+                          f"n_init={n_init} times.", RuntimeWarning, stacklevel=2)
+            n_init = 1
         state = FitState(
             n_clusters=self.n_clusters, n_features=X.shape[1], dtype=X.dtype,
             random_state=check_random_state(self.random_state),
@@ -331,9 +342,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
                                                             x_mean)
             best = None
-            for run in range(1, self.n_init + 1):
-                if self.verbose and self.n_init > 1:
-                    print(f"Run {run} of {self.n_init}")
+            for run in range(1, n_init + 1):
+                if self.verbose and n_init > 1:
+                    print(f"Run {run} of {n_init}")
                 state.start_run()
                 centers, stop_requested = self._run(X_fit, w_fit, seeder, estep, mstep,
                                                     schedule, state, x_mean)
@@ -371,6 +382,16 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         X_given = X
         X, sample_weight = reducer.reduce(X, sample_weight, state)
         reduced = X is not X_given
+        if reduced:
+            X = _strategy_array(X, reducer, "data", (None, X_given.shape[1]), X_given.dtype)
+            sample_weight = _strategy_array(sample_weight, reducer, "weights", (X.shape[0],),
+                                            X.dtype)
+            if np.any(sample_weight < 0) or not np.any(sample_weight > 0):
+                raise ValueError(f"{type(reducer).__name__} returned negative or all-zero "
+                                 "weights.")
+            if self.verbose:
+                print(f"Reduced {X_given.shape[0]} samples to {X.shape[0]} weighted samples: "
+                      f"{state.cost['reduction']} distance evaluations ({state.seconds:.2f} s)")
         check_n_clusters(self.n_clusters, X.shape[0])
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
         # full data; centring keeps float32 distances accurate far from the origin.
@@ -378,7 +399,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         # summed in float64: a float32 sum of all squares can overflow where no distance does
         sq_norms = np.einsum("ij,ij->i", X, X)
         variance = float(sq_norms.sum(dtype=np.float64)) / X.size  # mean per-feature variance
-        state.sigma2_floor = 1e-12 * max(variance, float(np.finfo(X.dtype).tiny))
+        # a normal number even for constant data, so that 1 / sigma2 stays finite
+        state.sigma2_floor = max(1e-12 * variance, float(np.finfo(X.dtype).tiny))
         state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]
                                * float(sample_weight.sum(dtype=np.float64)))
         return X, sample_weight, reduced
@@ -388,11 +410,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         strategy call per step. Returns the (centred) centres and whether the callback asked
         to stop."""
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
-        centers = np.ascontiguousarray(seeder.seed(X, sample_weight, self.n_clusters, state),
-                                       dtype=X.dtype)
+        seeding_before = state.cost["seeding"]
+        centers = _strategy_array(seeder.seed(X, sample_weight, self.n_clusters, state), seeder,
+                                  "centres", (self.n_clusters, X.shape[1]), X.dtype)
         if self.verbose:
             print(f"Seeded {self.n_clusters} centres on {X.shape[0]} samples: "
-                  f"{state.cost['reduction'] + state.cost['seeding']} distance evaluations "
+                  f"{state.cost['seeding'] - seeding_before} distance evaluations "
                   f"({state.seconds:.2f} s)")
         # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
         state.estep_state = estep.init_state(X, sample_weight, centers, state)
@@ -412,6 +435,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
             if stop_requested or schedule.should_stop(state, self.tol):
                 break
+        if not state.history:
+            raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a fit needs "
+                             "at least one iteration.")
         return centers, stop_requested
 
     def _record(self, iteration, assignment, sample_weight, centers, state):
@@ -429,7 +455,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                   f"qe={info['qe']:.6g} distance evaluations={info['distance_evals']} "
                   f"({info['seconds']:.2f} s)")
         if self.callback is not None:  # centres in the user's coordinates
-            return self.callback(dict(info, centers=centers)) is True
+            stop = self.callback(dict(info, centers=centers))
+            return stop is True or stop is np.True_
         return False
 
     # -- using a fitted model ----------------------------------------------------------------
@@ -437,7 +464,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     def _check_test_data(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
-        _check_distances_representable(X, self.cluster_centers_)
+        check_distances_representable(X, self.cluster_centers_)
         return X
 
     def _labels_dist2(self, X):
@@ -490,22 +517,34 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         distances : ndarray of shape (n_samples, n_clusters)
         """
         X = self._check_test_data(X)
-        return euclidean_distances(X, self.cluster_centers_)
+        # centred like the training data, for accurate distances far from the origin
+        x_mean = self._x_mean.astype(X.dtype)
+        centers = (self.cluster_centers_ - self._x_mean).astype(X.dtype)
+        return euclidean_distances(X - x_mean, centers)
 
     def _is_gmm(self):
         """Whether the M-step is soft, i.e. the model a Gaussian mixture."""
         return self.mstep == "soft" or (isinstance(self.mstep, MStep) and self.mstep.soft)
 
     def _scaled_dist2_blocks(self, X):
-        """Row blocks of ``-d2(x, mu_c) / (2 sigma2)`` for validated ``X``, in float64 and at
-        most 8 MiB each: the log-joint ``log p(c, x)`` of the fitted mixture up to the constant
-        ``log C + (D/2) log(2 pi sigma2)``."""
+        """Row blocks of the log-joint ``log p(c, x)`` of the fitted mixture for validated
+        ``X``, in float64 and at most 8 MiB each, as ``(rows, best, shifted)``:
+        ``-d2(x, mu_c) / (2 sigma2)`` is ``best + shifted`` with ``best`` its row maximum, up
+        to the constant ``log C + (D/2) log(2 pi sigma2)``.
+
+        The shift keeps the nearest centre at 0 even where the scaled distances overflow to
+        ``-inf`` (tiny variances, far samples), so that probabilities never become ``nan``.
+        """
         # centred like the training data, for accurate distances far from the origin
         x_mean = self._x_mean.astype(X.dtype)
         centers = (self.cluster_centers_ - self._x_mean).astype(X.dtype)
         for rows in gen_batches(X.shape[0], max(1, 2 ** 20 // centers.shape[0])):
-            d2 = euclidean_distances(X[rows] - x_mean, centers, squared=True)
-            yield rows, d2.astype(np.float64) / (-2.0 * self.sigma2_)
+            d2 = euclidean_distances(X[rows] - x_mean, centers, squared=True).astype(np.float64)
+            nearest = d2.min(axis=1, keepdims=True)
+            with np.errstate(over="ignore"):
+                best = nearest[:, 0] / (-2.0 * self.sigma2_)
+                shifted = (d2 - nearest) / (-2.0 * self.sigma2_)
+            yield rows, best, shifted
 
     @available_if(_is_gmm)
     def predict_proba(self, X):
@@ -525,8 +564,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         """
         X = self._check_test_data(X)
         proba = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
-        for rows, log_joint in self._scaled_dist2_blocks(X):
-            proba[rows] = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+        for rows, _, shifted in self._scaled_dist2_blocks(X):
+            proba[rows] = np.exp(shifted - logsumexp(shifted, axis=1, keepdims=True))
         return proba
 
     @available_if(_is_gmm)
@@ -546,8 +585,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         X = self._check_test_data(X)
         const = log_joint_offset(self.sigma2_, *self.cluster_centers_.shape)
         log_likelihood = np.empty(X.shape[0])
-        for rows, log_joint in self._scaled_dist2_blocks(X):
-            log_likelihood[rows] = logsumexp(log_joint, axis=1) - const
+        for rows, best, shifted in self._scaled_dist2_blocks(X):
+            log_likelihood[rows] = best + logsumexp(shifted, axis=1) - const
         return log_likelihood
 
     @property

@@ -400,6 +400,11 @@ class PartialEStep(EStep):
         if G > n_clusters:
             warnings.warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
                           RuntimeWarning, stacklevel=2)
+        elif G == 1 and self.n_explore == 0 and n_clusters > 1 and (
+                self.n_winners is None or self.n_winners < n_clusters):
+            warnings.warn("G=1 with n_explore=0: the search space S(n) is K(n) itself, so "
+                          "no sample can ever change its clusters; use G >= 2 or "
+                          "n_explore >= 1.", RuntimeWarning, stacklevel=2)
 
     def init_state(self, X, sample_weight, centers, state):
         """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.
@@ -444,10 +449,10 @@ class PartialEStep(EStep):
         st.cand_dist2 = np.empty((n_samples, max_cand), dtype=X.dtype)
         st.n_cand = np.empty(n_samples, dtype=np.int32)
         for _ in range(int(self.n_init_esteps)):
-            self._search(X, centers, state, st)
+            self._search(X, sample_weight, centers, state, st)
         return st
 
-    def _search(self, X, centers, state, st):
+    def _search(self, X, sample_weight, centers, state, st):
         """One search over ``S(n)`` plus the neighbourhood update; returns the winners'
         squared distances (a fresh array)."""
         n_samples, n_clusters = X.shape[0], centers.shape[0]
@@ -470,10 +475,12 @@ class PartialEStep(EStep):
             X, centers, st.neighbourhoods, explore, st.winners, win_dist2, st.cand,
             st.cand_dist2, st.n_cand, state.n_threads))
         if self.neighbourhoods == "estimated":
-            # Alg. 2: G_c from the distances just computed (eq. 8), no new evaluation
+            # Alg. 2: G_c from the distances just computed (eq. 8), no new evaluation;
+            # zero-weight samples are not data (they are in no I_c)
+            labels = np.where(sample_weight > 0, st.winners[:, 0], -1).astype(np.int32)
             _partial.neighbourhoods_estimated(
-                np.ascontiguousarray(st.winners[:, 0]), st.cand, st.cand_dist2, st.n_cand,
-                st.neighbourhoods, self.neighbour_stat == "dist", state.n_threads)
+                labels, st.cand, st.cand_dist2, st.n_cand, st.neighbourhoods,
+                self.neighbour_stat == "dist", state.n_threads)
         return win_dist2
 
     def assign(self, X, sample_weight, centers, state):
@@ -488,6 +495,6 @@ class PartialEStep(EStep):
         if st.exact:
             winners, win_dist2 = _top_winners(X, centers, st.n_winners, state)
         else:
-            win_dist2 = self._search(X, centers, state, st)
+            win_dist2 = self._search(X, sample_weight, centers, state, st)
             winners = st.winners.copy()
         return _winners_assignment(X, sample_weight, centers, state, winners, win_dist2)

@@ -189,12 +189,15 @@ def partial_search(X, centers, neighbourhoods, explore, winners):
 
 def neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, neighbourhoods, use_dist):
     """Eq. 8 of Forster & Lücke (2018): ``G_c`` from the mean (squared) distances of the
-    samples whose best cluster is ``c``. Returns the new neighbourhoods (input unchanged)."""
+    samples whose best cluster is ``c`` (label -1: no cluster's). Returns the new
+    neighbourhoods (input unchanged)."""
     n_clusters, G = neighbourhoods.shape
     result = neighbourhoods.copy()
     acc = {c: {} for c in range(n_clusters)}
     for n in range(len(labels)):  # sample order, float64 sums: the kernel's exact arithmetic
         c = int(labels[n])
+        if c < 0:  # in no I_c
+            continue
         for k in range(int(n_cand[n])):
             j = int(cand[n, k])
             if j == c:

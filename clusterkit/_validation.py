@@ -3,7 +3,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_sample_weight", "check_n_clusters", "check_int"]
+__all__ = ["check_sample_weight", "check_n_clusters", "check_int",
+           "check_distances_representable", "check_weighted_sums_representable"]
 
 
 def check_int(value, name, minimum=None):
@@ -25,28 +26,91 @@ def check_n_clusters(n_clusters, n_samples):
 def check_sample_weight(sample_weight, n_samples, dtype):
     """Validate user weights: a finite, non-negative, not all-zero array of ``dtype``.
 
-    ``None`` gives ones; a scalar is broadcast.
+    ``None`` gives ones; a scalar is broadcast. Weights that ``dtype`` cannot hold (beyond its
+    range, or positive but so small that they would become 0) are an error rather than
+    silently changed: only the ratios of the weights matter, so they can be rescaled.
     """
     if sample_weight is None:
         return np.ones(n_samples, dtype=dtype)
     if isinstance(sample_weight, numbers.Number):
-        sample_weight = np.full(n_samples, sample_weight, dtype=dtype)
+        sample_weight = np.full(n_samples, sample_weight)
     sample_weight = np.asarray(sample_weight)
     if sample_weight.dtype.kind not in "biuf":
         raise TypeError(f"sample_weight must be numeric, got dtype {sample_weight.dtype}.")
-    sample_weight = np.ascontiguousarray(sample_weight, dtype=dtype)
     if sample_weight.ndim != 1:
         raise ValueError(f"sample_weight must be 1-D, got shape {sample_weight.shape}.")
     if sample_weight.shape[0] != n_samples:
         raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, but X has "
                          f"{n_samples} samples.")
-    n_bad = int(np.count_nonzero(~np.isfinite(sample_weight)))
+    given = sample_weight.astype(np.float64, copy=False)
+    n_bad = int(np.count_nonzero(~np.isfinite(given)))
     if n_bad:
         raise ValueError(f"sample_weight has {n_bad} non-finite entries; weights must be finite.")
-    n_negative = int(np.count_nonzero(sample_weight < 0))
+    n_negative = int(np.count_nonzero(given < 0))
     if n_negative:
         raise ValueError(f"sample_weight has {n_negative} negative entries; weights must be "
                          "non-negative.")
-    if not np.any(sample_weight > 0):
+    if not np.any(given > 0):
         raise ValueError("sample_weight is zero everywhere; at least one weight must be positive.")
+    name = np.dtype(dtype).name
+    with np.errstate(over="ignore"):
+        sample_weight = np.ascontiguousarray(sample_weight, dtype=dtype)
+    if not np.all(np.isfinite(sample_weight)):
+        raise ValueError(f"sample_weight has entries beyond the range of {name} "
+                         f"({np.finfo(dtype).max:.3g}); rescale the weights (only their ratios "
+                         "matter).")
+    n_lost = int(np.count_nonzero((given > 0) & (sample_weight < np.finfo(dtype).tiny)))
+    if n_lost:
+        raise ValueError(f"sample_weight has {n_lost} positive entries below the smallest "
+                         f"normal {name} ({np.finfo(dtype).tiny:.3g}); rescale the weights "
+                         "(only their ratios matter) or set them to 0.")
     return sample_weight
+
+
+def check_distances_representable(X, centers=None):
+    """Raise if squared distances between samples of ``X`` (and ``centers``) overflow or all
+    underflow ``X``'s dtype.
+
+    Centres are weighted means of samples, so all points stay in the data's bounding box,
+    whose squared diagonal is at most ``D (max - min)^2``; past the dtype's range every
+    distance would be ``inf`` and the result meaningless, and below its smallest normal
+    number every distance would be 0.
+    """
+    info = np.finfo(X.dtype)
+    high, low = float(X.max()), float(X.min())
+    if centers is not None:
+        high, low = max(high, float(centers.max())), min(low, float(centers.min()))
+    extent = high - low
+    bound = X.shape[1] * extent * extent  # a product overflows to inf, where ** would raise
+    if not bound <= float(info.max):
+        raise ValueError(f"X's values are too large for {X.dtype.name}: squared distances "
+                         f"between samples can reach {bound:.3g}, beyond the largest "
+                         f"{X.dtype.name} ({float(info.max):.3g}). Rescale X or pass it as "
+                         "float64.")
+    if 0 < extent and extent * extent < float(info.tiny):
+        raise ValueError(f"X's values are too close together for {X.dtype.name}: squared "
+                         f"distances between samples are below its smallest normal number "
+                         f"({float(info.tiny):.3g}). Rescale X.")
+
+
+def check_weighted_sums_representable(X, sample_weight):
+    """Raise if weighted quantities of ``X`` can overflow its dtype.
+
+    The kernels form each sample's ``w_n d2_n`` (the seeding masses) and accumulate
+    ``sum_n w_n`` and ``sum_n w_n x_n`` (the M-step's and the coreset's sums) in the data's
+    dtype; every squared distance is below ``D (max - min)^2`` and every coordinate, centred
+    or not, below ``max |x|`` or ``max - min``.
+    """
+    high, low = float(X.max()), float(X.min())
+    extent = high - low
+    with np.errstate(over="ignore"):
+        total = float(sample_weight.sum(dtype=np.float64))
+    bound = max(float(sample_weight.max()) * X.shape[1] * extent * extent,
+                total * max(extent, abs(high), abs(low), 1.0))
+    largest = float(np.finfo(X.dtype).max)
+    if not bound <= largest:
+        advice = " or pass X as float64" if X.dtype == np.float32 else ""
+        raise ValueError(f"sample_weight is too large for X in {X.dtype.name}: weighted sums "
+                         f"over the samples can reach {bound:.3g}, beyond the largest "
+                         f"{X.dtype.name} ({largest:.3g}). Rescale the weights (only their "
+                         f"ratios matter){advice}.")

@@ -2,7 +2,9 @@
 
 Every preset takes ``n_clusters`` first, then its own keywords, and passes any other keyword
 (``random_state``, ``n_threads``, ``max_iter``, ``tol``, ``seed``, ``compute_labels``,
-``verbose``, ...) on to :class:`~clusterkit.Clusterer`, which it returns unfitted.
+``verbose``, ...) on to :class:`~clusterkit.Clusterer`, which it returns unfitted. The
+strategies that define a preset's algorithm (its ``estep``, ``mstep`` and, for the coreset
+presets, ``reduce``) cannot be passed: that raises a ``TypeError``.
 
 =====================  ==============================  =========================================
 preset                 E-step / M-step                 distance evaluations per iteration
@@ -57,6 +59,17 @@ def _default_seed():
     return KMeansPlusPlus(n_local_trials=15)
 
 
+def _clusterer(n_clusters, kwargs, **strategies):
+    """The preset's :class:`~clusterkit.Clusterer`: its own ``strategies`` plus the user's
+    other keywords; a keyword naming one of the preset's strategies is an error (it would
+    silently make a different algorithm)."""
+    taken = sorted(set(strategies) & set(kwargs))
+    if taken:
+        raise TypeError(f"This preset sets {', '.join(taken)} itself; to choose "
+                        f"{'it' if len(taken) == 1 else 'them'}, build a Clusterer directly.")
+    return Clusterer(n_clusters, **strategies, **kwargs)
+
+
 def lloyd(n_clusters, **kwargs):
     """k-means: k-means++ seeding and Lloyd iterations.
 
@@ -78,7 +91,7 @@ def lloyd(n_clusters, **kwargs):
     FullEStep()
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
-    return Clusterer(n_clusters, estep=FullEStep(), mstep=HardMStep(), **kwargs)
+    return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
 
 
 def gmm(n_clusters, **kwargs):
@@ -103,14 +116,14 @@ def gmm(n_clusters, **kwargs):
     SoftMStep()
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
-    return Clusterer(n_clusters, estep=FullEStep(), mstep=SoftMStep(), **kwargs)
+    return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=SoftMStep())
 
 
 def _variational(n_clusters, neighbourhoods, mstep, G, n_explore, n_init_esteps, kwargs):
     kwargs.setdefault("seed", _default_seed())
     estep = PartialEStep(G=G, neighbourhoods=neighbourhoods, n_explore=n_explore,
                          n_init_esteps=n_init_esteps)
-    return Clusterer(n_clusters, estep=estep, mstep=mstep, **kwargs)
+    return _clusterer(n_clusters, kwargs, estep=estep, mstep=mstep)
 
 
 def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
@@ -262,8 +275,8 @@ def lwcs_lloyd(n_clusters, coreset_size=2**15, **kwargs):
     LWCS(size=1024)
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
-    return Clusterer(n_clusters, reduce=LWCS(coreset_size), estep=FullEStep(), mstep=HardMStep(),
-                     **kwargs)
+    return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=FullEStep(),
+                      mstep=HardMStep())
 
 
 def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_init_esteps=0,
@@ -338,5 +351,5 @@ def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_i
     kwargs.setdefault("seed", AFKMC2(chain_length=chain_length))
     estep = PartialEStep(G=G, neighbourhoods="estimated", n_explore=n_explore,
                          n_init_esteps=n_init_esteps)
-    return Clusterer(n_clusters, reduce=LWCS(coreset_size), estep=estep, mstep=SoftMStep(),
-                     **kwargs)
+    return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=estep,
+                      mstep=SoftMStep())

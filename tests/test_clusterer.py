@@ -11,8 +11,8 @@ from sklearn.datasets import make_blobs
 from sklearn.utils.estimator_checks import check_estimator
 from threadpoolctl import threadpool_info
 
-from clusterkit import (AFKMC2, LWCS, Clusterer, FullBatch, FullEStep, HardMStep,
-                        KMeansPlusPlus, RandomSeeder, SoftMStep)
+from clusterkit import (AFKMC2, LWCS, Clusterer, DataReducer, FullBatch, FullEStep, HardMStep,
+                        KMeansPlusPlus, RandomSeeder, Seeder, SoftMStep)
 
 
 def _blobs(n=600, d=3, c=5, dtype=np.float64, seed=0):
@@ -269,9 +269,75 @@ def test_verbose_and_callback():
     assert len(calls) == 1
     buf = io.StringIO()
     with redirect_stdout(buf):
-        Clusterer(5, n_init=2, verbose=1, random_state=0).fit(X)
-    assert buf.getvalue().startswith("Run 1 of 2\nSeeded 5 centres")
-    assert buf.getvalue().count("Run 2 of 2\nSeeded 5 centres") == 1
+        km = Clusterer(5, n_init=2, verbose=1, reduce=LWCS(300), random_state=0).fit(X)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("Reduced 600 samples to ")  # (distinct draws: random)
+    assert "weighted samples: 600 distance evaluations" in lines[0]
+    assert lines[1] == "Run 1 of 2"
+    # each run reports its own seeding, not a running total
+    seeded = [int(line.split(": ")[1].split()[0]) for line in lines if line.startswith("Seeded")]
+    assert len(seeded) == 2 and sum(seeded) == km.cost_["seeding"]
+    # NumPy's True stops the fit as Python's does
+    stopped = Clusterer(5, tol=0, random_state=0,
+                        callback=lambda info: np.int64(info["iteration"]) >= 2).fit(X)
+    assert stopped.n_iter_ == 2
+
+
+class _FirstRowsMissingOne(Seeder):
+    def seed(self, X, sample_weight, n_clusters, state):
+        return X[:n_clusters - 1].copy()
+
+
+class _ListReducer(DataReducer):
+    def reduce(self, X, sample_weight, state):
+        return list(X[:100]), sample_weight[:100]
+
+
+class _NoBatches(FullBatch):
+    def batches(self, n_samples, state):
+        return iter(())
+
+
+@pytest.mark.parametrize("params,error,match", [
+    ({"seed": _FirstRowsMissingOne()}, ValueError,
+     r"^_FirstRowsMissingOne returned centres of shape \(4, 3\); expected \(5, 3\)\.$"),
+    ({"reduce": _ListReducer()}, TypeError,
+     r"^_ListReducer returned data as list; expected a numeric ndarray\.$"),
+    ({"schedule": _NoBatches()}, ValueError,
+     r"^_NoBatches\.batches yielded no batch: a fit needs at least one iteration\.$"),
+])
+def test_user_strategies_results_are_checked(params, error, match):
+    X, _ = _blobs()
+    with pytest.raises(error, match=match):
+        Clusterer(5, random_state=0, **params).fit(X)
+
+
+def test_given_centres_run_once_whatever_n_init():
+    X, _ = _blobs()
+    once = Clusterer(5, seed=X[:5]).fit(X)
+    with pytest.warns(RuntimeWarning, match=r"^seed gives the initial centres: running once "
+                                            r"instead of n_init=4 times\.$"):
+        four = Clusterer(5, seed=X[:5], n_init=4).fit(X)
+    assert four.cost_ == once.cost_
+    np.testing.assert_array_equal(four.cluster_centers_, once.cluster_centers_)
+
+
+def test_transform_is_accurate_far_from_the_origin():
+    X, _ = _blobs(c=8)
+    X = X + 1e7
+    km = Clusterer(8, random_state=0).fit(X)
+    distances = km.transform(X)
+    assert (distances.min(axis=1) ** 2).sum() == pytest.approx(km.inertia_, rel=1e-9)
+    np.testing.assert_array_equal(distances.argmin(axis=1), km.labels_)
+
+
+def test_constant_data_gives_a_normal_variance_and_finite_probabilities():
+    gmm = Clusterer(3, mstep="soft", random_state=0).fit(np.ones((20, 2)))
+    assert gmm.sigma2_ >= np.finfo(np.float64).tiny
+    np.testing.assert_allclose(gmm.predict_proba([[1.0, 2.0], [1e3, -1e3]]), 1 / 3)
+    assert np.all(np.isfinite(gmm.score_samples([[1.0, 2.0]])))
+    one = Clusterer(1, mstep="soft").fit(np.ones((1, 2)))
+    np.testing.assert_array_equal(one.predict_proba([[5.0, 5.0]]), [[1.0]])
 
 
 def test_compute_labels_false_skips_the_labels_pass():

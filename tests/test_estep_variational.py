@@ -300,6 +300,17 @@ def test_partial_warns_and_clamps_large_G():
     assert state.estep_state.exact and result.winners.shape == (100, 5)
 
 
+def test_partial_warns_when_the_search_cannot_move():
+    with pytest.warns(RuntimeWarning, match=r"^G=1 with n_explore=0: the search space S\(n\) "
+                                            r"is K\(n\) itself"):
+        PartialEStep(G=1, n_explore=0)._validate(X_SMALL, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PartialEStep(G=1, n_explore=1)._validate(X_SMALL, 10)
+        PartialEStep(G=2, n_explore=0)._validate(X_SMALL, 10)
+        PartialEStep(G=1, n_explore=0)._validate(X_SMALL, 1)  # one cluster: nothing to find
+
+
 @pytest.mark.parametrize("n_winners, error, match", [
     (0, ValueError, r"^n_winners=0 must be >= 1\.$"),
     (11, ValueError, r"^n_winners=11 must be <= n_clusters=10\.$"),

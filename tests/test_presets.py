@@ -36,6 +36,15 @@ def test_preset_passes_keywords_to_clusterer(name):
     assert not hasattr(est, "cluster_centers_")  # returned unfitted
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_preset_refuses_its_own_strategies(name):
+    """A preset is its algorithm: replacing its E-step or M-step would silently make another."""
+    for slot in ("estep", "mstep"):
+        with pytest.raises(TypeError, match=f"^This preset sets {slot} itself; to choose it, "
+                                            "build a Clusterer directly\\.$"):
+            getattr(presets, name)(7, **{slot: "full" if slot == "estep" else "hard"})
+
+
 @pytest.mark.parametrize("name", ["lloyd", "gmm"])
 def test_exact_presets_defaults(name):
     est = getattr(presets, name)(5)

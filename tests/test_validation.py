@@ -67,6 +67,52 @@ def test_bad_sample_weight(weights, match):
         Clusterer(2).fit(X, sample_weight=weights)
 
 
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+@pytest.mark.parametrize("dtype,weights,match", [
+    (np.float32, np.full(20, 1e37), r"^sample_weight is too large for X in float32: weighted "
+                                    r"sums over the samples can reach .*Rescale the "
+                                    r"weights \(only their ratios matter\) or pass X as "
+                                    r"float64\.$"),
+    (np.float64, np.full(20, 1e307), r"^sample_weight is too large for X in float64: .* "
+                                     r"Rescale the weights \(only their ratios matter\)\.$"),
+    (np.float32, np.full(20, 1e39), r"^sample_weight has entries beyond the range of float32"),
+    (np.float32, np.r_[np.ones(19), 1e-46], r"^sample_weight has 1 positive entries below the "
+                                            r"smallest normal float32"),
+])
+def test_weights_the_dtype_cannot_hold(mstep, dtype, weights, match):
+    """Finite weights whose sums overflow (or that the dtype cannot represent) are refused
+    instead of ending in NaN centres or a crash; only the weights' ratios matter."""
+    with pytest.raises(ValueError, match=match):
+        Clusterer(2, mstep=mstep, random_state=0).fit(X.astype(dtype), sample_weight=weights)
+    km = Clusterer(2, mstep=mstep, random_state=0).fit(X.astype(dtype),
+                                                        sample_weight=np.full(20, 1e30))
+    assert np.all(np.isfinite(km.cluster_centers_))
+
+
+def test_values_too_large_or_too_close_for_float64():
+    with pytest.raises(ValueError, match="^X's values are too large for float64"):
+        Clusterer(2).fit(np.array([[0.0, 0.0], [1e155, 0.0], [2.0, 1.0]]))
+    km = Clusterer(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="^X's values are too large for float64"):
+        km.predict([[1e155, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="^X's values are too close together for float64"):
+        Clusterer(2).fit(X * 1e-200)
+
+
+@pytest.mark.parametrize("n_threads,error,match", [
+    (0, ValueError, "n_threads=0 must be a positive number"),
+    (1.5, TypeError, "n_threads must be an integer or None, got 1.5"),
+    ("a", TypeError, "n_threads must be an integer or None, got 'a'"),
+    (2 ** 31, ValueError, r"n_threads=2147483648 is out of range\."),
+])
+def test_bad_n_threads_everywhere(n_threads, error, match):
+    from clusterkit.metrics import quantization_error
+    with pytest.raises(error, match=match):
+        Clusterer(2, n_threads=n_threads).fit(X)
+    with pytest.raises(error, match=match):
+        quantization_error(X, X[:2], n_threads=n_threads)
+
+
 def test_wrong_feature_count_at_predict():
     km = Clusterer(2, random_state=0).fit(X)
     with pytest.raises(ValueError, match="X has 4 features, but Clusterer is expecting 3"):
@@ -88,10 +134,12 @@ def test_wrong_feature_count_at_predict():
                                              r"must have shape \(n_clusters, n_features\)="
                                              r"\(2, 3\)\."),
     ({"seed": np.full((2, 3), np.nan)}, ValueError, "seed contains NaN or infinity"),
+    ({"seed": np.full((2, 3), 1e39)}, ValueError, "seed has values beyond the range of "
+                                                  "float32, the data's dtype"),
 ])
 def test_bad_parameters(params, error, match):
     with pytest.raises(error, match=match):
-        Clusterer(2, **params).fit(X)
+        Clusterer(2, **params).fit(X.astype(np.float32))
 
 
 def test_strategy_objects_are_accepted_as_parameters():

@@ -207,6 +207,35 @@ def test_weight_two_equals_duplication_for_every_estep_and_mstep(estep_name, mst
             np.testing.assert_allclose(asg_a.resp, asg_b.resp[:N_ROWS], rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.parametrize("mstep_name", list(MSTEPS))
+@pytest.mark.parametrize("estep_name", list(ESTEPS))
+def test_weight_zero_equals_removal_for_every_estep_and_mstep(estep_name, mstep_name):
+    """Zero-weight samples are as if absent, over many iterations, for every E-step (eq. 8's
+    estimated neighbourhoods included) and M-step."""
+    X, init = _blobs()
+    X_z = np.vstack([X, X[:N_DUP] + 3.0])  # extra rows elsewhere, weight 0
+    w, w_z = np.ones(N_ROWS), np.r_[np.ones(N_ROWS), np.zeros(N_DUP)]
+    copy_partial = None
+    if estep_name.startswith("partial"):
+        _, fresh = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, n_iter=0)
+        start = fresh.estep_state
+
+        def copy_partial(st_z):
+            st_z.winners = np.vstack([start.winners, start.winners[:N_DUP]])
+            st_z.neighbourhoods = start.neighbourhoods.copy()
+
+    a, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, 8)
+    b, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X_z, w_z, init, 8,
+                partial_state=copy_partial)
+    for (obj_a, qe_a, c_a, s2_a, asg_a), (obj_b, qe_b, c_b, s2_b, asg_b) in zip(a, b):
+        assert obj_a == pytest.approx(obj_b, rel=1e-10)
+        assert qe_a == pytest.approx(qe_b, rel=1e-10)
+        np.testing.assert_allclose(c_a, c_b, rtol=1e-10, atol=1e-12)
+        if s2_a is not None:
+            assert s2_a == pytest.approx(s2_b, rel=1e-10)
+        np.testing.assert_array_equal(asg_a.labels, asg_b.labels[:N_ROWS])
+
+
 @pytest.mark.parametrize("mstep", ["hard", "soft"])
 @pytest.mark.parametrize("estep", [FullEStep(), TruncatedEStep(n_winners=3)],
                          ids=["full", "truncated"])

@@ -1,5 +1,8 @@
 """OpenMP availability and the number of threads kernels run with."""
+import numbers
 import os
+
+from libc.limits cimport INT_MAX
 
 from ._openmp cimport CK_OPENMP_ENABLED, omp_get_max_threads
 
@@ -30,7 +33,22 @@ def effective_n_threads(n_threads=None):
     -------
     n_threads : int
         At least 1; always 1 when compiled without OpenMP.
+
+    Raises
+    ------
+    TypeError
+        If ``n_threads`` is neither ``None`` nor an integer.
+    ValueError
+        If ``n_threads`` is 0 or too large for a C ``int``.
     """
+    if n_threads is not None:
+        if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
+            raise TypeError(f"n_threads must be an integer or None, got {n_threads!r}.")
+        if n_threads == 0:
+            raise ValueError("n_threads=0 must be a positive number or negative (all cores "
+                             "but some) or None.")
+        if abs(n_threads) > INT_MAX:
+            raise ValueError(f"n_threads={n_threads} is out of range.")
     if not CK_OPENMP_ENABLED:
         return 1
     available = max(1, min(omp_get_max_threads(), _cpu_count()))

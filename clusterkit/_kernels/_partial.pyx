@@ -269,7 +269,8 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
     Parameters
     ----------
     labels : ndarray of shape (n_samples,), dtype=int32
-        Best cluster of each sample (the first winner after :func:`partial_search`).
+        Best cluster of each sample (the first winner after :func:`partial_search`), or -1
+        for a sample that is to be in no ``I_c`` (the caller's zero-weight samples).
     cand : ndarray of shape (n_samples, max_cand), dtype=int32
         Search spaces ``S(n)`` as written by :func:`partial_search`.
     cand_dist2 : ndarray of shape (n_samples, max_cand), dtype=floating
@@ -319,15 +320,18 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
     cdef int[:, ::1] best_idx = np.empty((n_threads, G), dtype=np.int32)
     cdef int[:, ::1] old = np.empty((n_threads, G), dtype=np.int32)
     with nogil:
-        # counting sort of the samples by label (stable: members stay in sample order)
+        # counting sort of the samples by label (stable: members stay in sample order);
+        # unlabelled samples (label -1) are in no I_c
         for i in range(n_samples):
-            offsets[labels[i] + 1] += 1
+            if labels[i] >= 0:
+                offsets[labels[i] + 1] += 1
         for c in range(n_clusters):
             offsets[c + 1] += offsets[c]
             fill[c] = offsets[c]
         for i in range(n_samples):
-            order[fill[labels[i]]] = i
-            fill[labels[i]] += 1
+            if labels[i] >= 0:
+                order[fill[labels[i]]] = i
+                fill[labels[i]] += 1
         with parallel(num_threads=n_threads):
             for c in prange(n_clusters, schedule="dynamic", chunksize=16):
                 if offsets[c + 1] > offsets[c]:

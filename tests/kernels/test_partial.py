@@ -146,11 +146,14 @@ ESTIMATE_CASES = [
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("use_dist", [False, True])
+@pytest.mark.parametrize("unlabelled", [False, True])
 @pytest.mark.parametrize("n_samples, n_clusters, n_winners, G, n_explore", ESTIMATE_CASES)
-def test_neighbourhoods_estimated_matches_reference(dtype, use_dist, n_samples, n_clusters,
-                                                    n_winners, G, n_explore):
+def test_neighbourhoods_estimated_matches_reference(dtype, use_dist, unlabelled, n_samples,
+                                                    n_clusters, n_winners, G, n_explore):
     labels, cand, cand_dist2, n_cand, neighbourhoods = _estimation_problem(
         n_samples, n_clusters, 3, n_winners, G, n_explore, dtype)
+    if unlabelled:  # every third sample in no I_c (label -1), as zero-weight samples are
+        labels[::3] = -1
     expected = ref.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, neighbourhoods,
                                             use_dist)
     for n_threads in (1, 2):
