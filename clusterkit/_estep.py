@@ -332,7 +332,9 @@ class PartialEStep(EStep):
     * If ``G >= C`` or ``C' G + n_explore >= C`` the search space can be as large as all
       clusters, and each call runs the exact truncated E-step (:class:`TruncatedEStep` with
       ``C'`` winners, ``N C`` evaluations) instead; initial E-steps are then skipped.
-    * Eq. 8 averages squared distances by default (see ``neighbour_stat``).
+    * Eq. 8 averages squared distances by default (see ``neighbour_stat``), over the samples
+      whose best cluster is ``c`` counted once each (the papers' Alg. 2), not weighted;
+      zero-weight samples are left out, so they are as if absent.
     * When fewer than ``G - 1`` clusters were evaluated together with ``c``, ``G_c`` keeps old
       entries to fill up; clusters that are no sample's best keep their ``G_c``.
     * Ties in distance go to the lower cluster index.
