@@ -105,10 +105,12 @@ class SoftMStep(MStep):
     Cost ``O(N C' D)`` for ``C'`` winners per sample (``O(N C D)`` for full responsibilities),
     no distance evaluations. The variance is clamped at ``state.sigma2_floor``
     (``1e-12`` times the data variance per dimension) so that duplicated points or
-    ``C`` close to ``N`` never give a zero variance. With full responsibilities the variance is
-    computed from the identity ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` in float64
-    (the data are mean-centred by the driver, which keeps the cancellation small). Clusters
-    without weight are relocated by :func:`relocate_empty_clusters`.
+    ``C`` close to ``N`` never give a zero variance. With full responsibilities the sums are
+    accumulated in float64 over chunks of rows and the variance is expanded around the
+    centres as stored (exact up to float64 rounding), because the shorter identity
+    ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels catastrophically in float32 when
+    the clusters are far apart relative to their spread. Clusters without weight are
+    relocated by :func:`relocate_empty_clusters`.
 
     Examples
     --------
@@ -125,25 +127,12 @@ class SoftMStep(MStep):
 
     soft = True
 
-    def init_state(self, X, sample_weight, centers, state):
-        """Keeps ``sum_n w_n ||x_n||^2`` of the dense update: the same in every full-batch
-        iteration, and as costly as the update's gemm with many features."""
-        return _WeightedSqNorm(X, sample_weight)
-
     def update(self, X, sample_weight, assignment, centers, state):
         n_clusters, n_features = centers.shape
         total_weight = float(sample_weight.sum(dtype=np.float64))
         if assignment.winners is None:  # dense responsibilities over all clusters
-            resp = assignment.resp
-            weight = sample_weight @ resp
-            centers_sum = resp.T @ (X * sample_weight[:, None])
-            centers_new = _divide(centers_sum, weight, centers)
-            mu = centers_new.astype(np.float64)
-            norms = state.mstep_state
-            if not isinstance(norms, _WeightedSqNorm):  # called without init_state
-                norms = _WeightedSqNorm(X, sample_weight)
-            sse = norms.of(X, sample_weight) - float(
-                weight.astype(np.float64) @ np.einsum("ij,ij->i", mu, mu))
+            centers_new, weight, sse = _dense_soft_update(X, sample_weight, assignment.resp,
+                                                          centers)
         else:
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
@@ -159,21 +148,53 @@ class SoftMStep(MStep):
         return centers_new
 
 
-class _WeightedSqNorm:
-    """``sum_n w_n ||x_n||^2`` in float64, computed once for the data the fit started with."""
-
-    def __init__(self, X, sample_weight):
-        self._data = (X, sample_weight)
-        self._value = None
-
-    def of(self, X, sample_weight):
-        if X is self._data[0] and sample_weight is self._data[1]:
-            if self._value is None:
-                self._value = _weighted_sq_norm(X, sample_weight)
-            return self._value
-        return _weighted_sq_norm(X, sample_weight)  # a mini-batch
+# Rows per chunk of the dense soft M-step: as many as fill _DENSE_CHUNK_BYTES of float64
+# responsibilities (about an L2 cache, so the gemm reads the copy back from cache and no
+# N x C float64 array is made), at least _DENSE_MIN_ROWS (no tiny gemms for many clusters) and
+# at most _DENSE_MAX_ROWS (each gemm sums its rows sequentially and the variance amplifies
+# that rounding by ||x||^2 / sigma^2: at 3e7, 4096 rows gave errors near 1e-8, 65536 5e-6).
+_DENSE_CHUNK_BYTES = 1 << 20
+_DENSE_MIN_ROWS = 256
+_DENSE_MAX_ROWS = 4096
 
 
-def _weighted_sq_norm(X, sample_weight):
-    row_sq = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    return float(sample_weight.astype(np.float64) @ row_sq)
+def _dense_soft_update(X, sample_weight, resp, centers):
+    """New centres, cluster weights and weighted SSE for full responsibilities.
+
+    Accumulates, in float64 and over chunks of rows, ``U_c = sum_n w_n r_nc``,
+    ``m_c = sum_n w_n r_nc x_n`` and ``S2 = sum_n w_n (sum_c r_nc) ||x_n||^2`` (the actual row
+    sums of the stored responsibilities, which need not be exactly one), all three from one
+    gemm ``r.T @ [w x, w, w ||x||^2]`` per chunk. The centres ``m_c / U_c`` are cast to the
+    data dtype, and the SSE ``sum_n w_n sum_c r_nc ||x_n - mu_c||^2`` is expanded around the
+    centres as stored, ``S2 - 2 sum_c mu_c . m_c + sum_c U_c ||mu_c||^2``: exact for the
+    stored responsibilities and centres up to float64 rounding.
+    """
+    n_samples, n_features = X.shape
+    n_clusters = resp.shape[1]
+    chunk = min(_DENSE_MAX_ROWS, max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
+    chunk = min(chunk, n_samples)
+    # columns: w_n x_n (n_features), w_n, w_n ||x_n||^2
+    stats = np.zeros((n_clusters, n_features + 2), dtype=np.float64)
+    rhs = np.empty((chunk, n_features + 2), dtype=np.float64)
+    resp64 = None if resp.dtype == np.float64 else np.empty((chunk, n_clusters), np.float64)
+    for start in range(0, n_samples, chunk):
+        rows = slice(start, start + chunk)
+        n_rows = min(chunk, n_samples - start)
+        x = X[rows].astype(np.float64, copy=False)
+        a = rhs[:n_rows]
+        np.multiply(x, sample_weight[rows, None], out=a[:, :n_features])
+        a[:, n_features] = sample_weight[rows]
+        np.einsum("ij,ij->i", a[:, :n_features], x, out=a[:, n_features + 1])
+        if resp64 is None:
+            r = resp[rows]
+        else:
+            r = resp64[:n_rows]
+            np.copyto(r, resp[rows])
+        stats += r.T @ a
+    centers_sum, weight = stats[:, :n_features], stats[:, n_features]
+    sq = float(stats[:, n_features + 1].sum())  # S2
+    centers_new = _divide(centers_sum, weight, centers.astype(np.float64)).astype(X.dtype)
+    mu = centers_new.astype(np.float64)
+    sse = (sq - 2.0 * float(np.einsum("ij,ij->", mu, centers_sum))
+           + float(weight @ np.einsum("ij,ij->i", mu, mu)))
+    return centers_new, np.ascontiguousarray(weight), sse
