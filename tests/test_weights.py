@@ -171,29 +171,24 @@ ESTEPS = {
 MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
 
 
-@pytest.mark.parametrize("mstep_name", list(MSTEPS))
-@pytest.mark.parametrize("estep_name", list(ESTEPS))
-def test_weight_two_equals_duplication_for_every_estep_and_mstep(estep_name, mstep_name):
-    X, w, X_dup, w_dup, init = _weighted_and_duplicated()
+def _same_iterations(estep_name, mstep_name, X, w, X_more, w_more, init, n_iter):
+    """Run on ``X`` and on ``X_more`` (``X`` plus ``N_DUP`` rows) from the same start and check
+    that every iteration agrees on the rows of ``X``; returns both runs' assignments."""
     copy_partial = None
     if estep_name.startswith("partial"):
-        # PartialEStep starts from random K(n) and G_c, drawn differently for 300 and 360
-        # rows: give a row and its copy the same K(n), and both runs the same G_c
+        # PartialEStep starts from random K(n) and G_c, drawn differently for other row
+        # counts: the extra rows get the K(n) of the first N_DUP rows, both runs the same G_c
         _, fresh = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, n_iter=0)
         start = fresh.estep_state
         assert not start.exact
 
-        def copy_partial(st_dup):
-            st_dup.winners = np.vstack([start.winners, start.winners[:N_DUP]])
-            st_dup.neighbourhoods = start.neighbourhoods.copy()
+        def copy_partial(st_more):
+            st_more.winners = np.vstack([start.winners, start.winners[:N_DUP]])
+            st_more.neighbourhoods = start.neighbourhoods.copy()
 
-    # Eq. 8 of the estimated neighbourhoods averages over samples, not over weight (as both
-    # authors' implementations do), so after the first E-step G_c may differ between the two
-    # data sets; later iterations are compared for the other E-steps only.
-    n_iter = 1 if estep_name == "partial-estimated" else 8
-    # (_run seeds every state with RandomState(0): the weighted run starts from `start`)
+    # (_run seeds every state with RandomState(0): the first run starts from `start`)
     a, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, n_iter)
-    b, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X_dup, w_dup, init, n_iter,
+    b, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X_more, w_more, init, n_iter,
                 partial_state=copy_partial)
     for (obj_a, qe_a, c_a, s2_a, asg_a), (obj_b, qe_b, c_b, s2_b, asg_b) in zip(a, b):
         assert obj_a == pytest.approx(obj_b, rel=1e-10)
@@ -202,6 +197,19 @@ def test_weight_two_equals_duplication_for_every_estep_and_mstep(estep_name, mst
         if s2_a is not None:
             assert s2_a == pytest.approx(s2_b, rel=1e-10)
         np.testing.assert_array_equal(asg_a.labels, asg_b.labels[:N_ROWS])
+    return [run[4] for run in a], [run[4] for run in b]
+
+
+@pytest.mark.parametrize("mstep_name", list(MSTEPS))
+@pytest.mark.parametrize("estep_name", list(ESTEPS))
+def test_weight_two_equals_duplication_for_every_estep_and_mstep(estep_name, mstep_name):
+    X, w, X_dup, w_dup, init = _weighted_and_duplicated()
+    # Eq. 8 of the estimated neighbourhoods averages over samples, not over weight (as both
+    # authors' implementations do), so after the first E-step G_c may differ between the two
+    # data sets; later iterations are compared for the other E-steps only.
+    n_iter = 1 if estep_name == "partial-estimated" else 8
+    for asg_a, asg_b in zip(*_same_iterations(estep_name, mstep_name, X, w, X_dup, w_dup, init,
+                                              n_iter)):
         np.testing.assert_array_equal(asg_b.labels[N_ROWS:], asg_b.labels[:N_DUP])
         if asg_a.resp is not None:
             np.testing.assert_allclose(asg_a.resp, asg_b.resp[:N_ROWS], rtol=1e-10, atol=1e-14)
@@ -215,25 +223,8 @@ def test_weight_zero_equals_removal_for_every_estep_and_mstep(estep_name, mstep_
     X, init = _blobs()
     X_z = np.vstack([X, X[:N_DUP] + 3.0])  # extra rows elsewhere, weight 0
     w, w_z = np.ones(N_ROWS), np.r_[np.ones(N_ROWS), np.zeros(N_DUP)]
-    copy_partial = None
-    if estep_name.startswith("partial"):
-        _, fresh = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, n_iter=0)
-        start = fresh.estep_state
-
-        def copy_partial(st_z):
-            st_z.winners = np.vstack([start.winners, start.winners[:N_DUP]])
-            st_z.neighbourhoods = start.neighbourhoods.copy()
-
-    a, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, 8)
-    b, _ = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X_z, w_z, init, 8,
-                partial_state=copy_partial)
-    for (obj_a, qe_a, c_a, s2_a, asg_a), (obj_b, qe_b, c_b, s2_b, asg_b) in zip(a, b):
-        assert obj_a == pytest.approx(obj_b, rel=1e-10)
-        assert qe_a == pytest.approx(qe_b, rel=1e-10)
-        np.testing.assert_allclose(c_a, c_b, rtol=1e-10, atol=1e-12)
-        if s2_a is not None:
-            assert s2_a == pytest.approx(s2_b, rel=1e-10)
-        np.testing.assert_array_equal(asg_a.labels, asg_b.labels[:N_ROWS])
+    assignments, _ = _same_iterations(estep_name, mstep_name, X, w, X_z, w_z, init, 8)
+    assert len(assignments) == 8
 
 
 @pytest.mark.parametrize("mstep", ["hard", "soft"])
