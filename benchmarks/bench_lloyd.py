@@ -316,7 +316,7 @@ def _seeding_table(X, description, n_clusters, args, notes):
         rows.append([name, repeats, f"{t:.3f}", f"{t_sk / t:.1f}x", f"{evals:.3g}",
                      _fmt_rate(evals / t), f"{busy:.2f}", f"{qe:.6g}", f"{qe / qe_sk:.3f}"])
     headers = ["seeder", "repeats", "seconds", "speed-up vs sklearn", "distance evals",
-               "evals/s", "CPU/wall", "quantization error", "QE / sklearn QE"]
+               "Meval/s", "CPU/wall", "quantization error", "QE / sklearn QE"]
     if notes and notes[-1].startswith("Seeding: clusterkit's seeders"):
         notes.pop()  # the same note for every data set
     notes.append(

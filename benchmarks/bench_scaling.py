@@ -12,8 +12,9 @@ C (default 256, 1024, 4096, 16384) of
 Both start from the same random rows of the data (``seed="random"``; seeding is not part of
 what is measured) and run with ``tol=0`` for a few iterations only. Seconds per iteration are
 the median of the differences between consecutive ``history_[i]["seconds"]``, so seeding,
-initialisation and the first iteration are excluded. Prints a Markdown table, saves it as
-``scaling.md`` and a log-log plot as ``scaling.png`` next to this script.
+initialisation and the first iteration are excluded. Prints a Markdown table; with
+``--write`` saves it as ``scaling.md`` and a log-log plot as ``scaling.png`` next to this script
+(or in ``--out``) and appends it to ``RESULTS.md``.
 
 Run ``python benchmarks/bench_scaling.py --help`` for the options. Benchmarks must run with the
 OpenBLAS override variables unset::
@@ -124,9 +125,10 @@ def main(argv=None):
     parser.add_argument("--G", type=int, default=5,
                         help="neighbourhood size of the partial E-step")
     parser.add_argument("--out", type=Path, default=HERE,
-                        help="folder for scaling.md and scaling.png")
+                        help="folder for scaling.md and scaling.png (written with --write)")
     parser.add_argument("--write", action="store_true",
-                        help=f"append the table to {RESULTS_PATH.name}")
+                        help=f"write scaling.md and scaling.png and append the table to "
+                             f"{RESULTS_PATH.name}")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH,
                         help="results file used by --write")
     args = parser.parse_args(argv)
@@ -140,12 +142,13 @@ def main(argv=None):
     for C in clusters:
         X, _, _ = make_gaussian_blobs(n, d, C, random_state=0)
         full_iter = args.full_iter - (1 if C == clusters[-1] and len(clusters) > 1 else 0)
+        # at least two iterations: the first one is not timed
+        full_iter, partial_iter = max(full_iter, 2), max(args.partial_iter, 2)
         print(f"[scaling] C={C}: full E-step, {full_iter} iterations ...", flush=True)
-        full.append(_fit(lambda **kw: presets.lloyd(C, **kw), X, max(full_iter, 2),
-                         args.n_threads))
-        print(f"[scaling] C={C}: partial E-step, {args.partial_iter} iterations ...", flush=True)
+        full.append(_fit(lambda **kw: presets.lloyd(C, **kw), X, full_iter, args.n_threads))
+        print(f"[scaling] C={C}: partial E-step, {partial_iter} iterations ...", flush=True)
         partial.append(_fit(lambda **kw: presets.var_kmeans_s(C, G=args.G, n_explore=1, **kw),
-                            X, max(args.partial_iter, 2), args.n_threads))
+                            X, partial_iter, args.n_threads))
     f0, p0 = full[0]["per_iter"], partial[0]["per_iter"]
     rows = []
     for C, f, p in zip(clusters, full, partial):
@@ -164,6 +167,7 @@ def main(argv=None):
     full_growth = full[-1]["per_iter"] / f0
     c_growth = clusters[-1] / clusters[0]
     ok = growth <= PARTIAL_MAX_GROWTH
+    shown = Path("benchmarks") if args.out.resolve() == HERE else args.out  # as in the repo
     notes = [
         "Command: `" + " ".join(shlex.quote(a) for a in ["python", *sys.argv]) + "`",
         f"Data: `make_gaussian_blobs({n}, {d}, C, random_state=0)` (centres uniform in "
@@ -186,21 +190,23 @@ def main(argv=None):
         f"= {growth:.2f} (target <= {PARTIAL_MAX_GROWTH:g}): {'MET' if ok else 'MISSED'}.",
         "The partial E-step's `assign` alone: largest time / value at C="
         f"{clusters[0]} = {max(p['estep'] for p in partial) / partial[0]['estep']:.2f}.",
-        "Plot: `benchmarks/scaling.png`; table: `benchmarks/scaling.md`.",
+        f"Plot: `{shown / 'scaling.png'}`; table: `{shown / 'scaling.md'}`.",
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
-    _plot(args.out / "scaling.png", clusters, [f["per_iter"] for f in full],
-          [p["per_iter"] for p in partial], [p["estep"] for p in partial], n, d, args.n_threads)
     title = (f"### Seconds per iteration against C, N={n:,}, D={d}: full vs partial E-step\n\n")
-    (args.out / "scaling.md").write_text(
-        title + table + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n\n"
-        + format_machine_info(info) + "\n", encoding="utf-8")
     print("\n" + title + table + "\n")
     print("\n".join(f"- {x}" for x in notes))
     if args.write:
+        args.out.mkdir(parents=True, exist_ok=True)
+        _plot(args.out / "scaling.png", clusters, [f["per_iter"] for f in full],
+              [p["per_iter"] for p in partial], [p["estep"] for p in partial], n, d,
+              args.n_threads)
+        (args.out / "scaling.md").write_text(
+            title + table + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n\n"
+            + format_machine_info(info) + "\n", encoding="utf-8")
         append_results(args.results, "Scaling in C: full against partial E-step",
                        title + table, notes, info)
-        print(f"\nAppended to {args.results}")
+        print(f"\nWrote {args.out / 'scaling.md'}, {args.out / 'scaling.png'} and appended "
+              f"to {args.results}")
     return 0 if ok else 1
 
 

@@ -210,18 +210,27 @@ def _datasets(args):
         print("No data folder (--data-home or $CLUSTERKIT_DATA): skipping the real data sets.",
               flush=True)
     elif not os.path.isdir(folder):
-        print(f"Data folder {folder!r} does not exist: skipping the real data sets.",
-              flush=True)
+        print(f"Data folder {folder!r} does not exist or is not a folder: skipping the real "
+              "data sets.", flush=True)
     else:
+        found = set()
         for path in sorted(Path(folder).glob("*.npz")):
             name = path.stem
             if args.datasets and name not in args.datasets:
                 continue
-            X, _ = load_benchmark(name, folder)
+            found.add(name)
+            try:
+                X, _ = load_benchmark(name, folder)
+            except (OSError, ValueError, KeyError) as error:  # unreadable, or no 2-D X
+                print(f"skipping {name}: {error}", flush=True)
+                continue
             if X.ndim != 2 or X.shape[0] < MIN_SAMPLES:
                 print(f"skipping {name}: {X.shape[0]} samples < {MIN_SAMPLES}", flush=True)
                 continue
             out.append((name, args.n_clusters, lambda name=name: load_benchmark(name, folder)[0]))
+        for name in args.datasets or ():
+            if name not in found and name != BIRCH:
+                print(f"skipping {name}: no {name}.npz in {folder!r}", flush=True)
     if not args.datasets or BIRCH in args.datasets:
         side = args.birch_side
         out.append((BIRCH if side == 64 else f"birch-grid-{side * side}", side * side,

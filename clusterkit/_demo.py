@@ -102,7 +102,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.n_side < 1:
         parser.error(f"argument --n-side: must be >= 1, got {args.n_side}")
-    n_threads = _openmp.effective_n_threads(args.n_threads)
+    if not 0 <= args.random_state < 2 ** 32:
+        parser.error(f"argument --random-state: must be in [0, 2**32), got {args.random_state}")
+    try:
+        n_threads = _openmp.effective_n_threads(args.n_threads)
+    except ValueError as error:
+        parser.error(f"argument --n-threads: {error}")
     X, _, true_centers = make_birch_grid(n_side=args.n_side, random_state=args.random_state)
     n_samples, n_clusters = X.shape[0], true_centers.shape[0]
     reference_error = quantization_error(X, true_centers, n_threads=n_threads)

@@ -63,7 +63,8 @@ class HardMStep(MStep):
     Notes
     -----
     Cost ``O(N D)``, no distance evaluations; deterministic for any number of threads. A
-    cluster without weight is relocated by :func:`relocate_empty_clusters`.
+    cluster without weight is moved onto one of the samples with the largest weighted squared
+    distance to their centre, farthest first, each sample used once (as in scikit-learn).
 
     Examples
     --------
@@ -104,13 +105,14 @@ class SoftMStep(MStep):
     -----
     Cost ``O(N C' D)`` for ``C'`` winners per sample (``O(N C D)`` for full responsibilities),
     no distance evaluations. The variance is clamped at ``state.sigma2_floor``
-    (``1e-12`` times the data variance per dimension) so that duplicated points or
+    (``1e-12`` times the data variance per dimension, at least the dtype's smallest normal
+    number) so that duplicated points, constant data or
     ``C`` close to ``N`` never give a zero variance. With full responsibilities the sums are
     accumulated in float64 over chunks of rows and the variance is expanded around the
     centres as stored (exact up to float64 rounding), because the shorter identity
     ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels catastrophically in float32 when
     the clusters are far apart relative to their spread. Clusters without weight are
-    relocated by :func:`relocate_empty_clusters`.
+    relocated as by :class:`HardMStep`.
 
     Examples
     --------

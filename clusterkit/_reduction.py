@@ -115,8 +115,8 @@ class LWCS(DataReducer):
     ``1/(2N) + d(x, mu)^2 / (2 sum d^2)`` and ``gamma = 1 / (size q)``. A weight of 2
     gives a sample the probability and weight its two copies would have together.
 
-    Deviations: if fewer than ``n_clusters`` distinct samples are drawn (only possible when
-    ``size`` is close to ``n_clusters``), the draws are kept as separate rows, unmerged, with
+    Deviations: if fewer than ``n_clusters`` distinct samples are drawn (when ``size`` is
+    close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as separate rows, unmerged, with
     a ``RuntimeWarning``, so that the seeding still sees ``size`` rows.
 
     References

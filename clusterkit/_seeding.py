@@ -60,11 +60,20 @@ def _sample_rows(sample_weight, size, random_state, proportional):
     """
     positive = np.flatnonzero(sample_weight > 0)
     if len(positive) >= size:
-        p = None
-        if proportional:
+        if not proportional:
+            return random_state.choice(positive, size, replace=False)
+        p = sample_weight[positive].astype(np.float64)
+        p /= p.sum()
+        if np.count_nonzero(p) >= size:
+            return random_state.choice(positive, size, replace=False, p=p)
+        # weights spanning more than float64's range: the same scheme, one draw at a time,
+        # renormalised over the rows left (the small ones are then representable)
+        chosen = np.empty(size, dtype=np.intp)
+        for i in range(size):
             p = sample_weight[positive].astype(np.float64)
-            p /= p.sum()
-        return random_state.choice(positive, size, replace=False, p=p)
+            j = random_state.choice(len(positive), p=p / p.sum())
+            chosen[i], positive = positive[j], np.delete(positive, j)
+        return chosen
     zero = np.flatnonzero(~(sample_weight > 0))
     extra = random_state.choice(zero, size - len(positive), replace=False)
     return np.concatenate([random_state.permutation(positive), extra])
@@ -135,7 +144,8 @@ class KMeansPlusPlus(Seeder):
     two copies of ``X`` in group order for up to 16 features. Reads ``state.random_state`` and
     ``state.n_threads`` (the candidates are scored in parallel; the result does not depend on
     the thread count). Sets ``state.seed_labels`` to each sample's nearest centre, which
-    :class:`~clusterkit.PartialEStep` can start from; keeps no state between fits.
+    :class:`~clusterkit.PartialEStep` can start from (``None`` in the rare fallback below when
+    it had to take rows of zero weight); keeps no state between fits.
 
     Deviations: if every remaining ``w_n D(x_n)^2`` is zero (fewer distinct points with
     positive weight than clusters), the remaining centres are drawn uniformly among the rows
@@ -207,6 +217,10 @@ class KMeansPlusPlus(Seeder):
                 rows.append(int(free[j]))
                 free = np.delete(free, j)
                 centers[i] = X[rows[-1]]
+            if not np.all(sample_weight[rows[n_chosen:]] > 0):
+                # a zero-weight row became a centre: rows near it may now be labelled wrongly
+                # (fallback centres with weight duplicate a centre, so they change no label)
+                labels = None
         state.seed_labels = labels
         return centers
 

@@ -69,6 +69,13 @@ def test_cli_errors(capsys):
     with pytest.raises(SystemExit):
         _demo.main(["--n-side", "0"])
     assert "argument --n-side: must be >= 1, got 0" in capsys.readouterr().err
+    for option, value, message in [
+            ("--random-state", "-1", "argument --random-state: must be in [0, 2**32), got -1"),
+            ("--n-threads", "0", "argument --n-threads: n_threads=0 must be a positive")]:
+        with pytest.raises(SystemExit) as exc:
+            _demo.main([option, value])
+        assert exc.value.code == 2
+        assert message in capsys.readouterr().err
 
 
 def test_demo_prints_warnings_after_the_table(capsys):

@@ -280,6 +280,24 @@ def test_kmeans_plus_plus_fallback_prefers_positive_weight_rows():
         assert_array_equal(centers[:4], 0)
         assert_array_equal(np.sort(centers[4:, 0]), [1.0, 2.0])
         assert state.cost["seeding"] == 6  # only the first centre's D^2
+        # rows 4 and 5 are now centres, but the seeding never measured them: no labels
+        assert state.seed_labels is None
+    # fallback centres with weight duplicate chosen ones: the labels stay exact
+    state = _state(X, 3, seed=0)
+    with pytest.warns(RuntimeWarning):
+        centers = KMeansPlusPlus(n_local_trials=1).seed(X, w, 3, state)
+    assert_array_equal(state.seed_labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
+
+
+def test_random_seeder_with_weights_beyond_float64s_range():
+    """Normalised, the small weights underflow to 0; the draws still follow the weights."""
+    X = np.arange(6.0)[:, None]
+    w = np.array([1e-300, 1e300, 1e-300, 1e-300, 1e300, 1e-300])
+    for seed in range(5):
+        centers, _ = _seed(RandomSeeder(), X, w, 4, seed=seed)
+        rows = _row_indices(X, centers)
+        assert len(set(rows.tolist())) == 4
+        assert set(rows[:2].tolist()) == {1, 4}  # the heavy rows first
 
 
 def test_afkmc2_warns_on_duplicates():
