@@ -95,6 +95,14 @@ def _check_labels(labels_true, labels_pred):
                              "labels.")
         if labels.shape[0] == 0:
             raise ValueError(f"{name} is empty; expected at least one label.")
+        if labels.dtype.kind == "f" and np.isnan(labels).any():
+            raise ValueError(f"{name} contains NaN, which is not a label.")
+        if labels.dtype.kind == "O":
+            try:
+                np.unique(labels)
+            except TypeError:
+                raise TypeError(f"{name} mixes values that cannot be compared with each "
+                                "other (e.g. None and numbers); use one type.") from None
     if labels_true.shape[0] != labels_pred.shape[0]:
         raise ValueError(f"labels_true has {labels_true.shape[0]} entries, but labels_pred "
                          f"has {labels_pred.shape[0]}; they must label the same samples.")
@@ -111,7 +119,7 @@ def nmi(labels_true, labels_pred):
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-        Reference labels (any hashable values).
+        Reference labels: numbers or strings, of one comparable type.
     labels_pred : array-like of shape (n_samples,)
         Labels to evaluate.
 
@@ -123,7 +131,9 @@ def nmi(labels_true, labels_pred):
     Raises
     ------
     ValueError
-        If a labeling is not 1-d or empty, or their lengths differ.
+        If a labeling is not 1-d, empty or contains NaN, or their lengths differ.
+    TypeError
+        If a labeling mixes values that cannot be compared.
 
     Examples
     --------
@@ -148,7 +158,7 @@ def clustering_accuracy(labels_true, labels_pred):
     Parameters
     ----------
     labels_true : array-like of shape (n_samples,)
-        Reference labels (any hashable values).
+        Reference labels: numbers or strings, of one comparable type.
     labels_pred : array-like of shape (n_samples,)
         Labels to evaluate.
 
@@ -160,7 +170,9 @@ def clustering_accuracy(labels_true, labels_pred):
     Raises
     ------
     ValueError
-        If a labeling is not 1-d or empty, or their lengths differ.
+        If a labeling is not 1-d, empty or contains NaN, or their lengths differ.
+    TypeError
+        If a labeling mixes values that cannot be compared.
 
     Notes
     -----

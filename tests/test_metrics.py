@@ -147,7 +147,15 @@ def test_nmi():
     ([[0, 1]], [0, 1], r"labels_true has shape \(1, 2\); expected a 1-d array of labels\."),
     ([0, 1], [[0], [1]], r"labels_pred has shape \(2, 1\); expected a 1-d array"),
     ([], [], r"labels_true is empty; expected at least one label\."),
+    ([0.0, np.nan], [0, 1], r"labels_true contains NaN, which is not a label\."),
 ])
 def test_label_metric_errors(metric, labels_true, labels_pred, match):
     with pytest.raises(ValueError, match=match):
         metric(labels_true, labels_pred)
+
+
+@pytest.mark.parametrize("metric", [nmi, clustering_accuracy])
+def test_label_metrics_take_strings_and_refuse_mixed_types(metric):
+    assert metric(["a", "a", "b"], ["x", "x", "y"]) == 1.0
+    with pytest.raises(TypeError, match=r"^labels_pred mixes values that cannot be compared"):
+        metric([0, 0, 1], np.array([None, 1, 1], dtype=object))
