@@ -22,8 +22,8 @@ from ._reduction import NoReduction
 from ._schedules import FullBatch
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
 from ._state import FitState
-from ._validation import (check_distances_representable, check_int, check_n_clusters,
-                          check_sample_weight, check_weighted_sums_representable)
+from ._validation import (check_int, check_n_clusters, check_representable,
+                          check_sample_weight)
 
 __all__ = ["Clusterer"]
 
@@ -321,9 +321,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
                           ensure_min_samples=1)
         self._check_params(X)
-        check_distances_representable(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        check_weighted_sums_representable(X, sample_weight)
+        check_representable(X, sample_weight=sample_weight)
         # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that both
         # start from bit-identical data (the mean's own rounding is only a translation).
         x_mean = X.mean(axis=0)
@@ -464,7 +463,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     def _check_test_data(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
-        check_distances_representable(X, self.cluster_centers_)
+        check_representable(X, self.cluster_centers_)
         return X
 
     def _labels_dist2(self, X):

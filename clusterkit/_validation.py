@@ -3,8 +3,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_sample_weight", "check_n_clusters", "check_int",
-           "check_distances_representable", "check_weighted_sums_representable"]
+__all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable"]
 
 
 def check_int(value, name, minimum=None):
@@ -67,50 +66,43 @@ def check_sample_weight(sample_weight, n_samples, dtype):
     return sample_weight
 
 
-def check_distances_representable(X, centers=None):
+def check_representable(X, centers=None, sample_weight=None):
     """Raise if squared distances between samples of ``X`` (and ``centers``) overflow or all
-    underflow ``X``'s dtype.
+    underflow ``X``'s dtype, or, given ``sample_weight``, if weighted sums over ``X`` can
+    overflow it.
 
     Centres are weighted means of samples, so all points stay in the data's bounding box,
     whose squared diagonal is at most ``D (max - min)^2``; past the dtype's range every
     distance would be ``inf`` and the result meaningless, and below its smallest normal
-    number every distance would be 0.
+    number every distance would be 0. The kernels also form each sample's ``w_n d2_n`` (the
+    seeding masses) and accumulate ``sum_n w_n`` and ``sum_n w_n x_n`` (the M-step's and the
+    coreset's sums) in the data's dtype, with every coordinate, centred or not, below
+    ``max |x|`` or ``max - min``.
     """
     info = np.finfo(X.dtype)
+    largest, name = float(info.max), X.dtype.name
     high, low = float(X.max()), float(X.min())
     if centers is not None:
         high, low = max(high, float(centers.max())), min(low, float(centers.min()))
     extent = high - low
     bound = X.shape[1] * extent * extent  # a product overflows to inf, where ** would raise
-    if not bound <= float(info.max):
-        raise ValueError(f"X's values are too large for {X.dtype.name}: squared distances "
-                         f"between samples can reach {bound:.3g}, beyond the largest "
-                         f"{X.dtype.name} ({float(info.max):.3g}). Rescale X or pass it as "
-                         "float64.")
+    if not bound <= largest:
+        raise ValueError(f"X's values are too large for {name}: squared distances between "
+                         f"samples can reach {bound:.3g}, beyond the largest {name} "
+                         f"({largest:.3g}). Rescale X or pass it as float64.")
     if 0 < extent and extent * extent < float(info.tiny):
-        raise ValueError(f"X's values are too close together for {X.dtype.name}: squared "
-                         f"distances between samples are below its smallest normal number "
+        raise ValueError(f"X's values are too close together for {name}: squared distances "
+                         f"between samples are below its smallest normal number "
                          f"({float(info.tiny):.3g}). Rescale X.")
-
-
-def check_weighted_sums_representable(X, sample_weight):
-    """Raise if weighted quantities of ``X`` can overflow its dtype.
-
-    The kernels form each sample's ``w_n d2_n`` (the seeding masses) and accumulate
-    ``sum_n w_n`` and ``sum_n w_n x_n`` (the M-step's and the coreset's sums) in the data's
-    dtype; every squared distance is below ``D (max - min)^2`` and every coordinate, centred
-    or not, below ``max |x|`` or ``max - min``.
-    """
-    high, low = float(X.max()), float(X.min())
-    extent = high - low
+    if sample_weight is None:
+        return
     with np.errstate(over="ignore"):
         total = float(sample_weight.sum(dtype=np.float64))
-    bound = max(float(sample_weight.max()) * X.shape[1] * extent * extent,
-                total * max(extent, abs(high), abs(low), 1.0))
-    largest = float(np.finfo(X.dtype).max)
-    if not bound <= largest:
+    weighted = max(float(sample_weight.max()) * bound,
+                   total * max(extent, abs(high), abs(low), 1.0))
+    if not weighted <= largest:
         advice = " or pass X as float64" if X.dtype == np.float32 else ""
-        raise ValueError(f"sample_weight is too large for X in {X.dtype.name}: weighted sums "
-                         f"over the samples can reach {bound:.3g}, beyond the largest "
-                         f"{X.dtype.name} ({largest:.3g}). Rescale the weights (only their "
-                         f"ratios matter){advice}.")
+        raise ValueError(f"sample_weight is too large for X in {name}: weighted sums over "
+                         f"the samples can reach {weighted:.3g}, beyond the largest {name} "
+                         f"({largest:.3g}). Rescale the weights (only their ratios "
+                         f"matter){advice}.")

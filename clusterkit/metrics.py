@@ -5,7 +5,7 @@ from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import check_array
 
 from ._kernels import _assign, _openmp
-from ._validation import check_distances_representable, check_sample_weight
+from ._validation import check_representable, check_sample_weight
 
 __all__ = ["quantization_error", "nmi", "clustering_accuracy"]
 
@@ -72,7 +72,7 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
     if centers.shape[1] != X.shape[1]:
         raise ValueError(f"centers has {centers.shape[1]} features, but X has "
                          f"{X.shape[1]}.")
-    check_distances_representable(X, centers)
+    check_representable(X, centers)
     sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
     n_threads = _openmp.effective_n_threads(n_threads)
 
