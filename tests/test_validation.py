@@ -99,6 +99,19 @@ def test_values_too_large_or_too_close_for_float64():
         Clusterer(2).fit(X * 1e-200)
 
 
+def test_effective_n_threads_resolves_none_negative_and_positive():
+    from clusterkit import effective_n_threads, openmp_enabled
+    available = effective_n_threads(None)
+    assert available >= 1
+    if not openmp_enabled():
+        assert available == effective_n_threads(3) == 1
+        return
+    assert effective_n_threads(-1) == available  # all cores
+    assert effective_n_threads(-2) == max(1, available - 1)
+    assert effective_n_threads(-available - 5) == 1
+    assert effective_n_threads(3) == 3 and effective_n_threads(np.int64(1)) == 1
+
+
 @pytest.mark.parametrize("n_threads,error,match", [
     (0, ValueError, "n_threads=0 must be a positive number"),
     (1.5, TypeError, "n_threads must be an integer or None, got 1.5"),
