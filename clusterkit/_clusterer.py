@@ -466,11 +466,16 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         check_representable(X, self.cluster_centers_)
         return X
 
+    def _centred_frame(self, dtype):
+        """The training data's mean and the centres relative to it, in ``dtype``: new data are
+        centred like the training data, for accurate distances far from the origin."""
+        return (self._x_mean.astype(dtype),
+                np.ascontiguousarray(self.cluster_centers_ - self._x_mean, dtype=dtype))
+
     def _labels_dist2(self, X):
         X = self._check_test_data(X)
         n_threads = effective_n_threads(self.n_threads)
-        x_mean = self._x_mean.astype(X.dtype)
-        centers = np.ascontiguousarray(self.cluster_centers_ - self._x_mean, dtype=X.dtype)
+        x_mean, centers = self._centred_frame(X.dtype)
         with _single_threaded_blas():
             labels, dist2, _ = _nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
@@ -516,9 +521,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         distances : ndarray of shape (n_samples, n_clusters)
         """
         X = self._check_test_data(X)
-        # centred like the training data, for accurate distances far from the origin
-        x_mean = self._x_mean.astype(X.dtype)
-        centers = (self.cluster_centers_ - self._x_mean).astype(X.dtype)
+        x_mean, centers = self._centred_frame(X.dtype)
         return euclidean_distances(X - x_mean, centers)
 
     def _is_gmm(self):
@@ -534,9 +537,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         The shift keeps the nearest centre at 0 even where the scaled distances overflow to
         ``-inf`` (tiny variances, far samples), so that probabilities never become ``nan``.
         """
-        # centred like the training data, for accurate distances far from the origin
-        x_mean = self._x_mean.astype(X.dtype)
-        centers = (self.cluster_centers_ - self._x_mean).astype(X.dtype)
+        x_mean, centers = self._centred_frame(X.dtype)
         for rows in gen_batches(X.shape[0], max(1, 2 ** 20 // centers.shape[0])):
             d2 = euclidean_distances(X[rows] - x_mean, centers, squared=True).astype(np.float64)
             nearest = d2.min(axis=1, keepdims=True)

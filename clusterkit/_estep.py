@@ -238,6 +238,9 @@ class _PartialState:
         Scratch of :func:`~clusterkit._kernels._partial.partial_search`, allocated once:
         ``(n_samples, max_cand)`` candidates and their squared distances, ``(n_samples,)``
         counts, ``max_cand = min(C, C' G + n_explore)``.
+    weightless : ndarray of int
+        The samples of zero weight, left out of eq. 8 (the weights are those of every call:
+        one ``K(n)`` per sample needs the same samples each time).
     """
 
     def __init__(self, n_winners, G, exact):
@@ -250,6 +253,7 @@ class _PartialState:
         self.cand = None
         self.cand_dist2 = None
         self.n_cand = None
+        self.weightless = None
 
 
 class PartialEStep(EStep):
@@ -450,11 +454,12 @@ class PartialEStep(EStep):
         st.cand = np.empty((n_samples, max_cand), dtype=np.int32)
         st.cand_dist2 = np.empty((n_samples, max_cand), dtype=X.dtype)
         st.n_cand = np.empty(n_samples, dtype=np.int32)
+        st.weightless = np.flatnonzero(~(sample_weight > 0))
         for _ in range(int(self.n_init_esteps)):
-            self._search(X, sample_weight, centers, state, st)
+            self._search(X, centers, state, st)
         return st
 
-    def _search(self, X, sample_weight, centers, state, st):
+    def _search(self, X, centers, state, st):
         """One search over ``S(n)`` plus the neighbourhood update; returns the winners'
         squared distances (a fresh array)."""
         n_samples, n_clusters = X.shape[0], centers.shape[0]
@@ -479,7 +484,8 @@ class PartialEStep(EStep):
         if self.neighbourhoods == "estimated":
             # Alg. 2: G_c from the distances just computed (eq. 8), no new evaluation;
             # zero-weight samples are not data (they are in no I_c)
-            labels = np.where(sample_weight > 0, st.winners[:, 0], -1).astype(np.int32)
+            labels = st.winners[:, 0].copy()
+            labels[st.weightless] = -1
             _partial.neighbourhoods_estimated(
                 labels, st.cand, st.cand_dist2, st.n_cand, st.neighbourhoods,
                 self.neighbour_stat == "dist", state.n_threads)
@@ -497,6 +503,6 @@ class PartialEStep(EStep):
         if st.exact:
             winners, win_dist2 = _top_winners(X, centers, st.n_winners, state)
         else:
-            win_dist2 = self._search(X, sample_weight, centers, state, st)
+            win_dist2 = self._search(X, centers, state, st)
             winners = st.winners.copy()
         return _winners_assignment(X, sample_weight, centers, state, winners, win_dist2)
