@@ -116,8 +116,9 @@ class LWCS(DataReducer):
     gives a sample the probability and weight its two copies would have together.
 
     Deviations: if fewer than ``n_clusters`` distinct samples are drawn (when ``size`` is
-    close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as separate rows, unmerged, with
-    a ``RuntimeWarning``, so that the seeding still sees ``size`` rows.
+    close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as
+    separate rows, unmerged, with a ``RuntimeWarning``, so that the seeding still sees
+    ``size`` rows.
 
     References
     ----------
