@@ -238,6 +238,9 @@ class _PartialState:
         Scratch of :func:`~clusterkit._kernels._partial.partial_search`, allocated once:
         ``(n_samples, max_cand)`` candidates and their squared distances, ``(n_samples,)``
         counts, ``max_cand = min(C, C' G + n_explore)``.
+    entry_cluster, entry_dist2 : ndarray or None
+        Scratch of :func:`~clusterkit._kernels._partial.neighbourhoods_estimated`, at least
+        ``n_cand.sum()`` long; grown when ``S(n)`` grows.
     weightless : ndarray of int
         The samples of zero weight, left out of eq. 8 (the weights are those of every call:
         one ``K(n)`` per sample needs the same samples each time).
@@ -253,6 +256,8 @@ class _PartialState:
         self.cand = None
         self.cand_dist2 = None
         self.n_cand = None
+        self.entry_cluster = None
+        self.entry_dist2 = None
         self.weightless = None
 
 
@@ -486,9 +491,17 @@ class PartialEStep(EStep):
             # zero-weight samples are not data (they are in no I_c)
             labels = st.winners[:, 0].copy()
             labels[st.weightless] = -1
+            n_entries = int(st.n_cand.sum())
+            if st.entry_cluster is None or st.entry_cluster.shape[0] < n_entries:
+                # kept between calls: fresh memory would be paged in at every call; the
+                # headroom spares a reallocation each time S(n) grows a little
+                size = min(st.cand.size, n_entries + n_entries // 4)
+                st.entry_cluster = np.empty(size, dtype=np.int32)
+                st.entry_dist2 = np.empty(size, dtype=X.dtype)
             _partial.neighbourhoods_estimated(
                 labels, st.cand, st.cand_dist2, st.n_cand, st.neighbourhoods,
-                self.neighbour_stat == "dist", state.n_threads)
+                self.neighbour_stat == "dist", state.n_threads, st.entry_cluster,
+                st.entry_dist2)
         return win_dist2
 
     def assign(self, X, sample_weight, centers, state):

@@ -16,7 +16,7 @@ from libc.math cimport sqrt
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide, ck_prefetch_row
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide
 from ._select cimport _push
 
 # Entries per block of the exhaustive neighbourhood selection (see _exhaustive_chunk).
@@ -188,13 +188,44 @@ def partial_search(const floating[:, ::1] X,              # IN
     return n_evals
 
 
+cdef void _count_entries(const int* labels,       # IN  (n_samples,)
+                         const int* n_cand,       # IN  (n_samples,)
+                         Py_ssize_t first,
+                         Py_ssize_t stop,
+                         Py_ssize_t* counts) noexcept nogil:  # INOUT (n_clusters,)
+    cdef Py_ssize_t i
+    for i in range(first, stop):
+        if labels[i] >= 0:
+            counts[labels[i]] += n_cand[i]
+
+
+cdef void _scatter_entries(const int* labels,          # IN    (n_samples,)
+                           const int* cand,            # IN    (n_samples, max_cand)
+                           const floating* cand_dist2, # IN    (n_samples, max_cand)
+                           Py_ssize_t max_cand,
+                           const int* n_cand,          # IN    (n_samples,)
+                           Py_ssize_t first,
+                           Py_ssize_t stop,
+                           Py_ssize_t* cursor,         # INOUT (n_clusters,) next free entry
+                           int* entry_cluster,         # OUT   (n_entries,)
+                           floating* entry_dist2) noexcept nogil:  # OUT (n_entries,)
+    cdef Py_ssize_t i, k, p
+    cdef int c
+    for i in range(first, stop):
+        c = labels[i]
+        if c < 0:
+            continue
+        p = cursor[c]
+        for k in range(n_cand[i]):
+            entry_cluster[p + k] = cand[i * max_cand + k]
+            entry_dist2[p + k] = cand_dist2[i * max_cand + k]
+        cursor[c] = p + n_cand[i]
+
+
 cdef void _estimate_cluster(int c,
-                            const Py_ssize_t* members,      # IN  (n_members,) sample order
-                            Py_ssize_t n_members,
-                            const int* cand,                # IN  (n_samples, max_cand)
-                            const floating* cand_dist2,     # IN  (n_samples, max_cand)
-                            Py_ssize_t max_cand,
-                            const int* n_cand,              # IN  (n_samples,)
+                            const int* entry_cluster,       # IN  (n_entries,) I_c's S(n)
+                            const floating* entry_dist2,    # IN  (n_entries,)
+                            Py_ssize_t n_entries,
                             bint use_dist,
                             double* acc,                    # TMP (n_clusters,) zero on entry/exit
                             int* cnt,                       # TMP (n_clusters,) zero on entry/exit
@@ -204,27 +235,20 @@ cdef void _estimate_cluster(int c,
                             int* old,                       # TMP (G,)
                             int* neighbourhood,             # INOUT (G,) row c
                             Py_ssize_t G) noexcept nogil:
-    cdef Py_ssize_t m, k, t, g, p, n, next_row, n_touched = 0, n_filled = 0
+    cdef Py_ssize_t e, t, g, p, n_touched = 0, n_filled = 0
     cdef int j
     cdef bint taken
     cdef double d
-    for m in range(n_members):
-        n = members[m]
-        # the members' rows are scattered over the arrays: fetch the next one's early
-        if m + 1 < n_members:
-            next_row = members[m + 1] * max_cand
-            ck_prefetch_row(cand + next_row, max_cand * sizeof(int))
-            ck_prefetch_row(cand_dist2 + next_row, max_cand * sizeof(floating))
-        for k in range(n_cand[n]):
-            j = cand[n * max_cand + k]
-            if j == c:
-                continue
-            if cnt[j] == 0:
-                touched[n_touched] = j
-                n_touched += 1
-            d = <double> cand_dist2[n * max_cand + k]
-            acc[j] += sqrt(d) if use_dist else d
-            cnt[j] += 1
+    for e in range(n_entries):
+        j = entry_cluster[e]
+        if j == c:
+            continue
+        if cnt[j] == 0:
+            touched[n_touched] = j
+            n_touched += 1
+        d = <double> entry_dist2[e]
+        acc[j] += sqrt(d) if use_dist else d
+        cnt[j] += 1
     for t in range(n_touched):
         j = touched[t]
         _push(best_est, best_idx, &n_filled, G - 1, acc[j] / cnt[j], j)
@@ -256,7 +280,9 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
                              const int[::1] n_cand,                # IN
                              int[:, ::1] neighbourhoods,           # INOUT
                              bint use_dist,
-                             int n_threads):
+                             int n_threads,
+                             entry_cluster=None,                   # TMP
+                             entry_dist2=None):                    # TMP
     """Estimate cluster neighbourhoods from computed distances (Forster & Lücke 2018, eq. 8).
 
     Let ``I_c`` be the samples whose best cluster is ``c``. For every ``c`` with ``I_c``
@@ -285,6 +311,11 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
         Average the plain distance (the paper's eq. 8) instead of the squared distance.
     n_threads : int
         Number of OpenMP threads.
+    entry_cluster, entry_dist2 : ndarray of shape (n_entries,), dtype=int32 and floating, optional
+        Scratch space for the entries sorted by label, ``n_entries >= n_cand.sum()`` (at most
+        ``n_samples * max_cand``). Allocated when not given; a caller that estimates
+        repeatedly passes the same arrays, so that fresh memory is not paged in on every
+        call.
 
     Returns
     -------
@@ -293,11 +324,16 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
 
     Notes
     -----
-    Cost ``O(N |S(n)| + C)``, never ``O(C^2)``: samples are counting-sorted by label, then
-    each cluster (one thread per cluster, ``prange`` over clusters) sums over its own members
-    in sample order into a per-thread ``n_clusters``-long accumulator that only resets the
-    entries it touched. Each sum has a fixed order, so the result is bit-identical for any
-    ``n_threads``. Sums are accumulated in float64. Assumes valid input.
+    Cost ``O(N |S(n)| + C)``, never ``O(C^2)``. Gathering each cluster's members from the
+    ``N x max_cand`` rows would read them in random order, one cache miss after another;
+    instead the entries ``(j, d2)`` of the labelled rows are first copied, in one sequential
+    pass, into one contiguous segment per cluster (a counting sort of the entries by label),
+    and each cluster (one thread per cluster, ``prange`` over clusters) then sums its own
+    segment into a per-thread ``n_clusters``-long accumulator that only resets the entries it
+    touched. Both passes split the samples into contiguous parts, one per thread, whose
+    entries are placed part after part within each segment, so every segment holds its
+    members in sample order: each sum has a fixed order and the result is bit-identical for
+    any ``n_threads``. Sums are accumulated in float64. Assumes valid input.
 
     References
     ----------
@@ -306,13 +342,34 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
     """
     cdef Py_ssize_t n_samples = labels.shape[0], n_clusters = neighbourhoods.shape[0]
     cdef Py_ssize_t G = neighbourhoods.shape[1], max_cand = cand.shape[1]
-    cdef Py_ssize_t i, c, t
+    cdef Py_ssize_t c, p, t, n_parts, part, count, total = 0
     if n_samples == 0 or n_clusters == 0:
         return 0
+    n_parts = max(1, min(n_threads, n_samples))
+    part = (n_samples + n_parts - 1) // n_parts
+    # cursor[p, c]: where part p writes its next entry of cluster c
+    cdef Py_ssize_t[:, ::1] cursor = np.zeros((n_parts, n_clusters), dtype=np.intp)
+    cdef Py_ssize_t[::1] segment = np.empty(n_clusters + 1, dtype=np.intp)
+    with nogil, parallel(num_threads=n_parts):
+        for p in prange(n_parts, schedule="static"):
+            _count_entries(&labels[0], &n_cand[0], p * part, min((p + 1) * part, n_samples),
+                           &cursor[p, 0])
+    for c in range(n_clusters):  # counts -> start offsets: cluster by cluster, part by part
+        segment[c] = total
+        for p in range(n_parts):
+            count = cursor[p, c]
+            cursor[p, c] = total
+            total += count
+    segment[n_clusters] = total
+    dtype = np.float32 if floating is float else np.float64
+    total = max(total, 1)  # so that &entry_c[0] exists
+    if entry_cluster is None or entry_cluster.shape[0] < total:
+        entry_cluster = np.empty(total, dtype=np.int32)
+    if entry_dist2 is None or entry_dist2.shape[0] < total:
+        entry_dist2 = np.empty(total, dtype=dtype)
+    cdef int[::1] entry_c = entry_cluster
+    cdef floating[::1] entry_d2 = entry_dist2
     n_threads = max(1, min(n_threads, n_clusters))
-    cdef Py_ssize_t[::1] offsets = np.zeros(n_clusters + 1, dtype=np.intp)
-    cdef Py_ssize_t[::1] fill = np.empty(n_clusters, dtype=np.intp)
-    cdef Py_ssize_t[::1] order = np.empty(n_samples, dtype=np.intp)
     cdef double[:, ::1] acc = np.zeros((n_threads, n_clusters), dtype=np.float64)
     cdef int[:, ::1] cnt = np.zeros((n_threads, n_clusters), dtype=np.int32)
     cdef int[:, ::1] touched = np.empty((n_threads, n_clusters), dtype=np.int32)
@@ -320,24 +377,17 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
     cdef int[:, ::1] best_idx = np.empty((n_threads, G), dtype=np.int32)
     cdef int[:, ::1] old = np.empty((n_threads, G), dtype=np.int32)
     with nogil:
-        # counting sort of the samples by label (stable: members stay in sample order);
-        # unlabelled samples (label -1) are in no I_c
-        for i in range(n_samples):
-            if labels[i] >= 0:
-                offsets[labels[i] + 1] += 1
-        for c in range(n_clusters):
-            offsets[c + 1] += offsets[c]
-            fill[c] = offsets[c]
-        for i in range(n_samples):
-            if labels[i] >= 0:
-                order[fill[labels[i]]] = i
-                fill[labels[i]] += 1
+        with parallel(num_threads=n_parts):
+            for p in prange(n_parts, schedule="static"):
+                _scatter_entries(&labels[0], &cand[0, 0], &cand_dist2[0, 0], max_cand,
+                                 &n_cand[0], p * part, min((p + 1) * part, n_samples),
+                                 &cursor[p, 0], &entry_c[0], &entry_d2[0])
         with parallel(num_threads=n_threads):
             for c in prange(n_clusters, schedule="dynamic", chunksize=16):
-                if offsets[c + 1] > offsets[c]:
+                if segment[c + 1] > segment[c]:
                     t = threadid()
-                    _estimate_cluster(<int> c, &order[offsets[c]], offsets[c + 1] - offsets[c],
-                                      &cand[0, 0], &cand_dist2[0, 0], max_cand, &n_cand[0],
+                    _estimate_cluster(<int> c, &entry_c[segment[c]],
+                                      &entry_d2[segment[c]], segment[c + 1] - segment[c],
                                       use_dist, &acc[t, 0], &cnt[t, 0], &touched[t, 0],
                                       &best_est[t, 0], &best_idx[t, 0], &old[t, 0],
                                       &neighbourhoods[c, 0], G)

@@ -156,11 +156,16 @@ def test_neighbourhoods_estimated_matches_reference(dtype, use_dist, unlabelled,
         labels[::3] = -1
     expected = ref.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, neighbourhoods,
                                             use_dist)
-    for n_threads in (1, 2):
-        result = neighbourhoods.copy()
-        assert _partial.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, result,
-                                                 use_dist, n_threads) == 0
-        assert_array_equal(result, expected)  # same float64 sums in the same order
+    n_entries = int(n_cand.sum())
+    # scratch: none (allocated), long enough, too short (must be replaced, not overrun)
+    for n_scratch in (None, n_entries, n_entries // 2):
+        scratch = () if n_scratch is None else (np.empty(n_scratch, dtype=np.int32),
+                                                np.empty(n_scratch, dtype=dtype))
+        for n_threads in (1, 2):
+            result = neighbourhoods.copy()
+            assert _partial.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, result,
+                                                     use_dist, n_threads, *scratch) == 0
+            assert_array_equal(result, expected)  # same float64 sums in the same order
     assert_array_equal(result[:, 0], np.arange(n_clusters))
     for row in result:
         assert len(set(row.tolist())) == G
