@@ -205,7 +205,8 @@ cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
             d_min = row[j]
     for j in range(n):
         a = (row[j] - d_min) * inv_two_sigma2
-        e = exp(-a) if a <= a_max else 0
+        # the nearest cluster (first in sorted rows) needs no exp: exp(-0) is exactly 1
+        e = 1.0 if a == 0 else (exp(-a) if a <= a_max else 0)
         row[j] = <floating> e
         total += e
     for j in range(n):
