@@ -68,7 +68,7 @@ cdef long long _search_chunk(const floating* X,           # IN    (n_rows, n_fea
         # S(n) holds every slot of the row
         for a in range(n_winners):
             c = row_win[a]
-            for g in range(G):
+            for g in range(1, G):  # G_c[0] is c itself, already in S(n)
                 j = neighbourhoods[c * G + g]
                 if s < max_cand:
                     row_cand[s] = j
