@@ -326,14 +326,14 @@ def neighbourhoods_estimated(const int[::1] labels,                # IN
     -----
     Cost ``O(N |S(n)| + C)``, never ``O(C^2)``. Gathering each cluster's members from the
     ``N x max_cand`` rows would read them in random order, one cache miss after another;
-    instead the entries ``(j, d2)`` of the labelled rows are first copied, in one sequential
-    pass, into one contiguous segment per cluster (a counting sort of the entries by label),
-    and each cluster (one thread per cluster, ``prange`` over clusters) then sums its own
-    segment into a per-thread ``n_clusters``-long accumulator that only resets the entries it
-    touched. Both passes split the samples into contiguous parts, one per thread, whose
-    entries are placed part after part within each segment, so every segment holds its
-    members in sample order: each sum has a fixed order and the result is bit-identical for
-    any ``n_threads``. Sums are accumulated in float64. Assumes valid input.
+    instead the entries ``(j, d2)`` of the labelled rows are first copied, in sample order,
+    into one contiguous segment per cluster (a counting sort of the entries by label), and
+    each cluster (one thread per cluster, ``prange`` over clusters) then sums its own segment
+    into a per-thread ``n_clusters``-long accumulator that only resets the entries it touched.
+    The counting and the copying pass split the samples into contiguous parts, one per
+    thread, whose entries are placed part after part within each segment, so every segment
+    holds its members in sample order: each sum has a fixed order and the result is
+    bit-identical for any ``n_threads``. Sums are accumulated in float64. Assumes valid input.
 
     References
     ----------
