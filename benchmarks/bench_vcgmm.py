@@ -94,10 +94,18 @@ from pathlib import Path
 
 # Threads that wait at an OpenMP barrier sleep instead of spinning. On a machine shared with
 # other work, spinning threads of clusterkit's kernels and of scikit-learn's steal the cores
-# the other thread needs, which slowed both libraries by up to 10x in our runs; on an idle
-# machine the passive policy costs little. Must be set before any OpenMP runtime is loaded,
-# hence before the imports below; an explicit OMP_WAIT_POLICY is respected.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# the other thread needs, which slowed both libraries by up to 10x in our runs. The passive
+# policy has its own cost: every kernel call must wake the sleeping thread, and fits made of
+# many short calls pay it most (two idle cores, cod_rna, N' = 2^14, clusterkit alone in the
+# process: vc-GMM 0.16 s instead of 0.10 s, LWCS + Lloyd 0.083 s instead of 0.059 s). In this
+# script, though, scikit-learn's own OpenMP runtime and OpenBLAS's threads spin too, and
+# --omp-runtime-wait (the policy left to the runtime: libgomp spins a while, then sleeps) made
+# clusterkit's times no better, often worse (bench_vcgmm_runtime_wait.md). Decided
+# before any OpenMP runtime is loaded, hence before the imports below; an explicit
+# OMP_WAIT_POLICY is respected.
+OMP_RUNTIME_WAIT = "--omp-runtime-wait"
+if OMP_RUNTIME_WAIT not in sys.argv[1:]:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np  # noqa: E402
 from sklearn.cluster import KMeans  # noqa: E402
@@ -554,6 +562,9 @@ def main(argv=None):
                         help="skip the GMM fit started from each scikit-learn solution")
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument(OMP_RUNTIME_WAIT, action="store_true",
+                        help="do not set OMP_WAIT_POLICY=PASSIVE, leave it to the OpenMP "
+                             "runtime (see the comment at the top of the script)")
     parser.add_argument("--write", action="store_true",
                         help="write bench_vcgmm.md, bench_vcgmm.png and append to RESULTS.md")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
@@ -599,8 +610,8 @@ def main(argv=None):
         "Times are medians over the seeds; at each coreset size the algorithms take turns "
         "seed by seed. clusterkit times include coreset and seeding, not the final labelling "
         "pass (compute_labels=False).",
-        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} for both libraries (see the "
-        "comment at the top of the script).",
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset (the runtime default)')} "
+        "for both libraries (see the comment at the top of the script).",
     ]
     if args.gmm_floor:
         notes.append(
