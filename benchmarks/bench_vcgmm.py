@@ -100,8 +100,8 @@ from pathlib import Path
 # process: vc-GMM 0.16 s instead of 0.10 s, LWCS + Lloyd 0.083 s instead of 0.059 s). In this
 # script, though, scikit-learn's own OpenMP runtime and OpenBLAS's threads spin too, and
 # --omp-runtime-wait (the policy left to the runtime: libgomp spins a while, then sleeps) made
-# clusterkit's times no better, often worse (bench_vcgmm_runtime_wait.md). Decided
-# before any OpenMP runtime is loaded, hence before the imports below; an explicit
+# clusterkit's times no better, often worse (bench_vcgmm_runtime_wait.md). Decided before any
+# OpenMP runtime is loaded, hence from sys.argv before the imports below; an explicit
 # OMP_WAIT_POLICY is respected.
 OMP_RUNTIME_WAIT = "--omp-runtime-wait"
 if OMP_RUNTIME_WAIT not in sys.argv[1:]:
@@ -564,7 +564,8 @@ def main(argv=None):
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument(OMP_RUNTIME_WAIT, action="store_true",
                         help="do not set OMP_WAIT_POLICY=PASSIVE, leave it to the OpenMP "
-                             "runtime (see the comment at the top of the script)")
+                             "runtime (read from the command line when the script starts; see "
+                             "the comment at its top)")
     parser.add_argument("--write", action="store_true",
                         help="write bench_vcgmm.md, bench_vcgmm.png and append to RESULTS.md")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
