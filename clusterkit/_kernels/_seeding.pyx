@@ -295,7 +295,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                     # fixed groups of candidates, so results do not depend on n_threads
                     for g in prange(0, n_block, n_gather, schedule="static"):
                         g_end = min(g + n_gather, n_block)
-                        _gemm_min_dist2(&X[0, 0], n_features, &candidates[i_start - 1, g],
+                        # the block's candidate rows are contiguous: g indexes them flat
+                        _gemm_min_dist2(&X[0, 0], n_features, &candidates[i_start - 1, 0] + g,
                                         g_end - g, &centers[0, 0], &centers64[0, 0],
                                         &sqnorm64[0], i_start, &gathered[threadid(), 0],
                                         &tiles[threadid(), 0], &block_dist2[g])
