@@ -100,6 +100,9 @@ def extensions():
         compiler_directives=directives,
         annotate=_flag("CLUSTERKIT_CYTHON_ANNOTATE"),
         nthreads=os.cpu_count() or 1,
+        # cythonize regenerates a .c file only when its .pyx is newer, not when the checks
+        # change: the checked C code lives apart, so that neither build reuses the other's
+        build_dir=os.path.join("build", "cython-debug") if debug else None,
     )
 
 
