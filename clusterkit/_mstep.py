@@ -29,14 +29,26 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     return n_far
 
 
+# Up to this many of the largest scores, _largest picks them one argmax at a time: at 56,000
+# scores one pass took 0.01-0.02 ms where np.partition took 0.5 ms, and partial E-steps can
+# leave the same few clusters empty at every iteration.
+_FEW = 8
+
+
 def _largest(score, k):
     """Indices of the ``k`` largest scores, largest first, ties to the lower index.
 
-    The same as ``np.argsort(-score, kind="stable")[:k]`` without sorting all ``N`` scores
-    (empty clusters are rare and few, the data are not).
+    The same as ``np.argsort(-score, kind="stable")[:k]`` for finite scores, without sorting
+    all ``N`` scores (empty clusters are few, the data are not).
     """
-    if k == 0:
-        return np.empty(0, dtype=np.intp)
+    if k <= _FEW:
+        # a few passes of argmax (the first of equal maxima) cost far less than a partition
+        score = score.copy()
+        chosen = np.empty(k, dtype=np.intp)
+        for i in range(k):
+            chosen[i] = np.argmax(score)
+            score[chosen[i]] = -np.inf
+        return chosen
     kth = np.partition(score, score.size - k)[score.size - k]
     above = np.flatnonzero(score > kth)
     ties = np.flatnonzero(score == kth)[:k - above.size]
