@@ -9,7 +9,8 @@
  * l + L, l + 3L, ... (L lanes per vector); a last full vector goes to the first; the features
  * after that go to a scalar sum; the vectors are added and folded in halves. Below L features
  * only the scalar sum is used, so the result equals the single-sum loop of _dist.pxd
- * (_sqdist) bit for bit.
+ * (_sqdist) bit for bit. The same sums of one row's own squares (SUB = 0) give its squared
+ * norm (ck_sqnorm_wide_*, called with b = a).
  *
  * Leaving the vectorisation to the compiler (a plain array of eight sums) gave AVX-512 code
  * about four times slower than this one for 784 float32 features.
@@ -51,7 +52,7 @@ static inline void ck_prefetch_row(const void* row, ptrdiff_t n_bytes)
 typedef float ck_vec_float __attribute__((vector_size(64)));
 typedef double ck_vec_double __attribute__((vector_size(64)));
 
-#define CK_DEFINE_SQDIST_WIDE(NAME, T, V)                                                   \
+#define CK_DEFINE_SQDIST_WIDE(NAME, T, V, SUB)                                              \
 CK_SQDIST_CLONES                                                                            \
 static T NAME(const T* a, const T* b, ptrdiff_t n)                                          \
 {                                                                                           \
@@ -62,22 +63,22 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
     for (; k + 2 * L <= n; k += 2 * L) {                                                    \
         memcpy(&va, a + k, sizeof va);   /* unaligned vector loads */                       \
         memcpy(&vb, b + k, sizeof vb);                                                      \
-        t = va - vb;                                                                        \
+        t = SUB ? va - vb : va;                                                             \
         s0 += t * t;                                                                        \
         memcpy(&va, a + k + L, sizeof va);                                                  \
         memcpy(&vb, b + k + L, sizeof vb);                                                  \
-        t = va - vb;                                                                        \
+        t = SUB ? va - vb : va;                                                             \
         s1 += t * t;                                                                        \
     }                                                                                       \
     if (k + L <= n) {                                                                       \
         memcpy(&va, a + k, sizeof va);                                                      \
         memcpy(&vb, b + k, sizeof vb);                                                      \
-        t = va - vb;                                                                        \
+        t = SUB ? va - vb : va;                                                             \
         s0 += t * t;                                                                        \
         k += L;                                                                             \
     }                                                                                       \
     for (; k < n; k++) {                                                                    \
-        T d = a[k] - b[k];                                                                  \
+        T d = SUB ? a[k] - b[k] : a[k];                                                     \
         tail += d * d;                                                                      \
     }                                                                                       \
     s0 += s1;                                                                               \
@@ -87,12 +88,14 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
     return s0[0] + tail;                                                                    \
 }
 
-CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double, ck_vec_double)
-CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_float, float, ck_vec_float)
+CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double, ck_vec_double, 1)
+CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_float, float, ck_vec_float, 1)
+CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_double, double, ck_vec_double, 0)
+CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_float, float, ck_vec_float, 0)
 
 #else
 /* Without GCC vector types: the same sums in the same order, one scalar at a time. */
-#define CK_DEFINE_SQDIST_WIDE(NAME, T)                                                      \
+#define CK_DEFINE_SQDIST_WIDE(NAME, T, SUB)                                                 \
 static T NAME(const T* a, const T* b, ptrdiff_t n)                                          \
 {                                                                                           \
     enum { L = 64 / sizeof(T) };                                                            \
@@ -101,19 +104,20 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
     int l, w;                                                                               \
     for (; k + 2 * L <= n; k += 2 * L)                                                      \
         for (l = 0; l < L; l++) {                                                           \
-            T d0 = a[k + l] - b[k + l], d1 = a[k + L + l] - b[k + L + l];                   \
+            T d0 = SUB ? a[k + l] - b[k + l] : a[k + l];                                    \
+            T d1 = SUB ? a[k + L + l] - b[k + L + l] : a[k + L + l];                        \
             s0[l] += d0 * d0;                                                               \
             s1[l] += d1 * d1;                                                               \
         }                                                                                   \
     if (k + L <= n) {                                                                       \
         for (l = 0; l < L; l++) {                                                           \
-            T d = a[k + l] - b[k + l];                                                      \
+            T d = SUB ? a[k + l] - b[k + l] : a[k + l];                                     \
             s0[l] += d * d;                                                                 \
         }                                                                                   \
         k += L;                                                                             \
     }                                                                                       \
     for (; k < n; k++) {                                                                    \
-        T d = a[k] - b[k];                                                                  \
+        T d = SUB ? a[k] - b[k] : a[k];                                                     \
         tail += d * d;                                                                      \
     }                                                                                       \
     for (l = 0; l < L; l++)                                                                 \
@@ -124,8 +128,10 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
     return s0[0] + tail;                                                                    \
 }
 
-CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double)
-CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_float, float)
+CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double, 1)
+CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_float, float, 1)
+CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_double, double, 0)
+CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_float, float, 0)
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
