@@ -58,6 +58,22 @@ def test_assign_full_ties_go_to_lowest_index(dtype):
     np.testing.assert_array_equal(labels, 0)
 
 
+@pytest.mark.parametrize("n_features", [1, 2, 4, 5])
+@pytest.mark.parametrize("tied", [(0, 1), (5, 20, 36), (17, 33, 35)])
+def test_assign_full_ties_in_different_lanes_go_to_lowest_index(n_features, tied, dtype):
+    # equal nearest centres in different SIMD lanes, in full vectors and after the last one
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(301, n_features)).astype(dtype)
+    centers = (rng.normal(size=(37, n_features)) + 100).astype(dtype)
+    centers[list(tied)] = 0
+    labels = np.empty(len(X), np.int32)
+    dist2 = np.empty(len(X), dtype)
+    _assign.assign_full(X, centers, labels, dist2, 2)
+    np.testing.assert_array_equal(labels, min(tied))
+    np.testing.assert_allclose(dist2, (X.astype(np.float64) ** 2).sum(axis=1),
+                               rtol=rtol_for(dtype))
+
+
 def test_assign_full_empty_input(dtype):
     X = np.empty((0, 3), dtype)
     assert _assign.assign_full(X, np.ones((2, 3), dtype), np.empty(0, np.int32),
