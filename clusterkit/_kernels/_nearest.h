@@ -6,7 +6,7 @@
  * their minimum with a SIMD reduction; pass 2 finds the first index holding that minimum,
  * testing blocks of 16 with a SIMD "any equal" before looking inside one. The comparison is
  * against the stored values, so it is exact, and ties go to the lowest index. With GCC, up
- * to 4 features take one pass that keeps the minimum in registers instead (below); on the
+ * to 8 features take one pass that keeps the minimum in registers instead (below); on the
  * 2-D BIRCH grid it assigns 1.3-1.5 times as many samples per second.
  *
  * With GCC on x86-64 Linux each function is compiled for AVX-512, AVX2 and the baseline, and
@@ -172,19 +172,35 @@ CK_DEFINE_NEAREST_FUSED(ck_nearest_double_1, double, ck_vec_d, ck_vec_dj, 1)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_double_2, double, ck_vec_d, ck_vec_dj, 2)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_double_3, double, ck_vec_d, ck_vec_dj, 3)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_double_4, double, ck_vec_d, ck_vec_dj, 4)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_double_5, double, ck_vec_d, ck_vec_dj, 5)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_double_6, double, ck_vec_d, ck_vec_dj, 6)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_double_7, double, ck_vec_d, ck_vec_dj, 7)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_double_8, double, ck_vec_d, ck_vec_dj, 8)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_float_1, float, ck_vec_f, ck_vec_fj, 1)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_float_2, float, ck_vec_f, ck_vec_fj, 2)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_float_3, float, ck_vec_f, ck_vec_fj, 3)
 CK_DEFINE_NEAREST_FUSED(ck_nearest_float_4, float, ck_vec_f, ck_vec_fj, 4)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_float_5, float, ck_vec_f, ck_vec_fj, 5)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_float_6, float, ck_vec_f, ck_vec_fj, 6)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_float_7, float, ck_vec_f, ck_vec_fj, 7)
+CK_DEFINE_NEAREST_FUSED(ck_nearest_float_8, float, ck_vec_f, ck_vec_fj, 8)
 #else
 CK_DEFINE_NEAREST(ck_nearest_double_1, double, 1)
 CK_DEFINE_NEAREST(ck_nearest_double_2, double, 2)
 CK_DEFINE_NEAREST(ck_nearest_double_3, double, 3)
 CK_DEFINE_NEAREST(ck_nearest_double_4, double, 4)
+CK_DEFINE_NEAREST(ck_nearest_double_5, double, 5)
+CK_DEFINE_NEAREST(ck_nearest_double_6, double, 6)
+CK_DEFINE_NEAREST(ck_nearest_double_7, double, 7)
+CK_DEFINE_NEAREST(ck_nearest_double_8, double, 8)
 CK_DEFINE_NEAREST(ck_nearest_float_1, float, 1)
 CK_DEFINE_NEAREST(ck_nearest_float_2, float, 2)
 CK_DEFINE_NEAREST(ck_nearest_float_3, float, 3)
 CK_DEFINE_NEAREST(ck_nearest_float_4, float, 4)
+CK_DEFINE_NEAREST(ck_nearest_float_5, float, 5)
+CK_DEFINE_NEAREST(ck_nearest_float_6, float, 6)
+CK_DEFINE_NEAREST(ck_nearest_float_7, float, 7)
+CK_DEFINE_NEAREST(ck_nearest_float_8, float, 8)
 #endif
 
 typedef ptrdiff_t (*ck_nearest_double_fn)(const double*, const double*, ptrdiff_t, ptrdiff_t,
@@ -192,13 +208,18 @@ typedef ptrdiff_t (*ck_nearest_double_fn)(const double*, const double*, ptrdiff_
 typedef ptrdiff_t (*ck_nearest_float_fn)(const float*, const float*, ptrdiff_t, ptrdiff_t,
                                          float*, float*);
 
-/* The variant for a feature count: specialised up to 4 features, generic above. */
+/* The variant for a feature count: specialised up to 8 features (the direct loop's range,
+ * GEMM_MIN_FEATURES in _dist.pxd), generic above. */
 static ck_nearest_double_fn ck_nearest_double_for(ptrdiff_t n_features) {
     switch (n_features) {
         case 1: return ck_nearest_double_1;
         case 2: return ck_nearest_double_2;
         case 3: return ck_nearest_double_3;
         case 4: return ck_nearest_double_4;
+        case 5: return ck_nearest_double_5;
+        case 6: return ck_nearest_double_6;
+        case 7: return ck_nearest_double_7;
+        case 8: return ck_nearest_double_8;
         default: return ck_nearest_double_any;
     }
 }
@@ -209,6 +230,10 @@ static ck_nearest_float_fn ck_nearest_float_for(ptrdiff_t n_features) {
         case 2: return ck_nearest_float_2;
         case 3: return ck_nearest_float_3;
         case 4: return ck_nearest_float_4;
+        case 5: return ck_nearest_float_5;
+        case 6: return ck_nearest_float_6;
+        case 7: return ck_nearest_float_7;
+        case 8: return ck_nearest_float_8;
         default: return ck_nearest_float_any;
     }
 }

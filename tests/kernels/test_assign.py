@@ -58,7 +58,7 @@ def test_assign_full_ties_go_to_lowest_index(dtype):
     np.testing.assert_array_equal(labels, 0)
 
 
-@pytest.mark.parametrize("n_features", [1, 2, 4, 5])
+@pytest.mark.parametrize("n_features", [1, 2, 5, 8, 9])
 @pytest.mark.parametrize("tied", [(0, 1), (5, 20, 36), (17, 33, 35)])
 def test_assign_full_ties_in_different_lanes_go_to_lowest_index(n_features, tied, dtype):
     # equal nearest centres in different SIMD lanes, in full vectors and after the last one
