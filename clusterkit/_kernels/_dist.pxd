@@ -31,19 +31,23 @@ cdef extern from "_sqdist.h" nogil:
     void ck_prefetch_row(const void* row, Py_ssize_t n_bytes)
 
 
+cdef inline bint _sums_wide(Py_ssize_t n_features, size_t itemsize) noexcept nogil:
+    """Whether a row fills one 64-byte vector (16 floats, 8 doubles): from there on
+    _sqdist.h's vector partial sums are used, below it the single scalar sum."""
+    return n_features * itemsize >= 64
+
+
 cdef inline floating _sqdist_wide(const floating* a, const floating* b,
                                   Py_ssize_t n_features) noexcept nogil:
     """Squared Euclidean distance in vectors of partial sums (_sqdist.h), much faster with
     many features; rounds differently from ``_sqdist`` from 16 (float) or 8 (double) features
     on, identically below (all features then go to one scalar sum), where the inlined
     ``_sqdist`` saves the call."""
+    if not _sums_wide(n_features, sizeof(floating)):
+        return _sqdist(a, b, n_features)
     if floating is float:
-        if n_features < 16:
-            return _sqdist(a, b, n_features)
         return ck_sqdist_wide_float(a, b, n_features)
     else:
-        if n_features < 8:
-            return _sqdist(a, b, n_features)
         return ck_sqdist_wide_double(a, b, n_features)
 
 
@@ -52,11 +56,10 @@ cdef inline floating _sqnorm(const floating* a, Py_ssize_t n_features) noexcept 
     counts on (the plain loop's single running sum took about 4% of a D=64 Lloyd fit)."""
     cdef floating d = 0
     cdef Py_ssize_t k
-    if floating is float:
-        if n_features >= 16:
+    if _sums_wide(n_features, sizeof(floating)):
+        if floating is float:
             return ck_sqnorm_wide_float(a, a, n_features)
-    else:
-        if n_features >= 8:
+        else:
             return ck_sqnorm_wide_double(a, a, n_features)
     for k in range(n_features):
         d += a[k] * a[k]
