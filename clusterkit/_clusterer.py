@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils.metaestimators import available_if
@@ -183,6 +184,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         centre (``compute_labels=True``).
     n_iter_ : int
         Iterations of the kept run.
+    converged_ : bool
+        Whether the kept run ended by the schedule's stopping rule (the relative change of the
+        objective at most ``tol``) or its last batch, rather than by ``max_iter`` or the
+        callback. A fit whose kept run reached ``max_iter`` emits a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
     objective_ : float
         Objective of the kept run's last iteration: the weighted quantization error for hard
         M-steps (non-increasing), the truncated free energy / log-likelihood for soft ones
@@ -345,15 +351,22 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 if self.verbose and n_init > 1:
                     print(f"Run {run} of {n_init}")
                 state.start_run()
-                centers, stop_requested = self._run(X_fit, w_fit, seeder, estep, mstep,
-                                                    schedule, state, x_mean)
+                centers, stop_requested, converged = self._run(
+                    X_fit, w_fit, seeder, estep, mstep, schedule, state, x_mean)
                 objective = state.history[-1]["objective"]
                 # the objective is a quantization error for hard fits, a free energy for soft
                 if best is None or (objective > best[0] if mstep.soft else objective < best[0]):
-                    best = (objective, centers, state.history)
+                    best = (objective, centers, state.history, converged)
                 if stop_requested:  # the callback ends the whole fit
                     break
-            _, centers, history = best
+            _, centers, history, converged = best
+            if not converged and not stop_requested:
+                warnings.warn(
+                    f"The fit did not converge: the objective still changed by more than "
+                    f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase "
+                    "max_iter or tol, or start closer to a solution (for PartialEStep, "
+                    "seeds that label the samples or init='exact').",
+                    ConvergenceWarning, stacklevel=2)
             if self.compute_labels:
                 # the fit's own centred copy when it ran on all the data, else block by block
                 data, mean = (X, x_mean) if reduced else (X_fit, None)
@@ -366,6 +379,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self.n_distance_evals_ = state.n_distance_evals
         self.history_ = history
         self.n_iter_ = len(history)
+        self.converged_ = converged
         self.objective_ = history[-1]["objective"]
         self.sigma2_ = history[-1]["sigma2"]
         return self
@@ -406,8 +420,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _run(self, X, sample_weight, seeder, estep, mstep, schedule, state, x_mean):
         """One run of the driver loop on the centred data: the papers' pseudo-code, one
-        strategy call per step. Returns the (centred) centres and whether the callback asked
-        to stop."""
+        strategy call per step. Returns the (centred) centres, whether the callback asked to
+        stop and whether the schedule ended the run (its stopping rule held or its batches
+        ran out) before ``max_iter``."""
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         seeding_before = state.cost["seeding"]
         centers = _strategy_array(seeder.seed(X, sample_weight, self.n_clusters, state), seeder,
@@ -421,10 +436,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
         state.schedule_state = schedule.init_state(X.shape[0], state)
         batches = schedule.batches(X.shape[0], state)
-        stop_requested = False
+        stop_requested = converged = False
         for iteration in range(1, self.max_iter + 1):
             batch = next(batches, False)
             if batch is False:  # the schedule's budget is spent
+                converged = True
                 break
             Xb, wb = (X, sample_weight) if batch is None else (X[batch], sample_weight[batch])
             # E-step: assignment / (truncated) responsibilities with the current parameters.
@@ -432,12 +448,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             # M-step: new centres (and shared variance) from the assignment.
             centers = mstep.update(Xb, wb, assignment, centers, state)
             stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
-            if stop_requested or schedule.should_stop(state, self.tol):
+            if stop_requested:
+                break
+            if schedule.should_stop(state, self.tol):
+                converged = True
                 break
         if not state.history:
             raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a fit needs "
                              "at least one iteration.")
-        return centers, stop_requested
+        return centers, stop_requested, converged
 
     def _record(self, iteration, assignment, sample_weight, centers, state):
         """Append the iteration to the history, report it; ``True`` if the callback stops."""

@@ -1,5 +1,11 @@
-"""Assertions shared by the tests."""
+"""Assertions and marks shared by the tests."""
 import numpy as np
+import pytest
+
+# For tests that run a fixed number of iterations (tol=0 or a small max_iter): they end by
+# max_iter on purpose, and the ConvergenceWarning saying so is expected.
+fixed_iterations = pytest.mark.filterwarnings(
+    "ignore:The fit did not converge:sklearn.exceptions.ConvergenceWarning")
 
 
 def assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol):

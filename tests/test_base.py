@@ -3,6 +3,8 @@ import numpy as np
 
 from clusterkit import Assignment, Clusterer, EStep, MStep, Seeder
 
+from ._helpers import fixed_iterations
+
 
 class FirstRows(Seeder):
     def seed(self, X, sample_weight, n_clusters, state):
@@ -28,6 +30,7 @@ class NumpyMeans(MStep):
         return new
 
 
+@fixed_iterations
 def test_custom_strategies_reproduce_the_builtin_ones():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))

@@ -1,6 +1,7 @@
 """The Clusterer estimator: API, scikit-learn compatibility, paper guarantees, parity."""
 import io
 import pickle
+import warnings
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -8,11 +9,14 @@ import pandas as pd
 import pytest
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 from threadpoolctl import threadpool_info
 
 from clusterkit import (AFKMC2, LWCS, Clusterer, DataReducer, FullBatch, FullEStep, HardMStep,
                         KMeansPlusPlus, RandomSeeder, Seeder, SoftMStep)
+
+from ._helpers import fixed_iterations
 
 
 def _blobs(n=600, d=3, c=5, dtype=np.float64, seed=0):
@@ -141,6 +145,7 @@ def test_kmeans_free_energy_stopping_rule():
         Clusterer(3, schedule=FullBatch(kmeans_objective="loglik")).fit(X[:100])
 
 
+@fixed_iterations
 def test_soft_em_log_likelihood_never_decreases(dtype):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(2000, 3)).astype(dtype)
@@ -151,6 +156,7 @@ def test_soft_em_log_likelihood_never_decreases(dtype):
     assert np.all(np.diff(ll) >= -slack)
 
 
+@fixed_iterations
 def test_soft_objective_is_the_log_likelihood():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(500, 2))
@@ -166,6 +172,7 @@ def test_soft_objective_is_the_log_likelihood():
     assert gmm.history_[3]["objective"] == pytest.approx(ll, rel=1e-10)
 
 
+@fixed_iterations
 def test_weight_two_equals_duplicating_rows():
     X, _ = _blobs(n=300)
     w = np.ones(300)
@@ -283,6 +290,28 @@ def test_verbose_and_callback():
     assert stopped.n_iter_ == 2
 
 
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_converged_and_the_warning_when_max_iter_ends_the_fit(mstep):
+    X, _ = _blobs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        done = Clusterer(5, mstep=mstep, random_state=0).fit(X)
+    assert done.converged_ and done.n_iter_ < done.max_iter
+    with pytest.warns(ConvergenceWarning, match="max_iter=2 iterations"):
+        cut = Clusterer(5, mstep=mstep, seed="random", tol=0, max_iter=2, random_state=0).fit(X)
+    assert not cut.converged_ and cut.n_iter_ == 2
+    # the kept run decides: the best of several runs that all reach max_iter warns once
+    with pytest.warns(ConvergenceWarning) as record:
+        Clusterer(5, mstep=mstep, seed="random", tol=0, max_iter=2, n_init=3,
+                  random_state=0).fit(X)
+    assert len(record) == 1
+    # a fit the callback stops did what the user asked: no warning, but not converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stopped = Clusterer(5, mstep=mstep, random_state=0, callback=lambda info: True).fit(X)
+    assert not stopped.converged_
+
+
 class _FirstRowsMissingOne(Seeder):
     def seed(self, X, sample_weight, n_clusters, state):
         return X[:n_clusters - 1].copy()
@@ -347,6 +376,7 @@ def test_compute_labels_false_skips_the_labels_pass():
     np.testing.assert_array_equal(km.fit_predict(X), km.predict(X))
 
 
+@fixed_iterations
 def test_empty_cluster_is_relocated_never_nan():
     X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [20.0, 0.0]])
     init = np.array([[0.0, 0.0], [5.0, 5.0], [100.0, 100.0]])  # the third centre wins nothing
@@ -357,6 +387,7 @@ def test_empty_cluster_is_relocated_never_nan():
     assert np.isfinite(gmm.cluster_centers_).all()
 
 
+@fixed_iterations
 def test_given_centres_are_used_as_is():
     X, _ = _blobs()
     init = X[:5]
@@ -368,6 +399,7 @@ def test_given_centres_are_used_as_is():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-6), (np.float32, 1e-4)])
+@fixed_iterations
 def test_lloyd_parity_with_scikit_learn(dtype, rtol):
     # The foundation's acceptance test: 20 Lloyd iterations from identical centres.
     X, _ = make_blobs(200_000, 64, centers=256, cluster_std=2.0, random_state=0)

@@ -11,6 +11,8 @@ from clusterkit import LWCS, Clusterer, FitState, NoReduction, _clusterer
 from clusterkit._reduction import _sensitivity
 from clusterkit.metrics import quantization_error
 
+from ._helpers import fixed_iterations
+
 
 def _state(X, n_clusters=3, seed=0, n_threads=1):
     return FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
@@ -199,6 +201,7 @@ def test_blockwise_labelling_equals_one_pass(monkeypatch, dtype):
     assert blocks.cost_ == whole.cost_
 
 
+@fixed_iterations
 def test_user_weights_compose_with_coreset_weights():
     X = _data(2000)
     w = np.where(np.arange(2000) % 2 == 0, 3.0, 1.0)

@@ -10,6 +10,8 @@ from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import lloyd, lwcs_lloyd, vc_gmm
 
+from ._helpers import fixed_iterations
+
 
 def _birch(n_side=6, dtype=np.float64, seed=0):
     X, _, _ = make_birch_grid(n_side=n_side, random_state=seed, dtype=dtype)
@@ -19,6 +21,7 @@ def _birch(n_side=6, dtype=np.float64, seed=0):
 @pytest.mark.filterwarnings("ignore:AFKMC2 chose:RuntimeWarning")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("G, n_explore", [(3, 0), (5, 1)])
+@fixed_iterations
 def test_merged_free_energy_never_decreases(dtype, G, n_explore):
     X = _birch(n_side=8, dtype=dtype)  # C = 64, N = 6400
     slack = 1e-5 if dtype == np.float32 else 1e-10

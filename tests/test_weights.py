@@ -16,6 +16,8 @@ from scipy.stats import chisquare
 from clusterkit import (AFKMC2, Clusterer, FitState, FullEStep, HardMStep, KMeansPlusPlus,
                         PartialEStep, RandomSeeder, SampledSeeder, SoftMStep, TruncatedEStep)
 
+from ._helpers import fixed_iterations
+
 # --- seeders: the distribution of the chosen points -----------------------------------------
 
 # five points, the second and fourth with weight 2 (duplicated in the copy)
@@ -247,6 +249,7 @@ def test_weight_two_equals_duplication_end_to_end(estep, mstep):
 
 
 @pytest.mark.parametrize("mstep", [HardMStep(), SoftMStep()], ids=["hard", "soft"])
+@fixed_iterations
 def test_scaling_all_weights_changes_only_the_objective_scale(mstep):
     X, init = _blobs()
     w = np.random.default_rng(2).uniform(0.5, 2.0, size=len(X))
