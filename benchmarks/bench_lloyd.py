@@ -27,11 +27,13 @@ import re
 import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 import clusterkit
@@ -47,6 +49,10 @@ try:
     import faiss
 except ImportError:
     faiss = None
+
+# The clusterkit fits here run max_iter iterations on purpose (tol=0).
+warnings.filterwarnings("ignore", message="The fit did not converge",
+                        category=ConvergenceWarning)
 
 PARTS = ("lloyd", "birch", "seeding", "cutoff")
 DEFAULT_PARTS = ("lloyd", "birch", "seeding")
