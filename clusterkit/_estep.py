@@ -335,12 +335,13 @@ class PartialEStep(EStep):
     this costs one Lloyd iteration, and it keeps eq. 12's first variance from being inflated
     by random ``K(n)`` (about 500 times on birch2 with AFK-MC² seeds), which can decide
     what the soft fit converges to. Neither start is better everywhere. Measured with hard
-    M-steps (var-k-means, ``G = 5+1``) on ``LWCS`` coresets from AFK-MC² seeds, 3 seeds: on
-    1000 well-separated Gaussian blobs in 32 dimensions (200,000 points, ``N' = 2^15``) every
-    random start reached ``max_iter = 200`` at 1.5 times the quantization error that
-    ``init="exact"`` reached in 40-43 iterations (LWCS + Lloyd's; 20 initial E-steps still
-    left 1.35 times), and on cod_rna and shuttle the exact start also ended 3-9 % lower;
-    on birch1, mnist and the BIRCH grid the random start ended 0.4-4.4 % lower.
+    M-steps (var-k-means, ``G = 5+1``) on ``LWCS`` coresets from AFK-MC² seeds (chains of
+    200), 3 seeds: on 1000 well-separated Gaussian blobs in 32 dimensions (200,000 points,
+    ``N' = 2^15``) every random start reached ``max_iter = 200`` at 1.5 times the quantization
+    error that ``init="exact"`` reached in 40-43 iterations, which is LWCS + Lloyd's from the
+    same seeds (20 initial E-steps still left 1.35 times); on cod_rna and shuttle the exact
+    start also ended 3-9 % lower, on birch1, mnist and the BIRCH grid (``C = 500-1024``) the
+    random start 0.4-4.4 % lower.
 
     Deviations and choices:
 
