@@ -273,7 +273,8 @@ def part_seeding(args, notes):
         else:
             description = f"standard normal ({n_samples}, {n_features}), seed 0"
             X = np.random.default_rng(0).standard_normal((n_samples, n_features))
-        print(f"[seeding] data: {description}, float64", flush=True)
+        X = X.astype(args.seeding_dtype)
+        print(f"[seeding] data: {description}, {X.dtype}", flush=True)
         sections.append(_seeding_table(X, description, n_centers, args, notes))
     notes.append(
         "Seeding data: on well-separated blobs with one blob per centre, any plain D^2 "
@@ -290,7 +291,7 @@ def part_seeding(args, notes):
 
 def _seeding_table(X, description, n_clusters, args, notes):
     n_samples, n_features = X.shape
-    w = np.ones(n_samples)
+    w = np.ones(n_samples, dtype=X.dtype)
     n_trials = 2 + int(np.log(n_clusters))
     results = []
     print("[seeding] clusterkit AFKMC2 ...", flush=True)
@@ -336,7 +337,7 @@ def _seeding_table(X, description, n_clusters, args, notes):
         "(Bachem et al., 2016), while scikit-learn's seeding is greedy (best of several "
         "candidates per centre); clusterkit's plain and greedy k-means++ rows are context "
         "for that comparison, timed with fewer repeats.")
-    return (f"### 3. Seeding, {description}, C={n_clusters}, float64 "
+    return (f"### 3. Seeding, {description}, C={n_clusters}, {X.dtype} "
             "(target AFKMC2 >= 10x faster, QE ratio within 1.25)\n\n"
             + format_table(headers, rows))
 
@@ -463,6 +464,8 @@ def main(argv=None):
     parser.add_argument("--seeding-size", type=lambda s: _sizes(s, 3),
                         default=(1_000_000, 16, 1_000), metavar="N,D,C",
                         help="sizes of part 'seeding'")
+    parser.add_argument("--seeding-dtype", choices=("float64", "float32"), default="float64",
+                        help="dtype of the data of part 'seeding'")
     parser.add_argument("--cutoff-size", type=lambda s: _sizes(s, 3),
                         default=(100_000, 1024, 16), metavar="N,C,MAX_D",
                         help="sizes of part 'cutoff' (D = 1..MAX_D)")

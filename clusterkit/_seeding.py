@@ -141,7 +141,8 @@ class KMeansPlusPlus(Seeder):
     each scored candidate's distances to the centres of nearby groups and each new centre's
     distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
     counts exactly what was computed. Memory ``O(n_samples + L n_clusters)``, plus room for
-    two copies of ``X`` in group order for up to 16 features. Reads ``state.random_state`` and
+    three copies of ``X`` (kept in group order) when its rows have at most 128 bytes (32
+    float32 or 16 float64 features). Reads ``state.random_state`` and
     ``state.n_threads`` (the candidates are scored in parallel; the result does not depend on
     the thread count). Sets ``state.seed_labels`` to each sample's nearest centre, which
     :class:`~clusterkit.PartialEStep` can start from (``None`` in the rare fallback below when

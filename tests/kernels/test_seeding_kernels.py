@@ -72,8 +72,9 @@ def _kmeanspp(X, w, first, uniforms, n_threads):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_trials", [1, 5])
-# 1-16 features keep an in-order copy of the rows, 20 reads X; 12 uses the 4-sum distance
-@pytest.mark.parametrize("n_features", FEATURES + [20])
+# rows of up to 128 bytes are copied in group order (20 features: float32 only), 40 features
+# read X in both dtypes; 12 uses the 4-sum distance
+@pytest.mark.parametrize("n_features", FEATURES + [20, 40])
 @pytest.mark.parametrize("n_samples, n_clusters", [(1, 1), (CHUNK - 1, 7), (CHUNK + 1, 40),
                                                    (3 * CHUNK + 17, 25)])
 def test_kmeanspp_matches_unpruned_reference(dtype, n_trials, n_features, n_samples,
