@@ -353,9 +353,9 @@ cdef enum:
 
 
 # Rows of up to this many bytes (32 float32 or 16 float64 features) kmeanspp keeps in group
-# order next to the members: two cache lines or less per row are read faster by streaming a
-# copy than by gathering them from X (float32, 20-32 features: 1.6-2 times faster seeding);
-# longer rows read fast enough where they are.
+# order next to the members: streaming that copy beats gathering such short rows from X
+# (float32 with 20-32 features: seeding 1.6-2 times faster), while longer rows are scored
+# faster group by group from X (64 float64 features: 1.7 times).
 cdef enum:
     INLINE_MAX_ROW_BYTES = 128
 
@@ -768,8 +768,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     are kept in group order next to the members, and the candidates are scored in parallel,
     each streaming through its groups. Longer rows stay in ``X``, and the scoring runs group
     by group in parallel, all of a group's candidates one after the other while its leading
-    rows are in cache. The chosen centre's distances are computed in parallel, too; the sampling and the
-    moves run on one thread. Results do not depend on ``n_threads``. Memory
+    rows are in cache. The chosen centre's distances are computed in parallel, too; the
+    sampling and the moves run on one thread. Results do not depend on ``n_threads``. Memory
     ``O(n_samples + L n_clusters + sum of list lengths)``, plus, with short rows, room for
     three copies of them (the group-ordered rows with space to append, and a buffer to
     compact them). Assumes valid input.
@@ -802,8 +802,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef int[::1] members_tmp = np.empty(max(n_samples, 1), dtype=np.int32)
     cdef floating[::1] member_d2_tmp = np.empty(max(n_samples, 1), dtype=dtype)
     cdef floating[::1] member_w_tmp = np.empty(max(n_samples, 1), dtype=dtype)
-    # with few features, the members' rows are kept in the same order, so that scoring a
-    # candidate streams through memory instead of gathering rows of X
+    # short rows are kept in the members' order, so that scoring a candidate streams through
+    # memory instead of gathering rows of X
     cdef bint inline_rows = n_features * sizeof(floating) <= INLINE_MAX_ROW_BYTES
     cdef floating[:, ::1] member_x = np.empty(
         (capacity if inline_rows else 1, n_features), dtype=dtype)
