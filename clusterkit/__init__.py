@@ -7,7 +7,8 @@ variational E-steps, ...) can be combined and ablated. Ready-made configurations
 algorithms live in :mod:`clusterkit.presets`.
 """
 from . import datasets, metrics, presets  # public submodules, as attributes of the package
-from ._base import Assignment, DataReducer, EStep, MStep, Schedule, Seeder
+from ._base import (FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Composition, DataReducer, EStep,
+                    MStep, Objective, Schedule, Seeder)
 from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep, TruncatedEStep
 from ._kernels._openmp import effective_n_threads, openmp_enabled
@@ -22,6 +23,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Clusterer",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Assignment", "FitState",
+    "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder",
     "NoReduction", "LWCS",
     "FullEStep", "TruncatedEStep", "PartialEStep",

@@ -7,47 +7,115 @@ A fit is assembled from five small strategy objects, each with one verb:
 * :class:`Seeder` -- ``seed(X, sample_weight, n_clusters, state) -> centers``: initial centres;
 * :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``: the E-step;
 * :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``: the
-  M-step (centres and, if soft, the shared variance);
-* :class:`Schedule` -- ``batches(n_samples, state)``: which samples each iteration sees, and
+  M-step;
+* :class:`Schedule` -- ``batches(n_samples, state)``: which rows each step works on, and
   ``should_stop(state, tol)``: when to stop.
 
-Strategies are configuration objects: ``__init__`` only stores its arguments (so that
-scikit-learn's ``get_params``/``clone`` work and the object pickles), and nothing is kept on
-``self`` between fits. Whatever must survive from one iteration to the next (bounds, winners,
-neighbourhoods, running sums) lives in an object returned by the optional ``init_state`` hook;
-the driver stores it on the :class:`~clusterkit.FitState` it passes to every call
+Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
+stores its arguments, so ``get_params``/``set_params`` (also nested, as
+``Clusterer.set_params(estep__G=3)``), ``clone`` and pickling work, and nothing is kept on
+``self`` between fits. Whatever must survive from one step to the next (bounds, winners,
+neighbourhoods, running sums) lives in an object returned by the optional ``init_state``
+hook; the driver stores it on the :class:`~clusterkit.FitState` it passes to every call
 (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``).
 
-Every array a strategy receives is C-contiguous and of one floating dtype (float32 or float64);
-``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
-coreset weights after a reduction). Strategies add the distance evaluations they perform to
-``state.cost`` (see :meth:`FitState.count`).
+What a strategy *is* is declared, never guessed from numbers: an M-step says whether it needs
+responsibilities (:attr:`MStep.needs_resp`) and which :class:`Objective` the fit optimises
+(:attr:`MStep.objective`: its name and whether it is maximised); a schedule says whether
+every batch is all rows (:attr:`Schedule.full_batch`). Before any work, the driver calls every
+strategy's ``_validate(X, n_clusters, composition)`` with the five resolved strategies, so an
+incompatible composition fails when ``fit`` starts.
+
+Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
+view of C-contiguous rows) and of one floating dtype (float32 or float64); ``sample_weight``
+always is an array of that dtype (ones when the user gave none, times the coreset weights
+after a reduction). Strategies add the distance evaluations they perform to ``state.cost``
+(see :meth:`FitState.count`).
 """
+import inspect
 from abc import ABC, abstractmethod
+from collections import namedtuple
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
-__all__ = ["Assignment", "Seeder", "DataReducer", "EStep", "MStep", "Schedule"]
+__all__ = ["Assignment", "Composition", "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY",
+           "Seeder", "DataReducer", "EStep", "MStep", "Schedule"]
 
 
-class _Strategy:
-    """Shared behaviour: a readable ``repr`` and a parameter check run when ``fit`` starts."""
+@dataclass(frozen=True)
+class Objective:
+    """What a fit optimises: its name and its direction.
 
-    def _validate(self, X, n_clusters):
-        """Check hyper-parameters against the data; raise ``ValueError`` if they cannot work.
+    Declared by the M-step (:attr:`MStep.objective`); the driver reads it to keep the best of
+    ``n_init`` runs and the stopping rule to interpret the history.
 
-        Called by the driver once per fit, before any work is done. The default accepts
-        everything.
+    Attributes
+    ----------
+    name : str
+        Printed in verbose output and documentation, e.g. ``"quantization error"``.
+    maximize : bool
+        ``True`` if larger is better (a free energy), ``False`` if smaller is better.
+
+    Examples
+    --------
+    >>> from clusterkit import Objective
+    >>> Objective("SLK bound", maximize=False).better(1.0, 2.0)
+    True
+    """
+
+    name: str
+    maximize: bool
+
+    def better(self, a, b):
+        """Whether objective value ``a`` is strictly better than ``b``."""
+        return a > b if self.maximize else a < b
+
+
+#: The weighted quantization error ``sum_n w_n min_c ||x_n - mu_c||^2`` (k-means), minimised.
+QUANTIZATION_ERROR = Objective("quantization error", maximize=False)
+#: The (truncated) free energy ``sum_n w_n log sum_{c in K(n)} p(c, x_n)`` of the isotropic
+#: GMM (Forster & Lücke 2018, eq. 10), maximised; the log-likelihood when ``K(n)`` is all.
+FREE_ENERGY = Objective("free energy", maximize=True)
+
+#: The five resolved strategies of a fit, as the ``_validate`` hooks see them.
+Composition = namedtuple("Composition", ["seed", "reduce", "estep", "mstep", "schedule"])
+
+
+class _Strategy(BaseEstimator):
+    """Shared behaviour: scikit-learn parameters, a readable ``repr``, equality by parameters,
+    and a check run when ``fit`` starts."""
+
+    def _validate(self, X, n_clusters, composition):
+        """Check hyper-parameters against the data and the other strategies.
+
+        Called by the driver once per fit, before any work is done; raises ``ValueError``
+        (or ``TypeError``) with a message naming the parameter if they cannot work. The
+        default accepts everything.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The training data, as given to ``fit``.
+        n_clusters : int
+        composition : Composition
+            The five strategies of the fit (``seed``, ``reduce``, ``estep``, ``mstep``,
+            ``schedule``), for rules between strategies.
         """
 
     def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
-        return f"{type(self).__name__}({params})"
+        # every parameter, in the order of the signature (scikit-learn's repr sorts them and
+        # leaves defaults out)
+        params = self.get_params(deep=False)
+        names = [name for name in inspect.signature(type(self).__init__).parameters
+                 if name in params]
+        return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in names)})"
 
     def __eq__(self, other):
-        return type(self) is type(other) and vars(self) == vars(other)
+        return (type(self) is type(other)
+                and self.get_params(deep=False) == other.get_params(deep=False))
 
     def __hash__(self):
         return hash(type(self).__name__)
@@ -57,22 +125,25 @@ class _Strategy:
 class Assignment:
     """What an E-step hands to the M-step.
 
+    All arrays refer to the rows of the batch, in batch order.
+
     Attributes
     ----------
-    labels : ndarray of shape (n_samples,), dtype=int32
+    labels : ndarray of shape (n_batch,), dtype=int32
         The best (nearest) cluster of each sample.
-    dist2 : ndarray of shape (n_samples,)
-        Squared distance of each sample to its best cluster (clamped at zero).
+    dist2 : ndarray of shape (n_batch,)
+        Exact squared distance of each sample to its best cluster (clamped at zero).
     objective : float
-        The objective of the parameters the M-step is about to replace: the weighted
-        quantization error ``sum_n w_n dist2_n`` for hard E-steps, the (truncated) free energy
+        The fit's objective (:attr:`MStep.objective`) on the batch for the parameters the
+        M-step is about to replace: the weighted quantization error ``sum_n w_n dist2_n``
+        for hard fits, the (truncated) free energy
         ``sum_n w_n log sum_{c in K(n)} p(c, x_n)`` for soft ones.
     qe : float
-        Weighted quantization error ``sum_n w_n dist2_n`` (equals ``objective`` when hard).
-    winners : ndarray of shape (n_samples, n_winners), dtype=int32, or None
+        Weighted quantization error ``sum_n w_n dist2_n`` of the batch.
+    winners : ndarray of shape (n_batch, n_winners), dtype=int32, or None
         The clusters each sample's responsibilities refer to; ``None`` means all clusters in
-        index order (``resp`` is then ``(n_samples, n_clusters)``).
-    resp : ndarray of shape (n_samples, n_winners) or (n_samples, n_clusters), or None
+        index order (``resp`` is then ``(n_batch, n_clusters)``).
+    resp : ndarray of shape (n_batch, n_winners) or (n_batch, n_clusters), or None
         Responsibilities (rows sum to one); ``None`` for a hard assignment.
     centers_sum, weight_in_clusters : ndarray of shape (n_clusters, n_features) and \
             (n_clusters,), or None
@@ -89,11 +160,6 @@ class Assignment:
     resp: Optional[np.ndarray] = None
     centers_sum: Optional[np.ndarray] = None
     weight_in_clusters: Optional[np.ndarray] = None
-
-    @property
-    def is_hard(self):
-        """``True`` for a hard assignment (no responsibilities)."""
-        return self.resp is None
 
 
 class Seeder(_Strategy, ABC):
@@ -153,26 +219,32 @@ class DataReducer(_Strategy, ABC):
         X_reduced : ndarray of shape (n_reduced, n_features)
         sample_weight_reduced : ndarray of shape (n_reduced,)
             Weights such that weighted sums over the reduced set estimate the sums over the
-            input (user weights included).
+            input (user weights included). Returning ``X`` itself means "no reduction".
         """
 
 
 class EStep(_Strategy, ABC):
-    """Assigns samples to clusters (hard) or computes responsibilities (soft).
+    """Assigns samples to clusters (hard) or computes responsibilities.
 
-    ``state.soft`` tells whether the M-step needs responsibilities; ``state.sigma2`` holds the
-    shared variance of the soft model (``None`` before the first E-step: then the E-step sets
-    it with :meth:`FitState.init_sigma2` from the distances it computed, vc-GMM eq. 12).
+    ``state.needs_resp`` tells whether the M-step needs responsibilities; ``state.sigma2``
+    holds the shared variance of a Gaussian mixture (``None`` before the first E-step: a soft
+    E-step then sets it with :meth:`FitState.init_sigma2` from the distances it computed,
+    vc-GMM eq. 12). ``state.rows`` says which rows of the fit data the batch holds, so that
+    per-sample state (bounds, winners) survives mini-batches; ``state.center_shift`` says how
+    far each centre moved in the last M-step and ``state.labels`` holds every sample's label
+    from its previous visit.
     """
 
     def init_state(self, X, sample_weight, centers, state):
         """Create the per-fit state kept across E-steps.
 
-        Called once after seeding; the driver stores the result as ``state.estep_state``.
+        Called once per run after seeding, with all rows; the driver stores the result as
+        ``state.estep_state``. Per-sample state is indexed by row of this ``X``.
 
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
+            All rows of the (reduced, centred) data the fit runs on.
         sample_weight : ndarray of shape (n_samples,)
         centers : ndarray of shape (n_clusters, n_features)
             The seeded centres.
@@ -187,12 +259,13 @@ class EStep(_Strategy, ABC):
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):
-        """Return an :class:`Assignment` of ``X`` to ``centers``.
+        """Return an :class:`Assignment` of the batch ``X`` to ``centers``.
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features)
-        sample_weight : ndarray of shape (n_samples,)
+        X : ndarray of shape (n_batch, n_features)
+            The rows ``state.rows`` of the fit data.
+        sample_weight : ndarray of shape (n_batch,)
         centers : ndarray of shape (n_clusters, n_features)
         state : FitState
             Add distance evaluations with ``state.count("estep", n)``.
@@ -202,27 +275,52 @@ class EStep(_Strategy, ABC):
         assignment : Assignment
         """
 
+    def final_labels(self, state):
+        """Labels of the fitted rows when they are not the nearest final centre.
+
+        Called once after the kept run when ``compute_labels=True``. The default returns
+        ``None``: ``labels_`` is then each training sample's nearest final centre (one exact
+        pass). An E-step whose model labels differently (e.g. by the argmax of its soft
+        assignments) returns those labels for the rows of the fit data.
+
+        Parameters
+        ----------
+        state : FitState
+            The kept run's state (``state.estep_state`` as the last E-step left it).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), dtype=int32, or None
+        """
+        return None
+
 
 class MStep(_Strategy, ABC):
-    """Re-estimates the centres (and, if soft, the shared variance) from an assignment.
+    """Re-estimates the centres (and any other model parameter) from an assignment.
 
     Attributes
     ----------
-    soft : bool
-        Class attribute: ``True`` if :meth:`update` needs responsibilities (and maintains
-        ``state.sigma2``), ``False`` for hard assignments.
+    needs_resp : bool
+        Class attribute: ``True`` if :meth:`update` needs responsibilities
+        (``assignment.resp``), ``False`` for hard assignments.
+    objective : Objective
+        Class attribute: what the fit optimises; the E-steps report it in
+        ``assignment.objective``. :data:`QUANTIZATION_ERROR` (minimised) by default.
     """
 
-    soft = False
+    needs_resp = False
+    objective = QUANTIZATION_ERROR
 
     def init_state(self, X, sample_weight, centers, state):
         """Create the per-fit state kept across M-steps.
 
-        Called once after seeding; the driver stores the result as ``state.mstep_state``.
+        Called once per run after seeding, with all rows; the driver stores the result as
+        ``state.mstep_state``.
 
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
+            All rows of the (reduced, centred) data the fit runs on.
         sample_weight : ndarray of shape (n_samples,)
         centers : ndarray of shape (n_clusters, n_features)
         state : FitState
@@ -240,22 +338,34 @@ class MStep(_Strategy, ABC):
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features)
-        sample_weight : ndarray of shape (n_samples,)
+        X : ndarray of shape (n_batch, n_features)
+            The rows ``state.rows`` of the fit data.
+        sample_weight : ndarray of shape (n_batch,)
         assignment : Assignment
         centers : ndarray of shape (n_clusters, n_features)
             The centres the assignment was computed with (read-only).
         state : FitState
+            A Gaussian-mixture M-step owns ``state.sigma2`` and writes it here.
 
         Returns
         -------
         centers_new : ndarray of shape (n_clusters, n_features)
-            Never NaN: clusters without weight are relocated (see the M-step's Notes).
+            A new array (not ``centers``). Never NaN: clusters without weight are relocated
+            (see the M-step's Notes).
         """
 
 
 class Schedule(_Strategy, ABC):
-    """Decides which samples each iteration works on and when to stop."""
+    """Decides which rows each step works on and when to stop.
+
+    Attributes
+    ----------
+    full_batch : bool
+        Class attribute: ``True`` if every batch is all rows (strategies that keep one state
+        per sample but cannot skip samples can require it).
+    """
+
+    full_batch = False
 
     def init_state(self, n_samples, state):
         """Create per-fit schedule state (stored as ``state.schedule_state``).
@@ -275,10 +385,12 @@ class Schedule(_Strategy, ABC):
 
     @abstractmethod
     def batches(self, n_samples, state):
-        """Yield, once per iteration, the samples that iteration uses.
+        """Yield, once per step, the rows that step works on.
 
-        The driver stops when the generator is exhausted, after ``max_iter`` iterations or
-        when :meth:`should_stop` says so.
+        The run ends when the generator is exhausted (a budget, e.g. in passes over the data:
+        ``state.n_passes`` counts them), after ``max_iter`` steps or when
+        :meth:`should_stop` says so. The generator runs between steps, so it may read what
+        the last step recorded (``state.history``, ``state.n_changed``).
 
         Parameters
         ----------
@@ -289,23 +401,24 @@ class Schedule(_Strategy, ABC):
 
         Yields
         ------
-        batch : ndarray of shape (n_batch,), dtype=intp, or None
-            Row indices into the (reduced) data, or ``None`` for all rows (no copy is made).
+        rows : slice or ndarray of shape (n_batch,), dtype=intp
+            Rows of the fit data: a slice (a view, no copy; ``slice(0, n_samples)`` is all
+            rows, a prefix ``slice(0, b)`` nested batches) or an array of row indices.
         """
 
     def should_stop(self, state, tol):
-        """Decide after each iteration whether the fit has converged.
+        """Decide after each step whether the fit has converged.
 
         The default is the rule of the papers for full-batch EM: stop when the relative change
-        of the objective between the last two iterations is at most ``tol``. An objective that
-        is the quantization error (hard fits) counts as at least ``state.qe_resolution``
-        here, so a fit with more clusters than distinct points stops once the error is down
-        to rounding noise.
+        of the objective between the last two steps is at most ``tol``. A quantization error
+        (:data:`QUANTIZATION_ERROR`) counts as at least ``state.qe_resolution`` here, so a fit
+        with more clusters than distinct points stops once the error is down to rounding
+        noise.
 
         Parameters
         ----------
         state : FitState
-            Reads ``state.history`` and ``state.qe_resolution``.
+            Reads ``state.history``, ``state.objective`` and ``state.qe_resolution``.
         tol : float
             The estimator's tolerance.
 
@@ -318,13 +431,8 @@ class Schedule(_Strategy, ABC):
             return False
         f_new, f_old = history[-1]["objective"], history[-2]["objective"]
         scale = abs(f_new)
-        if self._objective_is_qe(history[-1]):
+        if state.objective == QUANTIZATION_ERROR:
             # At rounding level (more clusters than distinct points) the quantization error
             # counts as zero: its changes are noise, which can cycle forever.
             scale = max(scale, state.qe_resolution)
         return abs(f_new - f_old) <= tol * scale
-
-    @staticmethod
-    def _objective_is_qe(entry):
-        """Whether a history entry's objective is the quantization error (a hard fit)."""
-        return entry["objective"] == entry["qe"]

@@ -13,7 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
-from ._base import DataReducer, EStep, MStep, Schedule, Seeder
+from ._base import FREE_ENERGY, Composition, DataReducer, EStep, MStep, Schedule, Seeder
 from ._estep import FullEStep, log_joint_offset
 from ._kernels import _assign
 from ._kernels._dist import TILE_ROWS
@@ -22,7 +22,7 @@ from ._mstep import HardMStep, SoftMStep
 from ._reduction import NoReduction
 from ._schedules import FullBatch
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
-from ._state import FitState
+from ._state import FitState, weighted_sum
 from ._validation import (check_int, check_n_clusters, check_representable,
                           check_sample_weight)
 
@@ -293,9 +293,10 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         estep = _resolve(self.estep, "estep", EStep, _ESTEPS, FullEStep)
         mstep = _resolve(self.mstep, "mstep", MStep, _MSTEPS, HardMStep)
         schedule = _resolve(self.schedule, "schedule", Schedule, _SCHEDULES, FullBatch)
-        for strategy in (seeder, reducer, estep, mstep, schedule):
-            strategy._validate(X, self.n_clusters)
-        return seeder, reducer, estep, mstep, schedule
+        composition = Composition(seeder, reducer, estep, mstep, schedule)
+        for strategy in composition:
+            strategy._validate(X, self.n_clusters, composition)
+        return composition
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -339,10 +340,10 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                           f"n_init={n_init} times.", RuntimeWarning, stacklevel=2)
             n_init = 1
         state = FitState(
-            n_clusters=self.n_clusters, n_features=X.shape[1], dtype=X.dtype,
+            n_clusters=self.n_clusters, n_features=X.shape[1],
             random_state=check_random_state(self.random_state),
-            n_threads=effective_n_threads(self.n_threads), soft=mstep.soft,
-            verbose=self.verbose)
+            n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
+            objective=mstep.objective)
         with _single_threaded_blas():
             X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
                                                             x_mean)
@@ -350,17 +351,20 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             for run in range(1, n_init + 1):
                 if self.verbose and n_init > 1:
                     print(f"Run {run} of {n_init}")
-                state.start_run()
-                centers, stop_requested, converged = self._run(
-                    X_fit, w_fit, seeder, estep, mstep, schedule, state, x_mean)
+                centers, end = self._run(X_fit, w_fit, seeder, estep, mstep, schedule, state,
+                                         x_mean)
+                # runs compete on one objective of all the (reduced) data
                 objective = state.history[-1]["objective"]
-                # the objective is a quantization error for hard fits, a free energy for soft
-                if best is None or (objective > best[0] if mstep.soft else objective < best[0]):
-                    best = (objective, centers, state.history, converged)
-                if stop_requested:  # the callback ends the whole fit
+                if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
+                    state.rows = slice(0, X_fit.shape[0])
+                    objective = estep.assign(X_fit, w_fit, centers, state).objective
+                if best is None or mstep.objective.better(objective, best[0]):
+                    best = (objective, centers, end, state.history, state.sigma2,
+                            state.estep_state)
+                if end == "callback":  # the callback ends the whole fit
                     break
-            _, centers, history, converged = best
-            if not converged and not stop_requested:
+            _, centers, end, history, sigma2, state.estep_state = best
+            if end == "max_iter":
                 warnings.warn(
                     f"The fit did not converge: the objective still changed by more than "
                     f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase "
@@ -368,21 +372,39 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                     "seeds that label the samples or init='exact').",
                     ConvergenceWarning, stacklevel=2)
             if self.compute_labels:
-                # the fit's own centred copy when it ran on all the data, else block by block
-                data, mean = (X, x_mean) if reduced else (X_fit, None)
-                self.labels_, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)
-                state.count("labels", n_evals)
-                self.inertia_ = float(sample_weight.astype(np.float64) @ dist2.astype(np.float64))
+                self._label_training_data(X, sample_weight, X_fit, reduced, x_mean, centers,
+                                          estep, state)
         self.cluster_centers_ = centers + x_mean
         self._x_mean = x_mean
         self.cost_ = dict(state.cost)
         self.n_distance_evals_ = state.n_distance_evals
         self.history_ = history
         self.n_iter_ = len(history)
-        self.converged_ = converged
+        self.converged_ = end in ("converged", "budget")
         self.objective_ = history[-1]["objective"]
-        self.sigma2_ = history[-1]["sigma2"]
+        if sigma2 is not None:
+            self.sigma2_ = sigma2
+        elif hasattr(self, "sigma2_"):
+            del self.sigma2_
         return self
+
+    def _label_training_data(self, X, sample_weight, X_fit, reduced, x_mean, centers, estep,
+                             state):
+        """``labels_`` and ``inertia_``: the E-step's own final labels of the fitted rows if it
+        defines them, else every training sample's nearest final centre (one exact pass, on
+        the fit's centred copy when it ran on all the data, else block by block)."""
+        labels = None if reduced else estep.final_labels(state)
+        if labels is None:
+            data, mean = (X, x_mean) if reduced else (X_fit, None)
+            labels, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)
+        else:
+            labels = np.asarray(labels, dtype=np.int32)
+            moved = X_fit - centers[labels]
+            dist2 = np.einsum("ij,ij->i", moved, moved)
+            n_evals = X_fit.shape[0]
+        state.count("labels", n_evals)
+        self.labels_ = labels
+        self.inertia_ = weighted_sum(dist2, sample_weight)
 
     def _reduce_and_centre(self, X, sample_weight, reducer, state, x_mean):
         """The data every run clusters: reduced (once), then centred (a copy).
@@ -420,9 +442,13 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _run(self, X, sample_weight, seeder, estep, mstep, schedule, state, x_mean):
         """One run of the driver loop on the centred data: the papers' pseudo-code, one
-        strategy call per step. Returns the (centred) centres, whether the callback asked to
-        stop and whether the schedule ended the run (its stopping rule held or its batches
-        ran out) before ``max_iter``."""
+        strategy call per step.
+
+        Returns the (centred) centres and why the run ended: ``"converged"`` (the schedule's
+        stopping rule held), ``"budget"`` (the schedule's batches ran out), ``"max_iter"`` or
+        ``"callback"``.
+        """
+        state.start_run(X.shape[0])
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
         seeding_before = state.cost["seeding"]
         centers = _strategy_array(seeder.seed(X, sample_weight, self.n_clusters, state), seeder,
@@ -436,42 +462,42 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
         state.schedule_state = schedule.init_state(X.shape[0], state)
         batches = schedule.batches(X.shape[0], state)
-        stop_requested = converged = False
         for iteration in range(1, self.max_iter + 1):
-            batch = next(batches, False)
-            if batch is False:  # the schedule's budget is spent
-                converged = True
-                break
-            Xb, wb = (X, sample_weight) if batch is None else (X[batch], sample_weight[batch])
+            state.rows = next(batches, None)
+            if state.rows is None:
+                if not state.history:
+                    raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a "
+                                     "fit needs at least one iteration.")
+                return centers, "budget"
+            Xb, wb = X[state.rows], sample_weight[state.rows]
             # E-step: assignment / (truncated) responsibilities with the current parameters.
             assignment = estep.assign(Xb, wb, centers, state)
-            # M-step: new centres (and shared variance) from the assignment.
-            centers = mstep.update(Xb, wb, assignment, centers, state)
-            stop_requested = self._record(iteration, assignment, wb, centers + x_mean, state)
-            if stop_requested:
-                break
+            # M-step: new centres (and the model's other parameters) from the assignment.
+            centers_new = mstep.update(Xb, wb, assignment, centers, state)
+            state.record_step(assignment.labels, centers, centers_new)
+            centers = centers_new
+            if self._record(iteration, assignment, wb, centers + x_mean, state):
+                return centers, "callback"
             if schedule.should_stop(state, self.tol):
-                converged = True
-                break
-        if not state.history:
-            raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a fit needs "
-                             "at least one iteration.")
-        return centers, stop_requested, converged
+                return centers, "converged"
+        return centers, "max_iter"
 
     def _record(self, iteration, assignment, sample_weight, centers, state):
-        """Append the iteration to the history, report it; ``True`` if the callback stops."""
-        sigma2 = state.sigma2
-        if sigma2 is None:  # hard fit: the k-means free energy's variance (Lücke & Forster 2017)
-            total = state.n_features * float(sample_weight.sum(dtype=np.float64))
-            sigma2 = max(assignment.qe / total, state.sigma2_floor)
+        """Append the step to the history, report it; ``True`` if the callback stops."""
         info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
-                "sigma2": sigma2, "distance_evals": state.n_distance_evals,
-                "seconds": state.seconds}
+                "batch_size": sample_weight.shape[0],
+                "weight": float(sample_weight.sum(dtype=np.float64)),
+                "n_changed": state.n_changed,
+                "max_center_shift": float(state.center_shift.max()),
+                "passes": state.n_passes,
+                "distance_evals": state.n_distance_evals, "seconds": state.seconds}
+        if state.sigma2 is not None:
+            info["sigma2"] = state.sigma2
         state.history.append(info)
         if self.verbose:
             print(f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
-                  f"qe={info['qe']:.6g} distance evaluations={info['distance_evals']} "
-                  f"({info['seconds']:.2f} s)")
+                  f"qe={info['qe']:.6g} changed={info['n_changed']} distance "
+                  f"evaluations={info['distance_evals']} ({info['seconds']:.2f} s)")
         if self.callback is not None:  # centres in the user's coordinates
             stop = self.callback(dict(info, centers=centers))
             return stop is True or stop is np.True_
@@ -544,8 +570,14 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         return euclidean_distances(X - x_mean, centers)
 
     def _is_gmm(self):
-        """Whether the M-step is soft, i.e. the model a Gaussian mixture."""
-        return self.mstep == "soft" or (isinstance(self.mstep, MStep) and self.mstep.soft)
+        """Whether the model is a Gaussian mixture (its M-step maximises the free energy);
+        otherwise the ``AttributeError`` says how to get one."""
+        mstep = _MSTEPS.get(self.mstep, self.mstep) if isinstance(self.mstep, str) else self.mstep
+        if isinstance(mstep, (MStep, type)) and mstep.objective == FREE_ENERGY:
+            return True
+        raise AttributeError("This Clusterer is not a Gaussian mixture, so it has no "
+                             "probabilities; fit with mstep='soft' (or presets.gmm, var_gmm_s, "
+                             "vc_gmm) for predict_proba and score_samples.")
 
     def _scaled_dist2_blocks(self, X):
         """Row blocks of the log-joint ``log p(c, x)`` of the fitted mixture for validated
@@ -630,7 +662,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         """
         X, _, dist2 = self._labels_dist2(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        return -float(sample_weight.astype(np.float64) @ dist2.astype(np.float64))
+        return -weighted_sum(dist2, sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

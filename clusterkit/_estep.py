@@ -6,6 +6,7 @@ import numpy as np
 
 from ._base import Assignment, EStep
 from ._kernels import _assign, _mstep, _partial, _topk
+from ._state import weighted_sum
 from ._validation import check_int
 
 __all__ = ["FullEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
@@ -21,7 +22,7 @@ def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
     """
     w = sample_weight.astype(np.float64, copy=False)
     const = log_joint_offset(sigma2, n_clusters, n_features)
-    return float(np.dot(w, log_norm.astype(np.float64, copy=False)) - const * w.sum())
+    return weighted_sum(log_norm, w) - const * float(w.sum())
 
 
 def log_joint_offset(sigma2, n_clusters, n_features):
@@ -30,10 +31,6 @@ def log_joint_offset(sigma2, n_clusters, n_features):
     return math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * sigma2)
 
 
-def weighted_qe(dist2, sample_weight):
-    """``sum_n w_n dist2_n`` accumulated in float64."""
-    return float(np.dot(sample_weight.astype(np.float64, copy=False),
-                        dist2.astype(np.float64, copy=False)))
 
 
 class FullEStep(EStep):
@@ -68,19 +65,19 @@ class FullEStep(EStep):
         n_samples = X.shape[0]
         labels = np.empty(n_samples, dtype=np.int32)
         dist2 = np.empty(n_samples, dtype=X.dtype)
-        if not state.soft:
+        if not state.needs_resp:
             n_clusters, n_features = centers.shape
             if not _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
                 state.count("estep", _assign.assign_full(X, centers, labels, dist2,
                                                          state.n_threads))
-                qe = weighted_qe(dist2, sample_weight)
+                qe = weighted_sum(dist2, sample_weight)
                 return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
             # One pass over the data for the assignment and the hard M-step's sums.
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
             state.count("estep", _assign.assign_full_accumulate(
                 X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads))
-            qe = weighted_qe(dist2, sample_weight)
+            qe = weighted_sum(dist2, sample_weight)
             return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                               centers_sum=centers_sum, weight_in_clusters=weight)
 
@@ -95,7 +92,7 @@ class FullEStep(EStep):
         objective = free_energy(log_norm, sample_weight, state.sigma2, centers.shape[0],
                                 X.shape[1])
         return Assignment(labels=labels, dist2=dist2, objective=objective,
-                          qe=weighted_qe(dist2, sample_weight), resp=resp)
+                          qe=weighted_sum(dist2, sample_weight), resp=resp)
 
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------
@@ -111,8 +108,8 @@ def _winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
     """
     labels = winners[:, 0].copy()
     dist2 = win_dist2[:, 0].copy()
-    qe = weighted_qe(dist2, sample_weight)
-    if not state.soft:
+    qe = weighted_sum(dist2, sample_weight)
+    if not state.needs_resp:
         return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe, winners=winners)
     if state.sigma2 is None:  # vc-GMM eq. 12 from the best distances just found
         state.init_sigma2(dist2, sample_weight)
@@ -151,7 +148,7 @@ class TruncatedEStep(EStep):
     -----
     Cost per call: ``N C`` distance evaluations plus an ``O(C log C')`` selection per sample.
     Memory: one ``256 x C`` distance tile per thread and the ``N x C'`` winners and
-    responsibilities. Keeps no state between calls. Reads ``state.soft`` and
+    responsibilities. Keeps no state between calls. Reads ``state.needs_resp`` and
     ``state.sigma2`` (set on the first soft call from the distances to the nearest centres,
     vc-GMM eq. 12); hard calls return labels and the weighted quantization error, soft calls
     ``winners`` (sorted by distance) and ``resp``.
@@ -177,7 +174,7 @@ class TruncatedEStep(EStep):
     def __init__(self, n_winners=1):
         self.n_winners = n_winners
 
-    def _validate(self, X, n_clusters):
+    def _validate(self, X, n_clusters, composition):
         """Check ``1 <= n_winners <= n_clusters``.
 
         Raises
@@ -313,7 +310,7 @@ class PartialEStep(EStep):
     ``O(N (C' G + n_explore))`` and one ``n_clusters``-long stamp array per thread.
 
     State (``state.estep_state``, created by :meth:`init_state`): ``winners`` ``K(n)`` and
-    ``neighbourhoods`` ``G_c``. Reads ``state.soft``, ``state.sigma2`` and
+    ``neighbourhoods`` ``G_c``. Reads ``state.needs_resp``, ``state.sigma2`` and
     ``state.random_state``; on the first soft call the variance is set from the best
     distances found (vc-GMM eq. 12).
 
@@ -354,8 +351,8 @@ class PartialEStep(EStep):
     * When fewer than ``G - 1`` clusters were evaluated together with ``c``, ``G_c`` keeps old
       entries to fill up; clusters that are no sample's best keep their ``G_c``.
     * Ties in distance go to the lower cluster index.
-    * Needs the same samples in every call (one ``K(n)`` per sample): use a full-batch
-      schedule.
+    * Needs the same samples in every call (one ``K(n)`` per sample): a schedule that is not
+      a full batch (:attr:`Schedule.full_batch`) is refused when ``fit`` starts.
 
     References
     ----------
@@ -388,7 +385,7 @@ class PartialEStep(EStep):
         self.neighbour_stat = neighbour_stat
         self.init = init
 
-    def _validate(self, X, n_clusters):
+    def _validate(self, X, n_clusters, composition):
         """Check the hyper-parameters; warn if ``G > n_clusters`` (``G`` is then clamped).
 
         Raises
@@ -415,6 +412,10 @@ class PartialEStep(EStep):
                              "'exact'.")
         check_int(self.n_explore, "n_explore", minimum=0)
         check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
+        if not composition.schedule.full_batch:
+            raise ValueError(f"PartialEStep keeps one K(n) per sample and searches all of them "
+                             f"every step, so it needs a full-batch schedule, got "
+                             f"{type(composition.schedule).__name__}.")
         if G > n_clusters:
             warnings.warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
                           RuntimeWarning, stacklevel=2)
@@ -433,7 +434,7 @@ class PartialEStep(EStep):
         n_samples, n_clusters = X.shape[0], centers.shape[0]
         G = min(int(self.G), n_clusters)
         if self.n_winners is None:
-            n_winners = G if state.soft else 1
+            n_winners = G if state.needs_resp else 1
         else:
             n_winners = min(int(self.n_winners), n_clusters)
         exact = G >= n_clusters or n_winners * G + int(self.n_explore) >= n_clusters
@@ -475,10 +476,6 @@ class PartialEStep(EStep):
         """One search over ``S(n)`` plus the neighbourhood update; returns the winners'
         squared distances (a fresh array)."""
         n_samples, n_clusters = X.shape[0], centers.shape[0]
-        if n_samples != st.winners.shape[0]:
-            raise ValueError(f"PartialEStep keeps one K(n) per sample and was initialised "
-                             f"with {st.winners.shape[0]} samples, but got {n_samples}; use a "
-                             "full-batch schedule.")
         if self.neighbourhoods == "exhaustive" and not (
                 st.neighbourhood_centers is not None
                 and np.array_equal(st.neighbourhood_centers, centers)):

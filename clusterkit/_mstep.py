@@ -1,8 +1,9 @@
 """M-steps: re-estimate the centres (and the shared variance) from an assignment."""
 import numpy as np
 
-from ._base import MStep
+from ._base import FREE_ENERGY, MStep
 from ._kernels import _mstep
+from ._state import weighted_sum
 
 __all__ = ["HardMStep", "SoftMStep", "relocate_empty_clusters"]
 
@@ -111,7 +112,8 @@ class SoftMStep(MStep):
         s2    = sum_n w_n sum_{c in K(n)} r_nc ||x_n - mu_c||^2 / (D sum_n w_n)
 
     with the NEW means in ``s2``. Reads ``assignment.winners``/``assignment.resp`` and writes
-    ``state.sigma2``. The first variance comes from the first E-step (vc-GMM eq. 12).
+    ``state.sigma2`` (it owns the variance). Declares ``needs_resp = True`` and the objective
+    :data:`~clusterkit.FREE_ENERGY` (maximised). The first variance comes from the first E-step (vc-GMM eq. 12).
 
     Notes
     -----
@@ -139,7 +141,8 @@ class SoftMStep(MStep):
     1.0
     """
 
-    soft = True
+    needs_resp = True
+    objective = FREE_ENERGY
 
     def update(self, X, sample_weight, assignment, centers, state):
         n_clusters, n_features = centers.shape
@@ -156,7 +159,7 @@ class SoftMStep(MStep):
             per_sample = np.empty(X.shape[0], dtype=X.dtype)
             _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,
                             state.n_threads)
-            sse = float(sample_weight.astype(np.float64) @ per_sample.astype(np.float64))
+            sse = weighted_sum(per_sample, sample_weight)
         relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
         state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
         return centers_new

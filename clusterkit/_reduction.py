@@ -132,8 +132,7 @@ class LWCS(DataReducer):
     >>> import numpy as np
     >>> from clusterkit import LWCS, FitState
     >>> X = np.random.RandomState(0).normal(size=(1000, 2))
-    >>> state = FitState(n_clusters=3, n_features=2, dtype=X.dtype,
-    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
     >>> Xc, wc = LWCS(100).reduce(X, np.ones(1000), state)
     >>> len(Xc) <= 100, state.cost["reduction"]
     (True, 1000)
@@ -151,7 +150,7 @@ class LWCS(DataReducer):
     def __init__(self, size):
         self.size = size
 
-    def _validate(self, X, n_clusters):
+    def _validate(self, X, n_clusters, composition):
         """Check ``n_clusters <= size``; warn if ``size >= n_samples`` (no reduction then).
 
         Raises

@@ -97,8 +97,7 @@ class RandomSeeder(Seeder):
     >>> import numpy as np
     >>> from clusterkit import FitState, RandomSeeder
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
-    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
     >>> RandomSeeder().seed(X, np.ones(4), 2, state).shape
     (2, 2)
     >>> state.cost["seeding"]
@@ -166,8 +165,7 @@ class KMeansPlusPlus(Seeder):
     >>> import numpy as np
     >>> from clusterkit import FitState, KMeansPlusPlus
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
-    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
     >>> KMeansPlusPlus(n_local_trials=1).seed(X, np.ones(4), 2, state)
     array([[10.,  0.],
            [ 0.,  1.]])
@@ -180,7 +178,7 @@ class KMeansPlusPlus(Seeder):
     def __init__(self, n_local_trials=None):
         self.n_local_trials = n_local_trials
 
-    def _validate(self, X, n_clusters):
+    def _validate(self, X, n_clusters, composition):
         _check_int("n_local_trials", self.n_local_trials, 1, allow_none=True)
 
     def _n_trials(self, n_clusters):
@@ -273,8 +271,7 @@ class AFKMC2(Seeder):
     >>> import numpy as np
     >>> from clusterkit import AFKMC2, FitState
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> state = FitState(n_clusters=2, n_features=2, dtype=X.dtype,
-    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
     >>> AFKMC2(chain_length=5).seed(X, np.ones(4), 2, state).shape
     (2, 2)
     >>> state.cost["seeding"]
@@ -284,7 +281,7 @@ class AFKMC2(Seeder):
     def __init__(self, chain_length=200):
         self.chain_length = chain_length
 
-    def _validate(self, X, n_clusters):
+    def _validate(self, X, n_clusters, composition):
         _check_int("chain_length", self.chain_length, 1)
 
     def seed(self, X, sample_weight, n_clusters, state):
@@ -360,8 +357,7 @@ class SampledSeeder(Seeder):
     >>> import numpy as np
     >>> from clusterkit import FitState, KMeansPlusPlus, SampledSeeder
     >>> X = np.arange(40.0).reshape(20, 2)
-    >>> state = FitState(n_clusters=3, n_features=2, dtype=X.dtype,
-    ...                  random_state=np.random.RandomState(0), n_threads=1, soft=False)
+    >>> state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
     >>> seeder = SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=10)
     >>> seeder.seed(X, np.ones(20), 3, state).shape
     (3, 2)
@@ -376,13 +372,13 @@ class SampledSeeder(Seeder):
     def _inner(self):
         return KMeansPlusPlus() if self.seeder is None else self.seeder
 
-    def _validate(self, X, n_clusters):
+    def _validate(self, X, n_clusters, composition):
         if not isinstance(self._inner(), Seeder):
             raise TypeError(f"seeder={self.seeder!r} must be a Seeder or None.")
         _check_int("size", self.size, 1, allow_none=True)
         if self.size is not None and self.size < n_clusters:
             raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
-        self._inner()._validate(X, n_clusters)
+        self._inner()._validate(X, n_clusters, composition)
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the inner seeder's centres on a subsample (see :meth:`Seeder.seed`)."""

@@ -3,6 +3,8 @@ import time
 
 import numpy as np
 
+from ._base import QUANTIZATION_ERROR
+
 __all__ = ["FitState"]
 
 COST_PHASES = ("seeding", "reduction", "estep", "labels")
@@ -18,16 +20,17 @@ class FitState:
     ----------
     n_clusters : int
     n_features : int
-    dtype : numpy.dtype
-        The floating dtype of the fit (float32 or float64).
     random_state : numpy.random.RandomState
         The only source of randomness of the fit.
     n_threads : int
         Number of OpenMP threads every kernel is called with.
-    soft : bool
-        Whether the M-step needs responsibilities.
+    needs_resp : bool
+        Whether the M-step needs responsibilities (:attr:`MStep.needs_resp`).
+    objective : Objective
+        What the fit optimises (:attr:`MStep.objective`).
     sigma2 : float or None
-        Shared variance of the isotropic GMM (soft fits); ``None`` until the first E-step.
+        Shared variance of a Gaussian-mixture fit, written by the strategies that own it
+        (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise.
     sigma2_floor : float
         Smallest variance allowed (``1e-12`` times the variance per dimension of the data
         the fit runs on).
@@ -39,38 +42,81 @@ class FitState:
     seed_labels : ndarray of shape (n_samples,) or None
         Index of each sample's nearest seed, if the seeder computed it on the data the fit
         runs on (k-means++ does, as a by-product); E-steps may start from it.
+    n_samples : int
+        Rows of the (reduced) data the run works on.
+    rows : slice or ndarray of int
+        The rows of the current batch (what ``Schedule.batches`` yielded).
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Every sample's label from the last step that visited it, ``-1`` before its first
+        visit; the driver updates it after each E-step, so during an E-step it still holds
+        the previous labels.
+    n_changed : int
+        Samples of the last batch whose label differs from their previous visit (a first
+        visit counts as a change).
+    center_shift : ndarray of shape (n_clusters,), dtype=float64
+        Euclidean distance each centre moved in the last M-step (zeros before the first).
+    n_samples_seen : int
+        Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
     estep_state, mstep_state, schedule_state : object or None
         What the strategies' ``init_state`` hooks returned.
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``.
     history : list of dict
-        One entry per iteration (see ``Clusterer.history_``).
-    verbose : int
+        One entry per step (see ``Clusterer.history_``).
     """
 
-    def __init__(self, *, n_clusters, n_features, dtype, random_state, n_threads, soft,
-                 sigma2_floor=0.0, qe_resolution=0.0, verbose=0):
+    def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, needs_resp=False,
+                 objective=QUANTIZATION_ERROR, sigma2_floor=0.0, qe_resolution=0.0):
         self.n_clusters = n_clusters
         self.n_features = n_features
-        self.dtype = np.dtype(dtype)
         self.random_state = random_state
         self.n_threads = n_threads
-        self.soft = soft
+        self.needs_resp = needs_resp
+        self.objective = objective
         self.sigma2_floor = sigma2_floor
         self.qe_resolution = qe_resolution
-        self.verbose = verbose
         self.cost = dict.fromkeys(COST_PHASES, 0)
         self._start = time.perf_counter()
-        self.start_run()
+        self.start_run(0)
 
-    def start_run(self):
-        """Forget everything of the previous run (history, variance, seeding labels and the
-        strategies' states); the data, costs, random stream and clock carry on."""
+    def start_run(self, n_samples):
+        """Forget everything of the previous run (history, variance, labels, seeding labels and
+        the strategies' states) and prepare the per-sample records of ``n_samples`` rows; the
+        data, costs, random stream and clock carry on."""
         self.sigma2 = None
         self.seed_labels = None
         self.estep_state = self.mstep_state = self.schedule_state = None
         self.history = []
+        self.n_samples = n_samples
+        self.rows = slice(0, n_samples)
+        self.labels = np.full(n_samples, -1, dtype=np.int32)
+        self.n_changed = n_samples
+        self.center_shift = np.zeros(self.n_clusters)
+        self.n_samples_seen = 0
+
+    def record_step(self, labels, centers, centers_new):
+        """After a step on ``self.rows``: count and store the changed labels, measure how far
+        every centre moved.
+
+        Parameters
+        ----------
+        labels : ndarray of shape (n_batch,), dtype=int32
+            The step's labels, in batch order.
+        centers, centers_new : ndarray of shape (n_clusters, n_features)
+            The centres before and after the M-step.
+        """
+        previous = self.labels[self.rows]
+        self.n_changed = int(np.count_nonzero(previous != labels))
+        self.labels[self.rows] = labels
+        self.n_samples_seen += labels.shape[0]
+        moved = centers_new.astype(np.float64) - centers
+        np.sqrt(np.einsum("ij,ij->i", moved, moved), out=self.center_shift)
+
+    @property
+    def n_passes(self):
+        """Passes over the data so far: rows visited divided by ``n_samples``."""
+        return self.n_samples_seen / max(self.n_samples, 1)
 
     def count(self, phase, n_evals):
         """Record distance evaluations.
@@ -110,7 +156,13 @@ class FitState:
         sigma2 : float
             The new ``self.sigma2`` (at least ``sigma2_floor``).
         """
-        total = float(np.dot(sample_weight.astype(np.float64), dist2.astype(np.float64)))
+        total = weighted_sum(dist2, sample_weight)
         weight = float(sample_weight.sum(dtype=np.float64))
         self.sigma2 = max(total / (self.n_features * weight), float(self.sigma2_floor))
         return self.sigma2
+
+
+def weighted_sum(values, sample_weight):
+    """``sum_n w_n values_n`` accumulated in float64 (the one place this is written)."""
+    return float(np.dot(sample_weight.astype(np.float64, copy=False),
+                        values.astype(np.float64, copy=False)))

@@ -27,3 +27,12 @@ def assert_same_partition(labels_a, labels_b):
     labels_a, labels_b = np.asarray(labels_a), np.asarray(labels_b)
     pairs = set(zip(labels_a.tolist(), labels_b.tolist()))
     assert len(pairs) == len(set(labels_a.tolist())) == len(set(labels_b.tolist()))
+
+
+def composition(**strategies):
+    """The five strategies of a default fit, with some replaced: what ``_validate`` sees."""
+    from clusterkit import FullBatch, FullEStep, HardMStep, KMeansPlusPlus, NoReduction
+    from clusterkit._base import Composition
+    default = dict(seed=KMeansPlusPlus(), reduce=NoReduction(), estep=FullEStep(),
+                   mstep=HardMStep(), schedule=FullBatch())
+    return Composition(**{**default, **strategies})

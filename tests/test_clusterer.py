@@ -46,7 +46,11 @@ def test_fitted_attributes(dtype):
     assert km.cost_["estep"] == km.n_iter_ * 600 * 5
     assert km.cost_["labels"] == 600 * 5
     for entry in km.history_:
-        assert {"objective", "distance_evals", "seconds", "qe", "sigma2"} <= set(entry)
+        assert {"objective", "distance_evals", "seconds", "qe", "batch_size", "weight",
+                "n_changed", "max_center_shift", "passes"} <= set(entry)
+        assert entry["batch_size"] == 600 and entry["passes"] == entry["iteration"]
+    # a hard fit has no variance: only the strategy that owns one writes it
+    assert "sigma2" not in km.history_[-1] and not hasattr(km, "sigma2_")
     d2 = ((X[:, None, :].astype(float) - km.cluster_centers_[None].astype(float)) ** 2).sum(-1)
     np.testing.assert_allclose(km.inertia_, d2.min(1).sum(), rtol=1e-5)
     assert km.transform(X).dtype == dtype
@@ -125,7 +129,7 @@ def test_kmeans_free_energy_stopping_rule():
     tol, C, D = 1e-4, 60, 8
     paper = Clusterer(C, seed="random", tol=tol, random_state=0,
                       schedule=FullBatch(kmeans_objective="free_energy")).fit(X)
-    F = np.array([-(np.log(C) + 0.5 * D * np.log(2 * np.pi * np.e * h["sigma2"]))
+    F = np.array([-(np.log(C) + 0.5 * D * np.log(2 * np.pi * np.e * h["qe"] / (D * h["weight"])))
                   for h in paper.history_])
     rel = np.abs(np.diff(F)) / np.abs(F[1:])
     # it stops at the first iteration whose free energy changed by at most tol

@@ -8,14 +8,14 @@ from numpy.testing import assert_allclose, assert_array_equal
 from clusterkit import FitState, FullEStep
 from clusterkit._estep import PartialEStep, TruncatedEStep, free_energy
 
-from ._helpers import fixed_iterations
+from ._helpers import composition, fixed_iterations
 
 RTOL = {np.float32: 1e-5, np.float64: 1e-10}
 
 
 def _state(X, n_clusters, soft, n_threads=1, seed=0, sigma2=None):
-    state = FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
-                     random_state=np.random.RandomState(seed), n_threads=n_threads, soft=soft)
+    state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
+                     random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=soft)
     state.sigma2 = sigma2
     return state
 
@@ -250,12 +250,18 @@ def test_partial_result_does_not_alias_state():
     assert_array_equal(result.winners, before)
 
 
-def test_partial_rejects_a_different_number_of_samples():
-    X, centers = _blobs(300, 20, 2, np.float64, seed=9)
-    estep = PartialEStep(G=3)
-    _, state = _fit_estep(estep, X, centers, soft=False)
-    with pytest.raises(ValueError, match="initialised with 300 samples, but got 100"):
-        estep.assign(X[:100], np.ones(100), centers, state)
+def test_partial_refuses_a_mini_batch_schedule_when_fit_starts():
+    from clusterkit import Clusterer, Schedule
+
+    class Halves(Schedule):
+        def batches(self, n_samples, state):
+            while True:
+                yield slice(0, n_samples // 2)
+                yield slice(n_samples // 2, n_samples)
+
+    X, _ = _blobs(300, 20, 2, np.float64, seed=9)
+    with pytest.raises(ValueError, match="needs a full-batch schedule, got Halves"):
+        Clusterer(20, estep=PartialEStep(G=3), schedule=Halves()).fit(X)
 
 
 def test_exhaustive_neighbourhoods_are_the_nearest_centres():
@@ -288,15 +294,15 @@ X_SMALL = np.zeros((20, 2))
 ])
 def test_partial_validation_errors(params, error, match):
     with pytest.raises(error, match=match):
-        PartialEStep(**params)._validate(X_SMALL, 10)
+        PartialEStep(**params)._validate(X_SMALL, 10, composition())
 
 
 def test_partial_warns_and_clamps_large_G():
     with pytest.warns(RuntimeWarning, match=r"^G=12 > n_clusters=10; using G=n_clusters\.$"):
-        PartialEStep(G=12)._validate(X_SMALL, 10)
+        PartialEStep(G=12)._validate(X_SMALL, 10, composition())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        PartialEStep(G=10)._validate(X_SMALL, 10)
+        PartialEStep(G=10)._validate(X_SMALL, 10, composition())
     X, centers = _blobs(100, 5, 2, np.float64)
     result, state = _fit_estep(PartialEStep(G=12), X, centers, soft=True)
     assert state.estep_state.exact and result.winners.shape == (100, 5)
@@ -305,12 +311,13 @@ def test_partial_warns_and_clamps_large_G():
 def test_partial_warns_when_the_search_cannot_move():
     with pytest.warns(RuntimeWarning, match=r"^G=1 with n_explore=0: the search space S\(n\) "
                                             r"is K\(n\) itself"):
-        PartialEStep(G=1, n_explore=0)._validate(X_SMALL, 10)
+        PartialEStep(G=1, n_explore=0)._validate(X_SMALL, 10, composition())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        PartialEStep(G=1, n_explore=1)._validate(X_SMALL, 10)
-        PartialEStep(G=2, n_explore=0)._validate(X_SMALL, 10)
-        PartialEStep(G=1, n_explore=0)._validate(X_SMALL, 1)  # one cluster: nothing to find
+        PartialEStep(G=1, n_explore=1)._validate(X_SMALL, 10, composition())
+        PartialEStep(G=2, n_explore=0)._validate(X_SMALL, 10, composition())
+        # one cluster: nothing to find
+        PartialEStep(G=1, n_explore=0)._validate(X_SMALL, 1, composition())
 
 
 @pytest.mark.parametrize("n_winners, error, match", [
@@ -320,7 +327,7 @@ def test_partial_warns_when_the_search_cannot_move():
 ])
 def test_truncated_validation_errors(n_winners, error, match):
     with pytest.raises(error, match=match):
-        TruncatedEStep(n_winners)._validate(X_SMALL, 10)
+        TruncatedEStep(n_winners)._validate(X_SMALL, 10, composition())
 
 
 def test_strategies_store_parameters_unchanged():

@@ -67,8 +67,8 @@ def test_dense_soft_update_is_exact_for_the_stored_responsibilities(monkeypatch,
     labels = dist2.argmin(1).astype(np.int32)
     assignment = Assignment(labels=labels, dist2=dist2[np.arange(n_samples), labels],
                             objective=0.0, qe=0.0, resp=resp)
-    state = FitState(n_clusters=n_clusters, n_features=n_features, dtype=X.dtype,
-                     random_state=np.random.RandomState(0), n_threads=1, soft=True)
+    state = FitState(n_clusters=n_clusters, n_features=n_features,
+                     random_state=np.random.RandomState(0), n_threads=1, needs_resp=True)
 
     centers_new = SoftMStep().update(X, w, assignment, centers, state)
 

@@ -15,8 +15,8 @@ from ._helpers import fixed_iterations
 
 
 def _state(X, n_clusters=3, seed=0, n_threads=1):
-    return FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
-                    random_state=np.random.RandomState(seed), n_threads=n_threads, soft=False)
+    return FitState(n_clusters=n_clusters, n_features=X.shape[1],
+                    random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=False)
 
 
 def _data(n=2000, d=3, dtype=np.float64, seed=0):

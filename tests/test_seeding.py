@@ -12,6 +12,8 @@ from clusterkit._base import Seeder
 from clusterkit._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from clusterkit._state import FitState
 
+from ._helpers import composition
+
 SEEDERS = [
     RandomSeeder(),
     KMeansPlusPlus(),
@@ -23,8 +25,8 @@ SEEDERS = [
 
 
 def _state(X, n_clusters, seed=0, n_threads=1):
-    return FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
-                    random_state=np.random.RandomState(seed), n_threads=n_threads, soft=False)
+    return FitState(n_clusters=n_clusters, n_features=X.shape[1],
+                    random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=False)
 
 
 def _seed(seeder, X, w, n_clusters, seed=0, n_threads=1):
@@ -60,7 +62,7 @@ def _grid(side=4, n_per_cluster=30, spacing=100.0, seed=0):
 def test_centres_are_rows_of_X_with_shape_and_dtype(seeder, dtype):
     X = _blobs(dtype=dtype)
     w = np.ones(len(X), dtype=dtype)
-    seeder._validate(X, 10)
+    seeder._validate(X, 10, composition())
     centers, _ = _seed(seeder, X, w, 10)
     assert centers.shape == (10, X.shape[1])
     assert centers.dtype == dtype
@@ -175,8 +177,8 @@ def test_kmeans_plus_plus_evaluation_count(n_local_trials, n_clusters):
 
 def test_kmeans_plus_plus_sets_nearest_seed_labels():
     X = _blobs()
-    state = FitState(n_clusters=7, n_features=X.shape[1], dtype=X.dtype,
-                     random_state=np.random.RandomState(0), n_threads=2, soft=False)
+    state = FitState(n_clusters=7, n_features=X.shape[1],
+                     random_state=np.random.RandomState(0), n_threads=2, needs_resp=False)
     centers = KMeansPlusPlus().seed(X, np.ones(len(X)), 7, state)
     assert_array_equal(state.seed_labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
     sampled = SampledSeeder(KMeansPlusPlus(), size=len(X) // 2)
@@ -330,12 +332,12 @@ def test_no_warning_with_enough_distinct_points():
 ])
 def test_validation_messages(seeder, error, match):
     with pytest.raises(error, match=match):
-        seeder._validate(_blobs(), 10)
+        seeder._validate(_blobs(), 10, composition())
 
 
 @pytest.mark.parametrize("seeder", SEEDERS + [SampledSeeder()], ids=repr)
 def test_valid_parameters_pass_validation(seeder):
-    seeder._validate(_blobs(), 10)
+    seeder._validate(_blobs(), 10, composition())
 
 
 def test_constructor_stores_arguments_unchanged_and_pickles():

@@ -37,8 +37,8 @@ def test_merged_free_energy_never_decreases(dtype, G, n_explore):
 def test_objective_is_the_coreset_weighted_truncated_free_energy():
     """Eq. 10: F = sum_n gamma_n log sum_{c in K(n)} p(c, y_n), with the coreset weights."""
     X = _birch(n_side=6) - 10.0
-    state = FitState(n_clusters=36, n_features=2, dtype=X.dtype,
-                     random_state=np.random.RandomState(0), n_threads=1, soft=True)
+    state = FitState(n_clusters=36, n_features=2,
+                     random_state=np.random.RandomState(0), n_threads=1, needs_resp=True)
     Y, gamma = LWCS(800).reduce(X, np.ones(len(X)), state)
     assert not np.allclose(gamma, gamma[0])
     centres = AFKMC2(chain_length=2).seed(Y, gamma, 36, state)
