@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,14 @@ def test_docs_build_without_warnings(tmp_path):
     for name in clusterkit.__all__:
         assert (tmp_path / "html" / "generated" / f"clusterkit.{name}.html").is_file(), (
             f"no API page was generated for clusterkit.{name}")
+
+
+def test_strategies_page_examples_run():
+    """The complete examples of docs/strategies.rst run as written, in order."""
+    text = (DOCS / "strategies.rst").read_text()
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", text)
+    assert len(blocks) >= 3
+    namespace = {}
+    exec("\n".join(textwrap.dedent(block) for block in blocks), namespace)
+    km = namespace["km"]
+    assert km.history_[-1]["passes"] == 3.0 and km.converged_
