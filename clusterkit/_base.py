@@ -363,9 +363,18 @@ class Schedule(_Strategy, ABC):
     full_batch : bool
         Class attribute: ``True`` if every batch is all rows (strategies that keep one state
         per sample but cannot skip samples can require it).
+    center_update : str
+        Class attribute: how an M-step combines a batch's statistics with what came before,
+        read from ``state.center_update``. ``"replace"``: the centres are the batch's
+        weighted means (Lloyd; the default). Mini-batch schedules declare the running-sum
+        forms of the same update, e.g. ``"running"`` (every visit of a sample counts,
+        Sculley's mini-batch k-means) or ``"latest"`` (only each sample's latest visit
+        counts, nested mini-batch k-means); an M-step refuses rules it does not implement
+        when ``fit`` starts.
     """
 
     full_batch = False
+    center_update = "replace"
 
     def init_state(self, n_samples, state):
         """Create per-fit schedule state (stored as ``state.schedule_state``).

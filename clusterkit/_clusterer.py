@@ -343,7 +343,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             n_clusters=self.n_clusters, n_features=X.shape[1],
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
-            objective=mstep.objective)
+            objective=mstep.objective, center_update=schedule.center_update)
         with _single_threaded_blas():
             X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
                                                             x_mean)

@@ -57,6 +57,14 @@ def _largest(score, k):
     return chosen[np.lexsort((chosen, -score[chosen]))]
 
 
+def _check_rule(mstep, schedule):
+    """``ValueError`` if the M-step does not implement the schedule's batch rule."""
+    if schedule.center_update not in mstep._rules:
+        raise ValueError(
+            f"{type(mstep).__name__} implements center_update in {list(mstep._rules)}, but "
+            f"{type(schedule).__name__} needs {schedule.center_update!r}.")
+
+
 def _divide(centers_sum, weight_in_clusters, centers):
     """Means where a cluster has weight; the old centre elsewhere (relocated afterwards)."""
     has = weight_in_clusters > 0
@@ -89,7 +97,16 @@ class HardMStep(MStep):
            [11.]])
     """
 
+    #: The batch rules (:attr:`Schedule.center_update`) this M-step implements, each a
+    #: function of the batch's statistics ``(centers_sum, weight)``.
+    _rules = ("replace",)
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuses a schedule whose batch rule (``center_update``) is not implemented."""
+        _check_rule(self, composition.schedule)
+
     def update(self, X, sample_weight, assignment, centers, state):
+        # one accumulation for every rule: the batch's per-cluster weighted sums and weights
         centers_sum, weight = assignment.centers_sum, assignment.weight_in_clusters
         if centers_sum is None:  # the E-step did not sum the clusters in its pass
             centers_sum = np.empty_like(centers)
@@ -143,6 +160,11 @@ class SoftMStep(MStep):
 
     needs_resp = True
     objective = FREE_ENERGY
+    _rules = ("replace",)
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuses a schedule whose batch rule (``center_update``) is not implemented."""
+        _check_rule(self, composition.schedule)
 
     def update(self, X, sample_weight, assignment, centers, state):
         n_clusters, n_features = centers.shape

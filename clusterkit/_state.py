@@ -28,6 +28,8 @@ class FitState:
         Whether the M-step needs responsibilities (:attr:`MStep.needs_resp`).
     objective : Objective
         What the fit optimises (:attr:`MStep.objective`).
+    center_update : str
+        How the M-step combines batches (:attr:`Schedule.center_update`).
     sigma2 : float or None
         Shared variance of a Gaussian-mixture fit, written by the strategies that own it
         (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise.
@@ -67,13 +69,15 @@ class FitState:
     """
 
     def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, needs_resp=False,
-                 objective=QUANTIZATION_ERROR, sigma2_floor=0.0, qe_resolution=0.0):
+                 objective=QUANTIZATION_ERROR, center_update="replace", sigma2_floor=0.0,
+                 qe_resolution=0.0):
         self.n_clusters = n_clusters
         self.n_features = n_features
         self.random_state = random_state
         self.n_threads = n_threads
         self.needs_resp = needs_resp
         self.objective = objective
+        self.center_update = center_update
         self.sigma2_floor = sigma2_floor
         self.qe_resolution = qe_resolution
         self.cost = dict.fromkeys(COST_PHASES, 0)
