@@ -1,4 +1,5 @@
 """The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
+import math
 import numbers
 import warnings
 
@@ -7,30 +8,31 @@ from scipy.special import logsumexp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics.pairwise import euclidean_distances
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from ._base import FREE_ENERGY, Composition, DataReducer, EStep, MStep, Schedule, Seeder
-from ._estep import FullEStep, log_joint_offset
+from ._estep import FullEStep, PartialEStep, TruncatedEStep, log_joint_offset
 from ._kernels import _assign
 from ._kernels._dist import TILE_ROWS
 from ._kernels._openmp import effective_n_threads
 from ._mstep import HardMStep, SoftMStep
-from ._reduction import NoReduction
+from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch
-from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder
+from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState, weighted_sum
 from ._validation import (check_int, check_n_clusters, check_representable,
                           check_sample_weight)
 
 __all__ = ["Clusterer"]
 
-_SEEDERS = {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder}
-_REDUCERS = {"none": NoReduction}
-_ESTEPS = {"full": FullEStep}
+# The string shortcuts: every strategy with its default parameters (listed in composing.rst).
+_SEEDERS = {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
+            "sampled": SampledSeeder}
+_REDUCERS = {"none": NoReduction, "lwcs": LWCS}
+_ESTEPS = {"full": FullEStep, "truncated": TruncatedEStep, "partial": PartialEStep}
 _MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
 _SCHEDULES = {"full": FullBatch}
 
@@ -54,26 +56,43 @@ def _single_threaded_blas():
 _LABEL_BLOCK_BYTES = 8 << 20
 
 
+def _row_blocks(n_samples, row_bytes, block_bytes=_LABEL_BLOCK_BYTES):
+    """Slices of about ``block_bytes`` of rows, in whole tiles of the distance kernels, so
+    that a pass block by block gives the same result as one pass over all rows."""
+    block = max(1, block_bytes // (row_bytes * TILE_ROWS)) * TILE_ROWS
+    return [slice(start, min(start + block, n_samples)) for start in range(0, n_samples, block)]
+
+
 def _nearest(X, x_mean, centers, n_threads):
     """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
 
     ``centers`` live in the frame centred on ``x_mean``; ``X`` is centred a block of rows at
-    a time, so that no centred copy of the whole data exists. Blocks are whole tiles of the
-    kernel, so the result equals that of ``X - x_mean`` in one piece. ``x_mean=None``: ``X``
-    is centred already and is read in place.
+    a time, so that no centred copy of the whole data exists. ``x_mean=None``: ``X`` is
+    centred already and is read in place.
     """
-    n_samples = X.shape[0]
-    row_bytes = X.shape[1] * X.itemsize
-    block = max(1, _LABEL_BLOCK_BYTES // (row_bytes * TILE_ROWS)) * TILE_ROWS
-    labels = np.empty(n_samples, dtype=np.int32)
-    dist2 = np.empty(n_samples, dtype=X.dtype)
+    labels = np.empty(X.shape[0], dtype=np.int32)
+    dist2 = np.empty(X.shape[0], dtype=X.dtype)
     n_evals = 0
-    for start in range(0, n_samples, block):
-        stop = min(start + block, n_samples)
-        rows = X[start:stop] if x_mean is None else X[start:stop] - x_mean
-        n_evals += _assign.assign_full(rows, centers, labels[start:stop], dist2[start:stop],
-                                       n_threads)
+    for rows in _row_blocks(X.shape[0], X.shape[1] * X.itemsize):
+        block = X[rows] if x_mean is None else X[rows] - x_mean
+        n_evals += _assign.assign_full(block, centers, labels[rows], dist2[rows], n_threads)
     return labels, dist2, n_evals
+
+
+def _dist2_blocks(X, x_mean, centers, n_threads):
+    """Row blocks of the squared distances of ``X`` (centred on ``x_mean`` block by block)
+    to every centre, as ``(rows, dist2)``: the distances the nearest-centre kernel compares,
+    so that the smallest of each row is the centre :func:`_nearest` picks."""
+    n_clusters = centers.shape[0]
+    for rows in _row_blocks(X.shape[0], n_clusters * X.itemsize):
+        block = X[rows] - x_mean
+        dist2 = np.empty((block.shape[0], n_clusters), dtype=X.dtype)
+        labels = np.empty(block.shape[0], dtype=np.int32)
+        nearest = np.empty(block.shape[0], dtype=X.dtype)
+        # a variance <= 0 leaves the squared distances in the output
+        _assign.responsibilities_full(block, centers, -1.0, dist2, labels, nearest, nearest,
+                                      n_threads)
+        yield rows, dist2
 
 
 def _resolve(value, name, base, aliases, default):
@@ -85,9 +104,11 @@ def _resolve(value, name, base, aliases, default):
     if isinstance(value, str):
         if value in aliases:
             return aliases[value]()
-        expected = " or ".join(repr(a) for a in aliases)
-        raise ValueError(f"Unknown {name}={value!r}; expected {expected} or a {base.__name__}.")
-    raise TypeError(f"{name} must be a {base.__name__} or a string, got {type(value).__name__}.")
+        expected = ", ".join(repr(a) for a in aliases)
+        raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
+                         f"instance of {base.__name__}.")
+    raise TypeError(f"{name} must be an instance of {base.__name__} or a string, got "
+                    f"{type(value).__name__}.")
 
 
 def _strategy_array(value, strategy, what, shape, dtype):
@@ -131,20 +152,22 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     ----------
     n_clusters : int, default=8
         Number of clusters ``C``.
-    seed : {"k-means++", "afkmc2", "random"}, Seeder or array-like of shape \
-            (n_clusters, n_features), default="k-means++"
-        How to choose the initial centres: a string alias (:class:`KMeansPlusPlus`,
-        :class:`AFKMC2`, :class:`RandomSeeder` with default parameters), any :class:`Seeder`,
-        or the initial centres themselves.
-    reduce : None, "none" or DataReducer, default=None
-        Data reduction before clustering; ``None`` is :class:`NoReduction`.
-    estep : "full" or EStep, default="full"
-        The E-step; ``"full"`` is :class:`FullEStep`.
+    seed : str, Seeder or array-like of shape (n_clusters, n_features), default="k-means++"
+        How to choose the initial centres: a string shortcut (``"k-means++"``
+        :class:`KMeansPlusPlus`, ``"afkmc2"`` :class:`AFKMC2`, ``"random"``
+        :class:`RandomSeeder`, ``"sampled"`` :class:`SampledSeeder`, all with default
+        parameters), any :class:`Seeder`, or the initial centres themselves.
+    reduce : None, str or DataReducer, default=None
+        Data reduction before clustering: ``None`` or ``"none"`` :class:`NoReduction`,
+        ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).
+    estep : str or EStep, default="full"
+        The E-step: ``"full"`` :class:`FullEStep`, ``"truncated"`` :class:`TruncatedEStep`,
+        ``"partial"`` :class:`PartialEStep`.
     mstep : {"hard", "soft"} or MStep, default="hard"
         ``"hard"`` is :class:`HardMStep` (k-means), ``"soft"`` :class:`SoftMStep`
         (isotropic GMM with one shared variance).
-    schedule : "full" or Schedule, default="full"
-        Which samples each iteration uses; ``"full"`` is :class:`FullBatch`.
+    schedule : str or Schedule, default="full"
+        Which samples each step uses: ``"full"`` :class:`FullBatch`.
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
@@ -566,8 +589,17 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         distances : ndarray of shape (n_samples, n_clusters)
         """
         X = self._check_test_data(X)
+        distances = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
+        for rows, dist2 in self._dist2_blocks(X):
+            np.sqrt(dist2, out=distances[rows])
+        return distances
+
+    def _dist2_blocks(self, X):
+        """Row blocks ``(rows, dist2)`` of the squared distances of validated ``X`` to the
+        centres, computed like :meth:`predict`'s (see :func:`_dist2_blocks`)."""
         x_mean, centers = self._centred_frame(X.dtype)
-        return euclidean_distances(X - x_mean, centers)
+        with _single_threaded_blas():
+            yield from _dist2_blocks(X, x_mean, centers, effective_n_threads(self.n_threads))
 
     def _is_gmm(self):
         """Whether the model is a Gaussian mixture (its M-step maximises the free energy);
@@ -581,16 +613,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _scaled_dist2_blocks(self, X):
         """Row blocks of the log-joint ``log p(c, x)`` of the fitted mixture for validated
-        ``X``, in float64 and at most 8 MiB each, as ``(rows, best, shifted)``:
+        ``X``, in float64, as ``(rows, best, shifted)``:
         ``-d2(x, mu_c) / (2 sigma2)`` is ``best + shifted`` with ``best`` its row maximum, up
         to the constant ``log C + (D/2) log(2 pi sigma2)``.
 
         The shift keeps the nearest centre at 0 even where the scaled distances overflow to
         ``-inf`` (tiny variances, far samples), so that probabilities never become ``nan``.
         """
-        x_mean, centers = self._centred_frame(X.dtype)
-        for rows in gen_batches(X.shape[0], max(1, 2 ** 20 // centers.shape[0])):
-            d2 = euclidean_distances(X[rows] - x_mean, centers, squared=True).astype(np.float64)
+        for rows, d2 in self._dist2_blocks(X):
+            d2 = d2.astype(np.float64)
             nearest = d2.min(axis=1, keepdims=True)
             with np.errstate(over="ignore"):
                 best = nearest[:, 0] / (-2.0 * self.sigma2_)
@@ -647,7 +678,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         return self.cluster_centers_.shape[0]
 
     def score(self, X, y=None, sample_weight=None):
-        """Minus the weighted quantization error of ``X`` with the fitted centres.
+        """How well the fitted model explains ``X`` (higher is better).
+
+        For k-means (and every model that is not a Gaussian mixture) minus the weighted
+        quantization error, as scikit-learn's ``KMeans.score``; for a Gaussian mixture
+        (``mstep="soft"``) the (weighted) mean log-likelihood, as
+        ``GaussianMixture.score``.
 
         Parameters
         ----------
@@ -658,11 +694,64 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Returns
         -------
         score : float
-            ``-sum_n w_n min_c ||x_n - mu_c||^2`` (higher is better).
+            ``-sum_n w_n min_c ||x_n - mu_c||^2``, or
+            ``sum_n w_n log p(x_n) / sum_n w_n`` for a Gaussian mixture.
         """
+        if self._gmm_fitted():
+            log_likelihood = self.score_samples(X)
+            sample_weight = check_sample_weight(sample_weight, log_likelihood.shape[0],
+                                                np.float64)
+            return weighted_sum(log_likelihood, sample_weight) / float(sample_weight.sum())
         X, _, dist2 = self._labels_dist2(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
         return -weighted_sum(dist2, sample_weight)
+
+    def _gmm_fitted(self):
+        try:
+            return self._is_gmm()
+        except AttributeError:
+            return False
+
+    def _n_parameters(self):
+        """Free parameters of the isotropic mixture: the means and one shared variance (the
+        mixing weights are fixed at ``1/C``)."""
+        return self.cluster_centers_.size + 1
+
+    @available_if(_is_gmm)
+    def bic(self, X):
+        """Bayesian information criterion of the fitted mixture on ``X`` (lower is better).
+
+        ``-2 log L + p log N`` with ``p = C D + 1`` free parameters (``C`` means, one shared
+        variance; the weights are fixed), as ``GaussianMixture.bic``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        bic : float
+        """
+        log_likelihood = self.score_samples(X)
+        n_samples = log_likelihood.shape[0]
+        return -2.0 * float(log_likelihood.sum()) + self._n_parameters() * math.log(n_samples)
+
+    @available_if(_is_gmm)
+    def aic(self, X):
+        """Akaike information criterion of the fitted mixture on ``X`` (lower is better).
+
+        ``-2 log L + 2 p`` with ``p = C D + 1`` free parameters, as ``GaussianMixture.aic``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        aic : float
+        """
+        log_likelihood = self.score_samples(X)
+        return -2.0 * float(log_likelihood.sum()) + 2.0 * self._n_parameters()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,7 +7,7 @@ from ._base import DataReducer
 from ._kernels import _seeding
 from ._validation import check_int
 
-__all__ = ["NoReduction", "LWCS"]
+__all__ = ["NoReduction", "LWCS", "default_coreset_size"]
 
 
 class NoReduction(DataReducer):
@@ -75,6 +75,30 @@ def _sensitivity(X, sample_weight, n_threads):
     return q, d2, a, b, n_evals
 
 
+def default_coreset_size(n_clusters):
+    """The coreset size of ``LWCS(size=None)``: ``max(2**15, 32 * n_clusters)`` draws.
+
+    The vc-GMM paper's experiments use ``2^12`` to ``2^16`` draws for up to about a thousand
+    clusters (``2^15`` is its common setting); beyond, a fixed size would leave too few
+    samples per cluster (``C = 4096`` would get 8), so the size grows with ``C``.
+
+    Parameters
+    ----------
+    n_clusters : int
+
+    Returns
+    -------
+    size : int
+
+    Examples
+    --------
+    >>> from clusterkit.presets import default_coreset_size
+    >>> default_coreset_size(500), default_coreset_size(4096)
+    (32768, 131072)
+    """
+    return max(2 ** 15, 32 * int(n_clusters))
+
+
 class LWCS(DataReducer):
     """Lightweight coreset: ``size`` samples drawn by importance, with unbiasing weights.
 
@@ -92,9 +116,12 @@ class LWCS(DataReducer):
 
     Parameters
     ----------
-    size : int
+    size : int or None, default=None
         Number of draws ``N'`` (the coreset size before merging), at least ``n_clusters``.
-        A size of at least ``n_samples`` clusters the full data instead (with a warning).
+        ``None`` grows with the number of clusters: ``max(2**15, 32 * n_clusters)``
+        (:func:`default_coreset_size`; the vc-GMM paper's ``2^15`` for up to about a
+        thousand clusters, 32 draws per cluster beyond). A size of at least ``n_samples``
+        clusters the full data instead (with a warning when the size was given).
 
     Notes
     -----
@@ -147,8 +174,11 @@ class LWCS(DataReducer):
     (1000,)
     """
 
-    def __init__(self, size):
+    def __init__(self, size=None):
         self.size = size
+
+    def _size(self, n_clusters):
+        return default_coreset_size(n_clusters) if self.size is None else int(self.size)
 
     def _validate(self, X, n_clusters, composition):
         """Check ``n_clusters <= size``; warn if ``size >= n_samples`` (no reduction then).
@@ -160,6 +190,8 @@ class LWCS(DataReducer):
         ValueError
             If ``size < 1`` or ``size < n_clusters``.
         """
+        if self.size is None:
+            return
         size = check_int(self.size, "size", minimum=1)
         if size < n_clusters:
             raise ValueError(f"LWCS size={size} must be >= n_clusters={n_clusters}.")
@@ -173,7 +205,7 @@ class LWCS(DataReducer):
         ``X`` and ``sample_weight`` are returned unchanged when ``size >= n_samples``.
         """
         n_samples = X.shape[0]
-        size = int(self.size)
+        size = self._size(state.n_clusters)
         if size >= n_samples:
             return X, sample_weight
         q, d2, a, b, n_evals = _sensitivity(X, sample_weight, state.n_threads)

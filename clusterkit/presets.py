@@ -46,11 +46,11 @@ paper does.
 from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep
 from ._mstep import HardMStep, SoftMStep
-from ._reduction import LWCS
+from ._reduction import LWCS, default_coreset_size
 from ._seeding import AFKMC2, KMeansPlusPlus
 
 __all__ = ["lloyd", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
-           "lwcs_lloyd", "vc_gmm"]
+           "lwcs_lloyd", "vc_gmm", "default_coreset_size"]
 
 
 def _default_seed():
@@ -246,7 +246,7 @@ def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
                         kwargs)
 
 
-def lwcs_lloyd(n_clusters, coreset_size=2**15, **kwargs):
+def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
     """k-means on a lightweight coreset: LWCS, k-means++ seeding on it, Lloyd iterations.
 
     The "LWCS" baseline of Hirschberger, Forster & Lücke (Table 1; Bachem, Lucic & Krause
@@ -255,9 +255,9 @@ def lwcs_lloyd(n_clusters, coreset_size=2**15, **kwargs):
     Parameters
     ----------
     n_clusters : int
-    coreset_size : int, default=2**15
-        Draws of the coreset ``N'`` (``>= n_clusters``; ``>= n_samples`` fits the full data,
-        with a warning).
+    coreset_size : int or None, default=None
+        Draws of the coreset ``N'`` (``>= n_clusters``; ``>= n_samples`` fits the full data).
+        ``None``: ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding;
         the paper seeds this baseline with ``AFKMC2(chain_length=2)``).
@@ -279,7 +279,7 @@ def lwcs_lloyd(n_clusters, coreset_size=2**15, **kwargs):
                       mstep=HardMStep())
 
 
-def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_init_esteps=0,
+def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_init_esteps=0,
            **kwargs):
     """vc-GMM: var-GMM-S on a lightweight coreset (Hirschberger, Forster & Lücke, Alg. 1).
 
@@ -295,8 +295,10 @@ def vc_gmm(n_clusters, G=5, coreset_size=2**15, chain_length=2, n_explore=1, n_i
     n_clusters : int
     G : int, default=5
         Neighbourhood size, also the number of winners ``C'`` per sample.
-    coreset_size : int, default=2**15
-        Draws of the coreset ``N'`` (the paper uses ``2^12`` to ``2^16``).
+    coreset_size : int or None, default=None
+        Draws of the coreset ``N'`` (the paper uses ``2^12`` to ``2^16``). ``None``:
+        ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`), so that many
+        clusters still get enough samples each.
     chain_length : int, default=2
         Markov chain length of the AFK-MC² seeding (the paper's ``m = 2``; ``20`` for RNA).
     n_explore : int, default=1

@@ -2,6 +2,7 @@
 import io
 import pickle
 import warnings
+from pathlib import Path
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -228,9 +229,34 @@ def test_gmm_posteriors_and_log_likelihood(dtype):
     np.testing.assert_allclose(proba, np.exp(log_joint - log_likelihood[:, None]), atol=1e-5)
     # EM: the final parameters are at least as likely as those of the last E-step
     assert log_likelihood.sum() >= gmm.objective_ - 1e-5 * abs(gmm.objective_)
-    # k-means is not a mixture model
+    # k-means is not a mixture model, and the error says how to get one
     assert not hasattr(Clusterer(6).fit(X), "predict_proba")
     assert not hasattr(Clusterer(6), "score_samples")
+    with pytest.raises(AttributeError, match="no attribute 'predict_proba'") as error:
+        Clusterer(6).fit(X).predict_proba(X)
+    assert "fit with mstep='soft'" in str(error.value.__cause__)  # shown in the traceback
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gmm_score_bic_aic_are_those_of_the_isotropic_mixture(dtype):
+    from scipy.special import logsumexp
+
+    X, _ = _blobs(n=501, c=5, dtype=dtype)
+    gmm = Clusterer(5, mstep="soft", random_state=1).fit(X)
+    X64, mu, s2 = X.astype(np.float64), gmm.cluster_centers_.astype(np.float64), gmm.sigma2_
+    d2 = ((X64[:, None, :] - mu[None]) ** 2).sum(-1)
+    log_p = logsumexp(-d2 / (2 * s2), axis=1) - np.log(5) - 1.5 * np.log(2 * np.pi * s2)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, len(X))
+    rtol = 1e-5 if dtype == np.float32 else 1e-10
+    assert gmm.score(X) == pytest.approx(log_p.mean(), rel=rtol)
+    assert gmm.score(X, sample_weight=w) == pytest.approx(w @ log_p / w.sum(), rel=rtol)
+    n_params = 5 * 3 + 1  # means and one shared variance; the weights are fixed
+    assert gmm.bic(X) == pytest.approx(-2 * log_p.sum() + n_params * np.log(501), rel=rtol)
+    assert gmm.aic(X) == pytest.approx(-2 * log_p.sum() + 2 * n_params, rel=rtol)
+    # k-means keeps scikit-learn's KMeans.score and has no information criteria
+    km = Clusterer(5, random_state=1).fit(X)
+    assert km.score(X) == pytest.approx(-km.inertia_, rel=1e-5)
+    assert not hasattr(km, "bic") and not hasattr(km, "aic")
 
 
 @pytest.mark.parametrize("mstep", ["hard", "soft"])
@@ -415,3 +441,19 @@ def test_lloyd_parity_with_scikit_learn(dtype, rtol):
     assert ours.n_iter_ == theirs.n_iter_ == 20
     assert abs(ours.inertia_ - theirs.inertia_) <= rtol * theirs.inertia_
     assert np.mean(ours.labels_ == theirs.labels_) >= 0.9999
+
+
+def test_every_string_shortcut_is_its_strategy_with_default_parameters():
+    from clusterkit import _clusterer as module
+    X, _ = _blobs(n=300, c=4)
+    tables = {"seed": module._SEEDERS, "reduce": module._REDUCERS, "estep": module._ESTEPS,
+              "mstep": module._MSTEPS, "schedule": module._SCHEDULES}
+    composing = (Path(__file__).resolve().parent.parent / "docs" / "composing.rst").read_text()
+    for param, table in tables.items():
+        for name, cls in table.items():
+            km = Clusterer(4, random_state=0, **{param: name})
+            resolved = km._strategies(X, X.mean(axis=0))._asdict()[param]
+            assert resolved == cls(), (param, name)
+            assert f'``{param}="{name}"``' in composing, f"{param}={name!r} is not documented"
+            km.fit(X)
+            assert np.all(np.isfinite(km.cluster_centers_))

@@ -139,10 +139,10 @@ def test_wrong_feature_count_at_predict():
     ({"tol": -1.0}, ValueError, r"tol=-1.0 must be a non-negative number\."),
     ({"n_threads": 0}, ValueError, "n_threads=0 must be a positive number"),
     ({"callback": 3}, TypeError, "callback must be callable"),
-    ({"seed": "kmeans"}, ValueError, r"Unknown seed='kmeans'; expected 'k-means\+\+' or "
-                                     r"'afkmc2' or 'random' or a Seeder\."),
+    ({"seed": "kmeans"}, ValueError, r"Unknown seed='kmeans'; expected one of 'k-means\+\+', "
+                                     r"'afkmc2', 'random', 'sampled' or an instance of Seeder\."),
     ({"estep": "partial-ish"}, ValueError, r"Unknown estep='partial-ish'"),
-    ({"mstep": 3}, TypeError, "mstep must be a MStep or a string, got int."),
+    ({"mstep": 3}, TypeError, "mstep must be an instance of MStep or a string, got int."),
     ({"seed": np.zeros((3, 3))}, ValueError, r"seed has shape \(3, 3\), but initial centres "
                                              r"must have shape \(n_clusters, n_features\)="
                                              r"\(2, 3\)\."),

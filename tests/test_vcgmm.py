@@ -78,7 +78,7 @@ def test_objective_is_the_coreset_weighted_truncated_free_energy():
 def test_vc_gmm_preset_configuration_and_keyword_pass_through():
     gmm = vc_gmm(100, random_state=3, n_threads=1, compute_labels=False, max_iter=7, tol=1e-3)
     assert gmm.n_clusters == 100
-    assert gmm.reduce == LWCS(2**15)
+    assert gmm.reduce == LWCS()  # its size grows with n_clusters
     assert gmm.seed == AFKMC2(chain_length=2)
     assert gmm.estep == PartialEStep(G=5, neighbourhoods="estimated", n_explore=1)
     assert gmm.mstep == SoftMStep()
@@ -96,7 +96,7 @@ def test_lwcs_lloyd_preset_configuration():
     assert km.reduce == LWCS(4096)
     assert km.seed == KMeansPlusPlus()
     assert km.estep == FullEStep() and km.mstep == HardMStep()
-    assert lwcs_lloyd(5).reduce == LWCS(2**15)
+    assert lwcs_lloyd(5).reduce == LWCS()
     assert lwcs_lloyd(5, seed=AFKMC2(chain_length=2)).seed == AFKMC2(chain_length=2)
 
 
@@ -151,3 +151,15 @@ def test_bad_coreset_sizes():
                                             r"the full data instead\."):
         gmm = vc_gmm(16, coreset_size=5000, random_state=0).fit(X)
     assert gmm.cost_["reduction"] == 0
+
+
+def test_default_coreset_size_grows_with_the_clusters():
+    from clusterkit.presets import default_coreset_size
+    assert default_coreset_size(10) == default_coreset_size(1024) == 2**15
+    assert default_coreset_size(4096) == 32 * 4096
+    X = _birch(n_side=20)  # N = 40,000
+    # C = 1500 asks for 48,000 draws: more than the data, so the fit clusters all of it
+    km = lwcs_lloyd(1500, random_state=0, max_iter=2, compute_labels=False).fit(X)
+    assert km.cost_["reduction"] == 0 and km.history_[0]["batch_size"] == len(X)
+    km = lwcs_lloyd(400, random_state=0, max_iter=2, compute_labels=False).fit(X)
+    assert km.cost_["reduction"] == len(X) and km.history_[0]["batch_size"] <= 2**15
