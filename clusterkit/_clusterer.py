@@ -190,7 +190,10 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         counted in ``cost_["labels"]``) to set ``labels_`` and ``inertia_``. When ``False``
         those two attributes are not set.
     verbose : int, default=0
-        Print one line per iteration when positive.
+        ``1``: one line per phase (reduction, seeding with progress on long seedings, each
+        iteration, the final labels) and a closing summary; ``2``: also per-iteration detail
+        (quantization error, batch, largest centre shift, E- and M-step seconds and distance
+        evaluations so far).
     callback : callable or None, default=None
         Called after every iteration as ``callback(info)`` with the dictionary appended to
         ``history_`` plus ``"centers"`` (the current centres); a return value of ``True``
@@ -213,16 +216,21 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         callback. A fit whose kept run reached ``max_iter`` emits a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
     objective_ : float
-        Objective of the kept run's last iteration: the weighted quantization error for hard
-        M-steps (non-increasing), the truncated free energy / log-likelihood for soft ones
+        Objective of the kept run's last iteration (what the M-step declares in
+        :attr:`MStep.objective`): the weighted quantization error for hard M-steps
+        (non-increasing), the truncated free energy / log-likelihood for soft ones
         (non-decreasing).
     sigma2_ : float
-        Shared variance: of the fitted GMM for soft M-steps; for hard ones the k-means
-        estimate ``inertia / (D sum w)`` from the last iteration.
+        Shared variance of the fitted Gaussian mixture; only set when the model has one
+        (soft M-steps).
     history_ : list of dict
         One entry per iteration of the kept run with ``"iteration"``, ``"objective"``,
-        ``"qe"`` (weighted quantization error on the fitted, possibly reduced, data),
-        ``"sigma2"``, ``"distance_evals"`` (total of the fit so far, earlier runs, seeding and
+        ``"qe"`` (weighted quantization error of the batch, on the fitted, possibly reduced,
+        data), ``"batch_size"`` and ``"weight"`` (rows and total weight of the batch),
+        ``"passes"`` (rows visited / rows of the data), ``"n_changed"`` (labels of the batch
+        that changed since the sample's previous visit; a first visit counts),
+        ``"max_center_shift"`` (largest centre move of the M-step), ``"sigma2"`` (mixtures
+        only), ``"distance_evals"`` (total of the fit so far, earlier runs, seeding and
         reduction included) and ``"seconds"`` (since the start of ``fit``).
     n_distance_evals_ : int
         Distance evaluations of the whole fit (the sum of ``cost_``), including the final
@@ -231,6 +239,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     cost_ : dict
         Distance evaluations per phase: ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``.
+    seconds_ : dict
+        Wall time per phase: ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
+        ``"labels"``, and the ``"total"`` of ``fit``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
@@ -367,13 +378,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
             objective=mstep.objective, center_update=schedule.center_update)
+        if self.verbose:
+            state.on_progress = self._print_progress
         with _single_threaded_blas():
             X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
                                                             x_mean)
             best = None
             for run in range(1, n_init + 1):
-                if self.verbose and n_init > 1:
-                    print(f"Run {run} of {n_init}")
+                if n_init > 1:
+                    self._say(1, f"Run {run} of {n_init}")
                 centers, end = self._run(X_fit, w_fit, seeder, estep, mstep, schedule, state,
                                          x_mean)
                 # runs compete on one objective of all the (reduced) data
@@ -395,8 +408,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                     "seeds that label the samples or init='exact').",
                     ConvergenceWarning, stacklevel=2)
             if self.compute_labels:
-                self._label_training_data(X, sample_weight, X_fit, reduced, x_mean, centers,
-                                          estep, state)
+                with state.timed("labels"):
+                    self._label_training_data(X, sample_weight, X_fit, reduced, x_mean,
+                                              centers, estep, state)
+                self._say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
+                             f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
         self.cluster_centers_ = centers + x_mean
         self._x_mean = x_mean
         self.cost_ = dict(state.cost)
@@ -405,11 +421,24 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self.n_iter_ = len(history)
         self.converged_ = end in ("converged", "budget")
         self.objective_ = history[-1]["objective"]
+        self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
         if sigma2 is not None:
             self.sigma2_ = sigma2
         elif hasattr(self, "sigma2_"):
             del self.sigma2_
+        self._say(1, f"Done: {self.n_iter_} iterations ({end}), {mstep.objective.name} "
+                     f"{self.objective_:.6g}, {self.n_distance_evals_} distance evaluations "
+                     f"({', '.join(f'{k} {v}' for k, v in self.cost_.items())}), "
+                     f"{self.seconds_['total']:.3g} s")
         return self
+
+    def _say(self, level, message):
+        """Print a progress line when ``verbose >= level`` (the only place that prints)."""
+        if self.verbose >= level:
+            print(message, flush=True)
+
+    def _print_progress(self, phase, done, total):
+        self._say(1, f"  {phase}: {done}/{total}")
 
     def _label_training_data(self, X, sample_weight, X_fit, reduced, x_mean, centers, estep,
                              state):
@@ -438,7 +467,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         # Coreset construction (Hirschberger et al., Alg. 1 line 1) on the data as given;
         # identity by default.
         X_given = X
-        X, sample_weight = reducer.reduce(X, sample_weight, state)
+        with state.timed("reduction"):
+            X, sample_weight = reducer.reduce(X, sample_weight, state)
         reduced = X is not X_given
         if reduced:
             X = _strategy_array(X, reducer, "data", (None, X_given.shape[1]), X_given.dtype)
@@ -447,9 +477,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             if np.any(sample_weight < 0) or not np.any(sample_weight > 0):
                 raise ValueError(f"{type(reducer).__name__} returned negative or all-zero "
                                  "weights.")
-            if self.verbose:
-                print(f"Reduced {X_given.shape[0]} samples to {X.shape[0]} weighted samples: "
-                      f"{state.cost['reduction']} distance evaluations ({state.seconds:.2f} s)")
+            self._say(1, f"Reduction: {X_given.shape[0]} samples to {X.shape[0]} weighted "
+                         f"samples, {state.cost['reduction']} distance evaluations, "
+                         f"{state.seconds_by_phase['reduction']:.3g} s")
         check_n_clusters(self.n_clusters, X.shape[0])
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
         # full data; centring keeps float32 distances accurate far from the origin.
@@ -472,14 +502,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         ``"callback"``.
         """
         state.start_run(X.shape[0])
+        evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
         # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
-        seeding_before = state.cost["seeding"]
-        centers = _strategy_array(seeder.seed(X, sample_weight, self.n_clusters, state), seeder,
-                                  "centres", (self.n_clusters, X.shape[1]), X.dtype)
-        if self.verbose:
-            print(f"Seeded {self.n_clusters} centres on {X.shape[0]} samples: "
-                  f"{state.cost['seeding'] - seeding_before} distance evaluations "
-                  f"({state.seconds:.2f} s)")
+        with state.timed("seeding"):
+            centers = seeder.seed(X, sample_weight, self.n_clusters, state)
+        centers = _strategy_array(centers, seeder, "centres", (self.n_clusters, X.shape[1]),
+                                  X.dtype)
+        self._say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
+                     f"{state.cost['seeding'] - evals} distance evaluations, "
+                     f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
         # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
         state.estep_state = estep.init_state(X, sample_weight, centers, state)
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
@@ -494,9 +525,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 return centers, "budget"
             Xb, wb = X[state.rows], sample_weight[state.rows]
             # E-step: assignment / (truncated) responsibilities with the current parameters.
-            assignment = estep.assign(Xb, wb, centers, state)
+            with state.timed("estep"):
+                assignment = estep.assign(Xb, wb, centers, state)
             # M-step: new centres (and the model's other parameters) from the assignment.
-            centers_new = mstep.update(Xb, wb, assignment, centers, state)
+            with state.timed("mstep"):
+                centers_new = mstep.update(Xb, wb, assignment, centers, state)
             state.record_step(assignment.labels, centers, centers_new)
             centers = centers_new
             if self._record(iteration, assignment, wb, centers + x_mean, state):
@@ -517,10 +550,13 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         if state.sigma2 is not None:
             info["sigma2"] = state.sigma2
         state.history.append(info)
-        if self.verbose:
-            print(f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
-                  f"qe={info['qe']:.6g} changed={info['n_changed']} distance "
-                  f"evaluations={info['distance_evals']} ({info['seconds']:.2f} s)")
+        self._say(1, f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
+                     f"changed={info['n_changed']} ({info['seconds']:.3g} s)")
+        phases = state.seconds_by_phase
+        self._say(2, f"    qe={info['qe']:.6g} batch={info['batch_size']} max shift="
+                     f"{info['max_center_shift']:.3g}; so far: E-steps {state.cost['estep']} "
+                     f"distance evaluations, {phases['estep']:.3g} s; M-steps "
+                     f"{phases['mstep']:.3g} s")
         if self.callback is not None:  # centres in the user's coordinates
             stop = self.callback(dict(info, centers=centers))
             return stop is True or stop is np.True_

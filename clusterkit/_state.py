@@ -1,5 +1,6 @@
 """Per-fit state that the driver hands to every strategy call."""
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -8,6 +9,7 @@ from ._base import QUANTIZATION_ERROR
 __all__ = ["FitState"]
 
 COST_PHASES = ("seeding", "reduction", "estep", "labels")
+TIME_PHASES = ("reduction", "seeding", "estep", "mstep", "labels")
 
 
 class FitState:
@@ -64,6 +66,9 @@ class FitState:
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``.
+    seconds_by_phase : dict
+        Wall time per phase, keys ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
+        ``"labels"`` (see :meth:`timed`).
     history : list of dict
         One entry per step (see ``Clusterer.history_``).
     """
@@ -81,6 +86,8 @@ class FitState:
         self.sigma2_floor = sigma2_floor
         self.qe_resolution = qe_resolution
         self.cost = dict.fromkeys(COST_PHASES, 0)
+        self.seconds_by_phase = dict.fromkeys(TIME_PHASES, 0.0)
+        self.on_progress = None
         self._start = time.perf_counter()
         self.start_run(0)
 
@@ -116,6 +123,29 @@ class FitState:
         self.n_samples_seen += labels.shape[0]
         moved = centers_new.astype(np.float64) - centers
         np.sqrt(np.einsum("ij,ij->i", moved, moved), out=self.center_shift)
+
+    @contextmanager
+    def timed(self, phase):
+        """Add the wall time of the ``with`` block to ``seconds_by_phase[phase]``."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds_by_phase[phase] += time.perf_counter() - start
+
+    def progress(self, phase, done, total):
+        """Report progress of a long phase (e.g. a seeder after each block of centres).
+
+        The driver prints it when ``verbose`` is on; strategies never print themselves.
+
+        Parameters
+        ----------
+        phase : str
+        done, total : int
+            Work done so far and in all, in the phase's own units (e.g. centres).
+        """
+        if self.on_progress is not None:
+            self.on_progress(phase, done, total)
 
     @property
     def n_passes(self):

@@ -294,8 +294,13 @@ def test_verbose_and_callback():
     buf = io.StringIO()
     with redirect_stdout(buf):
         km = Clusterer(5, verbose=1, random_state=0, callback=seen.append).fit(X)
-    assert buf.getvalue().count("Iteration") == km.n_iter_
-    assert buf.getvalue().startswith("Seeded 5 centres on 600 samples")
+    lines = buf.getvalue().splitlines()
+    assert sum(line.startswith("Iteration") for line in lines) == km.n_iter_
+    assert lines[0].startswith("Seeding: 5 centres on 600 samples")
+    assert lines[-2] == f"Labels: 600 samples, 3000 distance evaluations, " + \
+        f"{km.seconds_['labels']:.3g} s"
+    assert lines[-1].startswith(f"Done: {km.n_iter_} iterations (converged), quantization "
+                                f"error {km.objective_:.6g}, {km.n_distance_evals_} distance")
     assert [s["iteration"] for s in seen] == list(range(1, km.n_iter_ + 1))
     assert seen[0]["centers"].shape == (5, 3)
     stopped = Clusterer(5, tol=0, random_state=0, callback=lambda info: True).fit(X)
@@ -308,12 +313,23 @@ def test_verbose_and_callback():
     with redirect_stdout(buf):
         km = Clusterer(5, n_init=2, verbose=1, reduce=LWCS(300), random_state=0).fit(X)
     lines = buf.getvalue().splitlines()
-    assert lines[0].startswith("Reduced 600 samples to ")  # (distinct draws: random)
-    assert "weighted samples: 600 distance evaluations" in lines[0]
+    assert lines[0].startswith("Reduction: 600 samples to ")  # (distinct draws: random)
+    assert "weighted samples, 600 distance evaluations" in lines[0]
     assert lines[1] == "Run 1 of 2"
     # each run reports its own seeding, not a running total
-    seeded = [int(line.split(": ")[1].split()[0]) for line in lines if line.startswith("Seeded")]
+    seeded = [int(line.split(", ")[1].split()[0]) for line in lines
+              if line.startswith("Seeding")]
     assert len(seeded) == 2 and sum(seeded) == km.cost_["seeding"]
+    # verbose=2 adds one detail line per iteration
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        km = Clusterer(5, verbose=2, random_state=0).fit(X)
+    lines = buf.getvalue().splitlines()
+    detail = [line for line in lines if line.startswith("    qe=")]
+    assert len(detail) == km.n_iter_ and "E-steps" in detail[-1] and "M-steps" in detail[-1]
+    assert f"E-steps {km.cost_['estep']} distance evaluations" in detail[-1]
+    assert set(km.seconds_) == {"reduction", "seeding", "estep", "mstep", "labels", "total"}
+    assert sum(v for k, v in km.seconds_.items() if k != "total") <= km.seconds_["total"]
     # NumPy's True stops the fit as Python's does
     stopped = Clusterer(5, tol=0, random_state=0,
                         callback=lambda info: np.int64(info["iteration"]) >= 2).fit(X)
