@@ -33,6 +33,20 @@ def log_joint_offset(sigma2, n_clusters, n_features):
 
 
 
+class _Buffers:
+    """:class:`FullEStep`'s outputs, allocated once per run: an assignment is used within
+    its step only, so the next step may overwrite it."""
+
+    def __init__(self, n_samples, n_clusters, n_features, dtype, needs_resp):
+        self.labels = np.empty(n_samples, dtype=np.int32)
+        self.dist2 = np.empty(n_samples, dtype=dtype)
+        self.centers_sum = np.empty((n_clusters, n_features), dtype=dtype)
+        self.weight = np.empty(n_clusters, dtype=dtype)
+        if needs_resp:
+            self.resp = np.empty((n_samples, n_clusters), dtype=dtype)
+            self.log_norm = np.empty(n_samples, dtype=dtype)
+
+
 class FullEStep(EStep):
     """Exact E-step over all clusters: Lloyd's assignment, or full GMM responsibilities.
 
@@ -47,9 +61,9 @@ class FullEStep(EStep):
     A hard call also sums each cluster's samples in the same pass over the data when the
     partial sums are small (``Assignment.centers_sum``), so that Lloyd's iteration reads the
     data once.
-    Keeps no state between calls. On the first soft E-step, when no variance is known yet, the
-    variance is set from the distances just computed (vc-GMM eq. 12) before the
-    responsibilities are formed.
+    State: only its output buffers, allocated once per run (:meth:`init_state`). On the first
+    soft E-step, when no variance is known yet, the variance is set from the distances just
+    computed (vc-GMM eq. 12) before the responsibilities are formed.
 
     Examples
     --------
@@ -61,10 +75,16 @@ class FullEStep(EStep):
     array([0, 0, 1, 1], dtype=int32)
     """
 
+    def init_state(self, X, sample_weight, centers, state):
+        """The output buffers, allocated once per run for the largest batch (all rows)."""
+        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, state.needs_resp)
+
     def assign(self, X, sample_weight, centers, state):
         n_samples = X.shape[0]
-        labels = np.empty(n_samples, dtype=np.int32)
-        dist2 = np.empty(n_samples, dtype=X.dtype)
+        buffers = state.estep_state
+        if not isinstance(buffers, _Buffers):  # called without init_state
+            buffers = _Buffers(n_samples, *centers.shape, X.dtype, state.needs_resp)
+        labels, dist2 = buffers.labels[:n_samples], buffers.dist2[:n_samples]
         if not state.needs_resp:
             n_clusters, n_features = centers.shape
             if not _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
@@ -73,16 +93,14 @@ class FullEStep(EStep):
                 qe = weighted_sum(dist2, sample_weight)
                 return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
             # One pass over the data for the assignment and the hard M-step's sums.
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(n_clusters, dtype=X.dtype)
+            centers_sum, weight = buffers.centers_sum, buffers.weight
             state.count("estep", _assign.assign_full_accumulate(
                 X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads))
             qe = weighted_sum(dist2, sample_weight)
             return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                               centers_sum=centers_sum, weight_in_clusters=weight)
 
-        resp = np.empty((n_samples, centers.shape[0]), dtype=X.dtype)
-        log_norm = np.empty(n_samples, dtype=X.dtype)
+        resp, log_norm = buffers.resp[:n_samples], buffers.log_norm[:n_samples]
         sigma2 = -1.0 if state.sigma2 is None else state.sigma2
         state.count("estep", _assign.responsibilities_full(
             X, centers, sigma2, resp, labels, dist2, log_norm, state.n_threads))
@@ -331,14 +349,8 @@ class PartialEStep(EStep):
     E-step (``N C`` distances, counted, once) plus the ``C^2`` centre distances: on a coreset
     this costs one Lloyd iteration, and it keeps eq. 12's first variance from being inflated
     by random ``K(n)`` (about 500 times on birch2 with AFK-MC² seeds), which can decide
-    what the soft fit converges to. Neither start is better everywhere. Measured with hard
-    M-steps (var-k-means, ``G = 5+1``) on ``LWCS`` coresets from AFK-MC² seeds (chains of
-    200), 3 seeds: on 1000 well-separated Gaussian blobs in 32 dimensions (200,000 points,
-    ``N' = 2^15``) every random start reached ``max_iter = 200`` at 1.5 times the quantization
-    error that ``init="exact"`` reached in 40-43 iterations, which is LWCS + Lloyd's from the
-    same seeds (20 initial E-steps still left 1.35 times); on cod_rna and shuttle the exact
-    start also ended 3-9 % lower, on birch1, mnist and the BIRCH grid (``C = 500-1024``) the
-    random start 0.4-4.4 % lower.
+    what the soft fit converges to. Neither start is better everywhere (the var-GMM page of
+    the documentation gives the measurements).
 
     Deviations and choices:
 

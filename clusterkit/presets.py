@@ -30,18 +30,10 @@ The coreset presets (Hirschberger, Forster & Lücke, Table 1) replace ``N`` by t
 in ``cost_["labels"]``, skipped with ``compute_labels=False``).
 
 The four variational presets seed with greedy k-means++ with 15 candidates per step
-(``KMeansPlusPlus(n_local_trials=15)``), not with the papers' AFK-MC² (chain length 2): the
-seeds decide the final error when there are many clusters, the pruned k-means++ is cheap on
-clustered data, and its nearest-seed labels start the partial E-step's ``K(n)`` at each
-sample's best cluster. On the BIRCH grid with ``C = 4096`` and ``N = 409,600`` (5 seeds,
-2 threads, ``benchmarks/bench_sublinear.py``), var-k-means-S (``G = 5+1``) from these seeds
-reached the error of scikit-learn's ``KMeans(init="k-means++", n_init=1)`` in every seed,
-59-100 times sooner than scikit-learn's fit took, seeding included (three runs; the seeding
-computed ``1.2 * 10^8`` distances instead of the unpruned ``2.7 * 10^10``). With 20 or 30
-candidates it also did (at least 50 times sooner); with scikit-learn's ``2 + ln C`` (10) it
-ended 0.1-0.2 % above; from AFK-MC² seeds about 40 % above. Pass ``seed=AFKMC2(chain_length=2)``
-for the papers' setting. ``vc_gmm`` keeps AFK-MC² (its ``chain_length``), as the vc-GMM
-paper does.
+(``KMeansPlusPlus(n_local_trials=15)``), not with the papers' AFK-MC²: why, with the
+measurements, is in the documentation's var-GMM page. Pass ``seed=AFKMC2(chain_length=2)`` for
+the papers' setting. ``vc_gmm`` keeps AFK-MC² (its ``chain_length``), as the vc-GMM paper
+does.
 """
 from ._clusterer import Clusterer
 from ._estep import FullEStep, PartialEStep
@@ -303,9 +295,7 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
         Markov chain length of the AFK-MC² seeding (the paper's ``m = 2``; ``20`` for RNA).
     n_explore : int, default=1
         Random exploratory clusters per sample and iteration (the paper's "+1"); ``0`` gives
-        the paper's plain ``G`` settings. On cod_rna (``N' = 2^15``, ``C = 500``, chains of
-        20, 4 initial E-steps, 5 seeds) ``G = 5+1`` ended 12.1 % above scikit-learn's
-        k-means++ and plain ``G = 5`` 14.0 %.
+        the paper's plain ``G`` settings.
     n_init_esteps : int, default=0
         E-steps before the first M-step; they move the random ``K(n)`` towards each sample's
         nearest clusters before eq. 12 sets the variance. The paper found them favourable on
@@ -331,19 +321,10 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     A hard M-step in the same composition gives coreset var-k-means, e.g. the design's
     ``Clusterer(seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5))``.
 
-    Seeding: AFK-MC² is the paper's choice and stays the default. On low-dimensional data,
-    greedy k-means++ on the coreset (``seed=KMeansPlusPlus(15)``) costs more,
-    ``O(C L N' D)`` for ``L`` candidates, but it also starts ``K(n)`` and ``G_c`` from each
-    point's nearest seed instead of at random, and in ``benchmarks/bench_vcgmm.py`` it lowered
-    the error a lot: on the BIRCH grid (``C = 4096``, ``N' = 2^17``) from +54 % to +4.0 %
-    above scikit-learn's k-means++, and on cod_rna (``N' = 2^14``) from +17 % to +8.1 %. On
-    mnist (784 features) it would take longer than the whole fit. On 1000 well-separated
-    Gaussian blobs in 32 dimensions (``make_gaussian_blobs(200000, 32, 1000)``, float32,
-    defaults otherwise, 3 seeds) it made the difference between a quantization error of
-    ``2.1-2.2 * 10^7`` from AFK-MC² seeds (chains of 2, 20 or 200 alike) and ``7.1 * 10^6``,
-    in 2.4 s instead of 0.7-1.0 s; from the same seeds as vc-GMM with chains of 200,
-    LWCS + Lloyd ended at ``1.4 * 10^7``: there the random start of ``K(n)`` costs a factor
-    1.6 and AFK-MC²'s seeds another 1.9.
+    Seeding: AFK-MC² is the paper's choice and stays the default; greedy k-means++ on the
+    coreset (``seed=KMeansPlusPlus(15)``) costs more on low-dimensional data but also starts
+    ``K(n)`` at each point's nearest seed, which lowered the error a lot in the benchmarks
+    (the vc-GMM page of the documentation gives the numbers).
 
     Examples
     --------
