@@ -3,11 +3,12 @@
 Every ``bench_*.py`` script imports this module (it sits in the same folder, which Python puts
 on ``sys.path`` when a script is run), times clusterkit and its peers with :func:`median_time`,
 prints Markdown tables made by :func:`format_table` and, with ``--write``, appends them to
-``RESULTS.md`` with :func:`append_results`, which adds the output of :func:`machine_info`.
+``RESULTS.md`` with :func:`write_results`, which adds the output of :func:`machine_info`.
 """
 import datetime
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -219,11 +220,12 @@ def format_table(headers, rows):
     return "\n".join(out)
 
 
-def append_results(path, title, markdown_table, notes, info=None):
-    """Append a dated section to a results file.
+def write_results(path, title, markdown_table, notes, info=None):
+    """Write a benchmark's section of a results file, replacing its previous one.
 
     The section is ``## <title> (<date>)``, the machine description, the table(s) and the
-    notes, in that order.
+    notes, in that order. A section with the same title is replaced in place (the file shows
+    the current state; git keeps the history); a new title is added at the end.
 
     Parameters
     ----------
@@ -241,7 +243,15 @@ def append_results(path, title, markdown_table, notes, info=None):
     if not isinstance(notes, str):
         notes = "\n".join(f"- {note}" for note in notes)
     stamp = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    section = (f"\n## {title} ({stamp})\n\n**Machine**\n\n{format_machine_info(info)}\n\n"
+    section = (f"## {title} ({stamp})\n\n**Machine**\n\n{format_machine_info(info)}\n\n"
                f"{markdown_table.strip()}\n\n**Notes**\n\n{notes.strip()}\n")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(section)
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
+    head, *sections = re.split(r"\n(?=## )", text)
+    mine = [i for i, s in enumerate(sections) if s.startswith(f"## {title} (")]
+    if mine:
+        sections[mine[0]] = section
+    else:
+        sections.append(section)
+    path.write_text(head.rstrip("\n") + "\n" + "".join(
+        "\n" + s.strip("\n") + "\n" for s in sections), encoding="utf-8")

@@ -42,7 +42,7 @@ from clusterkit._kernels import _assign
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
 
-from _common import (RESULTS_PATH, append_results, format_machine_info, format_table,
+from _common import (RESULTS_PATH, write_results, format_machine_info, format_table,
                      machine_info, median_time, warn_openblas_overrides)
 
 try:
@@ -511,7 +511,7 @@ def main(argv=None):
     print(f"Total time: {time.perf_counter() - start:.0f} s")
     print("\nNotes:\n" + "\n".join(f"- {n}" for n in notes))
     if args.write:
-        append_results(args.results, "bench_lloyd.py: " + ", ".join(parts),
+        write_results(args.results, "bench_lloyd.py: " + ", ".join(parts),
                        "\n\n".join(tables), notes, info=info)
         print(f"Appended to {args.results}")
 

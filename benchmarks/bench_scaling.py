@@ -35,7 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from clusterkit import EStep, presets
 from clusterkit.datasets import make_gaussian_blobs
 
-from _common import (RESULTS_PATH, append_results, format_machine_info, format_table,
+from _common import (RESULTS_PATH, write_results, format_machine_info, format_table,
                      machine_info, warn_openblas_overrides)
 
 HERE = Path(__file__).resolve().parent
@@ -210,7 +210,7 @@ def main(argv=None):
         (args.out / "scaling.md").write_text(
             title + table + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n\n"
             + format_machine_info(info) + "\n", encoding="utf-8")
-        append_results(args.results, "Scaling in C: full against partial E-step",
+        write_results(args.results, "Scaling in C: full against partial E-step",
                        title + table, notes, info)
         print(f"\nWrote {args.out / 'scaling.md'}, {args.out / 'scaling.png'} and appended "
               f"to {args.results}")

@@ -35,7 +35,7 @@ from clusterkit import presets
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
 
-from _common import (RESULTS_PATH, append_results, format_machine_info, format_table,
+from _common import (RESULTS_PATH, write_results, format_machine_info, format_table,
                      machine_info, warn_openblas_overrides)
 
 PARTS = ("table2", "wall")
@@ -392,7 +392,7 @@ def main(argv=None):
     print("\n" + markdown + "\n")
     print("\n".join(f"- {n}" for n in notes))
     if args.write:
-        append_results(args.results, "Sublinear clustering: var-k-means / var-GMM on BIRCH",
+        write_results(args.results, "Sublinear clustering: var-k-means / var-GMM on BIRCH",
                        markdown, notes, info)
         print(f"\nAppended to {args.results}")
     return 0 if all(c.endswith("MET") for c in checks) else 1

@@ -118,7 +118,7 @@ from clusterkit.metrics import quantization_error  # noqa: E402
 from clusterkit.presets import lloyd, lwcs_lloyd, var_gmm_s, vc_gmm  # noqa: E402
 
 from _common import (RESULTS_PATH,  # noqa: E402
-                     append_results, data_home, format_machine_info,
+                     write_results, data_home, format_machine_info,
                      format_table, machine_info, warn_openblas_overrides)
 
 HERE = Path(__file__).resolve().parent
@@ -623,7 +623,7 @@ def main(argv=None):
             "best k-means solution, independent of coresets and neighbourhood search.")
     if args.write:
         _write_outputs(all_results, sections, verdicts, notes, args.output_stem)
-        append_results(args.results, "vc-GMM trade-off (bench_vcgmm.py)",
+        write_results(args.results, "vc-GMM trade-off (bench_vcgmm.py)",
                        body + f"\n\nPlot: [{args.output_stem}.png]({args.output_stem}.png)",
                        notes, info)
         print(f"wrote {HERE / args.output_stem}.md, .png and appended to {args.results}")
