@@ -226,6 +226,16 @@ class DataReducer(_Strategy, ABC):
 class EStep(_Strategy, ABC):
     """Assigns samples to clusters (hard) or computes responsibilities.
 
+    Attributes
+    ----------
+    exact : bool
+        Class attribute: ``True`` if every label is the sample's nearest centre (ties to the
+        lower index), as in Lloyd's E-step. With a hard M-step and a full batch, a step in
+        which no label changed then ends the fit (strict convergence, as scikit-learn's
+        ``KMeans``): the M-step has just recomputed the same centres.
+
+    Notes
+    -----
     ``state.needs_resp`` tells whether the M-step needs responsibilities; ``state.sigma2``
     holds the shared variance of a Gaussian mixture (``None`` before the first E-step: a soft
     E-step then sets it with :meth:`FitState.init_sigma2` from the distances it computed,
@@ -234,6 +244,8 @@ class EStep(_Strategy, ABC):
     far each centre moved in the last M-step and ``state.labels`` holds every sample's label
     from its previous visit.
     """
+
+    exact = False
 
     def init_state(self, X, sample_weight, centers, state):
         """Create the per-fit state kept across E-steps.
@@ -419,7 +431,9 @@ class Schedule(_Strategy, ABC):
         """Decide after each step whether the fit has converged.
 
         The default is the rule of the papers for full-batch EM: stop when the relative change
-        of the objective between the last two steps is at most ``tol``. A quantization error
+        of the objective between the last two steps is at most ``tol``. Before it, exact hard
+        fits (``state.strict_convergence``, see :attr:`EStep.exact`) stop as soon as a step
+        over all rows changed no label, as scikit-learn's ``KMeans`` does. A quantization error
         (:data:`QUANTIZATION_ERROR`) counts as at least ``state.qe_resolution`` here, so a fit
         with more clusters than distinct points stops once the error is down to rounding
         noise.
@@ -436,6 +450,9 @@ class Schedule(_Strategy, ABC):
         stop : bool
         """
         history = state.history
+        if (state.strict_convergence and state.n_changed == 0
+                and history[-1]["batch_size"] == state.n_samples):
+            return True  # the same labels as the step before: the same centres again
         if len(history) < 2:
             return False
         f_new, f_old = history[-1]["objective"], history[-2]["objective"]

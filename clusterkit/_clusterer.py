@@ -377,7 +377,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             n_clusters=self.n_clusters, n_features=X.shape[1],
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
-            objective=mstep.objective, center_update=schedule.center_update)
+            objective=mstep.objective, center_update=schedule.center_update,
+            strict_convergence=estep.exact and not mstep.needs_resp)
         if self.verbose:
             state.on_progress = self._print_progress
         with _single_threaded_blas():
@@ -411,6 +412,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 with state.timed("labels"):
                     self._label_training_data(X, sample_weight, X_fit, reduced, x_mean,
                                               centers, estep, state)
+                n_distinct = np.unique(self.labels_).size
+                if n_distinct < self.n_clusters:
+                    warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
+                                  f"than n_clusters ({self.n_clusters}). Possibly due to "
+                                  "duplicate points in X.", ConvergenceWarning, stacklevel=2)
                 self._say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
                              f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
         self.cluster_centers_ = centers + x_mean

@@ -75,6 +75,8 @@ class FullEStep(EStep):
     array([0, 0, 1, 1], dtype=int32)
     """
 
+    exact = True
+
     def init_state(self, X, sample_weight, centers, state):
         """The output buffers, allocated once per run for the largest batch (all rows)."""
         return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, state.needs_resp)
@@ -188,6 +190,8 @@ class TruncatedEStep(EStep):
     >>> gmm.fit(X).labels_
     array([0, 0, 1, 1], dtype=int32)
     """
+
+    exact = True  # the labels are the nearest centres, whatever n_winners
 
     def __init__(self, n_winners=1):
         self.n_winners = n_winners

@@ -32,6 +32,9 @@ class FitState:
         What the fit optimises (:attr:`MStep.objective`).
     center_update : str
         How the M-step combines batches (:attr:`Schedule.center_update`).
+    strict_convergence : bool
+        An exact E-step (:attr:`EStep.exact`) with a hard M-step: a full batch in which no
+        label changed is a fixed point.
     sigma2 : float or None
         Shared variance of a Gaussian-mixture fit, written by the strategies that own it
         (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise.
@@ -74,8 +77,8 @@ class FitState:
     """
 
     def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, needs_resp=False,
-                 objective=QUANTIZATION_ERROR, center_update="replace", sigma2_floor=0.0,
-                 qe_resolution=0.0):
+                 objective=QUANTIZATION_ERROR, center_update="replace",
+                 strict_convergence=False, sigma2_floor=0.0, qe_resolution=0.0):
         self.n_clusters = n_clusters
         self.n_features = n_features
         self.random_state = random_state
@@ -83,6 +86,7 @@ class FitState:
         self.needs_resp = needs_resp
         self.objective = objective
         self.center_update = center_update
+        self.strict_convergence = strict_convergence
         self.sigma2_floor = sigma2_floor
         self.qe_resolution = qe_resolution
         self.cost = dict.fromkeys(COST_PHASES, 0)

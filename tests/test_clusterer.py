@@ -15,7 +15,8 @@ from sklearn.utils.estimator_checks import check_estimator
 from threadpoolctl import threadpool_info
 
 from clusterkit import (AFKMC2, LWCS, Clusterer, DataReducer, FullBatch, FullEStep, HardMStep,
-                        KMeansPlusPlus, RandomSeeder, Seeder, SoftMStep)
+                        KMeansPlusPlus, PartialEStep, RandomSeeder, Seeder, SoftMStep,
+                        TruncatedEStep)
 
 from ._helpers import fixed_iterations
 
@@ -110,6 +111,7 @@ def test_kmeans_objective_never_increases(dtype):
     assert np.all(np.diff(qe) <= slack)
 
 
+@pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # duplicates on purpose
 def test_kmeans_stops_at_rounding_level_with_more_clusters_than_points(dtype):
     # 59 distinct points, weighted duplicates, 64 clusters: the error falls to rounding noise,
     # whose changes can cycle between two values; the fit must stop there, not at max_iter
@@ -406,6 +408,7 @@ def test_transform_is_accurate_far_from_the_origin():
     np.testing.assert_array_equal(distances.argmin(axis=1), km.labels_)
 
 
+@pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # duplicates on purpose
 def test_constant_data_gives_a_normal_variance_and_finite_probabilities():
     gmm = Clusterer(3, mstep="soft", random_state=0).fit(np.ones((20, 2)))
     assert gmm.sigma2_ >= np.finfo(np.float64).tiny
@@ -473,3 +476,28 @@ def test_every_string_shortcut_is_its_strategy_with_default_parameters():
             assert f'``{param}="{name}"``' in composing, f"{param}={name!r} is not documented"
             km.fit(X)
             assert np.all(np.isfinite(km.cluster_centers_))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strict_convergence_stops_like_scikit_learn(dtype):
+    X, _ = make_blobs(3000, 4, centers=12, cluster_std=1.5, random_state=3)
+    X = X.astype(dtype)
+    init = X[np.random.RandomState(1).choice(len(X), 12, replace=False)]
+    ours = Clusterer(12, seed=init, tol=0, max_iter=300).fit(X)
+    theirs = KMeans(12, init=init, n_init=1, max_iter=300, tol=0, algorithm="lloyd").fit(X)
+    # it stopped at the first step that changed no label, as scikit-learn does
+    assert ours.history_[-1]["n_changed"] == 0 and ours.converged_
+    assert all(h["n_changed"] > 0 for h in ours.history_[:-1])
+    assert ours.n_iter_ == theirs.n_iter_ < 300
+    np.testing.assert_array_equal(ours.labels_, theirs.labels_)
+    # the objective rule may stop sooner, never later
+    assert Clusterer(12, seed=init, tol=1e-4, max_iter=300).fit(X).n_iter_ <= ours.n_iter_
+    # a partial E-step may still move after a step without changes: no strict stop there
+    assert not PartialEStep.exact and TruncatedEStep.exact and FullEStep.exact
+
+
+def test_fewer_distinct_points_than_clusters_warns_like_scikit_learn():
+    X = np.repeat(np.array([[0.0, 0.0], [5.0, 5.0], [9.0, 0.0]]), 10, axis=0)
+    with pytest.warns(ConvergenceWarning, match=r"Number of distinct clusters \(3\) found "
+                                                 r"smaller than n_clusters \(4\)"):
+        Clusterer(4, random_state=0).fit(X)
