@@ -412,7 +412,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 with state.timed("labels"):
                     self._label_training_data(X, sample_weight, X_fit, reduced, x_mean,
                                               centers, estep, state)
-                n_distinct = np.unique(self.labels_).size
+                n_distinct = np.count_nonzero(np.bincount(self.labels_,
+                                                          minlength=self.n_clusters))
                 if n_distinct < self.n_clusters:
                     warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
                                   f"than n_clusters ({self.n_clusters}). Possibly due to "
