@@ -358,9 +358,11 @@ def test_var_gmm_free_energy_non_decreasing(dtype, kind, n_winners):
                     random_state=0).fit(X)
     objective = np.array([h["objective"] for h in gmm.history_])
     slack = 10 * RTOL[dtype] * np.abs(objective).max()
-    assert len(objective) == 40
+    # tol=0 runs until max_iter or until rounding stops the objective moving (where depends
+    # on the BLAS kernels): enough steps either way to test the property at every one
+    assert len(objective) >= 20 and (len(objective) == 40 or objective[-1] == objective[-2])
     assert np.all(np.diff(objective) >= -slack)
-    assert gmm.cost_["estep"] < 40 * X.shape[0] * 36 / 2
+    assert gmm.cost_["estep"] < len(objective) * X.shape[0] * 36 / 2
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
