@@ -4,7 +4,8 @@ import warnings
 import numpy as np
 
 from ._base import DataReducer
-from ._kernels import _seeding
+from ._kernels._kmeanspp import d2_update
+from ._seeding import _draw
 from ._validation import check_int
 
 __all__ = ["NoReduction", "LWCS", "default_coreset_size"]
@@ -63,7 +64,7 @@ def _sensitivity(X, sample_weight, n_threads):
     mu = ((sample_weight @ X).astype(np.float64) / total).astype(X.dtype)
     # Pass 2: the distances to the mean (direct loop, exact zero on the mean).
     d2 = np.full(X.shape[0], np.inf, dtype=X.dtype)
-    n_evals = _seeding.d2_update(X, mu, d2, n_threads)
+    n_evals = d2_update(X, mu, d2, n_threads)
     d2 = d2.astype(np.float64)
     spread = float(np.dot(sample_weight.astype(np.float64, copy=False), d2))
     a, b = 0.5 / total, (0.5 / spread if spread > 0 else 0.0)
@@ -211,12 +212,9 @@ class LWCS(DataReducer):
         q, d2, a, b, n_evals = _sensitivity(X, sample_weight, state.n_threads)
         state.count("reduction", n_evals)
         cumsum = np.cumsum(q)
-        # Inverse-CDF draws: side="right" never lands on a row with q = 0, and a target that
-        # rounding pushed to the total goes to the last row with positive mass. Sorted
-        # targets make the lookups cache-friendly.
-        targets = np.sort(state.random_state.uniform(size=size)) * cumsum[-1]
-        idx = np.minimum(np.searchsorted(cumsum, targets, side="right"),
-                         np.searchsorted(cumsum, cumsum[-1], side="left"))
+        # inverse-CDF draws (never a row with q = 0); sorted targets make the lookups
+        # cache-friendly
+        idx = _draw(cumsum, np.sort(state.random_state.uniform(size=size)))
         rows, counts = np.unique(idx, return_counts=True)
         if len(rows) < state.n_clusters:
             warnings.warn(f"LWCS drew only {len(rows)} distinct samples for "

@@ -75,7 +75,7 @@ def soft_sse(X, winners, resp, centers):
     return (np.asarray(resp, np.float64) * d2).sum(1)
 
 
-# --- seeding (_seeding.pyx) ------------------------------------------------------------------
+# --- seeding (_kmeanspp.pyx, _afkmc2.pyx) ---------------------------------------------------------
 
 def d2_update(X, center, min_dist2):
     """Twin of ``d2_update``; returns (min_dist2 lowered by ``center``, n_evals)."""

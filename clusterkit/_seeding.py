@@ -1,30 +1,20 @@
 """Seeders: how the initial centres are chosen.
 
 All seeders draw their random numbers from ``state.random_state`` and leave the distance
-computations to :mod:`clusterkit._kernels._seeding`; they return centres that are rows of
+computations to the kernels ``_kernels/_kmeanspp.pyx`` and ``_afkmc2.pyx``; they return centres that are rows of
 ``X`` (C-contiguous, ``X``'s dtype) and record their distance evaluations under
 ``state.cost["seeding"]``.
 """
 import math
-import numbers
 import warnings
 
 import numpy as np
 
 from ._base import Seeder
-from ._kernels import _seeding
+from ._validation import check_int
+from ._kernels import _afkmc2, _kmeanspp
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "AFKMC2", "SampledSeeder"]
-
-
-def _check_int(name, value, minimum, allow_none=False):
-    """Raise unless ``value`` is an integer ``>= minimum`` (or None, if allowed)."""
-    if value is None and allow_none:
-        return
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name}={value!r} must be an int{' or None' if allow_none else ''}.")
-    if value < minimum:
-        raise ValueError(f"{name}={value!r} must be >= {minimum}.")
 
 
 def _invert(cumsum, values):
@@ -179,7 +169,7 @@ class KMeansPlusPlus(Seeder):
         self.n_local_trials = n_local_trials
 
     def _validate(self, X, n_clusters, composition):
-        _check_int("n_local_trials", self.n_local_trials, 1, allow_none=True)
+        check_int(self.n_local_trials, "n_local_trials", 1, allow_none=True)
 
     def _n_trials(self, n_clusters):
         if self.n_local_trials is None:
@@ -196,7 +186,7 @@ class KMeansPlusPlus(Seeder):
         labels = np.empty(X.shape[0], dtype=np.int32)
         min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
         uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
-        n_chosen, n_evals = _seeding.kmeanspp(X, sample_weight, first, uniforms, centers,
+        n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers,
                                               chosen, labels, min_dist2, state.n_threads)
         state.count("seeding", n_evals)
         if n_chosen < n_clusters:
@@ -282,7 +272,7 @@ class AFKMC2(Seeder):
         self.chain_length = chain_length
 
     def _validate(self, X, n_clusters, composition):
-        _check_int("chain_length", self.chain_length, 1)
+        check_int(self.chain_length, "chain_length", 1)
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return AFK-MC^2 centres (see :meth:`Seeder.seed`)."""
@@ -293,7 +283,7 @@ class AFKMC2(Seeder):
         if n_clusters == 1:
             return np.ascontiguousarray(X[[first]])
         d2 = np.full(n_samples, np.inf, dtype=X.dtype)
-        state.count("seeding", _seeding.d2_update(X, X[first], d2, n_threads))
+        state.count("seeding", _kmeanspp.d2_update(X, X[first], d2, n_threads))
         w = sample_weight.astype(np.float64)
         if not w.sum() > 0:
             w = np.ones(n_samples)
@@ -307,7 +297,7 @@ class AFKMC2(Seeder):
         uniforms = rs.uniform(size=(n_clusters - 1, m))
         centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
         chosen = np.empty(n_clusters, dtype=np.int32)
-        state.count("seeding", _seeding.afkmc2_chain(
+        state.count("seeding", _afkmc2.afkmc2_chain(
             X, sample_weight, q, first, candidates, uniforms, centers, chosen, n_threads))
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
@@ -375,7 +365,7 @@ class SampledSeeder(Seeder):
     def _validate(self, X, n_clusters, composition):
         if not isinstance(self._inner(), Seeder):
             raise TypeError(f"seeder={self.seeder!r} must be a Seeder or None.")
-        _check_int("size", self.size, 1, allow_none=True)
+        check_int(self.size, "size", 1, allow_none=True)
         if self.size is not None and self.size < n_clusters:
             raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
         self._inner()._validate(X, n_clusters, composition)

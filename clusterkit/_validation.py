@@ -6,10 +6,14 @@ import numpy as np
 __all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable"]
 
 
-def check_int(value, name, minimum=None):
-    """Return ``value`` as an int; ``TypeError`` for non-integers, ``ValueError`` if too small."""
+def check_int(value, name, minimum=None, allow_none=False):
+    """Return ``value`` as an int (or None, if allowed); ``TypeError`` for non-integers,
+    ``ValueError`` if too small."""
+    if value is None and allow_none:
+        return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}.")
+        raise TypeError(f"{name} must be an integer{' or None' if allow_none else ''}, "
+                        f"got {value!r}.")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}={value} must be >= {minimum}.")
     return int(value)

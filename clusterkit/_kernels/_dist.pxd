@@ -105,3 +105,23 @@ cdef inline void _dist2_tile(const floating* X,              # IN  (n_rows, n_fe
                 xk = X[i * n_features + k]
                 for j in range(n_clusters):
                     row[j] += (xk - centers_T[k * n_clusters + j]) * (xk - centers_T[k * n_clusters + j])
+
+
+cdef inline void _center_dist2(const floating* candidate,    # IN  (n_features,)
+                               Py_ssize_t n_features,
+                               const floating* centers_T,    # IN  (n_features, stride)
+                               Py_ssize_t stride,
+                               Py_ssize_t n_centers,
+                               floating* out) noexcept nogil:  # OUT (n_centers,)
+    """Squared distances of ``candidate`` to the first ``n_centers`` centres (transposed, so
+    that the inner loop runs over centres and vectorises; each sum runs over the features in
+    order, as in ``_sqdist``)."""
+    cdef Py_ssize_t j, k
+    cdef floating ck, diff
+    for j in range(n_centers):
+        out[j] = 0
+    for k in range(n_features):
+        ck = candidate[k]
+        for j in range(n_centers):
+            diff = ck - centers_T[k * stride + j]
+            out[j] += diff * diff

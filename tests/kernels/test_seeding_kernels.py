@@ -4,7 +4,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from clusterkit import _reference as ref
-from clusterkit._kernels import _seeding
+from clusterkit._kernels import _afkmc2, _kmeanspp
 
 from .._helpers import assert_labels_equal_up_to_ties
 
@@ -42,7 +42,7 @@ def test_d2_update_matches_reference(dtype, n_features, n_samples):
     results = []
     for n_threads in (1, 2):
         min_dist2 = start.copy()
-        n_evals = _seeding.d2_update(X, center, min_dist2, n_threads)
+        n_evals = _kmeanspp.d2_update(X, center, min_dist2, n_threads)
         assert n_evals == expected_evals == n_samples
         assert min_dist2.dtype == dtype
         assert_allclose(min_dist2, expected, rtol=RTOL[dtype])
@@ -54,18 +54,18 @@ def test_d2_update_matches_reference(dtype, n_features, n_samples):
 def test_d2_update_first_centre_and_exact_zero(dtype):
     _, X, _ = _data(CHUNK + 1, 12, dtype)
     min_dist2 = np.full(len(X), np.inf, dtype=dtype)
-    _seeding.d2_update(X, X[5], min_dist2, 2)
+    _kmeanspp.d2_update(X, X[5], min_dist2, 2)
     assert min_dist2[5] == 0
     assert np.all(np.isfinite(min_dist2))
 
 
-def _kmeanspp(X, w, first, uniforms, n_threads):
+def run_kmeanspp(X, w, first, uniforms, n_threads):
     n_clusters = uniforms.shape[0] + 1
     centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
     chosen = np.full(n_clusters, -1, dtype=np.int32)
     labels = np.empty(len(X), dtype=np.int32)
     min_dist2 = np.empty(len(X), dtype=X.dtype)
-    n_chosen, n_evals = _seeding.kmeanspp(X, w, first, uniforms, centers, chosen, labels,
+    n_chosen, n_evals = _kmeanspp.kmeanspp(X, w, first, uniforms, centers, chosen, labels,
                                           min_dist2, n_threads)
     return centers[:n_chosen], chosen[:n_chosen], labels, min_dist2, n_chosen, n_evals
 
@@ -87,7 +87,7 @@ def test_kmeanspp_matches_unpruned_reference(dtype, n_trials, n_features, n_samp
         X, w, first, uniforms)
     results = []
     for n_threads in (1, 2):
-        centers, chosen, labels, min_dist2, n_chosen, n_evals = _kmeanspp(
+        centers, chosen, labels, min_dist2, n_chosen, n_evals = run_kmeanspp(
             X, w, first, uniforms, n_threads)
         assert n_chosen == exp_n == min(n_clusters, np.count_nonzero(w > 0) + 1)
         assert_array_equal(chosen, exp_chosen)
@@ -108,7 +108,7 @@ def test_kmeanspp_prunes_most_distances_on_separated_clusters():
     X = np.repeat(means, 40, axis=0) + rng.normal(size=(2000, 2))
     uniforms = rng.uniform(size=(49, 5))
     w = np.ones(len(X))
-    centers, chosen, labels, min_dist2, n_chosen, n_evals = _kmeanspp(X, w, 0, uniforms, 2)
+    centers, chosen, labels, min_dist2, n_chosen, n_evals = run_kmeanspp(X, w, 0, uniforms, 2)
     *_, unpruned = ref.kmeanspp(X, w, 0, uniforms)
     assert_array_equal(chosen, ref.kmeanspp(X, w, 0, uniforms)[1])
     assert n_evals < 0.2 * unpruned
@@ -119,7 +119,7 @@ def test_kmeanspp_prunes_most_distances_on_separated_clusters():
 def test_kmeanspp_stops_when_every_distance_is_zero(dtype):
     X = np.repeat(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 5.0]], dtype=dtype), 30, axis=0)
     uniforms = np.random.RandomState(0).uniform(size=(5, 3))
-    centers, chosen, labels, min_dist2, n_chosen, _ = _kmeanspp(
+    centers, chosen, labels, min_dist2, n_chosen, _ = run_kmeanspp(
         X, np.ones(len(X), dtype=dtype), 0, uniforms, 2)
     assert n_chosen == 3
     assert len(np.unique(centers, axis=0)) == 3
@@ -136,7 +136,7 @@ def test_kmeanspp_plain_draws_proportionally_to_weighted_d2():
     d2 = ref.sqdist(X, X[[0]])[:, 0]
     counts = np.zeros(300)
     for u in rng.uniform(size=(20000, 1, 1)):
-        _, chosen, *_ = _kmeanspp(X, w, 0, u, 1)
+        _, chosen, *_ = run_kmeanspp(X, w, 0, u, 1)
         counts[chosen[1]] += 1
     assert counts[w == 0].sum() == 0
     expected = w * d2 / (w @ d2) * counts.sum()
@@ -178,7 +178,7 @@ def test_afkmc2_chain_matches_reference(dtype, n_features, n_samples, n_clusters
     for n_threads in (1, 2):
         centers = np.empty((n_clusters, n_features), dtype=dtype)
         chosen = np.full(n_clusters, -1, dtype=np.int32)
-        n_evals = _seeding.afkmc2_chain(X, w, q, first, candidates, uniforms, centers, chosen,
+        n_evals = _afkmc2.afkmc2_chain(X, w, q, first, candidates, uniforms, centers, chosen,
                                         n_threads)
         assert n_evals == expected_evals == chain_length * n_clusters * (n_clusters - 1) // 2
         assert_array_equal(chosen, expected_chosen)
@@ -201,7 +201,7 @@ def test_afkmc2_chain_exact_for_near_points_far_from_the_origin(dtype):
     expected_centers, expected_chosen, _ = ref.afkmc2_chain(X, w, q, 0, candidates, uniforms)
     centers = np.empty((200, 12), dtype=dtype)
     chosen = np.empty(200, dtype=np.int32)
-    _seeding.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 2)
+    _afkmc2.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 2)
     assert_array_equal(chosen, expected_chosen)
     assert_array_equal(centers, expected_centers)
 
@@ -216,7 +216,7 @@ def test_afkmc2_chain_rejects_existing_centres():
     uniforms = np.full((1, 4), 0.999)
     centers = np.empty((2, 1))
     chosen = np.empty(2, dtype=np.int32)
-    _seeding.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 1)
+    _afkmc2.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 1)
     assert_array_equal(chosen, [0, 2])
     assert_array_equal(centers, [[0.0], [5.0]])
 
@@ -230,5 +230,5 @@ def test_afkmc2_chain_acceptance_ratio():
     for u, expected in [(0.05, 2), (0.03, 1)]:
         uniforms = np.array([[0.0, 0.999, u]])
         centers, chosen = np.empty((2, 1)), np.empty(2, dtype=np.int32)
-        _seeding.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 2)
+        _afkmc2.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 2)
         assert chosen[1] == expected
