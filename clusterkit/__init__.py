@@ -10,7 +10,7 @@ from . import datasets, metrics, presets  # public submodules, as attributes of 
 from ._base import (FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Composition, DataReducer, EStep,
                     MStep, Objective, Schedule, Seeder)
 from ._clusterer import Clusterer
-from ._estep import FullEStep, PartialEStep, TruncatedEStep
+from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
@@ -26,7 +26,7 @@ __all__ = [
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder",
     "NoReduction", "LWCS",
-    "FullEStep", "TruncatedEStep", "PartialEStep",
+    "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep",
     "HardMStep", "SoftMStep",
     "FullBatch",
     "openmp_enabled", "effective_n_threads",

@@ -222,6 +222,15 @@ class DataReducer(_Strategy, ABC):
             input (user weights included). Returning ``X`` itself means "no reduction".
         """
 
+    def max_rows(self, n_samples, n_clusters):
+        """The most rows :meth:`reduce` can return for ``n_samples`` input rows.
+
+        Read by strategies that check their memory when ``fit`` starts (per-sample state such
+        as :class:`~clusterkit.ElkanEStep`'s bounds). The default, ``n_samples``, is right for
+        any reducer; one that knows its output size says so.
+        """
+        return n_samples
+
 
 class EStep(_Strategy, ABC):
     """Assigns samples to clusters (hard) or computes responsibilities.
@@ -450,8 +459,7 @@ class Schedule(_Strategy, ABC):
         stop : bool
         """
         history = state.history
-        if (state.strict_convergence and state.n_changed == 0
-                and history[-1]["batch_size"] == state.n_samples):
+        if state.at_fixed_point:
             return True  # the same labels as the step before: the same centres again
         if len(history) < 2:
             return False

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
 from ._base import FREE_ENERGY, Composition, DataReducer, EStep, MStep, Schedule, Seeder
-from ._estep import FullEStep, PartialEStep, TruncatedEStep, log_joint_offset
+from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep, log_joint_offset
 from ._kernels import _assign
 from ._kernels._dist import TILE_ROWS
 from ._kernels._openmp import effective_n_threads
@@ -32,7 +32,8 @@ __all__ = ["Clusterer"]
 _SEEDERS = {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
             "sampled": SampledSeeder}
 _REDUCERS = {"none": NoReduction, "lwcs": LWCS}
-_ESTEPS = {"full": FullEStep, "truncated": TruncatedEStep, "partial": PartialEStep}
+_ESTEPS = {"full": FullEStep, "elkan": ElkanEStep, "truncated": TruncatedEStep,
+           "partial": PartialEStep}
 _MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
 _SCHEDULES = {"full": FullBatch}
 
@@ -161,8 +162,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Data reduction before clustering: ``None`` or ``"none"`` :class:`NoReduction`,
         ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).
     estep : str or EStep, default="full"
-        The E-step: ``"full"`` :class:`FullEStep`, ``"truncated"`` :class:`TruncatedEStep`,
-        ``"partial"`` :class:`PartialEStep`.
+        The E-step: ``"full"`` :class:`FullEStep`, ``"elkan"`` :class:`ElkanEStep`,
+        ``"truncated"`` :class:`TruncatedEStep`, ``"partial"`` :class:`PartialEStep`.
     mstep : {"hard", "soft"} or MStep, default="hard"
         ``"hard"`` is :class:`HardMStep` (k-means), ``"soft"`` :class:`SoftMStep`
         (isotropic GMM with one shared variance).
@@ -396,11 +397,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                     state.rows = slice(0, X_fit.shape[0])
                     objective = estep.assign(X_fit, w_fit, centers, state).objective
                 if best is None or mstep.objective.better(objective, best[0]):
+                    settled = state.labels.copy() if state.at_fixed_point else None
                     best = (objective, centers, end, state.history, state.sigma2,
-                            state.estep_state)
+                            state.estep_state, settled)
                 if end == "callback":  # the callback ends the whole fit
                     break
-            _, centers, end, history, sigma2, state.estep_state = best
+            _, centers, end, history, sigma2, state.estep_state, settled = best
             if end == "max_iter":
                 warnings.warn(
                     f"The fit did not converge: the objective still changed by more than "
@@ -411,7 +413,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             if self.compute_labels:
                 with state.timed("labels"):
                     self._label_training_data(X, sample_weight, X_fit, reduced, x_mean,
-                                              centers, estep, state)
+                                              centers, estep, state, settled)
                 n_distinct = np.count_nonzero(np.bincount(self.labels_,
                                                           minlength=self.n_clusters))
                 if n_distinct < self.n_clusters:
@@ -448,11 +450,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self._say(1, f"  {phase}: {done}/{total}")
 
     def _label_training_data(self, X, sample_weight, X_fit, reduced, x_mean, centers, estep,
-                             state):
+                             state, settled):
         """``labels_`` and ``inertia_``: the E-step's own final labels of the fitted rows if it
-        defines them, else every training sample's nearest final centre (one exact pass, on
-        the fit's centred copy when it ran on all the data, else block by block)."""
+        defines them, or the last step's labels if the run ended at a fixed point
+        (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
+        final centre (one exact pass, on the fit's centred copy when it ran on all the data,
+        else block by block)."""
         labels = None if reduced else estep.final_labels(state)
+        if labels is None and not reduced:
+            labels = settled
         if labels is None:
             data, mean = (X, x_mean) if reduced else (X_fit, None)
             labels, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)

@@ -5,11 +5,11 @@ import warnings
 import numpy as np
 
 from ._base import Assignment, EStep
-from ._kernels import _assign, _mstep, _partial, _topk
+from ._kernels import _assign, _elkan, _mstep, _partial, _topk
 from ._state import weighted_sum
 from ._validation import check_int
 
-__all__ = ["FullEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
+__all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
 
 
 def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
@@ -113,6 +113,140 @@ class FullEStep(EStep):
                                 X.shape[1])
         return Assignment(labels=labels, dist2=dist2, objective=objective,
                           qe=weighted_sum(dist2, sample_weight), resp=resp)
+
+
+# --- ElkanEStep (Elkan 2003) -----------------------------------------------------------------
+
+
+class _ElkanBounds:
+    """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
+    centre, and the centre-centre half distances of the current step."""
+
+    def __init__(self, n_samples, n_clusters):
+        self.lower = np.empty((n_samples, n_clusters), dtype=np.float32)
+        self.shift_sum = np.zeros(n_clusters)
+        self.half_cc = np.empty((n_clusters, n_clusters))
+        self.half_min = np.empty(n_clusters)
+
+
+def elkan_memory(n_samples, n_clusters):
+    """Bytes :class:`ElkanEStep` keeps for a fit on ``n_samples`` rows: float32 lower bounds
+    (``4 N C``) and the float64 centre-centre half distances (``8 C^2``)."""
+    return 4 * n_samples * n_clusters + 8 * n_clusters * n_clusters
+
+
+class ElkanEStep(EStep):
+    """Exact hard assignment that skips distances with Elkan's triangle-inequality bounds.
+
+    The same labels as :class:`FullEStep` (each sample's nearest centre, ties to the lower
+    index) while computing far fewer distances once the centres settle (Elkan 2003). Per
+    sample it keeps a lower bound on the distance to every centre; per step it computes half
+    the distance between every two centres. A sample's distance to its current centre ``u``
+    is computed at every visit (it is the exact ``dist2`` the objective and the M-step read);
+    centre ``c`` is then looked at only if ``d(c_a, c) / 2 <= u`` and its lower bound is at
+    most ``u``, and not at all if ``u`` is below half the distance to the nearest other centre.
+
+    Parameters
+    ----------
+    max_bounds_bytes : int, default=2**31
+        Memory budget of the bounds (:func:`elkan_memory`: ``4 N C + 8 C^2`` bytes). A fit
+        that would need more is refused when it starts, before anything is allocated.
+
+    Notes
+    -----
+    Memory: the lower bounds are an ``N x C`` float32 table (float32 also for float64 data:
+    half the memory traffic, and a bound only has to be a little too small, never exact),
+    plus ``C x C`` float64 half distances. At the default budget, 2 GiB, that is for instance
+    ``N = 500,000`` with ``C = 1,000``; beyond it, use :class:`FullEStep` (Lloyd, ``O(N)``
+    memory) or, approximately, :class:`PartialEStep`.
+
+    Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample, and those the
+    bounds do not rule out (all ``C`` per sample at its first visit, pruned by the centre
+    distances). Each bound is stored as ``l + S_c`` with ``S_c`` the total move of centre
+    ``c`` so far, so the centres' moves apply to all bounds without a pass over the table, and
+    under a mini-batch schedule the bounds of samples outside the batch stay valid.
+    Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
+    float64) larger than the rounding of the distances, so rounding never makes one invalid.
+    Hard M-steps only. Results do not depend on the number of threads.
+
+    References
+    ----------
+    .. [1] C. Elkan, "Using the triangle inequality to accelerate k-means", ICML 2003.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, ElkanEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> Clusterer(2, seed=X[[0, 2]], estep=ElkanEStep()).fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True
+
+    def __init__(self, max_bounds_bytes=2**31):
+        self.max_bounds_bytes = max_bounds_bytes
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse soft M-steps and fits whose bounds exceed ``max_bounds_bytes``.
+
+        Raises
+        ------
+        TypeError
+            If ``max_bounds_bytes`` is not an integer.
+        ValueError
+            If the M-step needs responsibilities, or the bounds would need more memory than
+            ``max_bounds_bytes``.
+        """
+        budget = check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0)
+        if composition.mstep.needs_resp:
+            raise ValueError(f"ElkanEStep assigns hard labels; {type(composition.mstep).__name__}"
+                             " needs responsibilities. Use FullEStep, TruncatedEStep or "
+                             "PartialEStep for a Gaussian mixture.")
+        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        need = elkan_memory(n_rows, n_clusters)
+        if need > budget:
+            raise ValueError(
+                f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
+                f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
+                f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
+                "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds) or PartialEStep.")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Allocate the bounds for all rows (set at each row's first visit)."""
+        return _ElkanBounds(X.shape[0], centers.shape[0])
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the exact nearest-centre assignment of the batch ``state.rows``.
+
+        See :meth:`EStep.assign`; counts the centre and sample distances computed under
+        ``"estep"``.
+        """
+        bounds = state.estep_state
+        bounds.shift_sum += state.center_shift  # the moves since the last E-step
+        state.count("estep", _elkan.center_half_distances(
+            centers, bounds.half_cc, bounds.half_min, state.n_threads))
+        rows = state.rows
+        if isinstance(rows, slice):
+            rows = np.arange(*rows.indices(state.n_samples), dtype=np.intp)
+        n_samples, n_features = X.shape
+        n_clusters = centers.shape[0]
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=X.dtype)
+        centers_sum = weight = None
+        if _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
+            # the M-step's sums in the same pass (every row is read for its distance anyway)
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+        slack = 2.0 ** -12 if X.dtype == np.float32 else 2.0 ** -20
+        state.count("estep", _elkan.elkan_assign(
+            X, sample_weight, np.asarray(rows, dtype=np.intp), centers, bounds.half_cc,
+            bounds.half_min, bounds.shift_sum, bounds.lower,
+            np.ascontiguousarray(state.labels[rows]), labels, dist2, centers_sum, weight,
+            slack, state.n_threads))
+        qe = weighted_sum(dist2, sample_weight)
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                          centers_sum=centers_sum, weight_in_clusters=weight)
 
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------

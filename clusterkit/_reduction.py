@@ -181,6 +181,10 @@ class LWCS(DataReducer):
     def _size(self, n_clusters):
         return default_coreset_size(n_clusters) if self.size is None else int(self.size)
 
+    def max_rows(self, n_samples, n_clusters):
+        """At most ``size`` rows (fewer when draws coincide), or all if ``size >= n_samples``."""
+        return min(n_samples, self._size(n_clusters))
+
     def _validate(self, X, n_clusters, composition):
         """Check ``n_clusters <= size``; warn if ``size >= n_samples`` (no reduction then).
 

@@ -152,6 +152,14 @@ class FitState:
             self.on_progress(phase, done, total)
 
     @property
+    def at_fixed_point(self):
+        """Whether the last step was over all rows, exact and hard (``strict_convergence``)
+        and changed no label: the M-step then recomputed the same centres, and ``labels``
+        are every row's nearest final centre."""
+        return (self.strict_convergence and self.n_changed == 0 and bool(self.history)
+                and self.history[-1]["batch_size"] == self.n_samples)
+
+    @property
     def n_passes(self):
         """Passes over the data so far: rows visited divided by ``n_samples``."""
         return self.n_samples_seen / max(self.n_samples, 1)

@@ -1,0 +1,213 @@
+"""Elkan's bounded exact assignment (Elkan 2003), with bounds that survive mini-batches.
+
+The lower bound of sample ``x`` and centre ``c`` is stored as ``l + S_c``, where ``S_c`` is the
+total distance centre ``c`` has moved since the start of the run (``shift_sum``): the bound
+valid now is the stored value minus today's ``S_c``. The moves of the centres are so applied
+to every sample's bounds at once, without a pass over the ``N x C`` table, and a sample that
+was not in the last batches keeps valid bounds (shifted by every move since its last visit).
+"""
+import numpy as np
+
+from cython cimport floating
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, sqrt
+
+from ._accumulate cimport _add_row, _block_rows, _n_blocks, _reduce_blocks
+from ._dist cimport _sqdist_wide
+
+
+cdef inline float _store(double value, double keep) noexcept nogil:
+    """A float32 lower bound no larger than ``value``: ``keep = 1 - slack`` absorbs the
+    rounding of the distances and of the float32 conversion."""
+    return <float> (value * keep)
+
+
+cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
+                              Py_ssize_t n_features,
+                              const floating* centers,    # IN  (n_clusters, n_features)
+                              Py_ssize_t n_clusters,
+                              const double* half_cc,      # IN  (n_clusters, n_clusters)
+                              const double* half_min,     # IN  (n_clusters,)
+                              const double* shift_sum,    # IN  (n_clusters,)
+                              float* lower,               # INOUT (n_clusters,)
+                              int previous,
+                              double slack,
+                              int* label,                 # OUT
+                              floating* dist2) noexcept nogil:  # OUT
+    """Nearest centre of one sample (ties to the lower index); returns the distances computed.
+
+    The distance to the previous label is always computed: it is the exact upper bound ``u``
+    and ``dist2``. Centre ``c`` is skipped if ``d(c_a, c) / 2 > u`` or its lower bound exceeds
+    ``u`` (both strict, so a tie is always looked at). A first visit (``previous < 0``) runs
+    the same search from centre 0 and sets every lower bound.
+    """
+    cdef double keep = 1.0 - slack
+    cdef Py_ssize_t c, a = previous if previous >= 0 else 0, n_evals = 1
+    cdef floating d2, best = _sqdist_wide(x, centers + a * n_features, n_features)
+    cdef double u = sqrt(<double> best), d
+    lower[a] = _store(u + shift_sum[a], keep)
+    if previous >= 0 and half_min[a] * keep > u:
+        label[0] = <int> a
+        dist2[0] = best
+        return n_evals
+    for c in range(0 if previous >= 0 else 1, n_clusters):
+        if c == a:
+            continue
+        if half_cc[a * n_clusters + c] * keep > u:
+            if previous < 0:  # d(x, c) >= d(c_a, c) - d(x, c_a)
+                lower[c] = _store(2 * half_cc[a * n_clusters + c] - u + shift_sum[c], keep)
+            continue
+        if previous >= 0 and lower[c] - shift_sum[c] > u:
+            continue
+        d2 = _sqdist_wide(x, centers + c * n_features, n_features)
+        n_evals += 1
+        d = sqrt(<double> d2)
+        lower[c] = _store(d + shift_sum[c], keep)
+        if d2 < best or (d2 == best and c < a):
+            a = c
+            best = d2
+            u = d
+    label[0] = <int> a
+    dist2[0] = best
+    return n_evals
+
+
+def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
+                 const floating[::1] sample_weight,   # IN  (n_batch,)
+                 const Py_ssize_t[::1] rows,          # IN  (n_batch,) rows of `lower`
+                 const floating[:, ::1] centers,      # IN
+                 const double[:, ::1] half_cc,        # IN
+                 const double[::1] half_min,          # IN
+                 const double[::1] shift_sum,         # IN
+                 float[:, ::1] lower,                 # INOUT (n_samples, n_clusters)
+                 const int[::1] previous,             # IN  (n_batch,)
+                 int[::1] labels,                     # OUT (n_batch,)
+                 floating[::1] min_dist2,             # OUT (n_batch,)
+                 floating[:, ::1] centers_sum,        # OUT (n_clusters, n_features) or None
+                 floating[::1] weight_in_clusters,    # OUT (n_clusters,) or None
+                 double slack,
+                 int n_threads):
+    """Assign a batch to the nearest centres with Elkan's triangle-inequality bounds.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_batch, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_batch,), dtype=floating
+    rows : ndarray of shape (n_batch,), dtype=intp
+        Row of ``lower`` that holds each sample's bounds.
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    half_cc : ndarray of shape (n_clusters, n_clusters), dtype=float64
+        Half the distance between every two centres (:func:`center_half_distances`).
+    half_min : ndarray of shape (n_clusters,), dtype=float64
+        Half the distance of each centre to its nearest other centre.
+    shift_sum : ndarray of shape (n_clusters,), dtype=float64
+        How far each centre has moved in total since the bounds were first set.
+    lower : ndarray of shape (n_samples, n_clusters), dtype=float32
+        Stored lower bounds ``l(x, c) + shift_sum[c]`` at the sample's last visit; updated
+        for the distances computed now. Rows of first visits need no initial value.
+    previous : ndarray of shape (n_batch,), dtype=int32
+        Each sample's label at its last visit, ``-1`` for a first visit.
+    labels : ndarray of shape (n_batch,), dtype=int32
+        Output: the nearest centre (ties to the lowest index among the distances computed).
+    min_dist2 : ndarray of shape (n_batch,), dtype=floating
+        Output: the squared distance to it, computed directly (exact, never negative).
+    centers_sum, weight_in_clusters : ndarrays of shape (n_clusters, n_features) and \
+            (n_clusters,), or None
+        If given (the fixed-block layout must fit, see ``_mstep.blocks_fit``): output, the
+        hard M-step's ``sum w x`` and ``sum w`` per cluster, summed in the same pass and in
+        the same order as ``_mstep.accumulate_hard`` (so bit-identical to it).
+    slack : float
+        Relative margin by which a bound must beat ``u`` (covers rounding; see ElkanEStep).
+    n_threads : int
+        Number of OpenMP threads.
+
+    Returns
+    -------
+    n_distance_evals : int
+        One per sample (the distance to its previous label) plus those the bounds did not
+        rule out.
+
+    Notes
+    -----
+    Each sample is handled by one thread and touches only its own row of ``lower``; with
+    sums, rows go in fixed blocks (the layout depends on ``n_batch`` only) whose partial
+    sums are added in block order. So the result does not depend on ``n_threads``. The
+    distance to the previous label reads every row, so summing in the same pass saves the
+    M-step its own pass over the data. Assumes valid input.
+    """
+    cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], i, b, block_rows
+    cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
+    cdef Py_ssize_t n_evals = 0
+    cdef bint fused = centers_sum is not None
+    n_threads = max(1, n_threads)
+    if n_batch == 0:
+        return 0
+    if not fused:
+        with nogil:
+            for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
+                n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
+                                         &half_cc[0, 0], &half_min[0], &shift_sum[0],
+                                         &lower[rows[i], 0], previous[i], slack, &labels[i],
+                                         &min_dist2[i])
+        return n_evals
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    block_rows = _block_rows(n_batch, n_blocks)
+    with nogil:
+        for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
+            for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
+                n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
+                                         &half_cc[0, 0], &half_min[0], &shift_sum[0],
+                                         &lower[rows[i], 0], previous[i], slack, &labels[i],
+                                         &min_dist2[i])
+                _add_row(&sums[b, labels[i], 0], &weights[b, labels[i]], &X[i, 0],
+                         sample_weight[i], n_features)
+        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters,
+                       min(n_threads, n_clusters))
+    return n_evals
+
+
+def center_half_distances(const floating[:, ::1] centers,   # IN
+                          double[:, ::1] half_cc,           # OUT (n_clusters, n_clusters)
+                          double[::1] half_min,             # OUT (n_clusters,)
+                          int n_threads):
+    """Half the distance between every two centres, and to each centre's nearest other one.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    half_cc : ndarray of shape (n_clusters, n_clusters), dtype=float64
+        Output: ``d(c_i, c_j) / 2`` (0 on the diagonal), symmetric.
+    half_min : ndarray of shape (n_clusters,), dtype=float64
+        Output: ``min_{j != i} d(c_i, c_j) / 2`` (``inf`` for a single centre).
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_clusters (n_clusters - 1) / 2``.
+
+    Notes
+    -----
+    Each pair's distance is computed once, directly (like the samples' distances), by the
+    thread of its lower index; results do not depend on ``n_threads``.
+    """
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1], i, j
+    cdef double d, best
+    with nogil:
+        for i in prange(n_clusters, schedule="dynamic", num_threads=max(1, n_threads)):
+            half_cc[i, i] = 0
+            for j in range(i + 1, n_clusters):
+                half_cc[i, j] = 0.5 * sqrt(<double> _sqdist_wide(&centers[i, 0], &centers[j, 0],
+                                                                  n_features))
+        for i in range(n_clusters):
+            best = INFINITY
+            for j in range(n_clusters):
+                if j < i:
+                    half_cc[i, j] = half_cc[j, i]
+                if j != i and half_cc[i, j] < best:
+                    best = half_cc[i, j]
+            half_min[i] = best
+    return n_clusters * (n_clusters - 1) // 2
