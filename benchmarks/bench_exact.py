@@ -73,6 +73,8 @@ def fit(method, X, init, n_threads, max_iter):
 def run(args):
     table, notes = [], []
     for name, X, n_clusters in datasets(args.data, args.quick):
+        if args.only and not any(part in name for part in args.only):
+            continue
         init, _ = kmeans_plusplus(X, n_clusters, random_state=0)
         results = {}
         for method in METHODS:
@@ -125,6 +127,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="smaller blobs (a smoke run)")
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="run only the rows whose name contains one of these strings")
     parser.add_argument("--write", action="store_true",
                         help=f"write the section of {Path(RESULTS_PATH).name}")
     args = parser.parse_args()

@@ -16,7 +16,7 @@ from threadpoolctl import ThreadpoolController
 from ._base import FREE_ENERGY, Composition, DataReducer, EStep, MStep, Schedule, Seeder
 from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep, log_joint_offset
 from ._kernels import _assign
-from ._kernels._dist import TILE_ROWS
+from ._kernels._dist import TILE_ROWS, center_rows
 from ._kernels._openmp import effective_n_threads
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
@@ -463,10 +463,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             data, mean = (X, x_mean) if reduced else (X_fit, None)
             labels, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)
         else:
-            labels = np.asarray(labels, dtype=np.int32)
-            moved = X_fit - centers[labels]
-            dist2 = np.einsum("ij,ij->i", moved, moved)
-            n_evals = X_fit.shape[0]
+            labels = np.ascontiguousarray(labels, dtype=np.int32)
+            dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)
+            n_evals = _assign.dist2_to_labels(X_fit, centers, labels, dist2, state.n_threads)
         state.count("labels", n_evals)
         self.labels_ = labels
         self.inertia_ = weighted_sum(dist2, sample_weight)
@@ -496,10 +495,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         check_n_clusters(self.n_clusters, X.shape[0])
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
         # full data; centring keeps float32 distances accurate far from the origin.
-        X = X - x_mean
-        # summed in float64: a float32 sum of all squares can overflow where no distance does
-        sq_norms = np.einsum("ij,ij->i", X, X)
-        variance = float(sq_norms.sum(dtype=np.float64)) / X.size  # mean per-feature variance
+        # (the sum of squares in float64: in float32 it can overflow where no distance does)
+        centred = np.empty_like(X)
+        sum_of_squares = center_rows(X, x_mean, centred, state.n_threads)
+        X = centred
+        variance = sum_of_squares / X.size  # mean per-feature variance
         # a normal number even for constant data, so that 1 / sigma2 stays finite
         state.sigma2_floor = max(1e-12 * variance, float(np.finfo(X.dtype).tiny))
         state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]

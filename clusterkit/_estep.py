@@ -122,8 +122,10 @@ class _ElkanBounds:
     """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
     centre, and the centre-centre half distances of the current step."""
 
-    def __init__(self, n_samples, n_clusters):
+    def __init__(self, n_samples, n_clusters, dtype):
         self.lower = np.empty((n_samples, n_clusters), dtype=np.float32)
+        self.last_dist2 = np.empty(n_samples, dtype=dtype)
+        self.visit_shift = np.empty(n_samples)
         self.shift_sum = np.zeros(n_clusters)
         self.half_cc = np.empty((n_clusters, n_clusters))
         self.half_min = np.empty(n_clusters)
@@ -131,8 +133,9 @@ class _ElkanBounds:
 
 def elkan_memory(n_samples, n_clusters):
     """Bytes :class:`ElkanEStep` keeps for a fit on ``n_samples`` rows: float32 lower bounds
-    (``4 N C``) and the float64 centre-centre half distances (``8 C^2``)."""
-    return 4 * n_samples * n_clusters + 8 * n_clusters * n_clusters
+    (``4 N C``), each row's last distance and its centre's total move then (at most
+    ``16 N``), and the float64 centre-centre half distances (``8 C^2``)."""
+    return 4 * n_samples * n_clusters + 16 * n_samples + 8 * n_clusters * n_clusters
 
 
 class ElkanEStep(EStep):
@@ -141,15 +144,17 @@ class ElkanEStep(EStep):
     The same labels as :class:`FullEStep` (each sample's nearest centre, ties to the lower
     index) while computing far fewer distances once the centres settle (Elkan 2003). Per
     sample it keeps a lower bound on the distance to every centre; per step it computes half
-    the distance between every two centres. A sample's distance to its current centre ``u``
-    is computed at every visit (it is the exact ``dist2`` the objective and the M-step read);
-    centre ``c`` is then looked at only if ``d(c_a, c) / 2 <= u`` and its lower bound is at
-    most ``u``, and not at all if ``u`` is below half the distance to the nearest other centre.
+    the distance between every two centres. A sample's exact distance ``u`` to its current
+    centre is known at every visit (it is the ``dist2`` the objective and the M-step read):
+    computed if that centre moved since the sample's last visit, else the last one, still
+    exact. Centre ``c`` is then looked at only if ``d(c_a, c) / 2 <= u`` and its lower bound
+    is at most ``u``, and not at all if ``u`` is below half the distance to the nearest other
+    centre.
 
     Parameters
     ----------
     max_bounds_bytes : int, default=2**31
-        Memory budget of the bounds (:func:`elkan_memory`: ``4 N C + 8 C^2`` bytes). A fit
+        Memory budget of the bounds (:func:`elkan_memory`: about ``4 N C + 8 C^2`` bytes). A fit
         that would need more is refused when it starts, before anything is allocated.
 
     Notes
@@ -160,8 +165,8 @@ class ElkanEStep(EStep):
     ``N = 500,000`` with ``C = 1,000``; beyond it, use :class:`FullEStep` (Lloyd, ``O(N)``
     memory) or, approximately, :class:`PartialEStep`.
 
-    Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample, and those the
-    bounds do not rule out (all ``C`` per sample at its first visit, pruned by the centre
+    Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
+    moved, and those the bounds do not rule out (all ``C`` per sample at its first visit, pruned by the centre
     distances). Each bound is stored as ``l + S_c`` with ``S_c`` the total move of centre
     ``c`` so far, so the centres' moves apply to all bounds without a pass over the table, and
     under a mini-batch schedule the bounds of samples outside the batch stay valid.
@@ -214,7 +219,7 @@ class ElkanEStep(EStep):
 
     def init_state(self, X, sample_weight, centers, state):
         """Allocate the bounds for all rows (set at each row's first visit)."""
-        return _ElkanBounds(X.shape[0], centers.shape[0])
+        return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype)
 
     def assign(self, X, sample_weight, centers, state):
         """Return the exact nearest-centre assignment of the batch ``state.rows``.
@@ -242,8 +247,8 @@ class ElkanEStep(EStep):
         state.count("estep", _elkan.elkan_assign(
             X, sample_weight, np.asarray(rows, dtype=np.intp), centers, bounds.half_cc,
             bounds.half_min, bounds.shift_sum, bounds.lower,
-            np.ascontiguousarray(state.labels[rows]), labels, dist2, centers_sum, weight,
-            slack, state.n_threads))
+            np.ascontiguousarray(state.labels[rows]), bounds.last_dist2, bounds.visit_shift,
+            labels, dist2, centers_sum, weight, slack, state.n_threads))
         qe = weighted_sum(dist2, sample_weight)
         return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                           centers_sum=centers_sum, weight_in_clusters=weight)

@@ -48,16 +48,24 @@ def test_center_half_distances_match_numpy(dtype, n_clusters, n_features):
     np.testing.assert_array_equal(results[0][0], results[1][0])
 
 
-def _run_kernel(X, centers, lower, shift_sum, previous, n_threads, rows=None):
+def _run_kernel(X, centers, bounds, shift_sum, previous, n_threads, rows=None):
+    """One call of the kernel; ``bounds`` = (lower, last_dist2, visit_shift), kept by the
+    caller between calls."""
     slack = 2.0 ** -12 if X.dtype == np.float32 else 2.0 ** -20
     half_cc, half_min, _ = _half_cc(centers)
     rows = np.arange(len(X), dtype=np.intp) if rows is None else rows
     labels = np.empty(len(rows), dtype=np.int32)
     dist2 = np.empty(len(rows), dtype=X.dtype)
+    lower, last_dist2, visit_shift = bounds
     n_evals = _elkan.elkan_assign(X[rows], np.ones(len(rows), X.dtype), rows, centers, half_cc,
-                                  half_min, shift_sum, lower, previous[rows], labels, dist2,
-                                  None, None, slack, n_threads)
+                                  half_min, shift_sum, lower, previous[rows], last_dist2,
+                                  visit_shift, labels, dist2, None, None, slack, n_threads)
     return labels, dist2, n_evals
+
+
+def _new_bounds(n_samples, n_clusters, dtype):
+    return (np.empty((n_samples, n_clusters), dtype=np.float32), np.empty(n_samples, dtype),
+            np.empty(n_samples))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -74,24 +82,28 @@ def test_elkan_kernel_is_nearest_centre_with_valid_bounds(dtype, n_samples, n_fe
     per_thread = []
     for n_threads in (1, 2):
         state_rng = np.random.RandomState(2)
-        lower = np.empty((n_samples, n_clusters), dtype=np.float32)
+        bounds = _new_bounds(n_samples, n_clusters, dtype)
+        lower = bounds[0]
         shift_sum = np.zeros(n_clusters)
         previous = np.full(n_samples, -1, dtype=np.int32)
         current = centers.copy()
         outputs = []
         for visit in range(4):
-            labels, dist2, n_evals = _run_kernel(X, current, lower, shift_sum, previous,
+            labels, dist2, n_evals = _run_kernel(X, current, bounds, shift_sum, previous,
                                                  n_threads)
             d = _distances(X, current)
             assert_labels_equal_up_to_ties(X, current, labels, d.argmin(1), RTOL[dtype])
             np.testing.assert_allclose(dist2, d[np.arange(n_samples), labels] ** 2,
                                        rtol=RTOL[dtype] * 10, atol=1e-5)
             assert np.all(lower - shift_sum[None] <= d * (1 + 1e-9)), "a bound is invalid"
-            assert n_samples <= n_evals <= n_samples * n_clusters
+            assert (n_samples if visit in (0, 1) else 0) <= n_evals <= n_samples * n_clusters
             outputs.append((labels.copy(), dist2.copy(), n_evals))
             previous = labels
-            # move the centres; the kernel hears of it only through shift_sum
+            # move the centres, except one from the third visit on (its samples' distances
+            # are then reused); the kernel hears of it only through shift_sum
             moved = current + state_rng.normal(scale=0.3, size=current.shape).astype(dtype)
+            if visit >= 1:
+                moved[0] = current[0]
             shift_sum += np.sqrt(((moved.astype(np.float64) - current) ** 2).sum(1))
             current = moved
         per_thread.append(outputs)
@@ -105,13 +117,15 @@ def test_elkan_kernel_bounds_survive_samples_outside_the_batch():
     """Rows not in a batch keep their bounds; after more centre moves they are still valid."""
     X = _blobs(500, 4, 8)
     centers = X[:12].copy()
-    lower = np.empty((500, 12), dtype=np.float32)
+    bounds = _new_bounds(500, 12, X.dtype)
+    lower = bounds[0]
     shift_sum = np.zeros(12)
     previous = np.full(500, -1, dtype=np.int32)
     rng = np.random.RandomState(0)
     for _ in range(6):
         rows = np.sort(rng.choice(500, 120, replace=False)).astype(np.intp)
-        labels, _, _ = _run_kernel(X, centers, lower, shift_sum, previous, 2, rows)
+        labels, dist2, _ = _run_kernel(X, centers, bounds, shift_sum, previous, 2, rows)
+        np.testing.assert_allclose(dist2, _distances(X[rows], centers).min(1) ** 2, rtol=1e-12)
         np.testing.assert_array_equal(labels, _distances(X[rows], centers).argmin(1))
         previous[rows] = labels
         seen = previous >= 0
@@ -230,14 +244,14 @@ class _Exploding(Seeder):
 
 def test_memory_budget_is_checked_before_any_work():
     X = _blobs(1000, 2, 4)
-    need = 4 * 1000 * 10 + 8 * 10 * 10
+    need = 4 * 1000 * 10 + 16 * 1000 + 8 * 10 * 10
     with pytest.raises(ValueError, match=r"ElkanEStep needs .* GiB of bounds for 1000 samples"
                                          r" and n_clusters=10, above max_bounds_bytes=1000 .*"
                                          r"FullEStep .*PartialEStep"):
         Clusterer(10, seed=_Exploding(), estep=ElkanEStep(max_bounds_bytes=1000)).fit(X)
     Clusterer(10, estep=ElkanEStep(max_bounds_bytes=need), random_state=0).fit(X)
     # a coreset's size, not the data's, is what the bounds need
-    ElkanEStep(max_bounds_bytes=4 * 300 * 10 + 800)._validate(
+    ElkanEStep(max_bounds_bytes=4 * 300 * 10 + 16 * 300 + 800)._validate(
         X, 10, composition(reduce=LWCS(300), estep=ElkanEStep()))
 
 
@@ -271,9 +285,9 @@ def test_fused_sums_equal_the_hard_msteps(dtype):
         dist2 = np.empty(len(X), dtype=dtype)
         sums, weight = np.empty_like(centers), np.empty(10, dtype=dtype)
         _elkan.elkan_assign(X, w, np.arange(len(X), dtype=np.intp), centers, half_cc, half_min,
-                            np.zeros(10), np.empty((len(X), 10), np.float32),
-                            np.full(len(X), -1, np.int32), labels, dist2, sums, weight,
-                            2.0 ** -20, n_threads)
+                            np.zeros(10), *_new_bounds(len(X), 10, dtype)[:1],
+                            np.full(len(X), -1, np.int32), *_new_bounds(len(X), 10, dtype)[1:],
+                            labels, dist2, sums, weight, 2.0 ** -20, n_threads)
         expected_sums, expected_weight = np.empty_like(centers), np.empty(10, dtype=dtype)
         _mstep.accumulate_hard(X, w, labels, expected_sums, expected_weight, n_threads)
         np.testing.assert_array_equal(sums, expected_sums)

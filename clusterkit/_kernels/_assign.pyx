@@ -8,7 +8,7 @@ from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqnorm, _use_gemm
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide, _sqnorm, _use_gemm
 
 
 cdef extern from "_nearest.h" nogil:
@@ -345,3 +345,32 @@ def responsibilities_truncated(const floating[:, ::1] dist2,  # IN
                     resp[i, j] = dist2[i, j]
             log_norm[i] = _softmax_row(&resp[i, 0], n_winners, inv_two_sigma2)
     return 0
+
+
+def dist2_to_labels(const floating[:, ::1] X,        # IN
+                    const floating[:, ::1] centers,  # IN
+                    const int[::1] labels,           # IN
+                    floating[::1] dist2,             # OUT
+                    int n_threads):
+    """Squared distance of every sample to the centre its label names.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    labels : ndarray of shape (n_samples,), dtype=int32
+        Valid cluster indices.
+    dist2 : ndarray of shape (n_samples,), dtype=floating
+        Output: ``||X[i] - centers[labels[i]]||^2``, computed directly (never negative).
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_samples``.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1], i
+    with nogil:
+        for i in prange(n_samples, schedule="static", num_threads=max(1, n_threads)):
+            dist2[i] = _sqdist_wide(&X[i, 0], &centers[labels[i], 0], n_features)
+    return n_samples

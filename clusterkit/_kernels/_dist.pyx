@@ -1,5 +1,8 @@
-"""Tables of the centres that the chunked distance kernels share."""
+"""Tables of the centres that the chunked distance kernels share, and the data's centring."""
 import numpy as np
+
+from cython cimport floating
+from cython.parallel cimport prange
 
 from ._dist cimport CHUNK_SIZE
 
@@ -25,3 +28,46 @@ def center_tables(centers):
     centers = np.asarray(centers)
     return (np.einsum("ij,ij->i", centers, centers).astype(centers.dtype, copy=False),
             np.ascontiguousarray(centers.T))
+
+
+def center_rows(const floating[:, ::1] X,       # IN
+                const floating[::1] mean,       # IN
+                floating[:, ::1] out,           # OUT
+                int n_threads):
+    """``out = X - mean`` (the same values as NumPy's), and the float64 sum of its squares.
+
+    In parallel over chunks of rows, so that the pages of a fresh ``out`` are first touched
+    by all threads (at 60,000 x 784 float64, NumPy's single-threaded subtraction spends most
+    of its 0.37 s there). The sum is added chunk by chunk in row order: it does not depend
+    on ``n_threads``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    mean : ndarray of shape (n_features,), dtype=floating
+    out : ndarray of shape (n_samples, n_features), dtype=floating
+    n_threads : int
+
+    Returns
+    -------
+    sum_of_squares : float
+        ``sum(out ** 2)``, accumulated in float64.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, i, k
+    cdef double[::1] chunk_sums = np.zeros(max(n_chunks, 1))
+    cdef double total = 0, part
+    cdef floating v
+    with nogil:
+        for c in prange(n_chunks, schedule="static", num_threads=max(1, n_threads)):
+            part = 0
+            for i in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+                for k in range(n_features):
+                    v = X[i, k] - mean[k]
+                    out[i, k] = v
+                    part = part + <double> v * v
+            chunk_sums[c] = part
+        for c in range(n_chunks):
+            total += chunk_sums[c]
+    return total

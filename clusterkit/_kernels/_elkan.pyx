@@ -32,23 +32,32 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
                               float* lower,               # INOUT (n_clusters,)
                               int previous,
                               double slack,
-                              int* label,                 # OUT
-                              floating* dist2) noexcept nogil:  # OUT
+                              floating* dist2,            # INOUT
+                              double* visit_shift,        # INOUT
+                              int* label) noexcept nogil:  # OUT
     """Nearest centre of one sample (ties to the lower index); returns the distances computed.
 
-    The distance to the previous label is always computed: it is the exact upper bound ``u``
-    and ``dist2``. Centre ``c`` is skipped if ``d(c_a, c) / 2 > u`` or its lower bound exceeds
-    ``u`` (both strict, so a tie is always looked at). A first visit (``previous < 0``) runs
-    the same search from centre 0 and sets every lower bound.
+    The exact distance ``u`` to the previous label ``a`` is the last visit's ``dist2`` if
+    centre ``a`` has not moved since (``shift_sum[a] == visit_shift``: its coordinates are the
+    same), else it is computed. Centre ``c`` is skipped if ``d(c_a, c) / 2 > u`` or its lower
+    bound exceeds ``u`` (both strict, so a tie is always looked at). A first visit
+    (``previous < 0``) runs the same search from centre 0 and sets every lower bound.
     """
     cdef double keep = 1.0 - slack
-    cdef Py_ssize_t c, a = previous if previous >= 0 else 0, n_evals = 1
-    cdef floating d2, best = _sqdist_wide(x, centers + a * n_features, n_features)
-    cdef double u = sqrt(<double> best), d
+    cdef Py_ssize_t c, a = previous if previous >= 0 else 0, n_evals = 0
+    cdef floating d2, best
+    cdef double u, d
+    if previous >= 0 and shift_sum[a] == visit_shift[0]:
+        best = dist2[0]
+    else:
+        best = _sqdist_wide(x, centers + a * n_features, n_features)
+        n_evals = 1
+    u = sqrt(<double> best)
     lower[a] = _store(u + shift_sum[a], keep)
     if previous >= 0 and half_min[a] * keep > u:
         label[0] = <int> a
         dist2[0] = best
+        visit_shift[0] = shift_sum[a]
         return n_evals
     for c in range(0 if previous >= 0 else 1, n_clusters):
         if c == a:
@@ -69,6 +78,7 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
             u = d
     label[0] = <int> a
     dist2[0] = best
+    visit_shift[0] = shift_sum[a]
     return n_evals
 
 
@@ -81,6 +91,8 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                  const double[::1] shift_sum,         # IN
                  float[:, ::1] lower,                 # INOUT (n_samples, n_clusters)
                  const int[::1] previous,             # IN  (n_batch,)
+                 floating[::1] last_dist2,            # INOUT (n_samples,)
+                 double[::1] visit_shift,             # INOUT (n_samples,)
                  int[::1] labels,                     # OUT (n_batch,)
                  floating[::1] min_dist2,             # OUT (n_batch,)
                  floating[:, ::1] centers_sum,        # OUT (n_clusters, n_features) or None
@@ -107,6 +119,10 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
         for the distances computed now. Rows of first visits need no initial value.
     previous : ndarray of shape (n_batch,), dtype=int32
         Each sample's label at its last visit, ``-1`` for a first visit.
+    last_dist2, visit_shift : ndarrays of shape (n_samples,), dtype=floating and float64
+        Per row of ``lower``: the squared distance to its label at its last visit, and
+        ``shift_sum`` of that centre then; updated. While the centre stays put the distance is
+        reused instead of computed.
     labels : ndarray of shape (n_batch,), dtype=int32
         Output: the nearest centre (ties to the lowest index among the distances computed).
     min_dist2 : ndarray of shape (n_batch,), dtype=floating
@@ -124,8 +140,8 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     Returns
     -------
     n_distance_evals : int
-        One per sample (the distance to its previous label) plus those the bounds did not
-        rule out.
+        One per sample whose centre moved since its last visit (the distance to it), plus
+        those the bounds did not rule out.
 
     Notes
     -----
@@ -148,8 +164,10 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
             for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
                 n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
-                                         &lower[rows[i], 0], previous[i], slack, &labels[i],
-                                         &min_dist2[i])
+                                         &lower[rows[i], 0], previous[i], slack,
+                                         &last_dist2[rows[i]], &visit_shift[rows[i]],
+                                         &labels[i])
+                min_dist2[i] = last_dist2[rows[i]]
         return n_evals
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
@@ -160,8 +178,10 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
             for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
                 n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
-                                         &lower[rows[i], 0], previous[i], slack, &labels[i],
-                                         &min_dist2[i])
+                                         &lower[rows[i], 0], previous[i], slack,
+                                         &last_dist2[rows[i]], &visit_shift[rows[i]],
+                                         &labels[i])
+                min_dist2[i] = last_dist2[rows[i]]
                 _add_row(&sums[b, labels[i], 0], &weights[b, labels[i]], &X[i, 0],
                          sample_weight[i], n_features)
         _reduce_blocks(sums, weights, centers_sum, weight_in_clusters,

@@ -177,3 +177,20 @@ def test_assign_full_accumulate_refuses_small_inputs(dtype):
         _assign.assign_full_accumulate(X, np.ones(300, dtype), centers, np.empty(300, np.int32),
                                        np.empty(300, dtype), np.empty((4, 3), dtype),
                                        np.empty(4, dtype), 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_samples,n_features", [(1, 1), (257, 3), (1001, 37)])
+def test_dist2_to_labels_matches_reference(dtype, n_samples, n_features):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(n_samples, n_features)).astype(dtype)
+    centers = rng.normal(size=(7, n_features)).astype(dtype)
+    labels = rng.randint(7, size=n_samples).astype(np.int32)
+    expected = ((X.astype(np.float64) - centers[labels]) ** 2).sum(1)
+    results = []
+    for n_threads in (1, 2):
+        dist2 = np.empty(n_samples, dtype=dtype)
+        assert _assign.dist2_to_labels(X, centers, labels, dist2, n_threads) == n_samples
+        np.testing.assert_allclose(dist2, expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+        results.append(dist2)
+    np.testing.assert_array_equal(results[0], results[1])
