@@ -1,6 +1,7 @@
 """The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
 import math
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -381,7 +382,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             objective=mstep.objective, center_update=schedule.center_update,
             strict_convergence=estep.exact and not mstep.needs_resp)
         if self.verbose:
-            state.on_progress = self._print_progress
+            state.on_progress = self._progress_printer()
         with _single_threaded_blas():
             X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
                                                             x_mean)
@@ -446,8 +447,17 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         if self.verbose >= level:
             print(message, flush=True)
 
-    def _print_progress(self, phase, done, total):
-        self._say(1, f"  {phase}: {done}/{total}")
+    def _progress_printer(self):
+        """``state.on_progress`` for verbose fits: a line at most every second, so that only
+        long phases report progress (and their end)."""
+        last = {"time": time.perf_counter(), "printed": False}
+
+        def report(phase, done, total):
+            now = time.perf_counter()
+            if now - last["time"] >= 1.0 or (done == total and last["printed"]):
+                self._say(1, f"  {phase}: {done}/{total}")
+                last.update(time=now, printed=done < total)
+        return report
 
     def _label_training_data(self, X, sample_weight, X_fit, reduced, x_mean, centers, estep,
                              state, settled):

@@ -297,8 +297,15 @@ class AFKMC2(Seeder):
         uniforms = rs.uniform(size=(n_clusters - 1, m))
         centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
         chosen = np.empty(n_clusters, dtype=np.int32)
-        state.count("seeding", _afkmc2.afkmc2_chain(
-            X, sample_weight, q, first, candidates, uniforms, centers, chosen, n_threads))
+        # the chains in about 20 slices of equal work (centre i costs i), each a whole number
+        # of the kernel's 32-centre blocks, with progress reported after each
+        bounds = sorted({1 + 32 * int(n_clusters * math.sqrt(k / 20) // 32)
+                         for k in range(1, 20)} | {1, n_clusters})
+        for begin, end in zip(bounds[:-1], bounds[1:]):
+            state.count("seeding", _afkmc2.afkmc2_chain(
+                X, sample_weight, q, first, candidates, uniforms, centers, chosen, n_threads,
+                begin, end))
+            state.progress("seeding", end, n_clusters)
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
             warnings.warn(

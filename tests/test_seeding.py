@@ -350,3 +350,41 @@ def test_constructor_stores_arguments_unchanged_and_pickles():
     for seeder in SEEDERS:
         assert pickle.loads(pickle.dumps(seeder)) == seeder
     assert repr(AFKMC2()) == "AFKMC2(chain_length=200)"
+
+
+def test_afkmc2_reports_progress_and_slices_do_not_change_the_centres():
+    from clusterkit._kernels import _afkmc2
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(3000, 12))
+    w = np.ones(len(X))
+    C, m = 150, 5
+    q = np.full(len(X), 1 / len(X))
+    candidates = rng.randint(len(X), size=(C - 1, m)).astype(np.int32)
+    uniforms = rng.uniform(size=(C - 1, m))
+    whole = np.empty((C, 12)), np.empty(C, dtype=np.int32)
+    n_whole = _afkmc2.afkmc2_chain(X, w, q, 7, candidates, uniforms, *whole, 2)
+    sliced = np.empty((C, 12)), np.empty(C, dtype=np.int32)
+    n_sliced = sum(_afkmc2.afkmc2_chain(X, w, q, 7, candidates, uniforms, *sliced, 2, b, e)
+                   for b, e in [(1, 33), (33, 97), (97, C)])
+    np.testing.assert_array_equal(whole[0], sliced[0])
+    np.testing.assert_array_equal(whole[1], sliced[1])
+    assert n_whole == n_sliced == m * C * (C - 1) // 2
+    reports = []
+    state = FitState(n_clusters=C, n_features=12, random_state=np.random.RandomState(0))
+    state.on_progress = lambda *args: reports.append(args)
+    AFKMC2(chain_length=m).seed(X, w, C, state)
+    assert reports[-1] == ("seeding", C, C)
+    assert [done for _, done, _ in reports] == sorted({done for _, done, _ in reports})
+
+
+def test_verbose_progress_is_printed_only_for_long_phases(monkeypatch, capsys):
+    from clusterkit import Clusterer
+    from clusterkit import _clusterer as module
+    clock = iter([0.0, 0.2, 1.5, 1.7, 1.8])
+    monkeypatch.setattr(module.time, "perf_counter", lambda: next(clock))
+    report = Clusterer(3, verbose=1)._progress_printer()  # starts at t = 0
+    report("seeding", 10, 100)   # t = 0.2: too soon
+    report("seeding", 50, 100)   # t = 1.5: printed
+    report("seeding", 70, 100)   # t = 1.7: too soon
+    report("seeding", 100, 100)  # t = 1.8: the end of a phase that printed
+    assert capsys.readouterr().out.splitlines() == ["  seeding: 50/100", "  seeding: 100/100"]

@@ -94,8 +94,10 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                  const double[:, ::1] uniforms,         # IN
                  floating[:, ::1] centers,              # OUT
                  int[::1] chosen,                       # OUT
-                 int n_threads):
-    """Run the AFK-MC^2 Markov chains for centres ``1 .. n_clusters - 1``.
+                 int n_threads,
+                 Py_ssize_t begin=1,
+                 Py_ssize_t end=-1):
+    """Run the AFK-MC^2 Markov chains for centres ``begin .. end - 1`` (by default all).
 
     For centre ``i`` the chain visits the pre-drawn candidates ``y_1 .. y_m`` (row ``i - 1``
     of ``candidates``) with target ``p(y) = w_y min_{l < i} ||x_y - c_l||^2``: ``y_1`` is always
@@ -120,12 +122,18 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
         Output: row of ``X`` of each centre (``chosen[0] = first``).
     n_threads : int
         Number of OpenMP threads.
+    begin, end : int, default=1, -1
+        The centres to choose (``end=-1``: up to ``n_clusters``). With ``begin > 1`` the
+        centres ``0 .. begin - 1`` (and ``chosen``) are those of an earlier call: a caller
+        can so report progress between calls. ``begin - 1`` should be a multiple of
+        ``AFKMC2_BLOCK`` (32) so that the blocks, and so the results, are those of one call.
 
     Returns
     -------
     n_distance_evals : int
-        ``chain_length * n_clusters * (n_clusters - 1) / 2`` (each candidate for centre ``i``
-        is compared with the ``i`` centres before it).
+        ``chain_length * sum(i for i in range(begin, end))`` (each candidate for centre ``i``
+        is compared with the ``i`` centres before it): ``chain_length * n_clusters *
+        (n_clusters - 1) / 2`` for all.
 
     Notes
     -----
@@ -152,6 +160,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     cdef bint gemm = _use_gemm(n_features)
     cdef floating d, d_new
     cdef double p_state, ratio
+    end = n_clusters if end < 0 else min(end, n_clusters)
+    begin = max(begin, 1)
     if n_clusters == 0:
         return 0
     n_threads = max(1, min(n_threads, AFKMC2_BLOCK * chain_length))
@@ -167,15 +177,18 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     cdef double[:, ::1] gathered = np.empty((n_threads, n_gather * n_features + 1))
     cdef double[:, ::1] tiles = np.empty((n_threads, n_gather * n_clusters + 1))
     with nogil:
-        for k in range(n_features):
-            centers[0, k] = X[first, k]
-            centers_T[k, 0] = X[first, k]
-        if gemm:
-            _set_center64(&centers[0, 0], n_features, &centers64[0, 0], &sqnorm64[0])
-        chosen[0] = <int> first
-        i_start = 1
-        while i_start < n_clusters:
-            i_end = min(i_start + AFKMC2_BLOCK, n_clusters)
+        if begin == 1:
+            for k in range(n_features):
+                centers[0, k] = X[first, k]
+            chosen[0] = <int> first
+        for i in range(begin):  # the centres known so far, in the layouts the passes read
+            for k in range(n_features):
+                centers_T[k, i] = centers[i, k]
+            if gemm:
+                _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
+        i_start = begin
+        while i_start < end:
+            i_end = min(i_start + AFKMC2_BLOCK, end)
             n_block = (i_end - i_start) * chain_length
             with parallel(num_threads=n_threads):
                 if gemm:
@@ -223,4 +236,4 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                     _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
                 chosen[i] = <int> y
             i_start = i_end
-    return chain_length * n_clusters * (n_clusters - 1) // 2
+    return chain_length * (end * (end - 1) - begin * (begin - 1)) // 2 if end > begin else 0

@@ -11,6 +11,7 @@ from libc.math cimport sqrt
 from libc.stdlib cimport calloc, free
 
 from ._dist cimport CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, ck_prefetch_row
+from ._openmp cimport _threads_for
 from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BLOCK,
                                 _Neighbours, _block_mass, _copy_row, _group_entries,
                                 _invert_cumsum, _may_overlap, _prefix_sums, _push_neighbour,
@@ -180,7 +181,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef Py_ssize_t n_blocks = (n_samples + SAMPLER_BLOCK - 1) // SAMPLER_BLOCK
     cdef Py_ssize_t capacity = 2 * n_samples
     cdef Py_ssize_t i, j, k, l, t, m, b, g, row, best, end, pos, stop, n_scan, n_chosen = 1
-    cdef Py_ssize_t n_evals = n_samples
+    cdef Py_ssize_t n_evals = n_samples, work
     cdef floating d, mass_old, mass_new
     cdef double target, best_gain, dist2
     cdef bint out_of_memory = False
@@ -302,8 +303,12 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                 best = 0
                 if n_trials > 1:
                     # score group by group, so that a group's leading rows, once in cache,
-                    # serve every candidate that needs them
-                    with parallel(num_threads=n_threads):
+                    # serve every candidate that needs them; each loop runs on several
+                    # threads only when it has the work for them
+                    work = 0
+                    for l in range(n_trials):
+                        work += neighbours[labels[cand[l]]].size + 1
+                    with parallel(num_threads=_threads_for(work * n_features, n_threads)):
                         for l in prange(n_trials, schedule="dynamic"):
                             g = labels[cand[l]]
                             for t in range(-1, neighbours[g].size):
@@ -314,7 +319,10 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                         i, cand, labels, neighbours, &quarters[0, 0], n_clusters, radius2,
                         slot_stamp, slot_of_group, touched, slot_start, slot_entries, entry_cand,
                         entry_q, trial_evals, &n_touched)
-                    with parallel(num_threads=n_threads):
+                    work = 0  # at most every member of a touched group, per entry
+                    for b in range(n_touched):
+                        work += group_size[touched[b]] * (slot_start[b + 1] - slot_start[b])
+                    with parallel(num_threads=_threads_for(work * n_features, n_threads)):
                         for b in prange(n_touched, schedule="dynamic"):
                             _score_group(&X[0, 0], n_features, &cand[0], group_start[touched[b]],
                                          group_start[touched[b]] + group_size[touched[b]],
@@ -379,7 +387,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                 # scanned members are walked backwards, so that those kept close up in order
                 # against the unscanned rest
                 group_start[i] = end
-                with parallel(num_threads=n_threads):
+                with parallel(num_threads=_threads_for(n_scan * n_features, n_threads)):
                     for t in prange(-1, nb.size, schedule="dynamic"):
                         j = g if t < 0 else nb.index[t]
                         for k in range(group_start[j], scan_end[j]):

@@ -14,3 +14,15 @@ cdef extern from *:
     const int CK_OPENMP_ENABLED
     int omp_get_max_threads() noexcept nogil
     int omp_get_thread_num() noexcept nogil
+
+
+# The least work (row x feature products) for which a loop runs on several threads. Below it
+# the fork and join cost more than the threads save, and on a busy machine every join may
+# wait for a time slice of the other processes (benchmarks/bench_load.py).
+cdef enum:
+    PARALLEL_MIN_WORK = 1 << 17
+
+
+cdef inline int _threads_for(Py_ssize_t work, int n_threads) noexcept nogil:
+    """``n_threads`` for a loop with this much work, 1 below ``PARALLEL_MIN_WORK``."""
+    return n_threads if work >= PARALLEL_MIN_WORK else 1
