@@ -18,6 +18,8 @@ from ._schedules import FullBatch
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState
 
+from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -30,4 +32,5 @@ __all__ = [
     "HardMStep", "SoftMStep",
     "FullBatch",
     "openmp_enabled", "effective_n_threads",
+    "ablate", "plot_history", "plot_tradeoff",
 ]

@@ -43,8 +43,11 @@ from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, default_coreset_size
 from ._seeding import AFKMC2, KMeansPlusPlus
 
-__all__ = ["lloyd", "elkan", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
-           "lwcs_lloyd", "vc_gmm", "default_coreset_size"]
+#: The names of the presets, in the order of the table above.
+PRESETS = ("lloyd", "elkan", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
+           "lwcs_lloyd", "vc_gmm")
+
+__all__ = list(PRESETS) + ["default_coreset_size"]
 
 
 def _default_seed():
