@@ -131,7 +131,13 @@ def run(args):
         "Data: small = BIRCH grid 10,000 x 2, C = 100; medium = make_blobs(100000, 16, "
         "centers=200), C = 200; presets with their defaults, random_state=0, coreset "
         "presets with coreset_size=2**13; scikit-learn KMeans(n_init=1, random_state=0).",
-        "Cause and remedy (docs: install.rst, 'Threads on a busy machine'): with libgomp's default spinning, threads that wait at the end of a parallel loop keep their core busy and take the twin's time slices; before the remedy a twin made `lloyd` on the small data 290x slower and `var_kmeans_x` 270x. clusterkit now loads libgomp with `GOMP_SPINCOUNT=2000` (unless the user set a waiting policy) and runs greedy k-means++'s small per-step loops on one thread. scikit-learn's own libgomp keeps its defaults in its worker processes here.",
+        "Cause and remedy (docs: install.rst, 'Threads on a busy machine'): with libgomp's "
+        "default spinning, threads that wait at the end of a parallel loop keep their core "
+        "busy and take the twin's time slices; before the remedy a twin made `lloyd` on the "
+        "small data 290x slower and `var_kmeans_x` 270x. clusterkit now loads libgomp with "
+        "`GOMP_SPINCOUNT=2000` (unless the user set a waiting policy) and runs greedy "
+        "k-means++'s small per-step loops on one thread. scikit-learn's own libgomp keeps "
+        "its defaults in its worker processes here.",
         "Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
                                 + [shlex.quote(a) for a in sys.argv]) + "`",
     ]

@@ -166,10 +166,10 @@ class ElkanEStep(EStep):
     memory) or, approximately, :class:`PartialEStep`.
 
     Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
-    moved, and those the bounds do not rule out (all ``C`` per sample at its first visit, pruned by the centre
-    distances). Each bound is stored as ``l + S_c`` with ``S_c`` the total move of centre
-    ``c`` so far, so the centres' moves apply to all bounds without a pass over the table, and
-    under a mini-batch schedule the bounds of samples outside the batch stay valid.
+    moved, and those the bounds do not rule out (at a sample's first visit all ``C``, pruned
+    by the centre distances). Each bound is stored as ``l + S_c`` with ``S_c`` the total move
+    of centre ``c`` so far, so the centres' moves apply to all bounds without a pass over the
+    table, and under a mini-batch schedule the bounds of samples outside the batch stay valid.
     Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
     float64) larger than the rounding of the distances, so rounding never makes one invalid.
     Hard M-steps only. Results do not depend on the number of threads.

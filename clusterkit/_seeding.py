@@ -1,9 +1,9 @@
 """Seeders: how the initial centres are chosen.
 
 All seeders draw their random numbers from ``state.random_state`` and leave the distance
-computations to the kernels ``_kernels/_kmeanspp.pyx`` and ``_afkmc2.pyx``; they return centres that are rows of
-``X`` (C-contiguous, ``X``'s dtype) and record their distance evaluations under
-``state.cost["seeding"]``.
+computations to the kernels ``_kernels/_kmeanspp.pyx`` and ``_kernels/_afkmc2.pyx``; they
+return centres that are rows of ``X`` (C-contiguous, ``X``'s dtype) and record their distance
+evaluations under ``state.cost["seeding"]``.
 """
 import math
 import warnings

@@ -319,8 +319,10 @@ def test_no_warning_with_enough_distinct_points():
 
 @pytest.mark.parametrize("seeder, error, match", [
     (KMeansPlusPlus(n_local_trials=0), ValueError, r"n_local_trials=0 must be >= 1\."),
-    (KMeansPlusPlus(n_local_trials=1.5), TypeError, r"n_local_trials must be an integer or None, got 1\.5\."),
-    (KMeansPlusPlus(n_local_trials=True), TypeError, r"n_local_trials must be an integer or None, got True"),
+    (KMeansPlusPlus(n_local_trials=1.5), TypeError,
+     r"n_local_trials must be an integer or None, got 1\.5\."),
+    (KMeansPlusPlus(n_local_trials=True), TypeError,
+     r"n_local_trials must be an integer or None, got True"),
     (AFKMC2(chain_length=0), ValueError, r"chain_length=0 must be >= 1\."),
     (AFKMC2(chain_length=None), TypeError, r"chain_length must be an integer, got None\."),
     (SampledSeeder(size=5), ValueError, r"size=5 must be >= n_clusters=10\."),
