@@ -21,7 +21,7 @@ from ._kernels._dist import TILE_ROWS, center_rows
 from ._kernels._openmp import effective_n_threads
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
-from ._schedules import FullBatch
+from ._schedules import FullBatch, MiniBatch, NestedDoubling
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState, weighted_sum
 from ._validation import (check_int, check_n_clusters, check_representable,
@@ -36,7 +36,7 @@ _REDUCERS = {"none": NoReduction, "lwcs": LWCS}
 _ESTEPS = {"full": FullEStep, "elkan": ElkanEStep, "truncated": TruncatedEStep,
            "partial": PartialEStep}
 _MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
-_SCHEDULES = {"full": FullBatch}
+_SCHEDULES = {"full": FullBatch, "minibatch": MiniBatch, "nmbatch": NestedDoubling}
 
 _blas_controller = None
 
@@ -169,7 +169,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         ``"hard"`` is :class:`HardMStep` (k-means), ``"soft"`` :class:`SoftMStep`
         (isotropic GMM with one shared variance).
     schedule : str or Schedule, default="full"
-        Which samples each step uses: ``"full"`` :class:`FullBatch`.
+        Which samples each step uses: ``"full"`` :class:`FullBatch`, ``"minibatch"``
+        :class:`MiniBatch`, ``"nmbatch"`` :class:`NestedDoubling`.
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
@@ -361,6 +362,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             zero, does not fit ``X``'s dtype or makes weighted sums overflow it, or a
             strategy's parameters do not fit the data or its results have the wrong shape.
         """
+        self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
                           ensure_min_samples=1)
         self._check_params(X)
@@ -619,6 +621,109 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         labels : ndarray of shape (n_samples,), dtype=int32
         """
         return self._labels_dist2(X)[1]
+
+    def _can_stream(self):
+        """Whether ``partial_fit`` applies (a hard M-step); otherwise the ``AttributeError``
+        says why."""
+        mstep = _MSTEPS.get(self.mstep, self.mstep) if isinstance(self.mstep, str) else self.mstep
+        if mstep is None or (isinstance(mstep, (MStep, type)) and not mstep.needs_resp):
+            return True
+        raise AttributeError("partial_fit keeps running means of hard assignments; this "
+                             "Clusterer's M-step needs responsibilities (a Gaussian mixture).")
+
+    @available_if(_can_stream)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the centres with one batch of a stream (mini-batch k-means).
+
+        The first call seeds the centres on its batch (which needs at least ``n_clusters``
+        samples) and fixes the frame the data are centred in (that batch's mean); every call
+        assigns its batch with the E-step and adds it to the centres' running sums, a sample
+        counted at every visit (:class:`MiniBatch`'s ``"running"`` rule), as scikit-learn's
+        ``MiniBatchKMeans.partial_fit``. ``fit`` starts afresh.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One batch; every call must have the first call's number of features (and is
+            converted to its dtype).
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : Clusterer
+            With ``cluster_centers_``, ``labels_`` and ``inertia_`` of this batch,
+            ``n_iter_`` (batches so far), ``history_``, ``cost_`` and ``n_distance_evals_``
+            (totals over the stream).
+
+        Raises
+        ------
+        ValueError
+            For what ``fit`` refuses, a batch whose number of features differs from the
+            first one's, or a composition that cannot run on a stream (a soft M-step, or an
+            E-step that is not exact).
+        """
+        stream = getattr(self, "_stream", None)
+        first = stream is None
+        X = validate_data(self, X, dtype=[np.float64, np.float32] if first else
+                          self.cluster_centers_.dtype, order="C", ensure_min_samples=1,
+                          reset=first)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+        check_representable(X, sample_weight=sample_weight)
+        if first:
+            self._check_params(X)
+            stream = self._start_stream(X, sample_weight)
+        state, estep, mstep = stream["state"], stream["estep"], stream["mstep"]
+        Xc = X - self._x_mean
+        n_batch = X.shape[0]
+        with _single_threaded_blas():
+            if first:
+                with state.timed("seeding"):
+                    centers = stream["seeder"].seed(Xc, sample_weight, self.n_clusters, state)
+                centers = _strategy_array(centers, stream["seeder"], "centres",
+                                          (self.n_clusters, X.shape[1]), X.dtype)
+                state.mstep_state = mstep.init_state(Xc, sample_weight, centers, state)
+            else:
+                centers = self.cluster_centers_ - self._x_mean
+            # the batch's rows are new samples: per-sample state starts afresh
+            state.n_samples, state.rows = n_batch, slice(0, n_batch)
+            state.labels = np.full(n_batch, -1, dtype=np.int32)
+            state.estep_state = estep.init_state(Xc, sample_weight, centers, state)
+            with state.timed("estep"):
+                assignment = estep.assign(Xc, sample_weight, centers, state)
+            with state.timed("mstep"):
+                centers_new = mstep.update(Xc, sample_weight, assignment, centers, state)
+            state.record_step(assignment.labels, centers, centers_new)
+        self._record(len(state.history) + 1, assignment, sample_weight,
+                     centers_new + self._x_mean, state)
+        self.cluster_centers_ = centers_new + self._x_mean
+        self.labels_ = assignment.labels.copy()
+        self.inertia_ = assignment.qe
+        self.history_ = state.history
+        self.n_iter_ = len(state.history)
+        self.objective_ = assignment.objective
+        self.cost_ = dict(state.cost)
+        self.n_distance_evals_ = state.n_distance_evals
+        self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
+        return self
+
+    def _start_stream(self, X, sample_weight):
+        """The strategies and state of a stream, from its first batch."""
+        self._x_mean = X.mean(axis=0)
+        seeder, _, estep, mstep, _ = self._strategies(X, self._x_mean)
+        if mstep.needs_resp or "running" not in getattr(mstep, "_rules", ()):
+            raise ValueError(f"partial_fit adds batches to running means: it needs a hard "
+                             f"M-step that keeps them (HardMStep), not {type(mstep).__name__}.")
+        if not estep.exact:
+            raise ValueError(f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
+                             f"TruncatedEStep), not {type(estep).__name__}.")
+        state = FitState(
+            n_clusters=self.n_clusters, n_features=X.shape[1],
+            random_state=check_random_state(self.random_state),
+            n_threads=effective_n_threads(self.n_threads), needs_resp=False,
+            objective=mstep.objective, center_update="running")
+        self._stream = {"state": state, "seeder": seeder, "estep": estep, "mstep": mstep}
+        return self._stream
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the labels of the training data.

@@ -73,6 +73,33 @@ def _divide(centers_sum, weight_in_clusters, centers):
     return out
 
 
+class _RunningSums:
+    """A mini-batch hard M-step's state: float64 running sums per cluster, and, for the
+    ``"latest"`` rule, each sample's squared distance at its last visit (to withdraw its
+    vote)."""
+
+    def __init__(self, n_samples, centers, latest):
+        n_clusters, n_features = centers.shape
+        self.sums = np.zeros((n_clusters, n_features))
+        self.weight = np.zeros(n_clusters)
+        self.sse = np.zeros(n_clusters)
+        self.last_dist2 = np.zeros(n_samples) if latest else None
+        # rows seen when each cluster was last (re)placed: a cluster that a whole pass over
+        # the data has not voted for is starved
+        self.placed_at = np.zeros(n_clusters, dtype=np.int64)
+
+    def add(self, X, sample_weight, labels, dist2, sign, n_threads, sums=None, weight=None):
+        """Add (``sign=1``) or withdraw (``sign=-1``) the votes of these samples."""
+        if sums is None:
+            sums = np.empty((self.sums.shape[0], X.shape[1]), dtype=X.dtype)
+            weight = np.empty(self.sums.shape[0], dtype=X.dtype)
+            _mstep.accumulate_hard(X, sample_weight, labels, sums, weight, n_threads)
+        self.sums += sign * sums.astype(np.float64)
+        self.weight += sign * weight.astype(np.float64)
+        w = sample_weight.astype(np.float64)
+        self.sse += sign * np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
+
+
 class HardMStep(MStep):
     """Weighted means of the samples assigned to each cluster (Lloyd's M-step).
 
@@ -81,11 +108,29 @@ class HardMStep(MStep):
     responsibilities). Reads ``assignment.labels``, or the sums an E-step computed in its own
     pass (``assignment.centers_sum``, ``assignment.weight_in_clusters``).
 
+    Under a mini-batch schedule the same means are kept as running sums (the schedule's
+    ``center_update``), from the same per-cluster batch statistics:
+
+    * ``"replace"`` (full batches): the means of the batch;
+    * ``"running"`` (:class:`~clusterkit.MiniBatch`, Sculley 2010): the means of every
+      sample assigned so far, a sample counted at every visit (Sculley's per-centre learning
+      rate ``1 / v(j)``);
+    * ``"latest"`` (:class:`~clusterkit.NestedDoubling`, Newling & Fleuret 2016, §3.1): the
+      means of the samples visited so far, each by its latest assignment only: a revisited
+      sample first withdraws its previous vote (one sample, one vote).
+
     Notes
     -----
-    Cost ``O(N D)``, no distance evaluations; deterministic for any number of threads. A
-    cluster without weight is moved onto one of the samples with the largest weighted squared
-    distance to their centre, farthest first, each sample used once (as in scikit-learn).
+    Cost ``O(N D)`` per batch, no distance evaluations; deterministic for any number of
+    threads. A cluster without weight in a full batch is moved onto one of the samples with
+    the largest weighted squared distance to their centre, farthest first, each sample used
+    once (as in scikit-learn). Under a mini-batch rule a cluster keeps its centre until it
+    gets a vote (the seed does not count as one, unlike the papers' ``v(j) = 1``, so that a
+    full batch gives Lloyd's means exactly and only the ratios of the weights matter); a
+    cluster that no sample voted for during a whole pass over the data since it was placed
+    ("starved") is moved in the same way, onto the batch's worst-explained samples, so a
+    mini-batch fit does not end with fewer clusters than the data support. The running sums
+    are float64; the state writes ``state.cluster_weight`` and ``state.cluster_sse``.
 
     Examples
     --------
@@ -99,22 +144,74 @@ class HardMStep(MStep):
 
     #: The batch rules (:attr:`Schedule.center_update`) this M-step implements, each a
     #: function of the batch's statistics ``(centers_sum, weight)``.
-    _rules = ("replace",)
+    _rules = ("replace", "running", "latest")
 
     def _validate(self, X, n_clusters, composition):
         """Refuses a schedule whose batch rule (``center_update``) is not implemented."""
         _check_rule(self, composition.schedule)
 
+    def init_state(self, X, sample_weight, centers, state):
+        """The running sums of a mini-batch rule (``None`` for full batches)."""
+        if state.center_update == "replace":
+            return None
+        return _RunningSums(X.shape[0], centers, latest=state.center_update == "latest")
+
     def update(self, X, sample_weight, assignment, centers, state):
-        # one accumulation for every rule: the batch's per-cluster weighted sums and weights
+        if state.center_update == "latest":  # sums of the samples whose vote moved only
+            return self._running_update(X, sample_weight, assignment, centers, None, None,
+                                        state)
+        # the batch's per-cluster weighted sums and weights (one kernel for every rule)
         centers_sum, weight = assignment.centers_sum, assignment.weight_in_clusters
         if centers_sum is None:  # the E-step did not sum the clusters in its pass
             centers_sum = np.empty_like(centers)
             weight = np.empty(centers.shape[0], dtype=X.dtype)
             _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
                                    state.n_threads)
-        centers_new = _divide(centers_sum, weight, centers)
-        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        if state.center_update == "replace":
+            centers_new = _divide(centers_sum, weight, centers)
+            relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+            return centers_new
+        return self._running_update(X, sample_weight, assignment, centers, centers_sum,
+                                    weight, state)
+
+    def _running_update(self, X, sample_weight, assignment, centers, centers_sum, weight,
+                        state):
+        sums = state.mstep_state
+        if sums is None:  # called without init_state
+            sums = state.mstep_state = self.init_state(X, sample_weight, centers, state)
+        dist2 = assignment.dist2.astype(np.float64)
+        labels = assignment.labels
+        if sums.last_dist2 is None:  # "running": every visit votes
+            sums.add(X, sample_weight, labels, dist2, 1, state.n_threads, centers_sum, weight)
+        else:  # "latest": a revisited sample's vote moves only if its label changed
+            rows = np.arange(state.n_samples)[state.rows]
+            previous = state.labels[rows]
+            moved = previous != labels  # first visits included (previous = -1)
+            withdrawn = moved & (previous >= 0)
+            if withdrawn.any():
+                sums.add(np.ascontiguousarray(X[withdrawn]), sample_weight[withdrawn],
+                         previous[withdrawn], sums.last_dist2[rows[withdrawn]], -1,
+                         state.n_threads)
+            if moved.any():
+                sums.add(np.ascontiguousarray(X[moved]), sample_weight[moved], labels[moved],
+                         dist2[moved], 1, state.n_threads)
+            kept = ~moved
+            sums.sse += np.bincount(labels[kept], sample_weight[kept].astype(np.float64) * (
+                dist2[kept] - sums.last_dist2[rows[kept]]), minlength=sums.sse.shape[0])
+            sums.last_dist2[rows] = dist2
+        # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
+        voted = sums.weight > 1e-12 * max(float(sums.weight.max()), 1.0)
+        centers_new = centers.copy()
+        centers_new[voted] = (sums.sums[voted] / sums.weight[voted, None]).astype(X.dtype)
+        seen_rows = state.n_samples_seen + X.shape[0]
+        starved = ~voted & (seen_rows - sums.placed_at >= state.n_samples)
+        if starved.any():
+            starved_weight = np.where(starved, 0.0, 1.0)
+            moved = relocate_empty_clusters(centers_new, starved_weight, X, sample_weight,
+                                            assignment)
+            if moved:
+                sums.placed_at[np.flatnonzero(starved)[:moved]] = seen_rows
+        state.cluster_weight, state.cluster_sse = sums.weight, sums.sse
         return centers_new
 
 

@@ -1,9 +1,13 @@
 """Schedules: which samples each iteration works on, and when a fit stops."""
 import math
+import numbers
+
+import numpy as np
 
 from ._base import QUANTIZATION_ERROR, Schedule
+from ._validation import check_int
 
-__all__ = ["FullBatch"]
+__all__ = ["FullBatch", "MiniBatch", "NestedDoubling"]
 
 
 class FullBatch(Schedule):
@@ -73,3 +77,143 @@ def _kmeans_free_energy(entry, state):
     sigma2 = max(entry["qe"] / (state.n_features * entry["weight"]), state.sigma2_floor)
     return -(math.log(state.n_clusters)
              + 0.5 * state.n_features * math.log(2 * math.pi * math.e * sigma2))
+
+
+class MiniBatch(Schedule):
+    """Sculley's mini-batch k-means: uniform random batches, running means.
+
+    Every step draws ``batch_size`` rows uniformly at random (without replacement within a
+    batch), assigns them with the current centres and adds them to the centres' running
+    sums: each centre is the mean of every sample ever assigned to it, a sample counted at
+    every visit (Sculley 2010; Newling & Fleuret 2016, Alg. 4). The M-step rule is
+    ``center_update = "running"``.
+
+    Parameters
+    ----------
+    batch_size : int, default=1024
+        Rows per step (all rows if larger than the data).
+    max_passes : float, default=10.0
+        Budget: the run ends after this many passes over the data (``max_iter`` steps at the
+        most). Mini-batch k-means has no reliable convergence test; scikit-learn's
+        ``MiniBatchKMeans`` uses a budget in passes too (``max_iter`` epochs).
+
+    Notes
+    -----
+    Cost per step ``batch_size x C`` distance evaluations with :class:`FullEStep`; with
+    :class:`ElkanEStep` the bounds of revisited samples skip some. Works with any hard
+    E-step that handles row batches (not :class:`PartialEStep`) and with coresets (the
+    batches are drawn from the coreset's rows, with its weights).
+
+    Examples
+    --------
+    >>> from clusterkit import Clusterer, MiniBatch
+    >>> Clusterer(8, schedule=MiniBatch(batch_size=256)).schedule
+    MiniBatch(batch_size=256, max_passes=10.0)
+    """
+
+    center_update = "running"
+
+    def __init__(self, batch_size=1024, max_passes=10.0):
+        self.batch_size = batch_size
+        self.max_passes = max_passes
+
+    def _validate(self, X, n_clusters, composition):
+        """``batch_size >= 1`` and ``max_passes > 0``; a hard M-step."""
+        check_int(self.batch_size, "batch_size", minimum=1)
+        if not (isinstance(self.max_passes, numbers.Real) and self.max_passes > 0):
+            raise ValueError(f"max_passes={self.max_passes!r} must be a positive number.")
+        _check_hard(self, composition)
+
+    def batches(self, n_samples, state):
+        """Random batches until ``max_passes`` passes have been made."""
+        size = min(int(self.batch_size), n_samples)
+        while state.n_passes < self.max_passes:
+            yield np.sort(state.random_state.choice(n_samples, size, replace=False))
+
+    def should_stop(self, state, tol):
+        """Never: the budget in passes ends the run."""
+        return False
+
+
+class NestedDoubling(Schedule):
+    """Nested mini-batch k-means (nmbatch; Newling & Fleuret 2016, Alg. 5).
+
+    Batches are nested prefixes of one random order of the rows. Each step visits the whole
+    current prefix: a revisited sample withdraws its previous vote before it votes again
+    (``center_update = "latest"``, one sample, one vote, §3.1), and with :class:`ElkanEStep`
+    its bounds from the last visit skip most distances. The prefix doubles (up to all rows)
+    when every centre moved less than ``1 / rho`` of its estimated standard error, ``min_j
+    sigma_C(j) / p(j) > rho`` with ``sigma_C(j) = sqrt(sse(j) / (v(j) (v(j) - 1)))`` (eq. 4),
+    and stays the same otherwise. Once the prefix is all rows the fit is Lloyd's with bounds,
+    and stops as a full-batch fit does: at a fixed point (no label changed; the paper's stop,
+    all that ``tol=0`` accepts) or when the objective's relative change is at most ``tol``.
+
+    Parameters
+    ----------
+    initial_batch : int, default=5000
+        Rows of the first prefix (the paper's experiments use 5000; clamped to the data).
+    rho : float, default=100.0
+        Doubling threshold, ``>= 0``: ``inf`` never doubles, 0 doubles after every step.
+
+    Notes
+    -----
+    Conventions where eq. 4 is undefined (as the paper's reference code): a centre that did
+    not move (``p(j) < 1e-10``) or has at most one vote gives the ratio ``+inf``; a centre
+    with ``sse(j) = 0`` that moved gives 0. Weighted samples count by weight in ``v`` and
+    ``sse``. The prefixes are index arrays (the rows are gathered each step) until the
+    prefix is all rows, then a view.
+
+    Examples
+    --------
+    >>> from clusterkit import NestedDoubling
+    >>> NestedDoubling(initial_batch=1000, rho=10.0)
+    NestedDoubling(initial_batch=1000, rho=10.0)
+    """
+
+    center_update = "latest"
+
+    def __init__(self, initial_batch=5000, rho=100.0):
+        self.initial_batch = initial_batch
+        self.rho = rho
+
+    def _validate(self, X, n_clusters, composition):
+        """``initial_batch >= 1`` and ``rho >= 0``; a hard M-step."""
+        check_int(self.initial_batch, "initial_batch", minimum=1)
+        if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
+            raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
+        _check_hard(self, composition)
+
+    def batches(self, n_samples, state):
+        """Nested prefixes of one random order, doubled by the rule above."""
+        order = state.random_state.permutation(n_samples)
+        size = min(int(self.initial_batch), n_samples)
+        while True:
+            rows = slice(0, n_samples) if size == n_samples else np.sort(order[:size])
+            while True:
+                yield rows
+                if size < n_samples and self._should_double(state):
+                    size = min(2 * size, n_samples)
+                    break
+
+    def _should_double(self, state):
+        if state.cluster_weight is None:
+            return False
+        v, sse, p = state.cluster_weight, state.cluster_sse, state.center_shift
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sigma = np.sqrt(np.maximum(sse, 0) / (v * (v - 1)))
+            ratio = np.where((p < 1e-10) | (v <= 1), np.inf, sigma / p)
+        return bool(ratio.min() > self.rho)
+
+    def should_stop(self, state, tol):
+        """Once the prefix is all rows, the rule of full batches (:meth:`Schedule.should_stop`:
+        a fixed point, where no label changed, or the objective's relative change at most
+        ``tol``; ``tol=0`` waits for the fixed point, the paper's stop); never before."""
+        full = [entry["batch_size"] == state.n_samples for entry in state.history[-2:]]
+        return state.at_fixed_point or (len(full) == 2 and all(full)
+                                        and super().should_stop(state, tol))
+
+
+def _check_hard(schedule, composition):
+    if composition.mstep.needs_resp:
+        raise ValueError(f"{type(schedule).__name__} runs mini-batch k-means: it needs a hard "
+                         f"M-step, not {type(composition.mstep).__name__}.")

@@ -64,6 +64,11 @@ class FitState:
         Euclidean distance each centre moved in the last M-step (zeros before the first).
     n_samples_seen : int
         Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
+    cluster_weight, cluster_sse : ndarray of shape (n_clusters,), dtype=float64, or None
+        Written by an M-step that keeps running sums (a mini-batch rule, see
+        ``Schedule.center_update``): the weight of the samples each centre averages and their
+        weighted squared distances at assignment. A schedule may read them (the nested
+        mini-batch doubling rule does); ``None`` otherwise.
     estep_state, mstep_state, schedule_state : object or None
         What the strategies' ``init_state`` hooks returned.
     cost : dict
@@ -109,6 +114,7 @@ class FitState:
         self.n_changed = n_samples
         self.center_shift = np.zeros(self.n_clusters)
         self.n_samples_seen = 0
+        self.cluster_weight = self.cluster_sse = None
 
     def record_step(self, labels, centers, centers_new):
         """After a step on ``self.rows``: count and store the changed labels, measure how far

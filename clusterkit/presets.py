@@ -12,6 +12,8 @@ preset                 E-step / M-step                 distance evaluations per 
 :func:`lloyd`          exact / hard                    ``N C``
 :func:`elkan`          exact, bounded / hard           ``N C`` at first, then ``N`` plus the
                                                        distances the bounds keep, ``+ C^2/2``
+:func:`minibatch`      exact / hard, running means     ``b C`` per batch of ``b`` rows
+:func:`nmbatch`        Elkan / hard, nested prefixes   ``b_t C`` at first visits, then as Elkan
 :func:`gmm`            exact / soft                    ``N C``
 :func:`var_kmeans_x`   partial, exhaustive ``G_c``     ``N (G + n_explore) + C^2``
 :func:`var_kmeans_s`   partial, estimated ``G_c``      ``N (G + n_explore)``
@@ -41,10 +43,11 @@ from ._clusterer import Clusterer
 from ._estep import ElkanEStep, FullEStep, PartialEStep
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, default_coreset_size
+from ._schedules import MiniBatch, NestedDoubling
 from ._seeding import AFKMC2, KMeansPlusPlus
 
 #: The names of the presets, in the order of the table above.
-PRESETS = ("lloyd", "elkan", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
+PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
            "lwcs_lloyd", "vc_gmm")
 
 __all__ = list(PRESETS) + ["default_coreset_size"]
@@ -116,6 +119,63 @@ def elkan(n_clusters, **kwargs):
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
     return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep())
+
+
+def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
+    """Mini-batch k-means (Sculley 2010): k-means++ seeding, uniform batches, running means.
+
+    Parameters
+    ----------
+    n_clusters : int
+    batch_size : int, default=1024
+    max_passes : float, default=10.0
+        Passes over the data before the run ends (see :class:`~clusterkit.MiniBatch`).
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted.
+
+    Examples
+    --------
+    >>> from clusterkit.presets import minibatch
+    >>> minibatch(10, batch_size=256).schedule
+    MiniBatch(batch_size=256, max_passes=10.0)
+    """
+    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("max_iter", 10**9)  # the budget in passes ends the run
+    return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep(),
+                      schedule=MiniBatch(batch_size, max_passes))
+
+
+def nmbatch(n_clusters, initial_batch=5000, rho=100.0, **kwargs):
+    """Nested mini-batch k-means (Newling & Fleuret 2016): nested prefixes with Elkan bounds.
+
+    Parameters
+    ----------
+    n_clusters : int
+    initial_batch : int, default=5000
+    rho : float, default=100.0
+        The doubling threshold (see :class:`~clusterkit.NestedDoubling`).
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Ends at a fixed point of Lloyd's algorithm (or ``max_iter``).
+
+    Examples
+    --------
+    >>> from clusterkit.presets import nmbatch
+    >>> nmbatch(10, initial_batch=1000).schedule
+    NestedDoubling(initial_batch=1000, rho=100.0)
+    """
+    kwargs.setdefault("seed", KMeansPlusPlus())
+    return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),
+                      schedule=NestedDoubling(initial_batch, rho))
 
 
 def gmm(n_clusters, **kwargs):
