@@ -413,6 +413,29 @@ class Schedule(_Strategy, ABC):
         """
         return None
 
+    def order(self, n_samples, state):
+        """The order of the rows for the run, or ``None`` to keep the data's.
+
+        A schedule whose batches are prefixes of a random order (nested mini-batches)
+        returns that order: the driver then runs on the rows in it (one copy when the run
+        starts), so that every prefix is a slice, a view without copying. Per-sample state
+        (``state.labels``, the strategies' states, row indices of batches) then refers to
+        positions in this order; the driver maps the final labels back. Called once per run,
+        after seeding.
+
+        Parameters
+        ----------
+        n_samples : int
+        state : FitState
+            Reads ``random_state``.
+
+        Returns
+        -------
+        order : ndarray of shape (n_samples,), dtype=intp, or None
+            A permutation of the rows. The default is ``None``.
+        """
+        return None
+
     @abstractmethod
     def batches(self, n_samples, state):
         """Yield, once per step, the rows that step works on.

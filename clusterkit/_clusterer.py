@@ -398,14 +398,17 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 objective = state.history[-1]["objective"]
                 if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
                     state.rows = slice(0, X_fit.shape[0])
-                    objective = estep.assign(X_fit, w_fit, centers, state).objective
+                    run_order = slice(None) if state.order is None else state.order
+                    objective = estep.assign(X_fit[run_order], w_fit[run_order], centers,
+                                             state).objective
                 if best is None or mstep.objective.better(objective, best[0]):
-                    settled = state.labels.copy() if state.at_fixed_point else None
+                    settled = (state.in_data_order(state.labels).copy()
+                               if state.at_fixed_point else None)
                     best = (objective, centers, end, state.history, state.sigma2,
-                            state.estep_state, settled)
+                            state.estep_state, state.order, settled)
                 if end == "callback":  # the callback ends the whole fit
                     break
-            _, centers, end, history, sigma2, state.estep_state, settled = best
+            _, centers, end, history, sigma2, state.estep_state, state.order, settled = best
             if end == "max_iter":
                 warnings.warn(
                     f"The fit did not converge: the objective still changed by more than "
@@ -468,7 +471,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
         final centre (one exact pass, on the fit's centred copy when it ran on all the data,
         else block by block)."""
-        labels = None if reduced else estep.final_labels(state)
+        labels = None if reduced else state.in_data_order(estep.final_labels(state))
         if labels is None and not reduced:
             labels = settled
         if labels is None:
@@ -536,6 +539,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self._say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
                      f"{state.cost['seeding'] - evals} distance evaluations, "
                      f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
+        # The rows in the schedule's order (nested prefixes become views), if it has one.
+        state.order = schedule.order(X.shape[0], state)
+        if state.order is not None:
+            X, sample_weight = X[state.order], sample_weight[state.order]
+            if state.seed_labels is not None:
+                state.seed_labels = state.seed_labels[state.order]
         # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
         state.estep_state = estep.init_state(X, sample_weight, centers, state)
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)

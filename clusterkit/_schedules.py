@@ -160,8 +160,8 @@ class NestedDoubling(Schedule):
     Conventions where eq. 4 is undefined (as the paper's reference code): a centre that did
     not move (``p(j) < 1e-10``) or has at most one vote gives the ratio ``+inf``; a centre
     with ``sse(j) = 0`` that moved gives 0. Weighted samples count by weight in ``v`` and
-    ``sse``. The prefixes are index arrays (the rows are gathered each step) until the
-    prefix is all rows, then a view.
+    ``sse``. The schedule gives the driver its random order (:meth:`order`): the run works
+    on the rows in that order (one copy when it starts), and every prefix is a view.
 
     Examples
     --------
@@ -183,17 +183,17 @@ class NestedDoubling(Schedule):
             raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
         _check_hard(self, composition)
 
+    def order(self, n_samples, state):
+        """One random order of the rows: the driver runs in it, so prefixes are views."""
+        return state.random_state.permutation(n_samples)
+
     def batches(self, n_samples, state):
-        """Nested prefixes of one random order, doubled by the rule above."""
-        order = state.random_state.permutation(n_samples)
+        """Nested prefixes ``slice(0, b)`` of the run's order, doubled by the rule above."""
         size = min(int(self.initial_batch), n_samples)
         while True:
-            rows = slice(0, n_samples) if size == n_samples else np.sort(order[:size])
-            while True:
-                yield rows
-                if size < n_samples and self._should_double(state):
-                    size = min(2 * size, n_samples)
-                    break
+            yield slice(0, size)
+            if size < n_samples and self._should_double(state):
+                size = min(2 * size, n_samples)
 
     def _should_double(self, state):
         if state.cluster_weight is None:

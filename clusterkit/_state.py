@@ -64,6 +64,8 @@ class FitState:
         Euclidean distance each centre moved in the last M-step (zeros before the first).
     n_samples_seen : int
         Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
+    order : ndarray of shape (n_samples,), dtype=intp, or None
+        The order of the rows the run works in (``Schedule.order``); ``None``: the data's.
     cluster_weight, cluster_sse : ndarray of shape (n_clusters,), dtype=float64, or None
         Written by an M-step that keeps running sums (a mini-batch rule, see
         ``Schedule.center_update``): the weight of the samples each centre averages and their
@@ -115,6 +117,7 @@ class FitState:
         self.center_shift = np.zeros(self.n_clusters)
         self.n_samples_seen = 0
         self.cluster_weight = self.cluster_sse = None
+        self.order = None
 
     def record_step(self, labels, centers, centers_new):
         """After a step on ``self.rows``: count and store the changed labels, measure how far
@@ -156,6 +159,14 @@ class FitState:
         """
         if self.on_progress is not None:
             self.on_progress(phase, done, total)
+
+    def in_data_order(self, values):
+        """Per-row ``values`` of the run (in ``order``) in the order of the data."""
+        if self.order is None or values is None:
+            return values
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
 
     @property
     def at_fixed_point(self):

@@ -30,7 +30,8 @@ class _VoteChecker(HardMStep):
         labels = state.labels.copy()
         labels[rows] = assignment.labels
         visited = labels >= 0
-        Xall, wall = self.checks["X"], self.checks["w"]
+        # the run works in the schedule's order of the rows
+        Xall, wall = self.checks["X"][state.order], self.checks["w"][state.order]
         C = centers.shape[0]
         expected = np.zeros((C, Xall.shape[1]))
         np.add.at(expected, labels[visited], wall[visited, None] * Xall[visited])
