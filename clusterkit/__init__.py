@@ -14,7 +14,7 @@ from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
-from ._schedules import FullBatch, MiniBatch, NestedDoubling
+from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState
 
@@ -30,7 +30,7 @@ __all__ = [
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep",
     "HardMStep", "SoftMStep",
-    "FullBatch", "MiniBatch", "NestedDoubling",
+    "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",
 ]

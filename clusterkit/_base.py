@@ -390,8 +390,10 @@ class Schedule(_Strategy, ABC):
         weighted means (Lloyd; the default). Mini-batch schedules declare the running-sum
         forms of the same update, e.g. ``"running"`` (every visit of a sample counts,
         Sculley's mini-batch k-means) or ``"latest"`` (only each sample's latest visit
-        counts, nested mini-batch k-means); an M-step refuses rules it does not implement
-        when ``fit`` starts.
+        counts, nested mini-batch k-means), or an implicit gradient step
+        (``"backward_euler"``, stochastic backward Euler, with ``state.step_size`` and
+        ``state.averaging``); an M-step refuses rules it does not implement when ``fit``
+        starts.
     """
 
     full_batch = False
@@ -417,11 +419,12 @@ class Schedule(_Strategy, ABC):
         """The order of the rows for the run, or ``None`` to keep the data's.
 
         A schedule whose batches are prefixes of a random order (nested mini-batches)
-        returns that order: the driver then runs on the rows in it (one copy when the run
-        starts), so that every prefix is a slice, a view without copying. Per-sample state
-        (``state.labels``, the strategies' states, row indices of batches) then refers to
-        positions in this order; the driver maps the final labels back. Called once per run,
-        after seeding.
+        returns that order: the driver then makes its centred copy of the data in it (no
+        second copy), so that every prefix is a slice, a view without copying. Everything
+        the strategies see (seeding, per-sample state, ``state.labels``, row indices of
+        batches) then refers to positions in this order; the driver maps the final labels
+        back. Called once per fit, before the data are centred and seeded; every run of the
+        fit (``n_init``) works in the same order.
 
         Parameters
         ----------
@@ -443,7 +446,15 @@ class Schedule(_Strategy, ABC):
         The run ends when the generator is exhausted (a budget, e.g. in passes over the data:
         ``state.n_passes`` counts them), after ``max_iter`` steps or when
         :meth:`should_stop` says so. The generator runs between steps, so it may read what
-        the last step recorded (``state.history``, ``state.n_changed``).
+        the last step recorded (``state.history``, ``state.n_changed``), and may add entries
+        to the next step's history record (``state.step_info``, emptied before it runs).
+
+        A step may consist of several inner steps: yield a ``list`` of batches. The driver
+        then runs an E-step and an M-step on each, in order, with ``state.inner_step`` (0,
+        1, ...) and ``state.n_inner_steps`` telling the strategies where they are, and records
+        the step once: its objective is that of the first inner batch, at the parameters the
+        step started from (as a single batch's is). Stochastic backward Euler uses this for
+        its inner fixed-point iterations (:class:`~clusterkit.SBEDecay`).
 
         Parameters
         ----------
@@ -454,9 +465,10 @@ class Schedule(_Strategy, ABC):
 
         Yields
         ------
-        rows : slice or ndarray of shape (n_batch,), dtype=intp
+        rows : slice, ndarray of shape (n_batch,), dtype=intp, or list of them
             Rows of the fit data: a slice (a view, no copy; ``slice(0, n_samples)`` is all
-            rows, a prefix ``slice(0, b)`` nested batches) or an array of row indices.
+            rows, a prefix ``slice(0, b)`` nested batches) or an array of row indices; a
+            list of such batches for a step of inner steps.
         """
 
     def should_stop(self, state, tol):

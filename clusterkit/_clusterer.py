@@ -21,7 +21,7 @@ from ._kernels._dist import TILE_ROWS, center_rows
 from ._kernels._openmp import effective_n_threads
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
-from ._schedules import FullBatch, MiniBatch, NestedDoubling
+from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState, weighted_sum
 from ._validation import (check_int, check_n_clusters, check_representable,
@@ -36,7 +36,8 @@ _REDUCERS = {"none": NoReduction, "lwcs": LWCS}
 _ESTEPS = {"full": FullEStep, "elkan": ElkanEStep, "truncated": TruncatedEStep,
            "partial": PartialEStep}
 _MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
-_SCHEDULES = {"full": FullBatch, "minibatch": MiniBatch, "nmbatch": NestedDoubling}
+_SCHEDULES = {"full": FullBatch, "minibatch": MiniBatch, "nmbatch": NestedDoubling,
+              "sbe": SBEDecay}
 
 _blas_controller = None
 
@@ -132,6 +133,11 @@ def _strategy_array(value, strategy, what, shape, dtype):
     return np.ascontiguousarray(value, dtype=dtype)
 
 
+#: The M-step rules under which centres are the means of the samples' current labels, so that
+#: a full batch without a label change is a fixed point (``FitState.strict_convergence``).
+_MEAN_RULES = ("replace", "latest")
+
+
 class _GivenCenters(Seeder):
     """Seeder returning user-supplied (already shifted) initial centres."""
 
@@ -170,7 +176,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         (isotropic GMM with one shared variance).
     schedule : str or Schedule, default="full"
         Which samples each step uses: ``"full"`` :class:`FullBatch`, ``"minibatch"``
-        :class:`MiniBatch`, ``"nmbatch"`` :class:`NestedDoubling`.
+        :class:`MiniBatch`, ``"nmbatch"`` :class:`NestedDoubling`, ``"sbe"``
+        :class:`SBEDecay`.
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
@@ -382,12 +389,13 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             random_state=check_random_state(self.random_state),
             n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
             objective=mstep.objective, center_update=schedule.center_update,
-            strict_convergence=estep.exact and not mstep.needs_resp)
+            strict_convergence=(estep.exact and not mstep.needs_resp
+                                and schedule.center_update in _MEAN_RULES))
         if self.verbose:
             state.on_progress = self._progress_printer()
         with _single_threaded_blas():
-            X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer, state,
-                                                            x_mean)
+            X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer,
+                                                            schedule, state, x_mean)
             best = None
             for run in range(1, n_init + 1):
                 if n_init > 1:
@@ -398,17 +406,14 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 objective = state.history[-1]["objective"]
                 if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
                     state.rows = slice(0, X_fit.shape[0])
-                    run_order = slice(None) if state.order is None else state.order
-                    objective = estep.assign(X_fit[run_order], w_fit[run_order], centers,
-                                             state).objective
+                    objective = estep.assign(X_fit, w_fit, centers, state).objective
                 if best is None or mstep.objective.better(objective, best[0]):
-                    settled = (state.in_data_order(state.labels).copy()
-                               if state.at_fixed_point else None)
+                    settled = state.labels.copy() if state.at_fixed_point else None
                     best = (objective, centers, end, state.history, state.sigma2,
-                            state.estep_state, state.order, settled)
+                            state.estep_state, settled)
                 if end == "callback":  # the callback ends the whole fit
                     break
-            _, centers, end, history, sigma2, state.estep_state, state.order, settled = best
+            _, centers, end, history, sigma2, state.estep_state, settled = best
             if end == "max_iter":
                 warnings.warn(
                     f"The fit did not converge: the objective still changed by more than "
@@ -470,23 +475,29 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         defines them, or the last step's labels if the run ended at a fixed point
         (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
         final centre (one exact pass, on the fit's centred copy when it ran on all the data,
-        else block by block)."""
-        labels = None if reduced else state.in_data_order(estep.final_labels(state))
-        if labels is None and not reduced:
-            labels = settled
-        if labels is None:
-            data, mean = (X, x_mean) if reduced else (X_fit, None)
-            labels, dist2, n_evals = _nearest(data, mean, centers, state.n_threads)
+        else block by block). Rows of the fit's copy are in the run's order
+        (``state.order``) and are mapped back."""
+        if reduced:
+            labels, dist2, n_evals = _nearest(X, x_mean, centers, state.n_threads)
         else:
-            labels = np.ascontiguousarray(labels, dtype=np.int32)
-            dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)
-            n_evals = _assign.dist2_to_labels(X_fit, centers, labels, dist2, state.n_threads)
+            labels = estep.final_labels(state)
+            if labels is None:
+                labels = settled
+            if labels is None:
+                labels, dist2, n_evals = _nearest(X_fit, None, centers, state.n_threads)
+            else:
+                labels = np.ascontiguousarray(labels, dtype=np.int32)
+                dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)
+                n_evals = _assign.dist2_to_labels(X_fit, centers, labels, dist2,
+                                                  state.n_threads)
+            labels, dist2 = state.in_data_order(labels), state.in_data_order(dist2)
         state.count("labels", n_evals)
         self.labels_ = labels
         self.inertia_ = weighted_sum(dist2, sample_weight)
 
-    def _reduce_and_centre(self, X, sample_weight, reducer, state, x_mean):
-        """The data every run clusters: reduced (once), then centred (a copy).
+    def _reduce_and_centre(self, X, sample_weight, reducer, schedule, state, x_mean):
+        """The data every run clusters: reduced (once), then centred (a copy), in the
+        schedule's order of the rows if it has one (``state.order``).
 
         Returns the centred data, its weights and whether the reducer changed the data, and
         sets the fit's precision limits (``state.sigma2_floor``, ``state.qe_resolution``).
@@ -509,10 +520,19 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                          f"{state.seconds_by_phase['reduction']:.3g} s")
         check_n_clusters(self.n_clusters, X.shape[0])
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
-        # full data; centring keeps float32 distances accurate far from the origin.
+        # full data; centring keeps float32 distances accurate far from the origin. The same
+        # pass puts the rows in the schedule's order (nested prefixes become views).
         # (the sum of squares in float64: in float32 it can overflow where no distance does)
+        state.order = schedule.order(X.shape[0], state)
+        if state.order is not None:
+            state.order = _strategy_array(state.order, schedule, "order", (X.shape[0],),
+                                          np.intp)
+            if not np.array_equal(np.sort(state.order), np.arange(X.shape[0])):
+                raise ValueError(f"{type(schedule).__name__}.order returned no permutation "
+                                 "of the rows.")
+            sample_weight = sample_weight[state.order]
         centred = np.empty_like(X)
-        sum_of_squares = center_rows(X, x_mean, centred, state.n_threads)
+        sum_of_squares = center_rows(X, x_mean, centred, state.n_threads, state.order)
         X = centred
         variance = sum_of_squares / X.size  # mean per-feature variance
         # a normal number even for constant data, so that 1 / sigma2 stays finite
@@ -539,34 +559,39 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self._say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
                      f"{state.cost['seeding'] - evals} distance evaluations, "
                      f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
-        # The rows in the schedule's order (nested prefixes become views), if it has one.
-        state.order = schedule.order(X.shape[0], state)
-        if state.order is not None:
-            X, sample_weight = X[state.order], sample_weight[state.order]
-            if state.seed_labels is not None:
-                state.seed_labels = state.seed_labels[state.order]
         # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
         state.estep_state = estep.init_state(X, sample_weight, centers, state)
         state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
         state.schedule_state = schedule.init_state(X.shape[0], state)
         batches = schedule.batches(X.shape[0], state)
         for iteration in range(1, self.max_iter + 1):
-            state.rows = next(batches, None)
-            if state.rows is None:
+            state.step_info = {}
+            rows = next(batches, None)
+            if rows is None:
                 if not state.history:
                     raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a "
                                      "fit needs at least one iteration.")
                 return centers, "budget"
-            Xb, wb = X[state.rows], sample_weight[state.rows]
-            # E-step: assignment / (truncated) responsibilities with the current parameters.
-            with state.timed("estep"):
-                assignment = estep.assign(Xb, wb, centers, state)
-            # M-step: new centres (and the model's other parameters) from the assignment.
-            with state.timed("mstep"):
-                centers_new = mstep.update(Xb, wb, assignment, centers, state)
-            state.record_step(assignment.labels, centers, centers_new)
-            centers = centers_new
-            if self._record(iteration, assignment, wb, centers + x_mean, state):
+            # one batch, or the batches of the step's inner steps
+            inner = rows if isinstance(rows, list) else [rows]
+            if not inner:
+                raise ValueError(f"{type(schedule).__name__}.batches yielded an empty list of "
+                                 "batches.")
+            state.n_inner_steps = len(inner)
+            for state.inner_step, state.rows in enumerate(inner):
+                Xb, wb = X[state.rows], sample_weight[state.rows]
+                # E-step: assignment / (truncated) responsibilities with the current
+                # parameters.
+                with state.timed("estep"):
+                    assignment = estep.assign(Xb, wb, centers, state)
+                # M-step: new centres (and the model's other parameters) from the assignment.
+                with state.timed("mstep"):
+                    centers_new = mstep.update(Xb, wb, assignment, centers, state)
+                state.record_step(assignment.labels, centers, centers_new)
+                centers = centers_new
+                if state.inner_step == 0:  # the step's objective: at its start
+                    first, first_weight = assignment, wb
+            if self._record(iteration, first, first_weight, centers + x_mean, state):
                 return centers, "callback"
             if schedule.should_stop(state, self.tol):
                 return centers, "converged"
@@ -583,6 +608,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 "distance_evals": state.n_distance_evals, "seconds": state.seconds}
         if state.sigma2 is not None:
             info["sigma2"] = state.sigma2
+        info.update(state.step_info)
         state.history.append(info)
         self._say(1, f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
                      f"changed={info['n_changed']} ({info['seconds']:.3g} s)")

@@ -118,6 +118,23 @@ class FullEStep(EStep):
 # --- ElkanEStep (Elkan 2003) -----------------------------------------------------------------
 
 
+def _batch_rows(state, n_batch, n_rows):
+    """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
+    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
+    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
+    driver's loop)."""
+    rows = state.rows
+    if isinstance(rows, slice):
+        rows = slice(*rows.indices(n_rows))
+    count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
+    if count == n_batch:
+        return rows
+    if n_batch == n_rows:
+        return slice(0, n_rows)
+    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
+                     f"{n_rows} rows the E-step's state was made for.")
+
+
 class _ElkanBounds:
     """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
     centre, and the centre-centre half distances of the current step."""
@@ -231,9 +248,9 @@ class ElkanEStep(EStep):
         bounds.shift_sum += state.center_shift  # the moves since the last E-step
         state.count("estep", _elkan.center_half_distances(
             centers, bounds.half_cc, bounds.half_min, state.n_threads))
-        rows = state.rows
+        rows = _batch_rows(state, X.shape[0], bounds.lower.shape[0])
         if isinstance(rows, slice):
-            rows = np.arange(*rows.indices(state.n_samples), dtype=np.intp)
+            rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
         n_samples, n_features = X.shape
         n_clusters = centers.shape[0]
         labels = np.empty(n_samples, dtype=np.int32)
@@ -399,9 +416,6 @@ class _PartialState:
     entry_cluster, entry_dist2 : ndarray or None
         Scratch of :func:`~clusterkit._kernels._partial.neighbourhoods_estimated`, at least
         ``n_cand.sum()`` long; grown when ``S(n)`` grows.
-    weightless : ndarray of int
-        The samples of zero weight, left out of eq. 8 (the weights are those of every call:
-        one ``K(n)`` per sample needs the same samples each time).
     """
 
     def __init__(self, n_winners, G, exact):
@@ -416,7 +430,6 @@ class _PartialState:
         self.n_cand = None
         self.entry_cluster = None
         self.entry_dist2 = None
-        self.weightless = None
 
 
 class PartialEStep(EStep):
@@ -506,8 +519,9 @@ class PartialEStep(EStep):
     * When fewer than ``G - 1`` clusters were evaluated together with ``c``, ``G_c`` keeps old
       entries to fill up; clusters that are no sample's best keep their ``G_c``.
     * Ties in distance go to the lower cluster index.
-    * Needs the same samples in every call (one ``K(n)`` per sample): a schedule that is not
-      a full batch (:attr:`Schedule.full_batch`) is refused when ``fit`` starts.
+    * Under a mini-batch schedule each call searches and keeps ``K(n)`` of the batch's rows
+      (``state.rows``; a row's ``K(n)`` waits for its next visit) and estimates ``G_c`` from
+      the batch's distances.
 
     References
     ----------
@@ -567,10 +581,6 @@ class PartialEStep(EStep):
                              "'exact'.")
         check_int(self.n_explore, "n_explore", minimum=0)
         check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
-        if not composition.schedule.full_batch:
-            raise ValueError(f"PartialEStep keeps one K(n) per sample and searches all of them "
-                             f"every step, so it needs a full-batch schedule, got "
-                             f"{type(composition.schedule).__name__}.")
         if G > n_clusters:
             warnings.warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
                           RuntimeWarning, stacklevel=2)
@@ -622,15 +632,18 @@ class PartialEStep(EStep):
         st.cand = np.empty((n_samples, max_cand), dtype=np.int32)
         st.cand_dist2 = np.empty((n_samples, max_cand), dtype=X.dtype)
         st.n_cand = np.empty(n_samples, dtype=np.int32)
-        st.weightless = np.flatnonzero(~(sample_weight > 0))
         for _ in range(int(self.n_init_esteps)):
-            self._search(X, centers, state, st)
+            self._search(X, sample_weight, centers, state, st, slice(None))
         return st
 
-    def _search(self, X, centers, state, st):
-        """One search over ``S(n)`` plus the neighbourhood update; returns the winners'
-        squared distances (a fresh array)."""
+    def _search(self, X, sample_weight, centers, state, st, rows):
+        """One search over ``S(n)`` of the fit data's ``rows`` (the batch ``X``) plus the
+        neighbourhood update; returns the winners' squared distances (a fresh array)."""
         n_samples, n_clusters = X.shape[0], centers.shape[0]
+        # K(n) of the batch: a view of the rows of a slice (updated in place), else a copy
+        winners = st.winners[rows]
+        cand, cand_dist2 = st.cand[:n_samples], st.cand_dist2[:n_samples]
+        n_cand = st.n_cand[:n_samples]
         if self.neighbourhoods == "exhaustive" and not (
                 st.neighbourhood_centers is not None
                 and np.array_equal(st.neighbourhood_centers, centers)):
@@ -643,14 +656,14 @@ class PartialEStep(EStep):
         win_dist2 = np.empty((n_samples, st.n_winners), dtype=X.dtype)
         # Alg. 1/2, data loop: distances to S(n), new K(n) = the C' nearest of S(n)
         state.count("estep", _partial.partial_search(
-            X, centers, st.neighbourhoods, explore, st.winners, win_dist2, st.cand,
-            st.cand_dist2, st.n_cand, state.n_threads))
+            X, centers, st.neighbourhoods, explore, winners, win_dist2, cand, cand_dist2,
+            n_cand, state.n_threads))
         if self.neighbourhoods == "estimated":
             # Alg. 2: G_c from the distances just computed (eq. 8), no new evaluation;
             # zero-weight samples are not data (they are in no I_c)
-            labels = st.winners[:, 0].copy()
-            labels[st.weightless] = -1
-            n_entries = int(st.n_cand.sum())
+            labels = winners[:, 0].copy()
+            labels[~(sample_weight > 0)] = -1
+            n_entries = int(n_cand.sum())
             if st.entry_cluster is None or st.entry_cluster.shape[0] < n_entries:
                 # kept between calls: fresh memory would be paged in at every call; the
                 # headroom spares a reallocation each time S(n) grows a little
@@ -658,9 +671,11 @@ class PartialEStep(EStep):
                 st.entry_cluster = np.empty(size, dtype=np.int32)
                 st.entry_dist2 = np.empty(size, dtype=X.dtype)
             _partial.neighbourhoods_estimated(
-                labels, st.cand, st.cand_dist2, st.n_cand, st.neighbourhoods,
+                labels, cand, cand_dist2, n_cand, st.neighbourhoods,
                 self.neighbour_stat == "dist", state.n_threads, st.entry_cluster,
                 st.entry_dist2)
+        if not isinstance(rows, slice):
+            st.winners[rows] = winners
         return win_dist2
 
     def assign(self, X, sample_weight, centers, state):
@@ -675,6 +690,7 @@ class PartialEStep(EStep):
         if st.exact:
             winners, win_dist2 = _top_winners(X, centers, st.n_winners, state)
         else:
-            win_dist2 = self._search(X, centers, state, st)
-            winners = st.winners.copy()
+            rows = _batch_rows(state, X.shape[0], st.winners.shape[0])
+            win_dist2 = self._search(X, sample_weight, centers, state, st, rows)
+            winners = st.winners[rows].copy()
         return _winners_assignment(X, sample_weight, centers, state, winners, win_dist2)

@@ -100,6 +100,23 @@ class _RunningSums:
         self.sse += sign * np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
 
 
+class _ImplicitStep:
+    """The ``"backward_euler"`` rule's state within one outer step: the iterate it started
+    from (``x^k``), the forward-looking average, the batch objective at ``x^k`` and whether
+    the step diverged (float64)."""
+
+    anchor = average = None
+    reference = 0.0
+    diverged = False
+
+
+#: An inner iteration has diverged (the fixed-point map expands for too large a step) if its
+#: mean batch objective, or the squared distance it moves a centre from ``x^k``, exceeds this
+#: many times the mean batch objective at the outer step's start. (The backward Euler point
+#: itself lies between ``x^k_j`` and the mean of the cluster's samples.)
+DIVERGENCE_FACTOR = 1e3
+
+
 class HardMStep(MStep):
     """Weighted means of the samples assigned to each cluster (Lloyd's M-step).
 
@@ -117,7 +134,14 @@ class HardMStep(MStep):
       rate ``1 / v(j)``);
     * ``"latest"`` (:class:`~clusterkit.NestedDoubling`, Newling & Fleuret 2016, §3.1): the
       means of the samples visited so far, each by its latest assignment only: a revisited
-      sample first withdraws its previous vote (one sample, one vote).
+      sample first withdraws its previous vote (one sample, one vote);
+    * ``"backward_euler"`` (:class:`~clusterkit.SBEDecay`, Yin et al. 2018): the implicit
+      gradient step ``y = x^k - gamma g(y)`` of the k-means objective, with the batch's
+      weighted gradient ``g_j(y) = (W_j y_j - S_j) / W`` (``S_j``, ``W_j`` the weighted sum
+      and weight of the batch's samples in cluster ``j``, ``W`` the batch's weight; a weight
+      of 2 counts as the sample twice), and the forward-looking average of the iterates,
+      which ends the outer step. A centre without batch samples has ``g_j = 0`` and moves
+      towards ``x^k_j``; nothing is relocated.
 
     Notes
     -----
@@ -144,7 +168,7 @@ class HardMStep(MStep):
 
     #: The batch rules (:attr:`Schedule.center_update`) this M-step implements, each a
     #: function of the batch's statistics ``(centers_sum, weight)``.
-    _rules = ("replace", "running", "latest")
+    _rules = ("replace", "running", "latest", "backward_euler")
 
     def _validate(self, X, n_clusters, composition):
         """Refuses a schedule whose batch rule (``center_update``) is not implemented."""
@@ -154,6 +178,8 @@ class HardMStep(MStep):
         """The running sums of a mini-batch rule (``None`` for full batches)."""
         if state.center_update == "replace":
             return None
+        if state.center_update == "backward_euler":
+            return _ImplicitStep()
         return _RunningSums(X.shape[0], centers, latest=state.center_update == "latest")
 
     def update(self, X, sample_weight, assignment, centers, state):
@@ -171,8 +197,41 @@ class HardMStep(MStep):
             centers_new = _divide(centers_sum, weight, centers)
             relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
             return centers_new
+        if state.center_update == "backward_euler":
+            return self._implicit_update(sample_weight, assignment, centers, centers_sum,
+                                         weight, state)
         return self._running_update(X, sample_weight, assignment, centers, centers_sum,
                                     weight, state)
+
+    def _implicit_update(self, sample_weight, assignment, centers, centers_sum, weight, state):
+        """One inner iteration of stochastic backward Euler (see the class notes)."""
+        step = state.mstep_state
+        if not isinstance(step, _ImplicitStep):  # called without init_state
+            step = state.mstep_state = _ImplicitStep()
+        total = float(sample_weight.sum(dtype=np.float64))
+        level = assignment.qe / total  # the mean batch objective at the current iterate
+        if state.inner_step == 0:  # the outer step starts at x^k = y = z
+            step.anchor = centers.astype(np.float64)
+            step.average = step.anchor.copy()
+            step.reference = max(level, state.qe_resolution / total)
+            step.diverged = False
+        limit = DIVERGENCE_FACTOR * step.reference
+        if not step.diverged and level <= limit:
+            gradient = (weight.astype(np.float64)[:, None] * centers
+                        - centers_sum.astype(np.float64)) / total
+            y = step.anchor - state.step_size * gradient
+            if np.einsum("ij,ij->i", y - step.anchor, y - step.anchor).max() <= limit:
+                step.average *= state.averaging
+                step.average += (1 - state.averaging) * y
+                last = state.inner_step == state.n_inner_steps - 1
+                centers_new = (step.average if last else y).astype(centers.dtype)
+                if np.all(np.isfinite(centers_new)):
+                    return centers_new
+        # diverged: abandon the outer step, back to x^k (the schedule retries with a
+        # smaller step)
+        step.diverged = True
+        state.step_info["diverged"] = True
+        return step.anchor.astype(centers.dtype)
 
     def _running_update(self, X, sample_weight, assignment, centers, centers_sum, weight,
                         state):

@@ -33,8 +33,9 @@ class FitState:
     center_update : str
         How the M-step combines batches (:attr:`Schedule.center_update`).
     strict_convergence : bool
-        An exact E-step (:attr:`EStep.exact`) with a hard M-step: a full batch in which no
-        label changed is a fixed point.
+        An exact E-step (:attr:`EStep.exact`) with a hard M-step whose centres are the
+        means of the current labels (``center_update`` ``"replace"`` or ``"latest"``): a
+        full batch in which no label changed is a fixed point.
     sigma2 : float or None
         Shared variance of a Gaussian-mixture fit, written by the strategies that own it
         (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise.
@@ -52,7 +53,17 @@ class FitState:
     n_samples : int
         Rows of the (reduced) data the run works on.
     rows : slice or ndarray of int
-        The rows of the current batch (what ``Schedule.batches`` yielded).
+        The rows of the current batch (what ``Schedule.batches`` yielded, or one batch of
+        the list it yielded).
+    inner_step, n_inner_steps : int
+        Which inner step of the current step runs (0-based) and how many the step has (1
+        unless the schedule yielded a list of batches, see ``Schedule.batches``).
+    step_info : dict
+        Entries to add to the current step's history record (e.g. a schedule's step size,
+        an M-step's note that it restarted); emptied before the schedule chooses the step.
+    step_size, averaging : float or None
+        Set by a schedule whose M-step rule needs them (``"backward_euler"``: the step size
+        gamma and the weight of the forward-looking average); ``None`` otherwise.
     labels : ndarray of shape (n_samples,), dtype=int32
         Every sample's label from the last step that visited it, ``-1`` before its first
         visit; the driver updates it after each E-step, so during an E-step it still holds
@@ -65,7 +76,8 @@ class FitState:
     n_samples_seen : int
         Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
     order : ndarray of shape (n_samples,), dtype=intp, or None
-        The order of the rows the run works in (``Schedule.order``); ``None``: the data's.
+        The order of the rows every run of the fit works in (``Schedule.order``; the
+        centred copy of the data is made in it); ``None``: the data's.
     cluster_weight, cluster_sse : ndarray of shape (n_clusters,), dtype=float64, or None
         Written by an M-step that keeps running sums (a mini-batch rule, see
         ``Schedule.center_update``): the weight of the samples each centre averages and their
@@ -99,6 +111,7 @@ class FitState:
         self.cost = dict.fromkeys(COST_PHASES, 0)
         self.seconds_by_phase = dict.fromkeys(TIME_PHASES, 0.0)
         self.on_progress = None
+        self.order = None
         self._start = time.perf_counter()
         self.start_run(0)
 
@@ -117,7 +130,9 @@ class FitState:
         self.center_shift = np.zeros(self.n_clusters)
         self.n_samples_seen = 0
         self.cluster_weight = self.cluster_sse = None
-        self.order = None
+        self.inner_step, self.n_inner_steps = 0, 1
+        self.step_info = {}
+        self.step_size = self.averaging = None
 
     def record_step(self, labels, centers, centers_new):
         """After a step on ``self.rows``: count and store the changed labels, measure how far

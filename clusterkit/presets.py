@@ -14,6 +14,7 @@ preset                 E-step / M-step                 distance evaluations per 
                                                        distances the bounds keep, ``+ C^2/2``
 :func:`minibatch`      exact / hard, running means     ``b C`` per batch of ``b`` rows
 :func:`nmbatch`        Elkan / hard, nested prefixes   ``b_t C`` at first visits, then as Elkan
+:func:`sbe`            exact / hard, implicit steps    ``inner_iter b C`` per outer step
 :func:`gmm`            exact / soft                    ``N C``
 :func:`var_kmeans_x`   partial, exhaustive ``G_c``     ``N (G + n_explore) + C^2``
 :func:`var_kmeans_s`   partial, estimated ``G_c``      ``N (G + n_explore)``
@@ -43,12 +44,12 @@ from ._clusterer import Clusterer
 from ._estep import ElkanEStep, FullEStep, PartialEStep
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, default_coreset_size
-from ._schedules import MiniBatch, NestedDoubling
+from ._schedules import MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, KMeansPlusPlus
 
 #: The names of the presets, in the order of the table above.
-PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
-           "lwcs_lloyd", "vc_gmm")
+PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
+           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm")
 
 __all__ = list(PRESETS) + ["default_coreset_size"]
 
@@ -150,7 +151,7 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
                       schedule=MiniBatch(batch_size, max_passes))
 
 
-def nmbatch(n_clusters, initial_batch=5000, rho=100.0, **kwargs):
+def nmbatch(n_clusters, initial_batch=5000, rho=100.0, spread="standard_error", **kwargs):
     """Nested mini-batch k-means (Newling & Fleuret 2016): nested prefixes with Elkan bounds.
 
     Parameters
@@ -159,6 +160,10 @@ def nmbatch(n_clusters, initial_batch=5000, rho=100.0, **kwargs):
     initial_batch : int, default=5000
     rho : float, default=100.0
         The doubling threshold (see :class:`~clusterkit.NestedDoubling`).
+    spread : {"standard_error", "deviation"}, default="standard_error"
+        What the threshold is relative to: the centre's standard error (the paper's eq. 4)
+        or the cluster's deviation (the authors' code; see
+        :class:`~clusterkit.NestedDoubling`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding).
 
@@ -171,11 +176,42 @@ def nmbatch(n_clusters, initial_batch=5000, rho=100.0, **kwargs):
     --------
     >>> from clusterkit.presets import nmbatch
     >>> nmbatch(10, initial_batch=1000).schedule
-    NestedDoubling(initial_batch=1000, rho=100.0)
+    NestedDoubling(initial_batch=1000, rho=100.0, spread='standard_error')
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
     return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),
-                      schedule=NestedDoubling(initial_batch, rho))
+                      schedule=NestedDoubling(initial_batch, rho, spread))
+
+
+def sbe(n_clusters, batch_size=1000, **kwargs):
+    """Stochastic backward Euler (Yin, Pham, Oberman & Osher 2018): k-means++ seeding, then
+    implicit mini-batch gradient steps with a forward-looking average and a decaying step.
+
+    Parameters
+    ----------
+    n_clusters : int
+    batch_size : int, default=1000
+        Rows per inner iteration (see :class:`~clusterkit.SBEDecay`; its other parameters
+        can be set with ``set_params(schedule__decay=...)`` and so on).
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding;
+        ``seed=RandomSeeder()`` starts from random samples, as in the paper).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Runs the schedule's budget of outer steps (``outer_iter``, 100).
+
+    Examples
+    --------
+    >>> from clusterkit.presets import sbe
+    >>> sbe(3, batch_size=30).schedule
+    SBEDecay(batch_size=30, step=None, decay=0.95, averaging=0.75, inner_iter=10, outer_iter=100)
+    """
+    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("max_iter", 10**9)  # the budget of outer steps ends the run
+    return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep(),
+                      schedule=SBEDecay(batch_size))
 
 
 def gmm(n_clusters, **kwargs):

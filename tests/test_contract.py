@@ -173,9 +173,9 @@ def test_incompatible_composition_is_refused_before_any_work():
             raise AssertionError("fit did work before refusing the composition")
 
     X = _blobs()
-    with pytest.raises(ValueError, match="needs a full-batch schedule, got RandomBatches"):
-        Clusterer(6, seed=Untouchable(), estep=PartialEStep(G=3),
-                  schedule=RandomBatches()).fit(X)
+    with pytest.raises(ValueError, match="SoftMStep implements center_update in "
+                                         r"\['replace'\], but MiniBatch needs 'running'"):
+        Clusterer(6, seed=Untouchable(), mstep="soft", schedule="minibatch").fit(X)
 
 
 def test_final_labels_hook_replaces_the_nearest_centre():

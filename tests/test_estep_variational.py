@@ -250,18 +250,42 @@ def test_partial_result_does_not_alias_state():
     assert_array_equal(result.winners, before)
 
 
-def test_partial_refuses_a_mini_batch_schedule_when_fit_starts():
+def test_partial_under_mini_batches_searches_and_keeps_the_batch_rows_only():
     from clusterkit import Clusterer, Schedule
 
     class Halves(Schedule):
         def batches(self, n_samples, state):
             while True:
                 yield slice(0, n_samples // 2)
-                yield slice(n_samples // 2, n_samples)
+                yield np.arange(n_samples // 2, n_samples)
+
+    calls = []
+
+    class Checked(PartialEStep):
+        def assign(self, X, sample_weight, centers, state):
+            before = state.estep_state.winners.copy()
+            result = super().assign(X, sample_weight, centers, state)
+            outside = np.ones(len(before), dtype=bool)
+            outside[state.rows] = False
+            assert_array_equal(state.estep_state.winners[outside], before[outside])
+            assert_array_equal(state.estep_state.winners[state.rows], result.winners)
+            calls.append(len(X))
+            return result
 
     X, _ = _blobs(300, 20, 2, np.float64, seed=9)
-    with pytest.raises(ValueError, match="needs a full-batch schedule, got Halves"):
-        Clusterer(20, estep=PartialEStep(G=3), schedule=Halves()).fit(X)
+    km = Clusterer(20, estep=Checked(G=3), schedule=Halves(), max_iter=6,
+                   random_state=0).fit(X)
+    assert calls == [150] * 6 and np.all(np.isfinite(km.cluster_centers_))
+
+
+def test_a_batch_that_does_not_match_the_rows_is_refused():
+    X, centers = _blobs(300, 20, 2, np.float64, seed=9)
+    est = PartialEStep(G=3)
+    state = _state(X, len(centers), soft=False)
+    state.estep_state = est.init_state(X, np.ones(len(X)), centers, state)
+    state.rows = slice(0, 100)
+    with pytest.raises(ValueError, match="The batch has 50 rows but state.rows selects 100"):
+        est.assign(X[:50], np.ones(50), centers, state)
 
 
 def test_exhaustive_neighbourhoods_are_the_nearest_centres():

@@ -80,6 +80,30 @@ def test_rho_infinity_never_doubles_and_rho_zero_doubles_every_step(blobs):
     np.testing.assert_allclose(lloyd.cluster_centers_, always.cluster_centers_, rtol=1e-9)
 
 
+def test_the_doubling_rule_follows_eq_4(blobs):
+    """Every doubling happens exactly when min_j sigma_C(j) / p(j) > rho, with sigma_C the
+    centre's standard error (eq. 4) or the cluster's deviation (sqrt(v) times larger)."""
+    for spread in ("standard_error", "deviation"):
+        decisions = []
+
+        class Recorder(NestedDoubling):
+            def _should_double(self, state):
+                double = super()._should_double(state)
+                v, sse, p = state.cluster_weight, state.cluster_sse, state.center_shift
+                moved = (p >= 1e-10) & (v > 1)
+                sigma = np.sqrt(sse[moved] / (v[moved] - 1))
+                if spread == "standard_error":
+                    sigma /= np.sqrt(v[moved])
+                expected = not moved.any() or (sigma / p[moved]).min() > self.rho
+                decisions.append((double, expected))
+                return double
+
+        km = Clusterer(12, estep="elkan", schedule=Recorder(200, rho=2.0, spread=spread),
+                       random_state=0, tol=0, max_iter=300).fit(blobs)
+        assert km.converged_ and any(double for double, _ in decisions)
+        assert all(double == expected for double, expected in decisions)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_partial_fit_equals_minibatch_over_the_same_batches(blobs, dtype, weighted):
@@ -165,16 +189,25 @@ def test_starved_centres_are_moved(schedule):
     (MiniBatch(max_passes=0), ValueError, r"max_passes=0 must be a positive number"),
     (NestedDoubling(initial_batch=0), ValueError, r"initial_batch=0 must be >= 1"),
     (NestedDoubling(rho=-1.0), ValueError, r"rho=-1.0 must be a number >= 0"),
+    (NestedDoubling(spread="sd"), ValueError, r"Unknown spread='sd'"),
 ])
 def test_bad_parameters(blobs, schedule, error, match):
     with pytest.raises(error, match=match):
         Clusterer(4, schedule=schedule).fit(blobs)
 
 
+@pytest.mark.parametrize("schedule", ["minibatch", "nmbatch", "sbe"])
+def test_mini_batch_schedules_compose_with_the_partial_estep(blobs, schedule):
+    """K(n) is kept per row and searched for the batch's rows: close to the exact fit."""
+    exact = Clusterer(12, schedule=schedule, random_state=0, max_iter=300).fit(blobs)
+    partial = Clusterer(12, schedule=schedule, estep=PartialEStep(G=4), random_state=0,
+                        max_iter=300).fit(blobs)
+    assert partial.inertia_ <= 1.05 * exact.inertia_
+    assert partial.cost_["estep"] < 0.8 * exact.cost_["estep"]
+
+
 def test_incompatible_compositions_are_refused(blobs):
     with pytest.raises(ValueError, match=r"SoftMStep implements center_update in \['replace'\], "
                                          r"but MiniBatch needs 'running'"):
         Clusterer(4, schedule="minibatch", mstep="soft").fit(blobs)
-    with pytest.raises(ValueError, match="PartialEStep"):
-        Clusterer(4, schedule="nmbatch", estep=PartialEStep(G=2)).fit(blobs)
     assert FullEStep.exact
