@@ -141,7 +141,8 @@ class HardMStep(MStep):
       and weight of the batch's samples in cluster ``j``, ``W`` the batch's weight; a weight
       of 2 counts as the sample twice), and the forward-looking average of the iterates,
       which ends the outer step. A centre without batch samples has ``g_j = 0`` and moves
-      towards ``x^k_j``; nothing is relocated.
+      towards ``x^k_j``; nothing is relocated. With ``state.step_size = inf`` (polishing
+      steps) it is the step's limit for a fixed assignment, the batch's means.
 
     Notes
     -----
@@ -208,6 +209,8 @@ class HardMStep(MStep):
         step = state.mstep_state
         if not isinstance(step, _ImplicitStep):  # called without init_state
             step = state.mstep_state = _ImplicitStep()
+        if state.step_size == np.inf:  # the step's limit for a fixed assignment: Lloyd's means
+            return _divide(centers_sum, weight, centers)
         total = float(sample_weight.sum(dtype=np.float64))
         level = assignment.qe / total  # the mean batch objective at the current iterate
         if state.inner_step == 0:  # the outer step starts at x^k = y = z
@@ -286,7 +289,8 @@ class SoftMStep(MStep):
 
     with the NEW means in ``s2``. Reads ``assignment.winners``/``assignment.resp`` and writes
     ``state.sigma2`` (it owns the variance). Declares ``needs_resp = True`` and the objective
-    :data:`~clusterkit.FREE_ENERGY` (maximised). The first variance comes from the first E-step (vc-GMM eq. 12).
+    :data:`~clusterkit.FREE_ENERGY` (maximised). The first variance comes from the first
+    E-step (vc-GMM eq. 12).
 
     Notes
     -----

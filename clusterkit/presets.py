@@ -205,8 +205,9 @@ def sbe(n_clusters, batch_size=1000, **kwargs):
     Examples
     --------
     >>> from clusterkit.presets import sbe
-    >>> sbe(3, batch_size=30).schedule
-    SBEDecay(batch_size=30, step=None, decay=0.95, averaging=0.75, inner_iter=10, outer_iter=100)
+    >>> sbe(3, batch_size=30).schedule  # doctest: +NORMALIZE_WHITESPACE
+    SBEDecay(batch_size=30, step=None, decay=0.95, averaging=0.75, inner_iter=10,
+             outer_iter=100, polish_iter=0)
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
     kwargs.setdefault("max_iter", 10**9)  # the budget of outer steps ends the run

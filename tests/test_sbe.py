@@ -122,6 +122,7 @@ def test_sbe_leaves_lloyds_bad_minimum_on_iris():
     (dict(averaging=-0.1), r"averaging=-0.1 must be a number in \[0, 1\)"),
     (dict(inner_iter=0), r"inner_iter=0 must be >= 1"),
     (dict(outer_iter=0), r"outer_iter=0 must be >= 1"),
+    (dict(polish_iter=-1), r"polish_iter=-1 must be >= 0"),
 ])
 def test_bad_parameters(blobs, params, match):
     with pytest.raises(ValueError, match=match):
@@ -132,3 +133,14 @@ def test_soft_mstep_is_refused(blobs):
     with pytest.raises(ValueError, match="SoftMStep implements center_update in \\['replace'\\], "
                                          "but SBEDecay needs 'backward_euler'"):
         Clusterer(3, mstep="soft", schedule="sbe").fit(blobs)
+
+
+@pytest.mark.filterwarnings("ignore:The fit did not converge")
+def test_polishing_ends_at_a_fixed_point_of_lloyds_algorithm(blobs):
+    km = presets.sbe(6, batch_size=50, random_state=0).set_params(
+        schedule__outer_iter=20, schedule__polish_iter=100).fit(blobs)
+    polish = [h for h in km.history_ if h["step_size"] == np.inf]
+    assert 2 <= len(polish) < 100 and km.converged_ and km.history_[-1]["n_changed"] == 0
+    lloyd = Clusterer(6, seed=km.cluster_centers_, tol=0, max_iter=1).fit(blobs)
+    np.testing.assert_array_equal(lloyd.labels_, km.labels_)
+    np.testing.assert_allclose(lloyd.cluster_centers_, km.cluster_centers_, rtol=1e-12)
