@@ -144,3 +144,11 @@ def test_polishing_ends_at_a_fixed_point_of_lloyds_algorithm(blobs):
     lloyd = Clusterer(6, seed=km.cluster_centers_, tol=0, max_iter=1).fit(blobs)
     np.testing.assert_array_equal(lloyd.labels_, km.labels_)
     np.testing.assert_allclose(lloyd.cluster_centers_, km.cluster_centers_, rtol=1e-12)
+
+
+def test_sbe_on_a_coreset(blobs):
+    from clusterkit import LWCS
+    km = Clusterer(6, reduce=LWCS(300), schedule=SBEDecay(batch_size=50, outer_iter=30),
+                   random_state=0).fit(blobs)
+    assert km.history_[-1]["batch_size"] == 50 and km.n_iter_ == 30
+    assert km.inertia_ < 1.2 * Clusterer(6, random_state=0).fit(blobs).inertia_
