@@ -10,9 +10,10 @@ from . import datasets, metrics, presets  # public submodules, as attributes of 
 from ._base import (FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Composition, DataReducer, EStep,
                     MStep, Objective, Schedule, Seeder)
 from ._clusterer import Clusterer
-from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep
+from ._estep import ElkanEStep, FullEStep, LaplacianEStep, PartialEStep, TruncatedEStep
+from ._graph import knn_graph
 from ._kernels._openmp import effective_n_threads, openmp_enabled
-from ._mstep import HardMStep, SoftMStep
+from ._mstep import SLK_ENERGY, HardMStep, ModeMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
@@ -28,8 +29,8 @@ __all__ = [
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder",
     "NoReduction", "LWCS",
-    "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep",
-    "HardMStep", "SoftMStep",
+    "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
+    "HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",

@@ -315,6 +315,24 @@ class EStep(_Strategy, ABC):
         """
         return None
 
+    def fitted_attributes(self, state):
+        """Extra fitted attributes of the estimator, from the kept run's state.
+
+        Called once after the kept run; the driver sets each item on the estimator (names
+        end in ``_``, e.g. ``soft_labels_``) and removes them again when it is refitted with
+        other strategies. The default adds none.
+
+        Parameters
+        ----------
+        state : FitState
+            The kept run's state (its strategies' states as the last step left them).
+
+        Returns
+        -------
+        attributes : dict
+        """
+        return {}
+
 
 class MStep(_Strategy, ABC):
     """Re-estimates the centres (and any other model parameter) from an assignment.
@@ -374,6 +392,24 @@ class MStep(_Strategy, ABC):
             A new array (not ``centers``). Never NaN: clusters without weight are relocated
             (see the M-step's Notes).
         """
+
+    def fitted_attributes(self, state):
+        """Extra fitted attributes of the estimator, from the kept run's state.
+
+        Called once after the kept run; the driver sets each item on the estimator (names
+        end in ``_``, e.g. ``soft_labels_``) and removes them again when it is refitted with
+        other strategies. The default adds none.
+
+        Parameters
+        ----------
+        state : FitState
+            The kept run's state (its strategies' states as the last step left them).
+
+        Returns
+        -------
+        attributes : dict
+        """
+        return {}
 
 
 class Schedule(_Strategy, ABC):

@@ -410,10 +410,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 if best is None or mstep.objective.better(objective, best[0]):
                     settled = state.labels.copy() if state.at_fixed_point else None
                     best = (objective, centers, end, state.history, state.sigma2,
-                            state.estep_state, settled)
+                            state.estep_state, state.mstep_state, settled)
                 if end == "callback":  # the callback ends the whole fit
                     break
-            _, centers, end, history, sigma2, state.estep_state, settled = best
+            (_, centers, end, history, sigma2, state.estep_state, state.mstep_state,
+             settled) = best
             if end == "max_iter":
                 warnings.warn(
                     f"The fit did not converge: the objective still changed by more than "
@@ -433,6 +434,11 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                                   "duplicate points in X.", ConvergenceWarning, stacklevel=2)
                 self._say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
                              f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
+        for name in self.__dict__.pop("_strategy_attributes", ()):
+            self.__dict__.pop(name, None)
+        extra = {**estep.fitted_attributes(state), **mstep.fitted_attributes(state)}
+        self.__dict__.update(extra)
+        self._strategy_attributes = tuple(extra)
         self.cluster_centers_ = centers + x_mean
         self._x_mean = x_mean
         self.cost_ = dict(state.cost)

@@ -1,15 +1,18 @@
 """E-steps: how samples are assigned to clusters."""
 import math
+import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._base import Assignment, EStep
-from ._kernels import _assign, _elkan, _mstep, _partial, _topk
+from ._kernels import _assign, _elkan, _laplacian, _mstep, _partial, _topk
 from ._state import weighted_sum
 from ._validation import check_int
 
-__all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "free_energy"]
+__all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
+           "free_energy"]
 
 
 def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
@@ -694,3 +697,195 @@ class PartialEStep(EStep):
             win_dist2 = self._search(X, sample_weight, centers, state, st, rows)
             winners = st.winners[rows].copy()
         return _winners_assignment(X, sample_weight, centers, state, winners, win_dist2)
+
+
+class _LaplacianState:
+    """:class:`LaplacianEStep`'s per-run state: the graph in CSR arrays, and the soft
+    assignments and labels of the last step that kept every cluster."""
+
+    def __init__(self, indptr, indices, weights):
+        self.indptr, self.indices, self.weights = indptr, indices, weights
+        self.z = self.labels = None
+        self.trivial = False
+
+
+class LaplacianEStep(EStep):
+    """Soft assignments of Scalable Laplacian K-modes by bound optimisation (Ziko, Granger &
+    Ben Ayed 2018, eqs. 5-8).
+
+    With the modes ``m_l`` (the current centres) fixed, minimises the concave-convex
+    relaxation ``sum_p z_p^T log z_p - sum_pl z_pl a_pl - lam sum_pq w_pq z_p^T z_q`` of the
+    Laplacian K-modes energy over the soft assignments ``z_p`` (rows of the simplex), where
+    ``a_pl = k(x_p, m_l) = exp(-||x_p - m_l||^2 / (2 sigma^2))`` and ``w`` is a sparse
+    k-nearest-neighbour graph. Starting from ``z_p = softmax(a_p)``, each inner iteration
+    replaces every ``z_p`` at once by the minimiser of the bound (eq. 5), ``softmax(a_p + lam
+    b_p)`` with ``b_p = sum_q w_pq z_q`` (eq. 8, one Cython pass over the graph's rows), until
+    the bound's relative change is at most ``tol_inner``. Labels are ``argmax_l z_pl``.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=5
+        ``rho``: neighbours per sample in the graph built from the fit data
+        (:func:`~clusterkit.knn_graph`; exact below
+        :data:`~clusterkit._graph.EXACT_BELOW` samples, pynndescent above).
+    lam : float, default=1.0
+        Weight ``lambda >= 0`` of the Laplacian term (0: K-modes without the graph).
+    sigma : float or None, default=None
+        Kernel bandwidth ``> 0``; ``None`` estimates ``sigma^2`` as the mean squared distance
+        of the samples to their graph neighbours (§4.2).
+    graph : sparse matrix of shape (n_samples, n_samples) or None, default=None
+        A precomputed graph of the training data (e.g. from :func:`~clusterkit.knn_graph`),
+        reused instead of building one; its entries are the weights ``w_pq``.
+        ``n_neighbors`` is then not used.
+    max_inner : int, default=1000
+        Most z-updates per E-step (the authors' current code; their code of 2018: 200, which
+        on MNIST ends at a clearly lower NMI, 0.69 against 0.81 for the same seed).
+    tol_inner : float, default=1e-6
+        Relative change of the bound that ends the z-updates (2018 code: 1e-4).
+
+    Notes
+    -----
+    Cost per E-step: ``N L`` kernel evaluations (counted as distance evaluations) plus
+    ``O(N rho L)`` per z-update; memory ``O(N rho + N L)``. The objective reported to the
+    driver is the discrete energy of eq. 1 at the labels, ``-sum_p w_p k(x_p, m_{l_p}) + lam
+    sum_pq w_pq [l_p != l_q]`` (minimised; ``w_p`` the sample weights). The E-step writes
+    the bandwidth as ``state.sigma2`` (the estimator's ``sigma2_``), which
+    :class:`~clusterkit.ModeMStep` reads. If a z-update leaves a cluster with no sample, the
+    step reverts to the previous step's assignments and flags the fit
+    (``trivial_solution_``), as the authors' code does; the modes then stay and the fit
+    stops. The graph is built on the data the fit runs on, so a
+    :class:`~clusterkit.DataReducer` other than :class:`~clusterkit.NoReduction` is refused.
+    Needs an M-step with responsibilities (:class:`~clusterkit.ModeMStep`) and full batches.
+
+    Fitted attributes added to the estimator: ``soft_labels_`` (``N x L``, the last ``z``)
+    and ``trivial_solution_``.
+
+    Examples
+    --------
+    >>> from clusterkit import LaplacianEStep
+    >>> LaplacianEStep(lam=2.0)  # doctest: +NORMALIZE_WHITESPACE
+    LaplacianEStep(n_neighbors=5, lam=2.0, sigma=None, graph=None, max_inner=1000,
+                   tol_inner=1e-06)
+    """
+
+    def __init__(self, n_neighbors=5, lam=1.0, sigma=None, graph=None, max_inner=1000,
+                 tol_inner=1e-6):
+        self.n_neighbors = n_neighbors
+        self.lam = lam
+        self.sigma = sigma
+        self.graph = graph
+        self.max_inner = max_inner
+        self.tol_inner = tol_inner
+
+    def _validate(self, X, n_clusters, composition):
+        """Parameters, the graph's shape, full batches, no reduction, a soft M-step."""
+        from ._reduction import NoReduction
+        n_samples = X.shape[0]
+        if self.graph is None:
+            n_neighbors = check_int(self.n_neighbors, "n_neighbors", minimum=1)
+            if n_neighbors >= n_samples:
+                raise ValueError(f"n_neighbors={n_neighbors} must be < n_samples={n_samples}.")
+        elif not sp.issparse(self.graph) or self.graph.shape != (n_samples, n_samples):
+            shape = getattr(self.graph, "shape", None)
+            raise ValueError(f"graph must be a sparse matrix of shape ({n_samples}, "
+                             f"{n_samples}) for these data, got {type(self.graph).__name__} "
+                             f"of shape {shape}.")
+        if not (isinstance(self.lam, numbers.Real) and self.lam >= 0):
+            raise ValueError(f"lam={self.lam!r} must be a number >= 0.")
+        if self.sigma is not None and not (isinstance(self.sigma, numbers.Real)
+                                           and self.sigma > 0):
+            raise ValueError(f"sigma={self.sigma!r} must be None or a number > 0.")
+        check_int(self.max_inner, "max_inner", minimum=1)
+        if not (isinstance(self.tol_inner, numbers.Real) and self.tol_inner >= 0):
+            raise ValueError(f"tol_inner={self.tol_inner!r} must be a number >= 0.")
+        if not isinstance(composition.reduce, NoReduction):
+            raise ValueError("LaplacianEStep builds its graph on the training samples; a "
+                             f"{type(composition.reduce).__name__} is not supported.")
+        if not composition.schedule.full_batch:
+            raise ValueError("LaplacianEStep updates every sample from its graph neighbours: "
+                             "it needs a full-batch schedule, got "
+                             f"{type(composition.schedule).__name__}.")
+        if not composition.mstep.needs_resp:
+            raise ValueError("LaplacianEStep gives soft assignments: it needs an M-step that "
+                             f"reads them (ModeMStep), not {type(composition.mstep).__name__}.")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The graph (built unless given) and the bandwidth (``state.sigma2``)."""
+        from ._graph import knn_graph
+        graph = self.graph
+        if graph is None:
+            graph = knn_graph(X, self.n_neighbors, random_state=state.random_state,
+                              n_threads=state.n_threads)
+        graph = sp.csr_matrix(graph)
+        if state.order is not None:  # the run's order of the rows
+            graph = graph[state.order][:, state.order].tocsr()
+        graph.sort_indices()
+        if self.sigma is None:  # mean squared distance to the graph neighbours (§4.2)
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(graph.indptr))
+            total = 0.0
+            for start in range(0, rows.size, 1 << 16):
+                diff = X[rows[start:start + (1 << 16)]] - X[graph.indices[start:start + (1 << 16)]]
+                total += float(np.einsum("ij,ij->", diff, diff, dtype=np.float64))
+            sigma2 = total / max(rows.size, 1)
+        else:
+            sigma2 = float(self.sigma) ** 2
+        if not sigma2 > 0:
+            raise ValueError("The kernel bandwidth is zero: every sample coincides with its "
+                             "graph neighbours. Pass sigma > 0.")
+        state.sigma2 = sigma2
+        return _LaplacianState(graph.indptr.astype(np.int32), graph.indices.astype(np.int32),
+                               graph.data.astype(X.dtype))
+
+    def assign(self, X, sample_weight, centers, state):
+        """z-updates with the current modes; the labels, their discrete energy (eq. 1)."""
+        st = state.estep_state
+        n_samples, n_clusters = X.shape[0], centers.shape[0]
+        dist2 = _full_dist2(X, centers)
+        state.count("estep", n_samples * n_clusters)
+        a = np.exp(dist2 / (-2 * state.sigma2)).astype(X.dtype)
+        z = np.exp(a - a.max(axis=1, keepdims=True))  # softmax(a): the start (Alg. 1)
+        z /= z.sum(axis=1, keepdims=True)
+        z_new = np.empty_like(z)
+        bound = None
+        for _ in range(int(self.max_inner)):
+            previous = bound
+            bound = _laplacian.z_update(a, st.indptr, st.indices, st.weights, z,
+                                        float(self.lam), z_new, state.n_threads)
+            z, z_new = z_new, z
+            if previous is not None and abs(bound - previous) <= self.tol_inner * abs(previous):
+                break
+        labels = z.argmax(axis=1).astype(np.int32)
+        if st.labels is not None and np.unique(labels).size < min(n_clusters, n_samples):
+            # a cluster vanished: back to the last assignments that kept every cluster
+            st.trivial = True
+            state.step_info["trivial_solution"] = True
+            z, labels = st.z, st.labels
+        st.z, st.labels = z, labels
+        best = dist2[np.arange(n_samples), labels]
+        kernel = a[np.arange(n_samples), labels].astype(np.float64)
+        cut = np.repeat(labels, np.diff(st.indptr)) != labels[st.indices]
+        energy = (-float(np.dot(sample_weight, kernel))
+                  + float(self.lam) * float(st.weights[cut].sum(dtype=np.float64)))
+        return Assignment(labels=labels, dist2=best, objective=energy,
+                          qe=weighted_sum(best, sample_weight), resp=z)
+
+    def final_labels(self, state):
+        """``argmax_l z_pl`` of the kept run (SLK labels by assignment, not nearest mode)."""
+        return state.estep_state.labels
+
+    def fitted_attributes(self, state):
+        """``soft_labels_`` (in the order of the training rows) and ``trivial_solution_``."""
+        st = state.estep_state
+        return {"soft_labels_": state.in_data_order(st.z), "trivial_solution_": st.trivial}
+
+
+def _full_dist2(X, centers):
+    """All ``N x L`` squared distances (clamped at zero), in blocks of rows."""
+    centers_sqnorm = np.einsum("ij,ij->i", centers, centers)
+    out = np.empty((X.shape[0], centers.shape[0]), dtype=X.dtype)
+    for start in range(0, X.shape[0], 4096):
+        block = X[start:start + 4096]
+        d2 = (np.einsum("ij,ij->i", block, block)[:, None] - 2 * block @ centers.T
+              + centers_sqnorm)
+        np.maximum(d2, 0, out=out[start:start + 4096])
+    return out

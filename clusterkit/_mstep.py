@@ -1,11 +1,15 @@
 """M-steps: re-estimate the centres (and the shared variance) from an assignment."""
+import numbers
+
 import numpy as np
 
-from ._base import FREE_ENERGY, MStep
+from ._base import FREE_ENERGY, MStep, Objective
+from ._estep import LaplacianEStep
 from ._kernels import _mstep
 from ._state import weighted_sum
+from ._validation import check_int
 
-__all__ = ["HardMStep", "SoftMStep", "relocate_empty_clusters"]
+__all__ = ["HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment):
@@ -397,3 +401,142 @@ def _dense_soft_update(X, sample_weight, resp, centers):
     sse = (sq - 2.0 * float(np.einsum("ij,ij->", mu, centers_sum))
            + float(weight @ np.einsum("ij,ij->i", mu, mu)))
     return centers_new, np.ascontiguousarray(weight), sse
+
+
+#: The discrete Laplacian K-modes energy (Ziko et al. 2018, eq. 1), minimised.
+SLK_ENERGY = Objective("Laplacian K-modes energy", maximize=False)
+
+
+#: Members of a cluster that the first SLK-BO modes are chosen among and estimated from.
+MODE_SAMPLE = 2000
+
+
+def _kernel_modes(X, labels, n_clusters, sigma2, random_state):
+    """Each cluster's discrete kernel mode, ``argmax_p sum_q k(x_p, x_q)`` over its members
+    (the mode definition of eq. 1 for hard clusters), estimated on at most
+    :data:`MODE_SAMPLE` members drawn at random; a cluster without members gets a random
+    row."""
+    rows = np.empty(n_clusters, dtype=np.intp)
+    for cluster in range(n_clusters):
+        members = np.flatnonzero(labels == cluster)
+        if members.size == 0:
+            rows[cluster] = random_state.randint(X.shape[0])
+            continue
+        if members.size > MODE_SAMPLE:
+            members = np.sort(random_state.choice(members, MODE_SAMPLE, replace=False))
+        Xc = X[members].astype(np.float64)
+        sqnorm = np.einsum("ij,ij->i", Xc, Xc)
+        dist2 = np.maximum(sqnorm[:, None] - 2 * Xc @ Xc.T + sqnorm, 0)
+        density = np.exp(dist2 / (-2 * sigma2)).sum(axis=1)
+        rows[cluster] = members[density.argmax()]
+    return rows
+
+
+class _Modes:
+    """:class:`ModeMStep`'s state: the training rows that are the modes (SLK-BO)."""
+
+    rows = None
+
+
+class ModeMStep(MStep):
+    """The modes of Scalable Laplacian K-modes (Ziko, Granger & Ben Ayed 2018).
+
+    Reads the soft assignments ``z`` of :class:`~clusterkit.LaplacianEStep` and the kernel
+    bandwidth ``state.sigma2`` it set.
+
+    * ``method="bo"`` (SLK-BO, eq. 11): ``m_l = x_p`` with ``p = argmax_q z_ql``: modes are
+      training samples, found in ``O(N L)``. The first modes are the clusters' discrete
+      kernel modes instead (§4.2: "the starting mode ... from the initial assignments by
+      following the mode definition"), ``argmax_p sum_q k(x_p, x_q)`` over each cluster's
+      members, estimated on at most :data:`MODE_SAMPLE` random members (``O(MODE_SAMPLE^2
+      D)`` per cluster): after the first E-step, whose modes are the seeds, the seeds
+      themselves would otherwise stay the argmax (their own kernel value is 1).
+    * ``method="ms"`` (SLK-MS, eq. 9): for each cluster, mean-shift from the current mode over
+      the samples labelled ``l`` (hard members, as the authors' code; weighted by the sample
+      weights), ``m <- sum_p v_p x_p / sum_p v_p`` with ``v_p = w_p exp(-||m - x_p||^2 / (2
+      sigma^2))``, until the largest coordinate change is at most ``ms_tol`` times the
+      largest coordinate of ``m``, or ``ms_max_iter`` iterations.
+
+    The fit's objective is the discrete energy of eq. 1 (:data:`SLK_ENERGY`, minimised). A
+    cluster without members keeps its mode. No distance evaluations are counted for the
+    mean-shift's kernel sums (``O(iterations n_l D)`` per cluster).
+
+    Parameters
+    ----------
+    method : {"bo", "ms"}, default="bo"
+    ms_tol : float, default=1e-5
+    ms_max_iter : int, default=1000
+
+    Examples
+    --------
+    >>> from clusterkit import ModeMStep
+    >>> ModeMStep("ms")
+    ModeMStep(method='ms', ms_tol=1e-05, ms_max_iter=1000)
+    """
+
+    needs_resp = True
+    objective = SLK_ENERGY
+    _rules = ("replace",)
+
+    def __init__(self, method="bo", ms_tol=1e-5, ms_max_iter=1000):
+        self.method = method
+        self.ms_tol = ms_tol
+        self.ms_max_iter = ms_max_iter
+
+    def _validate(self, X, n_clusters, composition):
+        """A known method, positive mean-shift settings, a Laplacian E-step."""
+        if self.method not in ("bo", "ms"):
+            raise ValueError(f"Unknown method={self.method!r}; expected 'bo' or 'ms'.")
+        if not (isinstance(self.ms_tol, numbers.Real) and self.ms_tol > 0):
+            raise ValueError(f"ms_tol={self.ms_tol!r} must be a number > 0.")
+        check_int(self.ms_max_iter, "ms_max_iter", minimum=1)
+        _check_rule(self, composition.schedule)
+        if not isinstance(composition.estep, LaplacianEStep):
+            raise ValueError("ModeMStep needs the soft assignments and bandwidth of a "
+                             f"LaplacianEStep, not {type(composition.estep).__name__}.")
+
+    def init_state(self, X, sample_weight, centers, state):
+        return _Modes()
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        if self.method == "bo":
+            modes = state.mstep_state
+            if not isinstance(modes, _Modes):  # called without init_state
+                modes = state.mstep_state = _Modes()
+            if modes.rows is None:  # the first modes: those of the clusters (§4.2)
+                modes.rows = _kernel_modes(X, assignment.labels, centers.shape[0],
+                                           state.sigma2, state.random_state)
+            else:
+                modes.rows = assignment.resp.argmax(axis=0)  # eq. 11
+            return np.ascontiguousarray(X[modes.rows])
+        centers_new = centers.copy()
+        for cluster in range(centers.shape[0]):
+            members = np.flatnonzero(assignment.labels == cluster)
+            if members.size:
+                centers_new[cluster] = self._mean_shift(X[members], sample_weight[members],
+                                                        centers[cluster], state.sigma2)
+        return centers_new
+
+    def _mean_shift(self, X, sample_weight, mode, sigma2):
+        """Gaussian mean-shift of one mode over its cluster's members (eq. 9)."""
+        mode = mode.astype(np.float64)
+        for _ in range(int(self.ms_max_iter)):
+            diff = X - mode
+            v = sample_weight * np.exp(np.einsum("ij,ij->i", diff, diff) / (-2 * sigma2))
+            if not v.sum() > 0:  # every member beyond the kernel's reach: keep the mode
+                break
+            new = (v @ X) / v.sum()
+            done = np.abs(new - mode).max() <= self.ms_tol * np.abs(mode).max()
+            mode = new
+            if done:
+                break
+        return mode.astype(X.dtype)
+
+    def fitted_attributes(self, state):
+        """``modes_``: indices of the training rows that are the modes (SLK-BO only)."""
+        if self.method != "bo" or not isinstance(state.mstep_state, _Modes):
+            return {}
+        rows = state.mstep_state.rows
+        if state.order is not None:
+            rows = state.order[rows]
+        return {"modes_": np.asarray(rows, dtype=np.intp)}

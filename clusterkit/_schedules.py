@@ -27,6 +27,11 @@ class FullBatch(Schedule):
         ``(D/2) / |log C + (D/2) log(2 pi e sigma2)|``, usually much smaller, so hard fits
         stop sooner; unlike the quantization error's, it depends on the units of the data.
         Soft fits always compare their own free energy.
+    center_tol : float or None, default=None
+        Also stop when the centres moved by at most this fraction of their norm,
+        ``||C_t - C_{t-1}||_F <= center_tol ||C_{t-1}||_F`` (in the centred coordinates the
+        fit runs in): the "modes no longer change" rule of Laplacian K-modes (the SLK
+        presets use ``1e-3``). ``None``: the objective's rule only.
 
     Notes
     -----
@@ -42,14 +47,19 @@ class FullBatch(Schedule):
 
     full_batch = True
 
-    def __init__(self, kmeans_objective="qe"):
+    def __init__(self, kmeans_objective="qe", center_tol=None):
         self.kmeans_objective = kmeans_objective
+        self.center_tol = center_tol
 
     def _validate(self, X, n_clusters, composition):
-        """Raises ``ValueError`` for an unknown ``kmeans_objective``."""
+        """Raises ``ValueError`` for an unknown ``kmeans_objective`` or a negative
+        ``center_tol``."""
         if self.kmeans_objective not in ("qe", "free_energy"):
             raise ValueError(f"Unknown kmeans_objective={self.kmeans_objective!r}; expected "
                              "'qe' or 'free_energy'.")
+        if self.center_tol is not None and not (_real(self.center_tol)
+                                                and self.center_tol >= 0):
+            raise ValueError(f"center_tol={self.center_tol!r} must be None or a number >= 0.")
 
     def batches(self, n_samples, state):
         """Yield all rows, forever (the driver's ``max_iter`` and :meth:`should_stop` end
@@ -59,8 +69,13 @@ class FullBatch(Schedule):
 
     def should_stop(self, state, tol):
         """The default rule (:meth:`Schedule.should_stop`), on the k-means free energy
-        instead of the quantization error if ``kmeans_objective="free_energy"``."""
+        instead of the quantization error if ``kmeans_objective="free_energy"``; or the
+        centres' rule if ``center_tol`` is set."""
         history = state.history
+        if self.center_tol is not None and history and (
+                math.sqrt(float(np.dot(state.center_shift, state.center_shift)))
+                <= self.center_tol * state.center_norm):
+            return True
         if (self.kmeans_objective == "qe" or len(history) < 2
                 or state.objective != QUANTIZATION_ERROR):
             return super().should_stop(state, tol)

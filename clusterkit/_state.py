@@ -73,6 +73,9 @@ class FitState:
         visit counts as a change).
     center_shift : ndarray of shape (n_clusters,), dtype=float64
         Euclidean distance each centre moved in the last M-step (zeros before the first).
+    center_norm : float
+        Frobenius norm of the centres before the last M-step (in the centred coordinates the
+        fit runs in), the scale of ``center_shift``.
     n_samples_seen : int
         Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
     order : ndarray of shape (n_samples,), dtype=intp, or None
@@ -128,6 +131,7 @@ class FitState:
         self.labels = np.full(n_samples, -1, dtype=np.int32)
         self.n_changed = n_samples
         self.center_shift = np.zeros(self.n_clusters)
+        self.center_norm = 0.0
         self.n_samples_seen = 0
         self.cluster_weight = self.cluster_sse = None
         self.inner_step, self.n_inner_steps = 0, 1
@@ -151,6 +155,8 @@ class FitState:
         self.n_samples_seen += labels.shape[0]
         moved = centers_new.astype(np.float64) - centers
         np.sqrt(np.einsum("ij,ij->i", moved, moved), out=self.center_shift)
+        self.center_norm = float(np.sqrt(np.einsum("ij,ij->", centers, centers,
+                                                   dtype=np.float64)))
 
     @contextmanager
     def timed(self, phase):

@@ -23,6 +23,10 @@ preset                 E-step / M-step                 distance evaluations per 
 :func:`lwcs_lloyd`     exact / hard, on a coreset      ``N' C`` (plus ``N`` once)
 :func:`vc_gmm`         as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
                                                        once)
+:func:`slk_bo`         Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
+                       by argmax                       per z-update (and the kNN graph once)
+:func:`slk_ms`         Laplacian z-updates / modes     as ``slk_bo``, plus the mean-shift
+                       by mean-shift
 =====================  ==============================  =========================================
 
 The complexities are those of Forster & Lücke (2018), Table 1: the variational algorithms
@@ -41,15 +45,16 @@ the papers' setting. ``vc_gmm`` keeps AFK-MC² (its ``chain_length``), as the vc
 does.
 """
 from ._clusterer import Clusterer
-from ._estep import ElkanEStep, FullEStep, PartialEStep
-from ._mstep import HardMStep, SoftMStep
+from ._estep import ElkanEStep, FullEStep, LaplacianEStep, PartialEStep
+from ._mstep import HardMStep, ModeMStep, SoftMStep
 from ._reduction import LWCS, default_coreset_size
-from ._schedules import MiniBatch, NestedDoubling, SBEDecay
+from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, KMeansPlusPlus
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
-           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm")
+           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "slk_bo",
+           "slk_ms")
 
 __all__ = list(PRESETS) + ["default_coreset_size"]
 
@@ -473,3 +478,75 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
                          n_init_esteps=n_init_esteps)
     return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=estep,
                       mstep=SoftMStep())
+
+
+def _slk(n_clusters, method, lam, n_neighbors, graph, sigma, kwargs):
+    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("schedule", FullBatch(center_tol=1e-3))
+    kwargs.setdefault("max_iter", 100)
+    return _clusterer(n_clusters, kwargs,
+                      estep=LaplacianEStep(n_neighbors=n_neighbors, lam=lam, sigma=sigma,
+                                           graph=graph),
+                      mstep=ModeMStep(method))
+
+
+def slk_bo(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs):
+    """Scalable Laplacian K-modes, SLK-BO (Ziko, Granger & Ben Ayed 2018): k-means++ seeds,
+    z-updates on a kNN graph, modes as the samples of largest assignment (eq. 11).
+
+    Parameters
+    ----------
+    n_clusters : int
+    lam : float, default=1.0
+        Weight of the Laplacian term (the paper tunes it in [1, 4] on labelled samples).
+    n_neighbors : int, default=5
+        Neighbours per sample in the graph (``rho``).
+    graph : sparse matrix or None, default=None
+        A precomputed graph of the training data (:func:`~clusterkit.knn_graph`), to reuse
+        across fits.
+    sigma : float or None, default=None
+        Kernel bandwidth; ``None`` estimates it from the graph.
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++
+        seeding; ``schedule`` the stop when the modes move by at most 0.1 % of their norm,
+        ``FullBatch(center_tol=1e-3)``).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. After ``fit``: ``modes_`` (the training rows that are the modes),
+        ``cluster_centers_`` (those rows), ``soft_labels_``, ``labels_`` (``argmax z``).
+
+    Examples
+    --------
+    >>> from clusterkit.presets import slk_bo
+    >>> slk_bo(10, lam=2.0).mstep
+    ModeMStep(method='bo', ms_tol=1e-05, ms_max_iter=1000)
+    """
+    return _slk(n_clusters, "bo", lam, n_neighbors, graph, sigma, kwargs)
+
+
+def slk_ms(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs):
+    """Scalable Laplacian K-modes, SLK-MS: as :func:`slk_bo`, with modes by mean-shift over
+    each cluster's members (eq. 9); the modes are then not training samples.
+
+    Parameters
+    ----------
+    n_clusters : int
+    lam, n_neighbors, graph, sigma
+        As for :func:`slk_bo`.
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer`.
+
+    Returns
+    -------
+    Clusterer
+        Unfitted.
+
+    Examples
+    --------
+    >>> from clusterkit.presets import slk_ms
+    >>> slk_ms(10).mstep
+    ModeMStep(method='ms', ms_tol=1e-05, ms_max_iter=1000)
+    """
+    return _slk(n_clusters, "ms", lam, n_neighbors, graph, sigma, kwargs)

@@ -13,8 +13,8 @@ VARIATIONAL = {
     "var_gmm_x": ("exhaustive", SoftMStep),
     "var_gmm_s": ("estimated", SoftMStep),
 }
-ALL = ["lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", *VARIATIONAL, "lwcs_lloyd",
-       "vc_gmm"]
+ALL = ["lloyd", "elkan", "minibatch", "nmbatch", "sbe", "slk_bo", "slk_ms", "gmm", *VARIATIONAL,
+       "lwcs_lloyd", "vc_gmm"]
 
 
 @pytest.mark.parametrize("name", ALL)
