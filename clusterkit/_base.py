@@ -17,7 +17,9 @@ stores its arguments, so ``get_params``/``set_params`` (also nested, as
 ``self`` between fits. Whatever must survive from one step to the next (bounds, winners,
 neighbourhoods, running sums) lives in an object returned by the optional ``init_state``
 hook; the driver stores it on the :class:`~clusterkit.FitState` it passes to every call
-(``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``).
+(``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``). A strategy whose
+model has more to report than centres and labels (soft assignments, modes as training rows)
+returns it from ``fitted_attributes``, and the estimator gets those attributes.
 
 What a strategy *is* is declared, never guessed from numbers: an M-step says whether it needs
 responsibilities (:attr:`MStep.needs_resp`) and which :class:`Objective` the fit optimises
@@ -104,6 +106,24 @@ class _Strategy(BaseEstimator):
             The five strategies of the fit (``seed``, ``reduce``, ``estep``, ``mstep``,
             ``schedule``), for rules between strategies.
         """
+
+    def fitted_attributes(self, state):
+        """Extra fitted attributes of the estimator, from the kept run's state.
+
+        Called once after the kept run; the driver sets each item on the estimator (names
+        end in ``_``, e.g. ``soft_labels_``) and removes them again when it is refitted with
+        other strategies. The default adds none.
+
+        Parameters
+        ----------
+        state : FitState
+            The kept run's state (its strategies' states as the last step left them).
+
+        Returns
+        -------
+        attributes : dict
+        """
+        return {}
 
     def __repr__(self):
         # every parameter, in the order of the signature (scikit-learn's repr sorts them and
@@ -315,24 +335,6 @@ class EStep(_Strategy, ABC):
         """
         return None
 
-    def fitted_attributes(self, state):
-        """Extra fitted attributes of the estimator, from the kept run's state.
-
-        Called once after the kept run; the driver sets each item on the estimator (names
-        end in ``_``, e.g. ``soft_labels_``) and removes them again when it is refitted with
-        other strategies. The default adds none.
-
-        Parameters
-        ----------
-        state : FitState
-            The kept run's state (its strategies' states as the last step left them).
-
-        Returns
-        -------
-        attributes : dict
-        """
-        return {}
-
 
 class MStep(_Strategy, ABC):
     """Re-estimates the centres (and any other model parameter) from an assignment.
@@ -392,24 +394,6 @@ class MStep(_Strategy, ABC):
             A new array (not ``centers``). Never NaN: clusters without weight are relocated
             (see the M-step's Notes).
         """
-
-    def fitted_attributes(self, state):
-        """Extra fitted attributes of the estimator, from the kept run's state.
-
-        Called once after the kept run; the driver sets each item on the estimator (names
-        end in ``_``, e.g. ``soft_labels_``) and removes them again when it is refitted with
-        other strategies. The default adds none.
-
-        Parameters
-        ----------
-        state : FitState
-            The kept run's state (its strategies' states as the last step left them).
-
-        Returns
-        -------
-        attributes : dict
-        """
-        return {}
 
 
 class Schedule(_Strategy, ABC):

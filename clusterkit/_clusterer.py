@@ -436,7 +436,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                              f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
         for name in self.__dict__.pop("_strategy_attributes", ()):
             self.__dict__.pop(name, None)
-        extra = {**estep.fitted_attributes(state), **mstep.fitted_attributes(state)}
+        extra = {name: value for strategy in (seeder, reducer, estep, mstep, schedule)
+                 for name, value in strategy.fitted_attributes(state).items()}
         self.__dict__.update(extra)
         self._strategy_attributes = tuple(extra)
         self.cluster_centers_ = centers + x_mean
