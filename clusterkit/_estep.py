@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ._base import Assignment, EStep
 from ._kernels import _assign, _elkan, _laplacian, _mstep, _partial, _topk
@@ -703,8 +704,10 @@ class _LaplacianState:
     """:class:`LaplacianEStep`'s per-run state: the graph in CSR arrays, and the soft
     assignments and labels of the last step that kept every cluster."""
 
-    def __init__(self, indptr, indices, weights):
+    def __init__(self, indptr, indices, weights, locality):
+        # the graph with its rows and columns in the order ``locality`` of the fit's rows
         self.indptr, self.indices, self.weights = indptr, indices, weights
+        self.locality = locality
         self.z = self.labels = None
         self.trivial = False
 
@@ -717,7 +720,10 @@ class LaplacianEStep(EStep):
     relaxation ``sum_p z_p^T log z_p - sum_pl z_pl a_pl - lam sum_pq w_pq z_p^T z_q`` of the
     Laplacian K-modes energy over the soft assignments ``z_p`` (rows of the simplex), where
     ``a_pl = k(x_p, m_l) = exp(-||x_p - m_l||^2 / (2 sigma^2))`` and ``w`` is a sparse
-    k-nearest-neighbour graph. Starting from ``z_p = softmax(a_p)``, each inner iteration
+    k-nearest-neighbour graph. The run's first step only labels every sample with its
+    nearest seed (``z_p`` one-hot), so that the M-step finds the first modes from the seeds'
+    clusters (Alg. 1, as the authors' code). Every later step starts from
+    ``z_p = softmax(a_p)``, and each inner iteration
     replaces every ``z_p`` at once by the minimiser of the bound (eq. 5), ``softmax(a_p + lam
     b_p)`` with ``b_p = sum_q w_pq z_q`` (eq. 8, one Cython pass over the graph's rows), until
     the bound's relative change is at most ``tol_inner``. Labels are ``argmax_l z_pl``.
@@ -746,7 +752,8 @@ class LaplacianEStep(EStep):
     Notes
     -----
     Cost per E-step: ``N L`` kernel evaluations (counted as distance evaluations) plus
-    ``O(N rho L)`` per z-update; memory ``O(N rho + N L)``. The objective reported to the
+    ``O(N rho L)`` per z-update (their number is ``"z_updates"`` in ``history_``); memory
+    ``O(N rho + N L)``. The objective reported to the
     driver is the discrete energy of eq. 1 at the labels, ``-sum_p w_p k(x_p, m_{l_p}) + lam
     sum_pq w_pq [l_p != l_q]`` (minimised; ``w_p`` the sample weights). The E-step writes
     the bandwidth as ``state.sigma2`` (the estimator's ``sigma2_``), which
@@ -821,40 +828,60 @@ class LaplacianEStep(EStep):
             graph = graph[state.order][:, state.order].tocsr()
         graph.sort_indices()
         if self.sigma is None:  # mean squared distance to the graph neighbours (§4.2)
-            rows = np.repeat(np.arange(X.shape[0]), np.diff(graph.indptr))
-            total = 0.0
-            for start in range(0, rows.size, 1 << 16):
-                diff = X[rows[start:start + (1 << 16)]] - X[graph.indices[start:start + (1 << 16)]]
-                total += float(np.einsum("ij,ij->", diff, diff, dtype=np.float64))
-            sigma2 = total / max(rows.size, 1)
+            total = _laplacian.graph_sqdist_sum(X, graph.indptr.astype(np.int32),
+                                                graph.indices.astype(np.int32),
+                                                state.n_threads)
+            sigma2 = total / max(graph.nnz, 1)
         else:
             sigma2 = float(self.sigma) ** 2
         if not sigma2 > 0:
             raise ValueError("The kernel bandwidth is zero: every sample coincides with its "
                              "graph neighbours. Pass sigma > 0.")
         state.sigma2 = sigma2
+        # The z-updates run over the rows in reverse Cuthill-McKee order, in which graph
+        # neighbours sit close together: their rows of z are then mostly in cache (on MNIST
+        # a z-update is about three times faster than in the data's order).
+        locality = reverse_cuthill_mckee(graph, symmetric_mode=False).astype(np.intp)
+        graph = graph[locality][:, locality].tocsr()
+        graph.sort_indices()
         return _LaplacianState(graph.indptr.astype(np.int32), graph.indices.astype(np.int32),
-                               graph.data.astype(X.dtype))
+                               graph.data.astype(X.dtype), locality)
 
     def assign(self, X, sample_weight, centers, state):
-        """z-updates with the current modes; the labels, their discrete energy (eq. 1)."""
+        """z-updates with the current modes; the labels, their discrete energy (eq. 1).
+
+        The run's first step only labels every sample with its nearest seed: Alg. 1 starts
+        from the seeds' clusters, whose modes the M-step then finds (as the authors' code).
+        """
         st = state.estep_state
         n_samples, n_clusters = X.shape[0], centers.shape[0]
         dist2 = _full_dist2(X, centers)
         state.count("estep", n_samples * n_clusters)
         a = np.exp(dist2 / (-2 * state.sigma2)).astype(X.dtype)
-        z = np.exp(a - a.max(axis=1, keepdims=True))  # softmax(a): the start (Alg. 1)
-        z /= z.sum(axis=1, keepdims=True)
-        z_new = np.empty_like(z)
-        bound = None
-        for _ in range(int(self.max_inner)):
-            previous = bound
-            bound = _laplacian.z_update(a, st.indptr, st.indices, st.weights, z,
-                                        float(self.lam), z_new, state.n_threads)
-            z, z_new = z_new, z
-            if previous is not None and abs(bound - previous) <= self.tol_inner * abs(previous):
-                break
-        labels = z.argmax(axis=1).astype(np.int32)
+        n_updates = 0
+        if st.labels is None:
+            labels = dist2.argmin(axis=1).astype(np.int32)
+            z = np.zeros_like(a)
+            z[np.arange(n_samples), labels] = 1
+        else:
+            a_local = a[st.locality]  # the rows in the graph's order
+            z = np.exp(a_local - a_local.max(axis=1, keepdims=True))  # softmax(a) (Alg. 1)
+            z /= z.sum(axis=1, keepdims=True)
+            z_new = np.empty_like(z)
+            bound = None
+            while n_updates < self.max_inner:
+                previous = bound
+                bound = _laplacian.z_update(a_local, st.indptr, st.indices, st.weights, z,
+                                            float(self.lam), z_new, state.n_threads)
+                z, z_new = z_new, z
+                n_updates += 1
+                if (previous is not None
+                        and abs(bound - previous) <= self.tol_inner * abs(previous)):
+                    break
+            z_new[st.locality] = z  # back to the fit's order of the rows
+            z = z_new
+            labels = z.argmax(axis=1).astype(np.int32)
+        state.step_info["z_updates"] = n_updates
         if st.labels is not None and np.unique(labels).size < min(n_clusters, n_samples):
             # a cluster vanished: back to the last assignments that kept every cluster
             st.trivial = True
@@ -863,7 +890,8 @@ class LaplacianEStep(EStep):
         st.z, st.labels = z, labels
         best = dist2[np.arange(n_samples), labels]
         kernel = a[np.arange(n_samples), labels].astype(np.float64)
-        cut = np.repeat(labels, np.diff(st.indptr)) != labels[st.indices]
+        local = labels[st.locality]
+        cut = np.repeat(local, np.diff(st.indptr)) != local[st.indices]
         energy = (-float(np.dot(sample_weight, kernel))
                   + float(self.lam) * float(st.weights[cut].sum(dtype=np.float64)))
         return Assignment(labels=labels, dist2=best, objective=energy,

@@ -447,10 +447,10 @@ class ModeMStep(MStep):
     * ``method="bo"`` (SLK-BO, eq. 11): ``m_l = x_p`` with ``p = argmax_q z_ql``: modes are
       training samples, found in ``O(N L)``. The first modes are the clusters' discrete
       kernel modes instead (§4.2: "the starting mode ... from the initial assignments by
-      following the mode definition"), ``argmax_p sum_q k(x_p, x_q)`` over each cluster's
-      members, estimated on at most :data:`MODE_SAMPLE` random members (``O(MODE_SAMPLE^2
-      D)`` per cluster): after the first E-step, whose modes are the seeds, the seeds
-      themselves would otherwise stay the argmax (their own kernel value is 1).
+      following the mode definition"), ``argmax_p sum_q k(x_p, x_q)`` over the members of
+      each cluster of the nearest-seed labels that :class:`~clusterkit.LaplacianEStep`
+      gives first, estimated on at most :data:`MODE_SAMPLE` random members
+      (``O(MODE_SAMPLE^2 D)`` per cluster), as the authors' code.
     * ``method="ms"`` (SLK-MS, eq. 9): for each cluster, mean-shift from the current mode over
       the samples labelled ``l`` (hard members, as the authors' code; weighted by the sample
       weights), ``m <- sum_p v_p x_p / sum_p v_p`` with ``v_p = w_p exp(-||m - x_p||^2 / (2

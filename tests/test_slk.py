@@ -4,8 +4,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_moons
 
-from clusterkit import (LWCS, Clusterer, FitState, LaplacianEStep, ModeMStep, knn_graph,
-                        presets)
+from clusterkit import (LWCS, Clusterer, FitState, FullBatch, LaplacianEStep, ModeMStep,
+                        knn_graph, presets)
 from clusterkit._kernels import _laplacian
 from clusterkit.metrics import nmi
 
@@ -51,6 +51,23 @@ def test_z_update_matches_scipy(dtype, n_samples, n_clusters):
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     assert outs[0][1] == outs[1][1]
 
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_samples,n_features", [(1, 1), (37, 5), (1001, 3)])
+def test_graph_sqdist_sum_matches_numpy(dtype, n_samples, n_features):
+    rng = np.random.RandomState(n_samples)
+    X = rng.normal(size=(n_samples, n_features)).astype(dtype)
+    W = sp.random(n_samples, n_samples, density=min(1.0, 7 / n_samples), random_state=rng,
+                  format="csr")
+    rows = np.repeat(np.arange(n_samples), np.diff(W.indptr))
+    diff = X[rows].astype(np.float64) - X[W.indices].astype(np.float64)
+    expected = float((diff * diff).sum())
+    sums = [_laplacian.graph_sqdist_sum(X, W.indptr.astype(np.int32),
+                                        W.indices.astype(np.int32), n_threads)
+            for n_threads in (1, 2)]
+    assert sums[0] == pytest.approx(expected, rel=1e-12)
+    assert sums[0] == sums[1]
 
 def _relaxation(z, a, W, lam):
     """Eq. 2 with fixed modes: sum z log z - sum z a - lam sum_pq w_pq z_p^T z_q."""
@@ -122,6 +139,47 @@ def test_slk_bo_modes_are_training_rows(moons, moons_graph):
     assert not hasattr(km, "modes_") and hasattr(km, "soft_labels_")
 
 
+
+def _slk_bo_reference(X, W, seeds, lam, max_inner=1000, tol_inner=1e-6):
+    """SLK-BO in plain NumPy, step by step as Alg. 1 and the authors' code: labels of the
+    nearest seeds, their kernel modes, then z-updates from softmax(a) and modes as the
+    argmax of z, until the modes repeat."""
+    rows = np.repeat(np.arange(len(X)), np.diff(W.indptr))
+    sigma2 = ((X[rows] - X[W.indices]) ** 2).sum() / W.nnz
+    kernel = np.exp(-((X[:, None] - X) ** 2).sum(-1) / (2 * sigma2))
+    labels = ((X[:, None] - seeds) ** 2).sum(-1).argmin(axis=1)
+    modes = [np.flatnonzero(labels == j)[kernel[np.ix_(labels == j, labels == j)].sum(1)
+                                         .argmax()] for j in range(len(seeds))]
+    for _ in range(100):
+        a = kernel[:, modes]
+        z, bound = _softmax(a), None
+        for _ in range(max_inner):
+            s = a + lam * (W @ z)
+            previous, bound = bound, -(s.max(1) + np.log(np.exp(s - s.max(1)[:, None])
+                                                         .sum(1))).sum()
+            z = _softmax(s)
+            if previous is not None and abs(bound - previous) <= tol_inner * abs(previous):
+                break
+        labels, new_modes = z.argmax(axis=1), list(z.argmax(axis=0))
+        if new_modes == modes:
+            energy = (-kernel[np.arange(len(X)), np.array(modes)[labels]].sum()
+                      + lam * W.multiply(labels[:, None] != labels[None, :]).sum())
+            return labels, np.array(modes), energy
+        modes = new_modes
+    raise AssertionError("no fixed point")
+
+
+def test_slk_bo_follows_the_plain_numpy_algorithm(moons, moons_graph):
+    X, _ = moons
+    X, W = X[::2], knn_graph(X[::2], n_neighbors=10)
+    seeds = X[[3, 250]]
+    labels, modes, energy = _slk_bo_reference(X, W, seeds, lam=1.0)
+    km = presets.slk_bo(2, graph=W, seed=seeds, schedule=FullBatch(center_tol=0.0)).fit(X)
+    np.testing.assert_array_equal(km.modes_, modes)
+    np.testing.assert_array_equal(km.labels_, labels)
+    assert km.objective_ == pytest.approx(energy, rel=1e-10)  # the discrete energy of eq. 1
+    assert [h["z_updates"] for h in km.history_][0] == 0  # the first step: nearest seeds
+
 def test_a_graph_is_reused_across_fits(moons, moons_graph):
     X, _ = moons
     built = presets.slk_bo(2, n_neighbors=10, random_state=0).fit(X)
@@ -134,7 +192,7 @@ def test_a_vanishing_cluster_reverts_and_is_flagged():
     rng = np.random.RandomState(0)
     X = np.vstack([rng.normal(size=(60, 2)), rng.normal(size=(60, 2)) + 20])
     seeds = np.array([[0.0, 0.0], [0.5, 0.5], [20.0, 20.0]])
-    km = Clusterer(3, seed=seeds, estep=LaplacianEStep(n_neighbors=8, lam=1.0),
+    km = Clusterer(3, seed=seeds, estep=LaplacianEStep(n_neighbors=20, lam=1.0),
                    mstep=ModeMStep(), random_state=0).fit(X)
     assert km.trivial_solution_
     assert any(h.get("trivial_solution") for h in km.history_)

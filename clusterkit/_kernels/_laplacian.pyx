@@ -8,7 +8,7 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.math cimport exp, log
+from libc.math cimport exp, expf, log, logf
 
 from ._dist cimport CHUNK_SIZE
 
@@ -75,13 +75,49 @@ def z_update(const floating[:, ::1] a,         # IN  (n_samples, n_clusters)
                         top = value
                 total = 0
                 for l in range(n_clusters):
-                    value = exp(z_new[p, l] - top)
+                    # single precision where the data are (about twice as fast)
+                    if floating is float:
+                        value = expf(<float>(z_new[p, l] - top))
+                    else:
+                        value = exp(z_new[p, l] - top)
                     z_new[p, l] = value
                     total = total + value
                 for l in range(n_clusters):
                     z_new[p, l] = z_new[p, l] / total
-                part = part - (top + log(total))
+                if floating is float:
+                    part = part - (top + logf(<float>total))
+                else:
+                    part = part - (top + log(total))
             chunk_sums[c] = part
         for c in range(n_chunks):
             bound += chunk_sums[c]
     return bound
+
+
+def graph_sqdist_sum(const floating[:, ::1] X,     # IN  (n_samples, n_features)
+                     const int[::1] indptr,        # IN  (n_samples + 1,) CSR of the graph
+                     const int[::1] indices,       # IN  (n_edges,)
+                     int n_threads):
+    """``sum_p sum_{q in row p} ||x_p - x_q||^2`` over the graph's entries (float64).
+
+    The sum behind the kernel bandwidth of §4.2; added chunk by chunk in row order, so the
+    result does not depend on the number of threads.
+    """
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, p, e, k, q
+    cdef double[::1] chunk_sums = np.zeros(max(n_chunks, 1))
+    cdef double part, diff, total = 0
+    with nogil:
+        for c in prange(n_chunks, schedule="static", num_threads=max(1, n_threads)):
+            part = 0
+            for p in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+                for e in range(indptr[p], indptr[p + 1]):
+                    q = indices[e]
+                    for k in range(n_features):
+                        diff = <double>X[p, k] - <double>X[q, k]
+                        part = part + diff * diff
+            chunk_sums[c] = part
+        for c in range(n_chunks):
+            total += chunk_sums[c]
+    return total
