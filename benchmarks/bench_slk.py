@@ -132,7 +132,7 @@ def main():
     parser.add_argument("--data", default=data_home(), help="folder with mnist.npz, shuttle.npz")
     parser.add_argument("--seeds", type=int, default=5,
                         help="k-means++ seeds per lam for SLK-BO, and for k-means")
-    parser.add_argument("--ms-seeds", type=int, default=2, help="seeds per lam for SLK-MS")
+    parser.add_argument("--ms-seeds", type=int, default=3, help="seeds per lam for SLK-MS")
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     args = parser.parse_args()
