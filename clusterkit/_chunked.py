@@ -328,9 +328,10 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
 def _nearest_rows(X, x_mean, centers):
     """Labels and squared distances of one chunk of a dask array, as one structured array
     (``"label"`` int32, ``"dist2"`` float64), so that both come from a single task."""
-    from ._clusterer import _nearest
+    from ._clusterer import _nearest, _single_threaded_blas
     X = np.ascontiguousarray(X, dtype=centers.dtype)
-    labels, dist2, _ = _nearest(X, x_mean, centers, 1)
+    with _single_threaded_blas():  # as in fit: the kernel calls gemm per tile
+        labels, dist2, _ = _nearest(X, x_mean, centers, 1)
     out = np.empty(X.shape[0], dtype=_NEAREST)
     out["label"], out["dist2"] = labels, dist2
     return out

@@ -231,11 +231,13 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
         Final centres, in the dtype of the training data.
-    labels_ : ndarray of shape (n_samples,), dtype=int32
-        Nearest final centre of each training sample (``compute_labels=True``).
-    inertia_ : float
+    labels_ : ndarray or dask array of shape (n_samples,), dtype=int32
+        Nearest final centre of each training sample (``compute_labels=True``); after a fit
+        on a dask array a lazy dask array, computed chunk by chunk when needed.
+    inertia_ : float or 0-d dask array
         Weighted sum of squared distances of the training samples to their nearest final
-        centre (``compute_labels=True``).
+        centre (``compute_labels=True``); after a fit on a dask array a lazy 0-d dask array
+        (``float(inertia_)`` computes it).
     n_iter_ : int
         Iterations of the kept run.
     converged_ : bool
@@ -269,7 +271,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         ``"labels"``.
     seconds_ : dict
         Wall time per phase: ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
-        ``"labels"``, and the ``"total"`` of ``fit``.
+        ``"labels"``, and the ``"total"`` of ``fit``; a fit on data in row chunks also has
+        ``"scan"``, the first pass over them (``"reduction"`` is then the second).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
@@ -405,10 +408,14 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; float32 is kept, everything else becomes float64.
+        X : array-like, dask array or numpy.memmap of shape (n_samples, n_features)
+            Training data; float32 is kept, everything else becomes float64. A row-chunked
+            dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
+            is chunked) is never loaded as a whole: the reducer builds its coreset in passes
+            over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``
+            and ``inertia_`` are lazy dask arrays (see the Dask page of the documentation).
         y : Ignored
-        sample_weight : array-like of shape (n_samples,), default=None
+        sample_weight : array-like or dask array of shape (n_samples,), default=None
             Non-negative weights; a weight of 2 counts a sample twice.
 
         Returns
@@ -423,7 +430,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             together) that squared distances overflow (or all underflow) its dtype, has fewer
             samples than ``n_clusters``, if ``sample_weight`` is negative, non-finite, all
             zero, does not fit ``X``'s dtype or makes weighted sums overflow it, or a
-            strategy's parameters do not fit the data or its results have the wrong shape.
+            strategy's parameters do not fit the data or its results have the wrong shape;
+            if ``X`` is a dask array and the reducer cannot read row chunks (anything but
+            :class:`LWCS`).
+        ImportError
+            If ``X`` is a dask array and dask is not installed (``pip install
+            'clusterkit[dask]'``).
         """
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         chunked = self._chunked_data(X, sample_weight)
@@ -883,7 +895,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Returns
         -------
-        labels : ndarray of shape (n_samples,), dtype=int32
+        labels : ndarray or dask array of shape (n_samples,), dtype=int32
+            A lazy dask array when ``X`` is one.
         """
         self.fit(X, sample_weight=sample_weight)
         return self.labels_ if self.compute_labels else self.predict(X)

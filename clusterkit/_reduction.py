@@ -184,6 +184,12 @@ class LWCS(DataReducer):
     ``1/(2N) + d(x, mu)^2 / (2 sum d^2)`` and ``gamma = 1 / (size q)``. A weight of 2
     gives a sample the probability and weight its two copies would have together.
 
+    On data in row chunks (a dask array, a memmap: :attr:`chunked` is ``True``),
+    :meth:`reduce_chunked` draws from the same ``q`` in two passes that are sums over the
+    chunks, splitting the draws over the chunks by their shares of ``q``; only the coreset
+    reaches the fitting process, and it depends on ``random_state`` and the chunking, not on
+    the number of workers (a different coreset than :meth:`reduce` draws from the same seed).
+
     Deviations: if fewer than ``n_clusters`` distinct samples are drawn (when ``size`` is
     close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as
     separate rows, unmerged, with a ``RuntimeWarning``, so that the seeding still sees
