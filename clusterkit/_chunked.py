@@ -12,8 +12,8 @@ the rest of clusterkit (memmaps included) works, and a dask path raises an ``Imp
 naming the optional extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
 the workers: there they use one OpenMP thread, since dask runs the tasks in parallel.
 """
-from dataclasses import dataclass
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 

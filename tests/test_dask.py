@@ -310,6 +310,13 @@ def test_given_centres_and_small_data_on_dask(da, client):
     reference = Clusterer(4, seed=means[:4] + 1000.0, random_state=0).fit(X + 1000.0)
     np.testing.assert_allclose(full.cluster_centers_, reference.cluster_centers_, rtol=1e-10)
     np.testing.assert_array_equal(full.labels_.compute(), reference.labels_)
+    # dask weights: a weighted coreset, a lazily weighted inertia
+    w = np.random.RandomState(14).uniform(0.0, 3.0, size=len(X))
+    weighted = lwcs_lloyd(4, coreset_size=800, random_state=0).fit(
+        Xd, sample_weight=da.from_array(w, chunks=1_000))
+    np.testing.assert_allclose(float(weighted.inertia_),
+                               quantization_error(X + 1000.0, weighted.cluster_centers_, w),
+                               rtol=1e-6)
 
 
 # -- memmaps ------------------------------------------------------------------------------
