@@ -28,6 +28,14 @@ every batch is all rows (:attr:`Schedule.full_batch`). Before any work, the driv
 strategy's ``_validate(X, n_clusters, composition)`` with the five resolved strategies, so an
 incompatible composition fails when ``fit`` starts.
 
+Data that do not fit in memory -- a ``dask.array`` in row chunks, or a NumPy memmap -- are
+never loaded as a whole: a reducer that declares :attr:`DataReducer.chunked` builds its
+reduced set from one chunk of rows at a time (:meth:`DataReducer.reduce_chunked`), the fit
+runs in memory on that set, and the labels of the data are computed chunk by chunk (lazily,
+for a dask array). The driver refuses such data before any work when the reducer is not
+chunked; the other strategies only ever see the reduced set (their ``_validate`` hooks get an
+object with the data's ``shape`` and ``dtype``).
+
 Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
 view of C-contiguous rows) and of one floating dtype (float32 or float64); ``sample_weight``
 always is an array of that dtype (ones when the user gave none, times the coreset weights
@@ -218,7 +226,20 @@ class Seeder(_Strategy, ABC):
 
 
 class DataReducer(_Strategy, ABC):
-    """Replaces the data by a smaller weighted set that the rest of the fit works on."""
+    """Replaces the data by a smaller weighted set that the rest of the fit works on.
+
+    Attributes
+    ----------
+    chunked : bool
+        Class attribute: ``True`` if the reducer can also reduce data that are never in memory
+        as a whole, held in row chunks (a dask array, or a NumPy memmap), with
+        :meth:`reduce_chunked`. Only such a reducer lets ``Clusterer.fit`` accept a dask
+        array (any other raises a ``ValueError`` naming :class:`~clusterkit.LWCS` before
+        any work); a memmap goes through :meth:`reduce_chunked` when the reducer is chunked
+        and is read like an ordinary array otherwise. ``False`` by default.
+    """
+
+    chunked = False
 
     @abstractmethod
     def reduce(self, X, sample_weight, state):
@@ -241,6 +262,47 @@ class DataReducer(_Strategy, ABC):
             Weights such that weighted sums over the reduced set estimate the sums over the
             input (user weights included). Returning ``X`` itself means "no reduction".
         """
+
+    def reduce_chunked(self, data, state):
+        """Return a reduced set, in memory, of data held in row chunks (``chunked`` reducers).
+
+        Called instead of :meth:`reduce` when ``fit`` gets a dask array or a memmap and
+        :attr:`chunked` is ``True``. The data are never loaded as a whole: ``data`` runs
+        functions on one chunk of rows at a time (on the workers of a dask cluster, or block
+        by block in this process for a memmap) and returns only their results, so only the
+        reduced set (and a few numbers per chunk) ever reaches the process that fits.
+
+        Parameters
+        ----------
+        data : ChunkedData
+            The training data. Attributes: ``shape``, ``dtype`` (float32 or float64, the dtype
+            of the fit), ``n_chunks``, ``chunk_rows`` (rows per chunk), ``chunk_starts``,
+            ``weighted`` and ``n_threads`` (for kernels called inside block functions).
+            Methods: ``scan()``, the validated first pass, already run by the driver, giving
+            each chunk's weight ``W_c``, weighted mean ``mu_c`` and ``M2_c = sum w ||x -
+            mu_c||^2`` (combined exactly: ``total_weight``, ``global_mean``,
+            ``chunk_spread``, ``spread``); ``map_chunks(func, args, chunks)``, which returns
+            ``[func(X_c, w_c, *args_c) ...]`` for the chosen chunks, ``X_c`` a C-contiguous
+            block of ``dtype`` and ``w_c`` its float64 weights or ``None`` (``func`` must be
+            a module-level function: it is pickled for the workers); and ``gather()``, all
+            rows in memory.
+        state : FitState
+            As for :meth:`reduce`. A reducer whose draws must not depend on the number of
+            workers draws from ``state.random_state`` in this process only, and seeds any
+            randomness inside the chunks from it and the chunk's index.
+
+        Returns
+        -------
+        X_reduced : ndarray of shape (n_reduced, n_features)
+        sample_weight_reduced : ndarray of shape (n_reduced,)
+            As for :meth:`reduce`; the driver validates them like user data.
+
+        Raises
+        ------
+        NotImplementedError
+            Unless the reducer is :attr:`chunked`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot reduce chunked data.")
 
     def max_rows(self, n_samples, n_clusters):
         """The most rows :meth:`reduce` can return for ``n_samples`` input rows.

@@ -7,13 +7,14 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
-                          TransformerMixin)
+                          TransformerMixin, clone)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import ThreadpoolController
 
+from . import _chunked
 from ._base import FREE_ENERGY, Composition, DataReducer, EStep, MStep, Schedule, Seeder
 from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep, log_joint_offset
 from ._kernels import _assign
@@ -25,7 +26,7 @@ from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState, weighted_sum
 from ._validation import (check_int, check_n_clusters, check_representable,
-                          check_sample_weight)
+                          check_sample_weight, check_weight_counts, count_weight_problems)
 
 __all__ = ["Clusterer"]
 
@@ -96,6 +97,23 @@ def _dist2_blocks(X, x_mean, centers, n_threads):
         _assign.responsibilities_full(block, centers, -1.0, dist2, labels, nearest, nearest,
                                       n_threads)
         yield rows, dist2
+
+
+def _model_on_chunk(X, model, method):
+    """``model.<method>(X)`` on one chunk of a dask array (run by the workers); ``"dist2"``
+    gives the squared distances to the nearest centres, as :meth:`Clusterer.score` uses."""
+    if method == "dist2":
+        return model._labels_dist2(X)[2].astype(np.float64)
+    return getattr(model, method)(X)
+
+
+def _checked_weights(sample_weight):
+    """One chunk of ``score``'s weights, checked as :func:`check_sample_weight` does (a chunk
+    may be zero everywhere)."""
+    counts = count_weight_problems(sample_weight, np.float64)
+    counts[2] = max(counts[2], 1)
+    check_weight_counts(counts, np.float64)
+    return sample_weight
 
 
 def _resolve(value, name, base, aliases, default):
@@ -213,11 +231,13 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
         Final centres, in the dtype of the training data.
-    labels_ : ndarray of shape (n_samples,), dtype=int32
-        Nearest final centre of each training sample (``compute_labels=True``).
-    inertia_ : float
+    labels_ : ndarray or dask array of shape (n_samples,), dtype=int32
+        Nearest final centre of each training sample (``compute_labels=True``); after a fit
+        on a dask array a lazy dask array, computed chunk by chunk when needed.
+    inertia_ : float or 0-d dask array
         Weighted sum of squared distances of the training samples to their nearest final
-        centre (``compute_labels=True``).
+        centre (``compute_labels=True``); after a fit on a dask array a lazy 0-d dask array
+        (``float(inertia_)`` computes it).
     n_iter_ : int
         Iterations of the kept run.
     converged_ : bool
@@ -251,7 +271,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         ``"labels"``.
     seconds_ : dict
         Wall time per phase: ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
-        ``"labels"``, and the ``"total"`` of ``fit``.
+        ``"labels"``, and the ``"total"`` of ``fit``; a fit on data in row chunks also has
+        ``"scan"``, the first pass over them (``"reduction"`` is then the second).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
@@ -332,7 +353,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             if not np.all(np.isfinite(centers)):
                 raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
                                  "data's dtype.")
-            seeder = _GivenCenters(centers - x_mean)
+            # (data in row chunks are centred after their first pass, see _scan)
+            seeder = _GivenCenters(centers if x_mean is None else centers - x_mean)
         reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
         estep = _resolve(self.estep, "estep", EStep, _ESTEPS, FullEStep)
         mstep = _resolve(self.mstep, "mstep", MStep, _MSTEPS, HardMStep)
@@ -342,6 +364,43 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             strategy._validate(X, self.n_clusters, composition)
         return composition
 
+    def _chunked_data(self, X, sample_weight):
+        """``X`` as :class:`~clusterkit._chunked.ChunkedData` if it is to be read in row
+        chunks, else ``None``.
+
+        A dask array always is, and needs a chunked reducer (``ValueError`` naming LWCS
+        otherwise, before any work); a memmap is when the reducer is chunked (otherwise it is
+        read like any array). Sets ``n_features_in_`` without reading the data.
+        """
+        dask_input = _chunked.is_dask_array(X)
+        if not (dask_input or isinstance(X, np.memmap)):
+            return None
+        reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
+        if not reducer.chunked:
+            if not dask_input:
+                return None
+            raise ValueError(f"Clusterer.fit on a dask array needs a reducer that works on "
+                             f"row chunks, reduce=LWCS(...) (as in presets.vc_gmm and "
+                             f"presets.lwcs_lloyd); reduce={type(reducer).__name__} needs all "
+                             "the data in memory.")
+        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads))
+        validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
+        return data
+
+    def _scan(self, data, seeder, state):
+        """The first pass over data in row chunks (``ChunkedData.scan``): validates them and
+        returns their weighted mean as the fit's centring, in their dtype, and the seeder
+        with given initial centres moved into it."""
+        state.seconds_by_phase.setdefault("scan", 0.0)
+        with state.timed("scan"):
+            moments = data.scan()
+        x_mean = moments.global_mean.astype(data.dtype)
+        self._say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
+                     f"{state.seconds_by_phase['scan']:.3g} s")
+        if isinstance(seeder, _GivenCenters):
+            seeder = _GivenCenters(seeder.centers - x_mean)
+        return x_mean, seeder
+
     # -- fitting -----------------------------------------------------------------------------
 
     def fit(self, X, y=None, sample_weight=None):
@@ -349,10 +408,14 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data; float32 is kept, everything else becomes float64.
+        X : array-like, dask array or numpy.memmap of shape (n_samples, n_features)
+            Training data; float32 is kept, everything else becomes float64. A row-chunked
+            dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
+            is chunked) is never loaded as a whole: the reducer builds its coreset in passes
+            over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``
+            and ``inertia_`` are lazy dask arrays (see the Dask page of the documentation).
         y : Ignored
-        sample_weight : array-like of shape (n_samples,), default=None
+        sample_weight : array-like or dask array of shape (n_samples,), default=None
             Non-negative weights; a weight of 2 counts a sample twice.
 
         Returns
@@ -367,17 +430,29 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             together) that squared distances overflow (or all underflow) its dtype, has fewer
             samples than ``n_clusters``, if ``sample_weight`` is negative, non-finite, all
             zero, does not fit ``X``'s dtype or makes weighted sums overflow it, or a
-            strategy's parameters do not fit the data or its results have the wrong shape.
+            strategy's parameters do not fit the data or its results have the wrong shape;
+            if ``X`` is a dask array and the reducer cannot read row chunks (anything but
+            :class:`LWCS`).
+        ImportError
+            If ``X`` is a dask array and dask is not installed (``pip install
+            'clusterkit[dask]'``).
         """
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                          ensure_min_samples=1)
-        self._check_params(X)
-        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        check_representable(X, sample_weight=sample_weight)
-        # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that both
-        # start from bit-identical data (the mean's own rounding is only a translation).
-        x_mean = X.mean(axis=0)
+        chunked = self._chunked_data(X, sample_weight)
+        if chunked is None:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
+                              ensure_min_samples=1)
+            self._check_params(X)
+            sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+            check_representable(X, sample_weight=sample_weight)
+            # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that
+            # both start from bit-identical data (the mean's own rounding is a translation).
+            x_mean = X.mean(axis=0)
+        else:
+            # Data in row chunks: the composition is checked before the first pass over them,
+            # which validates them and gives their mean (see _scan).
+            X, sample_weight, x_mean = chunked, None, None
+            self._check_params(X)
         seeder, reducer, estep, mstep, schedule = self._strategies(X, x_mean)
         n_init = self.n_init
         if isinstance(seeder, _GivenCenters) and n_init > 1:
@@ -393,6 +468,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                                 and schedule.center_update in _MEAN_RULES))
         if self.verbose:
             state.on_progress = self._progress_printer()
+        if chunked is not None:
+            x_mean, seeder = self._scan(chunked, seeder, state)
         with _single_threaded_blas():
             X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer,
                                                             schedule, state, x_mean)
@@ -426,8 +503,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 with state.timed("labels"):
                     self._label_training_data(X, sample_weight, X_fit, reduced, x_mean,
                                               centers, estep, state, settled)
-                n_distinct = np.count_nonzero(np.bincount(self.labels_,
-                                                          minlength=self.n_clusters))
+                n_distinct = (self.n_clusters if _chunked.is_dask_array(self.labels_) else
+                              np.count_nonzero(np.bincount(self.labels_,
+                                                           minlength=self.n_clusters)))
                 if n_distinct < self.n_clusters:
                     warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
                                   f"than n_clusters ({self.n_clusters}). Possibly due to "
@@ -483,7 +561,13 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
         final centre (one exact pass, on the fit's centred copy when it ran on all the data,
         else block by block). Rows of the fit's copy are in the run's order
-        (``state.order``) and are mapped back."""
+        (``state.order``) and are mapped back. Data in row chunks are labelled chunk by
+        chunk: lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
+        nothing is counted), block by block for a memmap."""
+        if isinstance(X, _chunked.ChunkedData):
+            self.labels_, self.inertia_, n_evals = X.nearest(x_mean, centers)
+            state.count("labels", n_evals)
+            return
         if reduced:
             labels, dist2, n_evals = _nearest(X, x_mean, centers, state.n_threads)
         else:
@@ -512,8 +596,12 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         # Coreset construction (Hirschberger et al., Alg. 1 line 1) on the data as given;
         # identity by default.
         X_given = X
+        chunked = isinstance(X, _chunked.ChunkedData)
         with state.timed("reduction"):
-            X, sample_weight = reducer.reduce(X, sample_weight, state)
+            if chunked:  # only the reduced set reaches this process
+                X, sample_weight = reducer.reduce_chunked(X, state)
+            else:
+                X, sample_weight = reducer.reduce(X, sample_weight, state)
         reduced = X is not X_given
         if reduced:
             X = _strategy_array(X, reducer, "data", (None, X_given.shape[1]), X_given.dtype)
@@ -522,6 +610,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             if np.any(sample_weight < 0) or not np.any(sample_weight > 0):
                 raise ValueError(f"{type(reducer).__name__} returned negative or all-zero "
                                  "weights.")
+            if chunked:  # the fit's weighted sums run over the reduced set only
+                check_representable(X, sample_weight=sample_weight)
             self._say(1, f"Reduction: {X_given.shape[0]} samples to {X.shape[0]} weighted "
                          f"samples, {state.cost['reduction']} distance evaluations, "
                          f"{state.seconds_by_phase['reduction']:.3g} s")
@@ -651,17 +741,44 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             labels, dist2, _ = _nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
 
+    def _map_dask(self, X, method, dtype, n_columns=None):
+        """``method`` of the fitted model on every row chunk of the dask array ``X``, as a
+        lazy dask array (the chunks' tasks validate their rows as ``method`` does).
+
+        The model goes to the workers once: a copy with the centres and the variance but
+        without the per-sample attributes (``labels_`` may itself be a dask array), running
+        its kernels on one OpenMP thread per task, since dask runs the tasks in parallel.
+        """
+        check_is_fitted(self)
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2-D array, got X of shape {X.shape}.")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input.")
+        model = clone(self).set_params(n_threads=1, callback=None, verbose=0)
+        for name in ("cluster_centers_", "_x_mean", "sigma2_", "n_features_in_"):
+            if hasattr(self, name):
+                setattr(model, name, getattr(self, name))
+        return _chunked.map_rows(X, _model_on_chunk, (model, method), dtype, n_columns)
+
+    def _dask_out_dtype(self, X):
+        """The floating dtype results for the dask array ``X`` have: ``predict``'s rule."""
+        return np.float32 if X.dtype == np.float32 else np.float64
+
     def predict(self, X):
         """Index of the nearest centre of each sample.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk.
 
         Returns
         -------
-        labels : ndarray of shape (n_samples,), dtype=int32
+        labels : ndarray or dask array of shape (n_samples,), dtype=int32
         """
+        if _chunked.is_dask_array(X):
+            return self._map_dask(X, "predict", np.int32)
         return self._labels_dist2(X)[1]
 
     def _can_stream(self):
@@ -778,7 +895,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Returns
         -------
-        labels : ndarray of shape (n_samples,), dtype=int32
+        labels : ndarray or dask array of shape (n_samples,), dtype=int32
+            A lazy dask array when ``X`` is one.
         """
         self.fit(X, sample_weight=sample_weight)
         return self.labels_ if self.compute_labels else self.predict(X)
@@ -788,12 +906,16 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk.
 
         Returns
         -------
-        distances : ndarray of shape (n_samples, n_clusters)
+        distances : ndarray or dask array of shape (n_samples, n_clusters)
         """
+        if _chunked.is_dask_array(X):
+            return self._map_dask(X, "transform", self._dask_out_dtype(X),
+                                  self.cluster_centers_.shape[0])
         X = self._check_test_data(X)
         distances = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
         for rows, dist2 in self._dist2_blocks(X):
@@ -843,13 +965,17 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk.
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_clusters)
+        proba : ndarray or dask array of shape (n_samples, n_clusters)
             Rows sum to one; the most probable cluster is the nearest centre.
         """
+        if _chunked.is_dask_array(X):
+            return self._map_dask(X, "predict_proba", self._dask_out_dtype(X),
+                                  self.cluster_centers_.shape[0])
         X = self._check_test_data(X)
         proba = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
         for rows, _, shifted in self._scaled_dist2_blocks(X):
@@ -864,12 +990,15 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk.
 
         Returns
         -------
-        log_likelihood : ndarray of shape (n_samples,), dtype=float64
+        log_likelihood : ndarray or dask array of shape (n_samples,), dtype=float64
         """
+        if _chunked.is_dask_array(X):
+            return self._map_dask(X, "score_samples", np.float64)
         X = self._check_test_data(X)
         const = log_joint_offset(self.sigma2_, *self.cluster_centers_.shape)
         log_likelihood = np.empty(X.shape[0])
@@ -893,16 +1022,20 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask array of shape (n_samples, n_features)
         y : Ignored
-        sample_weight : array-like of shape (n_samples,), default=None
+        sample_weight : array-like or dask array of shape (n_samples,), default=None
 
         Returns
         -------
-        score : float
+        score : float or 0-d dask array
             ``-sum_n w_n min_c ||x_n - mu_c||^2``, or
-            ``sum_n w_n log p(x_n) / sum_n w_n`` for a Gaussian mixture.
+            ``sum_n w_n log p(x_n) / sum_n w_n`` for a Gaussian mixture. For a dask array
+            ``X``, a lazy 0-d dask array (``float(score)`` computes it); its weights are
+            checked by the tasks.
         """
+        if _chunked.is_dask_array(X):
+            return self._score_dask(X, sample_weight)
         if self._gmm_fitted():
             log_likelihood = self.score_samples(X)
             sample_weight = check_sample_weight(sample_weight, log_likelihood.shape[0],
@@ -911,6 +1044,19 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         X, _, dist2 = self._labels_dist2(X)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
         return -weighted_sum(dist2, sample_weight)
+
+    def _score_dask(self, X, sample_weight):
+        """:meth:`score` of a dask array, lazily: one pass over the chunks."""
+        gmm = self._gmm_fitted()
+        values = (self._map_dask(X, "score_samples", np.float64) if gmm else
+                  self._map_dask(X, "dist2", np.float64))
+        weights = _chunked.row_weights(sample_weight, X)
+        if weights is not None:
+            weights = weights.map_blocks(_checked_weights, dtype=np.float64)
+        if gmm:
+            return (values.mean() if weights is None else
+                    (values * weights).sum() / weights.sum())
+        return -(values.sum() if weights is None else (values * weights).sum())
 
     def _gmm_fitted(self):
         try:

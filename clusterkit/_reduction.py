@@ -67,13 +67,54 @@ def _sensitivity(X, sample_weight, n_threads):
     n_evals = d2_update(X, mu, d2, n_threads)
     d2 = d2.astype(np.float64)
     spread = float(np.dot(sample_weight.astype(np.float64, copy=False), d2))
-    a, b = 0.5 / total, (0.5 / spread if spread > 0 else 0.0)
-    if b == 0.0:
-        a = 1.0 / total
+    a, b = _coefficients(total, spread)
     q = d2 * b
     q += a
     q *= sample_weight
     return q, d2, a, b, n_evals
+
+
+def _coefficients(total, spread):
+    """LWCS's ``a = 1/2 / sum w`` and ``b = 1/2 / sum w d2`` (``a = 1 / sum w``, ``b = 0``
+    when every sample with weight sits on the mean)."""
+    if spread > 0:
+        return 0.5 / total, 0.5 / spread
+    return 1.0 / total, 0.0
+
+
+def _draw_chunk(X, sample_weight, mean, a, b, n_draws, seed, expected, n_threads):
+    """LWCS's second pass on one chunk of rows: ``n_draws`` draws inside the chunk.
+
+    ``q_n = w_n (a + b d2_n)`` with ``d2_n = ||x_n - mean||^2`` (as :func:`_sensitivity`
+    computes it, in the data's dtype); the draws are independent, with replacement, with
+    probability ``q_n / Q'_c`` (``Q'_c = sum_{n in c} q_n``), from a generator seeded with
+    ``seed`` only. A row drawn this way is expected ``expected q_n / Q'_c`` times
+    (``expected = size Q_c / sum Q``, the chunk's share of the draws in the client's
+    multinomial split), so one draw weighs ``w_n Q'_c / (expected q_n) =
+    Q'_c / (expected (a + b d2_n))``: unbiased for the sampling actually done, even where
+    ``Q'_c`` and the first pass's ``Q_c`` differ by rounding (in exact arithmetic the weight
+    is the in-memory ``1 / (size (a + b d2_n))``). Private helper: assumes valid input.
+
+    Returns
+    -------
+    X_drawn : ndarray of shape (n_distinct, n_features)
+        The distinct drawn rows, in increasing row order.
+    counts : ndarray of shape (n_distinct,), dtype=intp
+        Draws of each.
+    unit_weight : ndarray of shape (n_distinct,), dtype=float64
+        The weight of one draw of each.
+    n_distance_evals : int
+        Rows of the chunk (their distances to the mean).
+    """
+    d2 = np.full(X.shape[0], np.inf, dtype=X.dtype)
+    n_evals = d2_update(X, mean, d2, n_threads)
+    coef = d2.astype(np.float64)
+    coef *= b
+    coef += a
+    cumsum = np.cumsum(coef if sample_weight is None else coef * sample_weight)
+    uniforms = np.sort(np.random.default_rng(seed).random(n_draws))
+    rows, counts = np.unique(_draw(cumsum, uniforms), return_counts=True)
+    return X[rows], counts, cumsum[-1] / (expected * coef[rows]), n_evals
 
 
 def default_coreset_size(n_clusters):
@@ -143,6 +184,12 @@ class LWCS(DataReducer):
     ``1/(2N) + d(x, mu)^2 / (2 sum d^2)`` and ``gamma = 1 / (size q)``. A weight of 2
     gives a sample the probability and weight its two copies would have together.
 
+    On data in row chunks (a dask array, a memmap: :attr:`chunked` is ``True``),
+    :meth:`reduce_chunked` draws from the same ``q`` in two passes that are sums over the
+    chunks, splitting the draws over the chunks by their shares of ``q``; only the coreset
+    reaches the fitting process, and it depends on ``random_state`` and the chunking, not on
+    the number of workers (a different coreset than :meth:`reduce` draws from the same seed).
+
     Deviations: if fewer than ``n_clusters`` distinct samples are drawn (when ``size`` is
     close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as
     separate rows, unmerged, with a ``RuntimeWarning``, so that the seeding still sees
@@ -174,6 +221,8 @@ class LWCS(DataReducer):
     >>> km.labels_.shape
     (1000,)
     """
+
+    chunked = True
 
     def __init__(self, size=None):
         self.size = size
@@ -229,3 +278,54 @@ class LWCS(DataReducer):
         # gamma = w / (size q) = 1 / (size (a + b d2)): finite for every drawn row
         weights = (counts / (size * (a + b * d2[rows]))).astype(X.dtype)
         return np.ascontiguousarray(X[rows]), weights
+
+    def reduce_chunked(self, data, state):
+        """The coreset of data held in row chunks (see :meth:`DataReducer.reduce_chunked`).
+
+        The same distribution ``q`` as :meth:`reduce`, in two passes that are sums over
+        chunks. Pass 1 (``data.scan()``, run by the driver): every chunk's weight ``W_c``,
+        weighted mean ``mu_c`` and ``M2_c = sum w ||x - mu_c||^2``, combined exactly into the
+        mean ``mu``, ``S = sum w ||x - mu||^2``, ``a`` and ``b``, and every chunk's share of
+        ``q``, ``Q_c = a W_c + b S_c`` with ``S_c = M2_c + W_c ||mu_c - mu||^2``. In this
+        process, ``size`` draws are split over the chunks by one multinomial draw with
+        probabilities ``Q_c / sum Q`` from ``state.random_state``, which also gives the
+        entropy of a :class:`numpy.random.SeedSequence` spawning one generator per chunk.
+        Pass 2, on each chunk with draws: the distances to ``mu``, then that many draws
+        inside the chunk with its generator; duplicates are merged and only the drawn rows
+        and their weights come back. The coreset therefore depends on ``random_state`` and
+        the chunking only, never on the number of workers or the order they finish in.
+
+        ``data.n_samples <= size`` gathers all rows with their weights instead (no more
+        rows than a coreset would have). Counts the distances of pass 2 (the rows of the
+        chunks that drew) under ``"reduction"``, as :meth:`reduce` counts its ``n_samples``;
+        the first pass's sums are not counted, as :meth:`reduce`'s mean is not.
+        """
+        n_samples = data.shape[0]
+        size = self._size(state.n_clusters)
+        moments = data.scan()
+        if size >= n_samples:
+            return data.gather()
+        a, b = _coefficients(moments.total_weight, moments.spread)
+        shares = a * moments.weight + b * moments.chunk_spread
+        shares /= shares.sum()
+        draws = state.random_state.multinomial(size, shares)
+        entropy = [int(e) for e in state.random_state.randint(
+            np.iinfo(np.int64).max, size=4, dtype=np.int64)]
+        seeds = np.random.SeedSequence(entropy).spawn(data.n_chunks)
+        mean = moments.global_mean.astype(data.dtype)
+        chunks = np.flatnonzero(draws)
+        parts = data.map_chunks(
+            _draw_chunk, [(mean, a, b, int(draws[c]), seeds[c], size * float(shares[c]),
+                           data.n_threads) for c in chunks], chunks)
+        state.count("reduction", sum(part[3] for part in parts))
+        X = np.concatenate([part[0] for part in parts])
+        counts = np.concatenate([part[1] for part in parts])
+        unit_weight = np.concatenate([part[2] for part in parts])
+        if len(counts) < state.n_clusters:
+            warnings.warn(f"LWCS drew only {len(counts)} distinct samples for "
+                          f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
+                          "draws as separate rows. Use a larger size.", RuntimeWarning,
+                          stacklevel=2)
+            return (np.repeat(X, counts, axis=0),
+                    np.repeat(unit_weight, counts).astype(data.dtype))
+        return X, (counts * unit_weight).astype(data.dtype)

@@ -3,7 +3,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable"]
+__all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable",
+           "count_weight_problems", "check_weight_counts"]
 
 
 def check_int(value, name, minimum=None, allow_none=False):
@@ -45,29 +46,57 @@ def check_sample_weight(sample_weight, n_samples, dtype):
     if sample_weight.shape[0] != n_samples:
         raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, but X has "
                          f"{n_samples} samples.")
-    given = sample_weight.astype(np.float64, copy=False)
-    n_bad = int(np.count_nonzero(~np.isfinite(given)))
+    check_weight_counts(count_weight_problems(sample_weight, dtype), dtype)
+    return np.ascontiguousarray(sample_weight, dtype=dtype)
+
+
+def count_weight_problems(sample_weight, dtype):
+    """What :func:`check_sample_weight` refuses, counted, for weights checked a block at a time.
+
+    Parameters
+    ----------
+    sample_weight : ndarray of shape (n_samples,)
+        Numeric weights, as given.
+    dtype : dtype
+        The dtype of the data the weights go with.
+
+    Returns
+    -------
+    counts : ndarray of shape (5,), dtype=int64
+        Entries that are non-finite, negative, positive, beyond ``dtype``'s range, and
+        positive but below its smallest normal number. Counts of several blocks add up.
+    """
+    given = np.asarray(sample_weight).astype(np.float64, copy=False)
+    finite = np.isfinite(given)
+    positive = given > 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = given.astype(dtype)
+    return np.array([np.count_nonzero(~finite), np.count_nonzero(given < 0),
+                     np.count_nonzero(positive), np.count_nonzero(finite & ~np.isfinite(cast)),
+                     np.count_nonzero(positive & (cast < np.finfo(dtype).tiny))],
+                    dtype=np.int64)
+
+
+def check_weight_counts(counts, dtype):
+    """Raise :func:`check_sample_weight`'s error for the first problem in
+    :func:`count_weight_problems`'s ``counts`` (of all blocks together), if any."""
+    n_bad, n_negative, n_positive, n_beyond, n_lost = (int(n) for n in counts)
     if n_bad:
         raise ValueError(f"sample_weight has {n_bad} non-finite entries; weights must be finite.")
-    n_negative = int(np.count_nonzero(given < 0))
     if n_negative:
         raise ValueError(f"sample_weight has {n_negative} negative entries; weights must be "
                          "non-negative.")
-    if not np.any(given > 0):
+    if not n_positive:
         raise ValueError("sample_weight is zero everywhere; at least one weight must be positive.")
     name = np.dtype(dtype).name
-    with np.errstate(over="ignore"):
-        sample_weight = np.ascontiguousarray(sample_weight, dtype=dtype)
-    if not np.all(np.isfinite(sample_weight)):
+    if n_beyond:
         raise ValueError(f"sample_weight has entries beyond the range of {name} "
                          f"({np.finfo(dtype).max:.3g}); rescale the weights (only their ratios "
                          "matter).")
-    n_lost = int(np.count_nonzero((given > 0) & (sample_weight < np.finfo(dtype).tiny)))
     if n_lost:
         raise ValueError(f"sample_weight has {n_lost} positive entries below the smallest "
                          f"normal {name} ({np.finfo(dtype).tiny:.3g}); rescale the weights "
                          "(only their ratios matter) or set them to 0.")
-    return sample_weight
 
 
 def check_representable(X, centers=None, sample_weight=None):

@@ -1,0 +1,404 @@
+"""Data in row chunks: dask arrays on a dask.distributed LocalCluster, and NumPy memmaps.
+
+One module-scoped cluster of two worker processes serves every test that needs dask; the
+tests that need no dask (memmaps, the error without dask) run without it.
+"""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from clusterkit import Clusterer, FitState, KMeansPlusPlus, LWCS, NoReduction
+from clusterkit import _chunked
+from clusterkit.metrics import quantization_error
+from clusterkit.presets import lwcs_lloyd, slk_bo, vc_gmm
+
+from ._helpers import assert_labels_equal_up_to_ties
+
+
+def _blobs(n_samples, n_features, n_centers, random_state, dtype=np.float64, spread=1.0):
+    """Gaussian blobs of unequal sizes, generated here."""
+    rng = np.random.RandomState(random_state)
+    means = rng.normal(scale=10.0, size=(n_centers, n_features))
+    sizes = rng.dirichlet(np.full(n_centers, 2.0))
+    component = rng.choice(n_centers, size=n_samples, p=sizes)
+    X = means[component] + spread * rng.normal(size=(n_samples, n_features))
+    return X.astype(dtype), means
+
+
+@pytest.fixture(scope="module")
+def da():
+    return pytest.importorskip("dask.array")
+
+
+@pytest.fixture(scope="module")
+def client(da):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, memory_limit="1GiB") as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def _coreset(X, sample_weight, n_clusters, size, random_state, n_threads=1):
+    """LWCS's chunked coreset of a dask array or memmap, and the fit state it counted in."""
+    data = _chunked.chunked_data(X, sample_weight, n_threads)
+    state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
+                     random_state=np.random.RandomState(random_state))
+    Xc, wc = LWCS(size).reduce_chunked(data, state)
+    return Xc, wc, state, data
+
+
+def _within_sampling_error(draw_values, target, n_sigma=5.0):
+    """Whether the mean of per-draw estimates is within ``n_sigma`` standard errors of
+    ``target`` (the standard error estimated from the draws themselves)."""
+    values = np.asarray(draw_values, dtype=np.float64)
+    error = values.std(ddof=1) / np.sqrt(len(values))
+    return abs(values.mean() - target) <= n_sigma * error, values.mean(), error
+
+
+# -- the first pass and the coreset -------------------------------------------------------
+
+
+def test_first_pass_combines_chunks_exactly(da, client):
+    X, _ = _blobs(30_000, 6, 8, 0)
+    w = np.random.RandomState(1).uniform(0.0, 3.0, size=len(X))
+    data = _chunked.chunked_data(da.from_array(X, chunks=(4_000, 6)), da.from_array(w, 5_000),
+                                 1)
+    moments = data.scan()
+    mean = (w @ X) / w.sum()
+    spread = float(w @ ((X - mean) ** 2).sum(axis=1))
+    assert data.chunk_rows == (4_000,) * 7 + (2_000,)
+    np.testing.assert_allclose(moments.total_weight, w.sum(), rtol=1e-12)
+    np.testing.assert_allclose(moments.global_mean, mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(moments.spread, spread, rtol=1e-10)
+    np.testing.assert_array_equal(moments.low, X.min(axis=0))
+    np.testing.assert_array_equal(moments.high, X.max(axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_coreset_estimates_weight_and_quantization_error(da, client, dtype):
+    X, means = _blobs(40_000, 5, 10, 2, dtype=dtype)
+    w = np.random.RandomState(3).uniform(0.5, 2.0, size=len(X))
+    size = 3_000
+    Xc, wc, state, data = _coreset(da.from_array(X, chunks=(6_000, 5)),
+                                   da.from_array(w, chunks=7_000), 10, size, 0)
+    assert Xc.dtype == dtype and wc.dtype == dtype
+    assert Xc.shape[1] == 5 and len(Xc) <= size and np.all(wc > 0)
+    assert state.cost["reduction"] == len(X)
+    # Every draw of row n weighs w_n / (size q_n): rebuild the draws from the merged rows
+    # (count = weight / one draw's weight) to get the standard error of the estimates.
+    moments = data.scan()
+    mu = moments.global_mean
+    a, b = 0.5 / moments.total_weight, 0.5 / moments.spread
+    unit = 1.0 / (size * (a + b * ((Xc.astype(np.float64) - mu) ** 2).sum(axis=1)))
+    counts = np.rint(wc / unit).astype(int)
+    np.testing.assert_allclose(wc, counts * unit, rtol=1e-3)
+    assert counts.sum() == size
+    ok, estimate, error = _within_sampling_error(np.repeat(size * unit, counts), w.sum())
+    assert ok, (estimate, w.sum(), error)
+    np.testing.assert_allclose(wc.sum(dtype=np.float64), estimate * 1.0, rtol=1e-3)
+    # the quantization error of fixed centres (the true means, shifted)
+    centers = means + 0.5
+    d2_full = ((X[:, None, :].astype(np.float64) - centers) ** 2).sum(axis=2).min(axis=1)
+    d2_core = ((Xc[:, None, :].astype(np.float64) - centers) ** 2).sum(axis=2).min(axis=1)
+    ok, estimate, error = _within_sampling_error(np.repeat(size * unit * d2_core, counts),
+                                                 float(w @ d2_full))
+    assert ok, (estimate, float(w @ d2_full), error)
+    assert error < 0.05 * float(w @ d2_full)  # and the estimate is informative
+
+
+def test_same_coreset_on_one_and_two_workers(da, client):
+    dask = pytest.importorskip("dask")
+    X, _ = _blobs(25_000, 4, 6, 4, dtype=np.float32)
+    w = np.random.RandomState(5).gamma(2.0, size=len(X))
+    Xd, wd = da.from_array(X, chunks=(3_000, 4)), da.from_array(w, chunks=3_000)
+    Xc2, wc2, _, _ = _coreset(Xd, wd, 6, 2_000, 7)  # the two worker processes
+    with dask.config.set(scheduler="synchronous"):  # one worker: this process, in order
+        Xc1, wc1, _, _ = _coreset(Xd, wd, 6, 2_000, 7)
+    np.testing.assert_array_equal(Xc1, Xc2)
+    np.testing.assert_array_equal(wc1, wc2)
+    # a NumPy weight array split like X draws the same coreset as the dask weights
+    Xc3, wc3, _, _ = _coreset(Xd, w, 6, 2_000, 7)
+    np.testing.assert_array_equal(Xc3, Xc2)
+    np.testing.assert_array_equal(wc3, wc2)
+    # columns in chunks are merged first: the same coreset
+    Xc4, wc4, _, _ = _coreset(Xd.rechunk((3_000, 2)), wd, 6, 2_000, 7)
+    np.testing.assert_array_equal(Xc4, Xc2)
+    # another seed draws another coreset
+    Xc5, _, _, _ = _coreset(Xd, wd, 6, 2_000, 8)
+    assert Xc5.shape != Xc2.shape or not np.array_equal(Xc5, Xc2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dask_fit_matches_in_memory_vc_gmm(da, client, dtype):
+    X, _ = _blobs(60_000, 8, 25, 6, dtype=dtype)
+    kwargs = dict(G=5, coreset_size=6_000, seed=KMeansPlusPlus(), n_init=3, random_state=0)
+    local = vc_gmm(25, **kwargs).fit(X)
+    distributed = vc_gmm(25, **kwargs).fit(da.from_array(X, chunks=(8_000, 8)))
+    assert distributed.cluster_centers_.dtype == dtype
+    assert distributed.n_features_in_ == 8
+    qe_local = quantization_error(X, local.cluster_centers_)
+    qe_dask = quantization_error(X, distributed.cluster_centers_)
+    assert abs(qe_dask - qe_local) <= 0.02 * qe_local, (qe_dask, qe_local)
+    # lazy labels and inertia, the nearest final centres of every row
+    assert type(distributed.labels_).__module__.startswith("dask.")
+    assert distributed.labels_.dtype == np.int32
+    assert distributed.inertia_.shape == ()
+    labels, inertia = distributed.labels_.compute(), float(distributed.inertia_)
+    # (the fit labels in its own centred frame: equal up to rounding-level ties)
+    assert_labels_equal_up_to_ties(X, distributed.cluster_centers_, labels,
+                                   distributed.predict(X), rtol=1e-5)
+    np.testing.assert_allclose(inertia, qe_dask, rtol=1e-5)
+    assert distributed.cost_["reduction"] == len(X) and distributed.cost_["labels"] == 0
+    assert {"scan", "reduction", "seeding", "estep", "mstep"} <= set(distributed.seconds_)
+
+
+def test_prediction_on_dask_arrays_equals_numpy(da, client):
+    X, _ = _blobs(12_000, 5, 7, 8, dtype=np.float32)
+    Xd = da.from_array(X, chunks=(2_500, 5))
+    w = np.random.RandomState(9).uniform(0.0, 2.0, size=len(X))
+    km = lwcs_lloyd(7, coreset_size=1_500, random_state=0).fit(X)
+    for method in ("predict", "transform"):
+        lazy = getattr(km, method)(Xd)
+        assert type(lazy).__module__.startswith("dask.")
+        expected = getattr(km, method)(X)
+        assert lazy.dtype == expected.dtype and lazy.shape == expected.shape
+        np.testing.assert_array_equal(lazy.compute(), expected)
+    # (sums over chunks: the same up to the order of the additions)
+    np.testing.assert_allclose(float(km.score(Xd)), km.score(X), rtol=1e-9)
+    np.testing.assert_allclose(float(km.score(Xd, sample_weight=da.from_array(w, 4_000))),
+                               km.score(X, sample_weight=w), rtol=1e-9)
+    gmm = vc_gmm(7, coreset_size=1_500, random_state=0).fit(X)
+    for method in ("predict_proba", "score_samples"):
+        np.testing.assert_array_equal(getattr(gmm, method)(Xd).compute(),
+                                      getattr(gmm, method)(X))
+    np.testing.assert_allclose(float(gmm.score(Xd, sample_weight=w)),
+                               gmm.score(X, sample_weight=w), rtol=1e-9)
+    with pytest.raises(ValueError, match="X has 4 features, but Clusterer is expecting 5"):
+        km.predict(Xd[:, :4])
+    bad = X.copy()
+    bad[7_000, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        km.predict(da.from_array(bad, chunks=(2_500, 5))).compute()
+
+
+# -- what the client holds ----------------------------------------------------------------
+
+
+class _OneChunkAtATime:
+    """Array-like data that hands out at most one chunk of rows per request and refuses to
+    become a NumPy array: a full materialisation (or a rechunk that merges chunks) fails."""
+
+    def __init__(self, X, chunk_rows):
+        self._X, self.chunk_rows = X, chunk_rows
+        self.shape, self.dtype, self.ndim = X.shape, X.dtype, X.ndim
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        start, stop, _ = rows.indices(self.shape[0])
+        if stop - start > 0 and start // self.chunk_rows != (stop - 1) // self.chunk_rows:
+            raise MemoryError(f"rows {start}:{stop} span more than one chunk")
+        return self._X[key]
+
+    def __array__(self, dtype=None, copy=None):
+        raise MemoryError("the whole array was requested")
+
+
+def test_client_never_materialises_the_data(da, client, monkeypatch):
+    dask = pytest.importorskip("dask")
+    X, _ = _blobs(40_000, 6, 12, 10, dtype=np.float32)
+    guarded = _OneChunkAtATime(X, 5_000)
+    Xd = da.from_array(guarded, chunks=(5_000, 6), asarray=True)
+    with pytest.raises(MemoryError):
+        np.asarray(guarded)
+    with pytest.raises(MemoryError, match="span more than one chunk"):
+        guarded[4_000:6_000]
+    # the client gets results from the passes only through dask.compute: count their bytes
+    gathered = []
+    compute = dask.compute
+
+    def counting_compute(*args, **kwargs):
+        results = compute(*args, **kwargs)
+        gathered.append(sum(_nbytes(r) for r in results))
+        return results
+
+    monkeypatch.setattr(dask, "compute", counting_compute)
+    for name in ("__array__", "compute", "persist"):
+        monkeypatch.setattr(type(Xd), name, _refuse, raising=False)
+    size = 2_000
+    km = vc_gmm(12, coreset_size=size, random_state=0).fit(Xd)
+    monkeypatch.undo()
+    coreset_bytes = size * 6 * 4
+    assert len(gathered) == 2  # the two passes
+    assert gathered[0] < 8 * 64 * (6 + 8)  # pass 1: a few numbers per chunk
+    assert gathered[1] <= 2 * coreset_bytes  # pass 2: the coreset, its counts and weights
+    labels = km.labels_.compute()
+    assert labels.shape == (40_000,)
+    assert_labels_equal_up_to_ties(X, km.cluster_centers_, labels, km.predict(X), rtol=1e-5)
+
+
+def _refuse(*args, **kwargs):
+    raise MemoryError("the dask array was computed on the client")
+
+
+def _nbytes(value):
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return 8
+
+
+# -- compositions and validation ----------------------------------------------------------
+
+
+def test_dask_fit_needs_a_chunked_reducer(da, client):
+    Xd = da.from_array(_blobs(2_000, 3, 4, 11)[0], chunks=(500, 3))
+    with pytest.raises(ValueError, match=r"needs a reducer that works on row chunks, "
+                                         r"reduce=LWCS\(\.\.\.\).*reduce=NoReduction"):
+        Clusterer(4).fit(Xd)
+    with pytest.raises(ValueError, match="LWCS"):
+        Clusterer(4, reduce=NoReduction()).fit(Xd)
+    with pytest.raises(ValueError, match="LWCS"):  # SLK needs the whole data (its graph)
+        slk_bo(4).fit(Xd)
+    with pytest.raises(ValueError, match="LaplacianEStep"):
+        slk_bo(4, reduce=LWCS(1_000)).fit(Xd)
+    assert LWCS.chunked and not NoReduction.chunked
+
+
+def test_dask_fit_validates_chunks(da, client):
+    X, _ = _blobs(6_000, 3, 4, 12)
+    X[4_321, 1] = np.nan
+    with pytest.raises(ValueError, match=r"Input X contains NaN or infinity: 1 entries in 1 "
+                                         r"of its 6 row chunks \(the first is chunk 4\)"):
+        lwcs_lloyd(4, coreset_size=500).fit(da.from_array(X, chunks=(1_000, 3)))
+    X[4_321, 1] = 0.0
+    w = np.ones(len(X))
+    w[[10, 5_000, 5_001]] = -1.0
+    with pytest.raises(ValueError, match="sample_weight has 3 negative entries"):
+        lwcs_lloyd(4, coreset_size=500).fit(da.from_array(X, chunks=(1_000, 3)),
+                                             sample_weight=da.from_array(w, chunks=1_500))
+    with pytest.raises(ValueError, match="sample_weight is zero everywhere"):
+        lwcs_lloyd(4, coreset_size=500).fit(da.from_array(X, chunks=(1_000, 3)),
+                                             sample_weight=da.zeros(len(X), chunks=2_000))
+    with pytest.raises(ValueError, match="sample_weight has 5 entries, but X has 6000"):
+        lwcs_lloyd(4, coreset_size=500).fit(da.from_array(X, chunks=(1_000, 3)),
+                                             sample_weight=da.ones(5, chunks=5))
+    with pytest.raises(ValueError, match="n_clusters=4 must be <= n_samples=3"):
+        lwcs_lloyd(4, coreset_size=500).fit(da.from_array(X[:3], chunks=(2, 3)))
+    with pytest.raises(ValueError, match="LWCS size=2 must be >= n_clusters=4"):
+        lwcs_lloyd(4, coreset_size=2).fit(da.from_array(X, chunks=(1_000, 3)))
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        Xd = da.from_array(X, chunks=(1_000, 3))
+        lwcs_lloyd(4, coreset_size=500).fit(Xd[Xd[:, 0] > 0])
+
+
+def test_given_centres_and_small_data_on_dask(da, client):
+    X, means = _blobs(3_000, 3, 4, 13)
+    Xd = da.from_array(X + 1000.0, chunks=(700, 3))  # far from the origin: centring matters
+    km = Clusterer(4, seed=means[:4] + 1000.0, reduce=LWCS(800), max_iter=50,
+                   random_state=0).fit(Xd)
+    assert km.n_iter_ >= 1
+    np.testing.assert_allclose(np.sort(km.cluster_centers_[:, 0]),
+                               np.sort(means[:4, 0] + 1000.0), atol=0.5)
+    with pytest.warns(RuntimeWarning, match="clustering the full data instead"):
+        full = Clusterer(4, seed=means[:4] + 1000.0, reduce=LWCS(5_000),
+                         random_state=0).fit(Xd)
+    reference = Clusterer(4, seed=means[:4] + 1000.0, random_state=0).fit(X + 1000.0)
+    np.testing.assert_allclose(full.cluster_centers_, reference.cluster_centers_, rtol=1e-10)
+    np.testing.assert_array_equal(full.labels_.compute(), reference.labels_)
+    # dask weights: a weighted coreset, a lazily weighted inertia
+    w = np.random.RandomState(14).uniform(0.0, 3.0, size=len(X))
+    weighted = lwcs_lloyd(4, coreset_size=800, random_state=0).fit(
+        Xd, sample_weight=da.from_array(w, chunks=1_000))
+    np.testing.assert_allclose(float(weighted.inertia_),
+                               quantization_error(X + 1000.0, weighted.cluster_centers_, w),
+                               rtol=1e-6)
+
+
+# -- memmaps ------------------------------------------------------------------------------
+
+
+def test_memmap_fit_reads_blocks_and_matches_the_dask_coreset(da, client, tmp_path,
+                                                             monkeypatch):
+    X, means = _blobs(20_000, 4, 5, 14, dtype=np.float32)
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    X_mm = np.load(path, mmap_mode="r")
+    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 3_000 * 4 * 4)  # 3000-row blocks
+    Xc_mm, wc_mm, state, data = _coreset(X_mm, None, 5, 1_500, 3, n_threads=2)
+    assert isinstance(data, _chunked.MemmapChunks)
+    assert data.chunk_rows == (3_000,) * 6 + (2_000,)
+    Xc_d, wc_d, _, _ = _coreset(da.from_array(X_mm, chunks=(3_000, 4)), None, 5, 1_500, 3)
+    np.testing.assert_array_equal(Xc_mm, Xc_d)
+    np.testing.assert_array_equal(wc_mm, wc_d)
+    # a fit: labels in memory (block by block), centres as on the dask array
+    init = means + 0.1
+    km = Clusterer(5, seed=init, reduce=LWCS(1_500), random_state=3).fit(X_mm)
+    km_d = Clusterer(5, seed=init, reduce=LWCS(1_500), random_state=3).fit(
+        da.from_array(X_mm, chunks=(3_000, 4)))
+    np.testing.assert_array_equal(km.cluster_centers_, km_d.cluster_centers_)
+    assert isinstance(km.labels_, np.ndarray)
+    np.testing.assert_array_equal(km.labels_, km.predict(X))
+    np.testing.assert_allclose(km.inertia_, -km.score(X), rtol=1e-6)
+    assert km.cost_["labels"] == 5 * len(X)  # every row to every centre
+
+
+def test_memmap_without_a_chunked_reducer_is_read_as_an_array(tmp_path):
+    X, _ = _blobs(3_000, 3, 4, 15)
+    np.save(tmp_path / "X.npy", X)
+    X_mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    km = Clusterer(4, random_state=0).fit(X_mm)
+    reference = Clusterer(4, random_state=0).fit(X)
+    np.testing.assert_array_equal(km.cluster_centers_, reference.cluster_centers_)
+    assert "scan" not in km.seconds_
+
+
+# -- without dask -------------------------------------------------------------------------
+
+
+class _FakeDaskArray:
+    """Looks like a dask array (its class lives in a ``dask.`` module) where dask is missing."""
+
+    __module__ = "dask.array.core"
+    shape, ndim, dtype = (100, 2), 2, np.dtype(np.float64)
+    chunks, numblocks = ((50, 50), (2,)), (2, 1)
+
+    def to_delayed(self):
+        raise AssertionError("not reached")
+
+
+def test_dask_paths_without_dask_name_the_extra(monkeypatch):
+    for name in ("dask", "dask.array", "distributed"):
+        monkeypatch.setitem(sys.modules, name, None)  # "import dask" now fails
+    with pytest.raises(ImportError, match=r"pip install 'clusterkit\[dask\]'"):
+        lwcs_lloyd(3, coreset_size=50).fit(_FakeDaskArray())
+    km = Clusterer(3, random_state=0).fit(_blobs(300, 2, 3, 16)[0])
+    with pytest.raises(ImportError, match=r"clusterkit\[dask\]"):
+        km.predict(_FakeDaskArray())
+
+
+def test_everything_else_works_without_dask(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys
+        for name in ("dask", "dask.array", "distributed"):
+            sys.modules[name] = None
+        import numpy as np
+        import clusterkit
+        from clusterkit.presets import vc_gmm
+        X = np.random.RandomState(0).normal(size=(5_000, 3)).astype(np.float32)
+        np.save({str(tmp_path / "X.npy")!r}, X)
+        X_mm = np.load({str(tmp_path / "X.npy")!r}, mmap_mode="r")
+        for data in (X, X_mm):
+            gmm = vc_gmm(4, coreset_size=1_000, random_state=0).fit(data)
+            assert gmm.labels_.shape == (5_000,) and gmm.predict(X).shape == (5_000,)
+        assert clusterkit.Clusterer(4, random_state=0).fit(X).inertia_ > 0
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
