@@ -75,7 +75,7 @@ def z_update(const floating[:, ::1] a,         # IN  (n_samples, n_clusters)
                         top = value
                 total = 0
                 for l in range(n_clusters):
-                    # single precision where the data are (about twice as fast)
+                    # single precision for float32 data: the result is float32 anyway
                     if floating is float:
                         value = expf(<float>(z_new[p, l] - top))
                     else:
