@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_representable, check_weight_counts, count_weight_problems
+from ._validation import (check_representable, check_weight_counts, check_weight_shape,
+                          count_weight_problems)
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
            "import_dask", "is_dask_array", "map_rows", "row_weights"]
@@ -392,13 +393,7 @@ def row_weights(sample_weight, X):
         return da.full(n_samples, float(sample_weight), chunks=(X.chunks[0],))
     if not is_dask_array(sample_weight):
         sample_weight = np.asarray(sample_weight)
-    if np.dtype(sample_weight.dtype).kind not in "biuf":
-        raise TypeError(f"sample_weight must be numeric, got dtype {sample_weight.dtype}.")
-    if sample_weight.ndim != 1:
-        raise ValueError(f"sample_weight must be 1-D, got shape {sample_weight.shape}.")
-    if sample_weight.shape[0] != n_samples:
-        raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, but X has "
-                         f"{n_samples} samples.")
+    check_weight_shape(sample_weight, n_samples)
     if is_dask_array(sample_weight):
         return sample_weight.astype(np.float64).rechunk((X.chunks[0],))
     return da.from_array(sample_weight.astype(np.float64), chunks=(X.chunks[0],))

@@ -39,15 +39,21 @@ def check_sample_weight(sample_weight, n_samples, dtype):
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, sample_weight)
     sample_weight = np.asarray(sample_weight)
-    if sample_weight.dtype.kind not in "biuf":
+    check_weight_shape(sample_weight, n_samples)
+    check_weight_counts(count_weight_problems(sample_weight, dtype), dtype)
+    return np.ascontiguousarray(sample_weight, dtype=dtype)
+
+
+def check_weight_shape(sample_weight, n_samples):
+    """Raise unless ``sample_weight`` (any array with ``dtype``, ``ndim`` and ``shape``, a
+    dask array included) is numeric, 1-D and has ``n_samples`` entries."""
+    if np.dtype(sample_weight.dtype).kind not in "biuf":
         raise TypeError(f"sample_weight must be numeric, got dtype {sample_weight.dtype}.")
     if sample_weight.ndim != 1:
         raise ValueError(f"sample_weight must be 1-D, got shape {sample_weight.shape}.")
     if sample_weight.shape[0] != n_samples:
         raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, but X has "
                          f"{n_samples} samples.")
-    check_weight_counts(count_weight_problems(sample_weight, dtype), dtype)
-    return np.ascontiguousarray(sample_weight, dtype=dtype)
 
 
 def count_weight_problems(sample_weight, dtype):
