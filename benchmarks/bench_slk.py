@@ -11,8 +11,9 @@ candidates, as in the authors' code); NMI and ACC are then reported on all sampl
 k-means (``presets.lloyd``) runs from the same seeds (the one best on the same validation
 split is reported), and scikit-learn's ``KMeans`` with ``n_init=10`` (the paper's peer, with
 its default of 2018) once. Seconds: graph construction, one fit with the graph given
-(seeding included) and its iterations after the seeding, against one k-means fit. Data from ``--data``/``CLUSTERKIT_DATA``; a data
-set that is absent is skipped. Run with the OpenBLAS override variables unset::
+(seeding included) and its iterations after the seeding, against one k-means fit. Data
+from ``--data``/``CLUSTERKIT_DATA``; a data set that is absent is skipped. Run with the
+OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_slk.py --write
 """
