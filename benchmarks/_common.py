@@ -255,3 +255,20 @@ def write_results(path, title, markdown_table, notes, info=None):
         sections.append(section)
     path.write_text(head.rstrip("\n") + "\n" + "".join(
         "\n" + s.strip("\n") + "\n" for s in sections), encoding="utf-8")
+
+
+def command_note():
+    """The results note that gives the command of this run, with the OpenBLAS override
+    variables unset as every benchmark runs."""
+    import shlex
+    return ("Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
+                                    + [shlex.quote(a) for a in sys.argv]) + "`")
+
+
+def publish(title, markdown_table, notes, write, info=None):
+    """Print a benchmark's table and notes, and write its RESULTS.md section if ``write``."""
+    print(markdown_table)
+    for note in notes:
+        print("-", note)
+    if write:
+        write_results(RESULTS_PATH, title, markdown_table, notes, info)

@@ -23,9 +23,7 @@ unset::
 """
 import argparse
 import resource
-import shlex
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,8 +34,7 @@ from clusterkit import KMeansPlusPlus
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import lwcs_lloyd, vc_gmm
 
-from _common import (RESULTS_PATH, format_table, machine_info, warn_openblas_overrides,
-                     write_results)
+from _common import command_note, format_table, machine_info, publish, warn_openblas_overrides
 
 TITLE = "Dask: vc-GMM on 20M x 16 on disk, 2-worker LocalCluster (bench_dask.py)"
 
@@ -234,14 +231,9 @@ def main():
         "the sample' fit the same compositions (same seeds) on the NumPy sample itself: the "
         "same error ratio there means a miss belongs to the composition, not to the "
         "chunked path.",
-        "Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
-                                + [shlex.quote(a) for a in sys.argv]) + "`",
+        command_note(),
     ]
-    print(markdown)
-    for note in notes:
-        print("-", note)
-    if args.write:
-        write_results(RESULTS_PATH, TITLE, markdown, notes, machine_info())
+    publish(TITLE, markdown, notes, args.write, machine_info())
 
 
 if __name__ == "__main__":

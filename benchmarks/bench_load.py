@@ -14,7 +14,6 @@ Data: "small", the BIRCH grid with 10,000 points (C = 100); "medium", Gaussian b
 """
 import argparse
 import json
-import shlex
 import subprocess
 import sys
 import time
@@ -22,8 +21,8 @@ import warnings
 
 import numpy as np
 
-from _common import (RESULTS_PATH, format_table, machine_info, warn_openblas_overrides,
-                     write_results)
+from _common import (RESULTS_PATH, command_note, format_table, machine_info,
+                     warn_openblas_overrides, write_results)
 
 TITLE = "Under load: alone and with a twin process (bench_load.py)"
 PRESETS = ("lloyd", "elkan", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
@@ -138,8 +137,7 @@ def run(args):
         "`GOMP_SPINCOUNT=2000` (unless the user set a waiting policy) and runs greedy "
         "k-means++'s small per-step loops on one thread. scikit-learn's own libgomp keeps "
         "its defaults in its worker processes here.",
-        "Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
-                                + [shlex.quote(a) for a in sys.argv]) + "`",
+        command_note(),
     ]
     return markdown, notes
 

@@ -21,7 +21,6 @@ override variables unset::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py --write
 """
 import argparse
-import shlex
 import sys
 import time
 import warnings
@@ -35,8 +34,8 @@ from clusterkit import presets
 from clusterkit.datasets import load_benchmark, make_birch_grid
 from clusterkit.metrics import quantization_error
 
-from _common import (RESULTS_PATH, data_home, format_table, machine_info,
-                     warn_openblas_overrides, write_results)
+from _common import (command_note, data_home, format_table, machine_info, publish,
+                     warn_openblas_overrides)
 
 TITLE = "Mini-batch k-means: time to energy (bench_minibatch.py)"
 METHODS = ("lloyd", "elkan", "minibatch", "nmbatch", "nmbatch deviation", "sklearn MBK")
@@ -233,8 +232,7 @@ def run(args):
         "scikit-learn's summed `partial_fit` calls); energies are computed afterwards. "
         "scikit-learn's distance evaluations are counted as b x k per step.",
         f"Plot: `benchmarks/{PLOT_PATH.name}` (median over the seeds; the dotted line is 2 %).",
-        "Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
-                                + [shlex.quote(a) for a in sys.argv]) + "`",
+        command_note(),
     ]
     return format_table(headers, table) + f"\n\n![time to energy]({PLOT_PATH.name})", notes
 
@@ -254,11 +252,7 @@ def main():
     args = parser.parse_args()
     warn_openblas_overrides()
     markdown, notes = run(args)
-    print(markdown)
-    for note in notes:
-        print("-", note)
-    if args.write:
-        write_results(RESULTS_PATH, TITLE, markdown, notes, machine_info(args.n_threads))
+    publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ the final centres on all the data (mean, min, max), how many runs end within 1 %
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_sbe.py --write
 """
 import argparse
-import shlex
 import sys
 import time
 import warnings
@@ -25,8 +24,8 @@ from clusterkit import presets
 from clusterkit.datasets import load_benchmark
 from clusterkit.metrics import quantization_error
 
-from _common import (RESULTS_PATH, data_home, format_table, machine_info,
-                     warn_openblas_overrides, write_results)
+from _common import (command_note, data_home, format_table, machine_info, publish,
+                     warn_openblas_overrides)
 
 TITLE = "Stochastic backward Euler against Lloyd (bench_sbe.py)"
 
@@ -120,14 +119,9 @@ def main():
         "0.98' is the same with decay 0.98 (in the range the Iris calibration found robust), "
         "with which the step stays large for longer; 'sbe + polish' adds Lloyd steps on all "
         "rows after the outer steps, until a fixed point (`polish_iter=100`).",
-        "Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
-                                + [shlex.quote(a) for a in sys.argv]) + "`",
+        command_note(),
     ]
-    print(markdown)
-    for note in notes:
-        print("-", note)
-    if args.write:
-        write_results(RESULTS_PATH, TITLE, markdown, notes, machine_info(args.n_threads))
+    publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ OpenBLAS override variables unset::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_slk.py --write
 """
 import argparse
-import shlex
 import sys
 import time
 import warnings
@@ -30,8 +29,8 @@ from clusterkit import knn_graph, presets
 from clusterkit.datasets import load_benchmark
 from clusterkit.metrics import clustering_accuracy, nmi
 
-from _common import (RESULTS_PATH, data_home, format_table, machine_info,
-                     warn_openblas_overrides, write_results)
+from _common import (command_note, data_home, format_table, machine_info, publish,
+                     warn_openblas_overrides)
 
 TITLE = "Scalable Laplacian K-modes: MNIST and Shuttle (bench_slk.py)"
 PAPER = {"mnist": {"k-means": "0.53/0.55", "SLK-MS": "0.80/0.79", "SLK-BO": "0.77/0.80"},
@@ -164,14 +163,9 @@ def main():
         "of the method. Seconds are medians over the fits: 'fit s' a whole fit with the "
         "graph given, seeding included; 'after seeding s' the iterations alone (SLK: "
         "z-updates and modes). 'iterations' and 'z-updates' of the chosen fit.",
-        "Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
-                                + [shlex.quote(a) for a in sys.argv]) + "`",
+        command_note(),
     ]
-    print(markdown)
-    for note in notes:
-        print("-", note)
-    if args.write:
-        write_results(RESULTS_PATH, TITLE, markdown, notes, machine_info(args.n_threads))
+    publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))
 
 
 if __name__ == "__main__":
