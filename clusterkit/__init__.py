@@ -16,7 +16,7 @@ from ._kernels._openmp import effective_n_threads, openmp_enabled
 from ._mstep import SLK_ENERGY, HardMStep, ModeMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState
 
 from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
@@ -27,7 +27,7 @@ __all__ = [
     "Clusterer",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Assignment", "FitState",
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
-    "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder",
+    "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
     "HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",

@@ -38,18 +38,27 @@ The coreset presets (Hirschberger, Forster & Lücke, Table 1) replace ``N`` by t
 ``inertia_`` still refer to the full training data (one more exact pass, ``N C`` evaluations
 in ``cost_["labels"]``, skipped with ``compute_labels=False``).
 
-The four variational presets seed with greedy k-means++ with 15 candidates per step
-(``KMeansPlusPlus(n_local_trials=15)``), not with the papers' AFK-MC²: why, with the
-measurements, is in the documentation's var-GMM page. Pass ``seed=AFKMC2(chain_length=2)`` for
-the papers' setting. ``vc_gmm`` keeps AFK-MC² (its ``chain_length``), as the vc-GMM paper
-does.
+Seeding and start, chosen for a fit as good as scikit-learn's at a fraction of its time
+(``benchmarks/bench_defaults.py``; the measurements are in the documentation's var-GMM and
+vc-GMM pages and ``benchmarks/RESULTS.md``), not as in the papers:
+
+* the four full-data variational presets seed with greedy k-means++ with 15 candidates per
+  step, on all the data when it has at most 64 features (where pruning makes it cheap and it
+  labels every sample with its nearest seed) and on a sample of ``max(20 C, 10000)`` rows
+  above (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`);
+* the coreset presets seed with greedy k-means++ on the coreset up to 64 features and with
+  AFK-MC² (chains of 2) above;
+* every variational E-step starts ``K(n)`` at the sample's nearest seeds
+  (``init="auto"``), not at random.
+
+The papers' settings: ``seed=AFKMC2(chain_length=2), init="random"``.
 """
 from ._clusterer import Clusterer
 from ._estep import ElkanEStep, FullEStep, LaplacianEStep, PartialEStep
 from ._mstep import HardMStep, ModeMStep, SoftMStep
 from ._reduction import LWCS, default_coreset_size
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ._seeding import AFKMC2, KMeansPlusPlus
+from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
@@ -60,9 +69,15 @@ __all__ = list(PRESETS) + ["default_coreset_size"]
 
 
 def _default_seed():
-    """The seeding of the variational presets (see the module notes for why and the
-    measurements)."""
-    return KMeansPlusPlus(n_local_trials=15)
+    """The seeding of the full-data variational presets (see the module notes for why and
+    the measurements)."""
+    return ByDimension(low=KMeansPlusPlus(n_local_trials=15),
+                       high=SampledSeeder(KMeansPlusPlus(n_local_trials=15)))
+
+
+def _coreset_seed(chain_length=2):
+    """The seeding of the coreset presets (see the module notes)."""
+    return ByDimension(high=AFKMC2(chain_length=chain_length))
 
 
 def _clusterer(n_clusters, kwargs, **strategies):
@@ -245,14 +260,15 @@ def gmm(n_clusters, **kwargs):
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=SoftMStep())
 
 
-def _variational(n_clusters, neighbourhoods, mstep, G, n_explore, n_init_esteps, kwargs):
+def _variational(n_clusters, neighbourhoods, mstep, G, n_explore, n_init_esteps, init,
+                 kwargs):
     kwargs.setdefault("seed", _default_seed())
     estep = PartialEStep(G=G, neighbourhoods=neighbourhoods, n_explore=n_explore,
-                         n_init_esteps=n_init_esteps)
+                         n_init_esteps=n_init_esteps, init=init)
     return _clusterer(n_clusters, kwargs, estep=estep, mstep=mstep)
 
 
-def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
+def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-k-means-X: partial E-step with exact neighbourhoods, hard M-step (Forster & Lücke
     2018, Alg. 1 with ``C' = 1``).
 
@@ -265,9 +281,12 @@ def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
         Random exploratory clusters per sample and iteration (the paper's "+1").
     n_init_esteps : int, default=0
         E-steps before the first M-step.
+    init : {"auto", "random", "exact"}, default="auto"
+        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
+        seeds, or ``"random"`` as in the paper.
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default
-        ``KMeansPlusPlus(n_local_trials=15)``, see the module notes).
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding,
+        see the module notes).
 
     Returns
     -------
@@ -282,10 +301,10 @@ def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     'exhaustive'
     """
     return _variational(n_clusters, "exhaustive", HardMStep(), G, n_explore, n_init_esteps,
-                        kwargs)
+                        init, kwargs)
 
 
-def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
+def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-k-means-S: partial E-step with estimated neighbourhoods, hard M-step (Forster &
     Lücke 2018, Alg. 2 with ``C' = 1``); sublinear in ``C`` per iteration.
 
@@ -295,6 +314,9 @@ def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     G : int, default=5
     n_explore : int, default=1
     n_init_esteps : int, default=0
+    init : {"auto", "random", "exact"}, default="auto"
+        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
+        seeds, or ``"random"`` as in the paper.
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer`.
 
@@ -311,10 +333,10 @@ def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     3
     """
     return _variational(n_clusters, "estimated", HardMStep(), G, n_explore, n_init_esteps,
-                        kwargs)
+                        init, kwargs)
 
 
-def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
+def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-GMM-X: partial E-step with exact neighbourhoods and ``C' = G`` winners, soft
     M-step (Forster & Lücke 2018, Alg. 1).
 
@@ -324,6 +346,9 @@ def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     G : int, default=5
     n_explore : int, default=1
     n_init_esteps : int, default=0
+    init : {"auto", "random", "exact"}, default="auto"
+        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
+        seeds, or ``"random"`` as in the paper.
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer`.
 
@@ -340,10 +365,10 @@ def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     SoftMStep()
     """
     return _variational(n_clusters, "exhaustive", SoftMStep(), G, n_explore, n_init_esteps,
-                        kwargs)
+                        init, kwargs)
 
 
-def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
+def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-GMM-S: partial E-step with estimated neighbourhoods and ``C' = G`` winners, soft
     M-step (Forster & Lücke 2018, Alg. 2); sublinear in ``C`` per iteration.
 
@@ -353,6 +378,9 @@ def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     G : int, default=5
     n_explore : int, default=1
     n_init_esteps : int, default=0
+    init : {"auto", "random", "exact"}, default="auto"
+        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
+        seeds, or ``"random"`` as in the paper.
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer`.
 
@@ -369,7 +397,7 @@ def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, **kwargs):
     'estimated'
     """
     return _variational(n_clusters, "estimated", SoftMStep(), G, n_explore, n_init_esteps,
-                        kwargs)
+                        init, kwargs)
 
 
 def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
@@ -385,8 +413,10 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
         Draws of the coreset ``N'`` (``>= n_clusters``; ``>= n_samples`` fits the full data).
         ``None``: ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`).
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding;
-        the paper seeds this baseline with ``AFKMC2(chain_length=2)``).
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding:
+        greedy k-means++ on the coreset for at most 64 features, AFK-MC² with chains of 2
+        above, :class:`~clusterkit.ByDimension`; the paper seeds this baseline with
+        ``AFKMC2(chain_length=2)``).
 
     Returns
     -------
@@ -400,13 +430,13 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
     >>> lwcs_lloyd(10, coreset_size=1024).reduce
     LWCS(size=1024)
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _coreset_seed())
     return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=FullEStep(),
                       mstep=HardMStep())
 
 
 def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_init_esteps=0,
-           **kwargs):
+           init="auto", **kwargs):
     """vc-GMM: var-GMM-S on a lightweight coreset (Hirschberger, Forster & Lücke, Alg. 1).
 
     :class:`~clusterkit.LWCS` of ``coreset_size`` draws, :class:`~clusterkit.AFKMC2` seeding
@@ -426,7 +456,8 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
         ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`), so that many
         clusters still get enough samples each.
     chain_length : int, default=2
-        Markov chain length of the AFK-MC² seeding (the paper's ``m = 2``; ``20`` for RNA).
+        Markov chain length of the AFK-MC² seeding on data with more than 64 features (the
+        paper's ``m = 2``; ``20`` for RNA).
     n_explore : int, default=1
         Random exploratory clusters per sample and iteration (the paper's "+1"); ``0`` gives
         the paper's plain ``G`` settings.
@@ -434,8 +465,11 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
         E-steps before the first M-step; they move the random ``K(n)`` towards each sample's
         nearest clusters before eq. 12 sets the variance. The paper found them favourable on
         RNA only (Suppl. F: two for ``G = 5``, four for ``G = 3+1``).
+    init : {"auto", "random", "exact"}, default="auto"
+        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the ``G``
+        nearest seeds of each coreset point, or ``"random"`` as in the paper.
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the AFK-MC² seeding,
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding,
         and ``chain_length`` is then unused).
 
     Returns
@@ -455,10 +489,11 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     A hard M-step in the same composition gives coreset var-k-means, e.g. the design's
     ``Clusterer(seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5))``.
 
-    Seeding: AFK-MC² is the paper's choice and stays the default; greedy k-means++ on the
-    coreset (``seed=KMeansPlusPlus(15)``) costs more on low-dimensional data but also starts
-    ``K(n)`` at each point's nearest seed, which lowered the error a lot in the benchmarks
-    (the vc-GMM page of the documentation gives the numbers).
+    Defaults that differ from the paper, for a lower error at little cost (measured in
+    ``benchmarks/bench_defaults.py``): greedy k-means++ on the coreset for data with at most
+    64 features and AFK-MC² only above (:class:`~clusterkit.ByDimension`), and ``K(n)``
+    started at the nearest seeds. The paper's setting is
+    ``vc_gmm(C, seed=AFKMC2(chain_length=2), init="random")``.
 
     Examples
     --------
@@ -473,9 +508,9 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     >>> bool(np.all(np.diff(objectives) >= -1e-9 * abs(objectives[-1])))
     True
     """
-    kwargs.setdefault("seed", AFKMC2(chain_length=chain_length))
+    kwargs.setdefault("seed", _coreset_seed(chain_length))
     estep = PartialEStep(G=G, neighbourhoods="estimated", n_explore=n_explore,
-                         n_init_esteps=n_init_esteps)
+                         n_init_esteps=n_init_esteps, init=init)
     return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=estep,
                       mstep=SoftMStep())
 

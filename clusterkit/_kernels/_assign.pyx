@@ -18,6 +18,12 @@ cdef extern from "_nearest.h" nogil:
                                                Py_ssize_t, float*, float*) noexcept nogil
     ck_nearest_double_fn ck_nearest_double_for(Py_ssize_t n_features)
     ck_nearest_float_fn ck_nearest_float_for(Py_ssize_t n_features)
+    ctypedef void (*ck_nearest4_double_fn)(const double*, const double*, Py_ssize_t, int*,
+                                           double*) noexcept nogil
+    ctypedef void (*ck_nearest4_float_fn)(const float*, const float*, Py_ssize_t, int*,
+                                          float*) noexcept nogil
+    ck_nearest4_double_fn ck_nearest4_double_for(Py_ssize_t n_features)
+    ck_nearest4_float_fn ck_nearest4_float_for(Py_ssize_t n_features)
     Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
     Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
@@ -34,10 +40,28 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef Py_ssize_t i, best
     cdef floating d
+    cdef bint four
     cdef ck_nearest_double_fn nearest_double = ck_nearest_double_for(n_features)
     cdef ck_nearest_float_fn nearest_float = ck_nearest_float_for(n_features)
+    cdef ck_nearest4_double_fn nearest4_double = ck_nearest4_double_for(n_features)
+    cdef ck_nearest4_float_fn nearest4_float = ck_nearest4_float_for(n_features)
     if not _use_gemm(n_features):
-        for i in range(n_rows):
+        # four samples per call where a variant for this feature count exists
+        if floating is float:
+            four = nearest4_float != NULL
+        else:
+            four = nearest4_double != NULL
+        i = 0
+        if four:
+            while i + 4 <= n_rows:
+                if floating is float:
+                    nearest4_float(X + i * n_features, centers_T, n_clusters, labels + i,
+                                   min_dist2 + i)
+                else:
+                    nearest4_double(X + i * n_features, centers_T, n_clusters, labels + i,
+                                    min_dist2 + i)
+                i += 4
+        while i < n_rows:
             if floating is float:
                 best = nearest_float(X + i * n_features, centers_T, n_clusters, n_features,
                                      tile, min_dist2 + i)
@@ -45,6 +69,7 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                 best = nearest_double(X + i * n_features, centers_T, n_clusters, n_features,
                                       tile, min_dist2 + i)
             labels[i] = <int> best
+            i += 1
         return
     _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
     for i in range(n_rows):

@@ -203,6 +203,115 @@ CK_DEFINE_NEAREST(ck_nearest_float_7, float, 7)
 CK_DEFINE_NEAREST(ck_nearest_float_8, float, 8)
 #endif
 
+#if defined(__GNUC__)
+/* Four samples at once, for up to 8 features: each centre vector loaded is used for four
+ * distances, and the four independent sums (and their running minima) keep the pipeline
+ * full; one sample at a time waits on its chain of additions. Vectors of 32 bytes keep the
+ * four rows' sums, minima and indices in the 16 registers of AVX2. Each distance is summed
+ * exactly as in the single-sample loops, so labels and distances are the same bits. */
+typedef double ck_vec4_d __attribute__((vector_size(32)));
+typedef long long ck_vec4_dj __attribute__((vector_size(32)));
+typedef float ck_vec4_f __attribute__((vector_size(32)));
+typedef int ck_vec4_fj __attribute__((vector_size(32)));
+
+#define CK_DEFINE_NEAREST4(NAME, T, V, VJ, D)                                               \
+CK_TARGET_CLONES                                                                            \
+static void NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters, int* labels,         \
+                 T* min_dist2)                                                              \
+{                                                                                           \
+    enum { L = sizeof(V) / sizeof(T) };                                                     \
+    V best[4], d[4], c, t;                                                                  \
+    VJ best_j[4], j_vec, below;                                                             \
+    ptrdiff_t j = 0, l, r;                                                                  \
+    for (l = 0; l < L; l++) j_vec[l] = l;                                                   \
+    for (r = 0; r < 4; r++) {                                                               \
+        for (l = 0; l < L; l++) best[r][l] = (T)INFINITY;                                   \
+        best_j[r] = (VJ){0};                                                                \
+    }                                                                                       \
+    for (; j + L <= n_clusters; j += L) {                                                   \
+        for (r = 0; r < 4; r++) d[r] = (V){0};                                              \
+        for (ptrdiff_t k = 0; k < D; k++) {                                                 \
+            memcpy(&c, centers_T + k * n_clusters + j, sizeof c);                           \
+            for (r = 0; r < 4; r++) {                                                       \
+                t = x[r * D + k] - c;                                                       \
+                d[r] += t * t;                                                              \
+            }                                                                               \
+        }                                                                                   \
+        for (r = 0; r < 4; r++) {                                                           \
+            below = (VJ)(d[r] < best[r]);                                                   \
+            best[r] = (V)(((VJ)d[r] & below) | ((VJ)best[r] & ~below));                     \
+            best_j[r] = (j_vec & below) | (best_j[r] & ~below);                             \
+        }                                                                                   \
+        j_vec += L;                                                                         \
+    }                                                                                       \
+    for (r = 0; r < 4; r++) {                                                               \
+        T m = best[r][0];                                                                   \
+        ptrdiff_t m_j = best_j[r][0];                                                       \
+        for (l = 1; l < L; l++)                                                             \
+            if (best[r][l] < m || (best[r][l] == m && best_j[r][l] < m_j)) {                \
+                m = best[r][l];                                                             \
+                m_j = best_j[r][l];                                                         \
+            }                                                                               \
+        for (ptrdiff_t jj = j; jj < n_clusters; jj++) {                                     \
+            T dj = 0;                                                                       \
+            for (ptrdiff_t k = 0; k < D; k++) {                                             \
+                const T tk = x[r * D + k] - centers_T[k * n_clusters + jj];                 \
+                dj += tk * tk;                                                              \
+            }                                                                               \
+            if (dj < m) {                                                                   \
+                m = dj;                                                                     \
+                m_j = jj;                                                                   \
+            }                                                                               \
+        }                                                                                   \
+        labels[r] = (int)m_j;                                                               \
+        min_dist2[r] = m;                                                                   \
+    }                                                                                       \
+}
+
+#define CK_DEFINE_NEAREST4_ALL(T, V, VJ)                                                    \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_1, T, V, VJ, 1)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_2, T, V, VJ, 2)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_3, T, V, VJ, 3)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_4, T, V, VJ, 4)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_5, T, V, VJ, 5)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_6, T, V, VJ, 6)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_7, T, V, VJ, 7)                                        \
+CK_DEFINE_NEAREST4(ck_nearest4_##T##_8, T, V, VJ, 8)
+
+CK_DEFINE_NEAREST4_ALL(double, ck_vec4_d, ck_vec4_dj)
+CK_DEFINE_NEAREST4_ALL(float, ck_vec4_f, ck_vec4_fj)
+#endif
+
+typedef void (*ck_nearest4_double_fn)(const double*, const double*, ptrdiff_t, int*, double*);
+typedef void (*ck_nearest4_float_fn)(const float*, const float*, ptrdiff_t, int*, float*);
+
+/* The four-sample variant for a feature count, or NULL (more than 8 features, or no GCC
+ * vector types): the caller then takes one sample at a time. */
+#if defined(__GNUC__)
+#define CK_NEAREST4_FOR(T)                                                                  \
+static ck_nearest4_##T##_fn ck_nearest4_##T##_for(ptrdiff_t n_features) {                 \
+    switch (n_features) {                                                                   \
+        case 1: return ck_nearest4_##T##_1;                                                 \
+        case 2: return ck_nearest4_##T##_2;                                                 \
+        case 3: return ck_nearest4_##T##_3;                                                 \
+        case 4: return ck_nearest4_##T##_4;                                                 \
+        case 5: return ck_nearest4_##T##_5;                                                 \
+        case 6: return ck_nearest4_##T##_6;                                                 \
+        case 7: return ck_nearest4_##T##_7;                                                 \
+        case 8: return ck_nearest4_##T##_8;                                                 \
+        default: return NULL;                                                               \
+    }                                                                                       \
+}
+#else
+#define CK_NEAREST4_FOR(T)                                                                  \
+static ck_nearest4_##T##_fn ck_nearest4_##T##_for(ptrdiff_t n_features) {                 \
+    (void)n_features;                                                                       \
+    return NULL;                                                                            \
+}
+#endif
+CK_NEAREST4_FOR(double)
+CK_NEAREST4_FOR(float)
+
 typedef ptrdiff_t (*ck_nearest_double_fn)(const double*, const double*, ptrdiff_t, ptrdiff_t,
                                           double*, double*);
 typedef ptrdiff_t (*ck_nearest_float_fn)(const float*, const float*, ptrdiff_t, ptrdiff_t,

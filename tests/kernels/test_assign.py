@@ -74,6 +74,19 @@ def test_assign_full_ties_in_different_lanes_go_to_lowest_index(n_features, tied
                                rtol=rtol_for(dtype))
 
 
+@pytest.mark.parametrize("n_features", range(1, 9))
+def test_assign_full_four_rows_at_once_give_the_bits_of_one_at_a_time(n_features, dtype):
+    # up to 8 features, rows go four per call; a single row goes alone
+    X, centers = _data((103, n_features, 45), dtype, seed=n_features)
+    labels = np.empty(len(X), np.int32)
+    dist2 = np.empty(len(X), dtype)
+    _assign.assign_full(X, centers, labels, dist2, 2)
+    for i in range(len(X)):
+        label, d2 = np.empty(1, np.int32), np.empty(1, dtype)
+        _assign.assign_full(X[i:i + 1], centers, label, d2, 1)
+        assert (labels[i], dist2[i]) == (label[0], d2[0])
+
+
 def test_assign_full_empty_input(dtype):
     X = np.empty((0, 3), dtype)
     assert _assign.assign_full(X, np.ones((2, 3), dtype), np.empty(0, np.int32),
