@@ -136,7 +136,8 @@ def part_table2(args, notes):
                         label = f"{name} {G}+1" + (f", {nie} init. E-steps" if nie else "")
                         print(f"[table2] C={n_clusters} seed {s}: {label} ...", flush=True)
                         est, wall, busy = _timed_fit(
-                            preset(n_clusters, G=G, n_explore=1, n_init_esteps=nie, **common), X)
+                            preset(n_clusters, G=G, n_explore=1, n_init_esteps=nie,
+                                   init="random", **common), X)
                         qe = quantization_error(X, est.cluster_centers_, n_threads=args.n_threads)
                         runs.setdefault((name, G, nie), []).append(dict(
                             qe=qe, iters=est.n_iter_, evals=est.cost_["estep"],
@@ -257,8 +258,12 @@ def part_wall(args, notes):
 
             label = f"{seeder_name}, {nie} init. E-steps"
             print(f"[wall] seed {s}: var-k-means-S 5+1, {label} ...", flush=True)
+            # k-means++ on all the data labels the samples and K(n) starts at their nearest
+            # seed; other seeders leave the paper's random start
+            init = "auto" if spec == "default" or spec.startswith("kpp") else "random"
             est = presets.var_kmeans_s(
-                n_clusters, G=5, n_explore=1, n_init_esteps=nie, seed=timed, random_state=s,
+                n_clusters, G=5, n_explore=1, n_init_esteps=nie, init=init, seed=timed,
+                random_state=s,
                 n_threads=args.n_threads, tol=0, max_iter=args.wall_max_iter,
                 compute_labels=False, callback=callback)
             est, wall, busy = _timed_fit(est, X)

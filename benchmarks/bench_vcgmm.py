@@ -42,7 +42,7 @@ none) and on the BIRCH grid with C = 4096 (N = 409,600), for these algorithms:
     the same two algorithms seeded with greedy k-means++ on the coreset
     (``KMeansPlusPlus(n_local_trials=15)``, ``--kpp-trials``) instead of AFK-MC²; vc-GMM then
     starts ``K(n)`` and ``G_c`` from the seeding's nearest-seed labels instead of at random
-    (:class:`~clusterkit.PartialEStep`, ``init="seeding"``). Run only on data with at most
+    (:class:`~clusterkit.PartialEStep`, ``init="auto"``). Run only on data with at most
     16 features (``--kpp-max-features``): greedy k-means++ costs ``O(C L N' D)``.
 ``GMM from k-means++ result``
     the model of var-GMM-S and vc-GMM (isotropic GMM, shared variance, ``C' = G``) fitted with
@@ -162,19 +162,23 @@ def _make(name, n_clusters, size, args, random_state, chain_length, n_init_estep
     """An unfitted clusterkit estimator for algorithm ``name``."""
     common = dict(random_state=random_state, n_threads=args.n_threads, compute_labels=False,
                   schedule=FullBatch(kmeans_objective=args.kmeans_objective))
-    seed = AFKMC2(chain_length=chain_length)
+    # the paper's random start of K(n); k-means++ labels the samples with their nearest seed,
+    # and K(n) starts there
+    seed, init = AFKMC2(chain_length=chain_length), "random"
     if name.endswith(KPP):
         name, seed, n_init_esteps = name[:-len(KPP)], KMeansPlusPlus(args.kpp_trials), 0
+        init = "auto"
     if name == "uniform + Lloyd":
         return lloyd(n_clusters, seed=seed, reduce=UniformSubsample(size), **common)
     if name == "LWCS + Lloyd":
         return lwcs_lloyd(n_clusters, coreset_size=size, seed=seed, **common)
     if name == "var-GMM-S":
         return var_gmm_s(n_clusters, G=args.G, n_explore=args.n_explore,
-                         n_init_esteps=n_init_esteps, seed=seed, **common)
+                         n_init_esteps=n_init_esteps, init=init, seed=seed, **common)
     if name == "vc-GMM":
         return vc_gmm(n_clusters, G=args.G, coreset_size=size, seed=seed,
-                      n_explore=args.n_explore, n_init_esteps=n_init_esteps, **common)
+                      n_explore=args.n_explore, n_init_esteps=n_init_esteps, init=init,
+                      **common)
     if name == "vc-GMM exact start":
         estep = PartialEStep(G=args.G, n_explore=args.n_explore, init="exact")
         return Clusterer(n_clusters, seed=seed, reduce=LWCS(size), estep=estep, mstep="soft",

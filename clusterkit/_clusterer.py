@@ -496,8 +496,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 warnings.warn(
                     f"The fit did not converge: the objective still changed by more than "
                     f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase "
-                    "max_iter or tol, or start closer to a solution (for PartialEStep, "
-                    "seeds that label the samples or init='exact').",
+                    "max_iter or tol, or start closer to a solution (for PartialEStep, not "
+                    "init='random').",
                     ConvergenceWarning, stacklevel=2)
             if self.compute_labels:
                 with state.timed("labels"):

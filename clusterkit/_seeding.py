@@ -405,11 +405,11 @@ class ByDimension(Seeder):
     """One seeder for data with few features, another for data with many.
 
     Greedy k-means++ prunes most of its distances by the triangle inequality when the data
-    have few features and clusters, so there it is cheap, and there its seeds also matter most;
-    on wide data the pruning fails and each of its ``C`` steps streams the whole data, while
+    have few features, so there it is cheap, and on such data its seeds matter most; as the
+    features grow the pruning fails and each of its ``C`` steps reads all the data, while
     AFK-MC² costs ``m C^2 / 2`` distances whatever the data. This seeder runs ``low`` when
-    ``X`` has at most ``max_features`` columns and ``high`` otherwise; the presets use it to
-    get greedy seeds where they are affordable.
+    ``X`` has at most ``max_features`` columns and ``high`` otherwise; the presets nest it
+    to get greedy seeds where they are affordable (see :mod:`clusterkit.presets`).
 
     Parameters
     ----------
@@ -417,21 +417,17 @@ class ByDimension(Seeder):
         Seeder for at most ``max_features`` features; ``None`` means ``KMeansPlusPlus()``.
     high : Seeder or None, default=None
         Seeder for more features; ``None`` means ``AFKMC2(chain_length=2)``.
-    max_features : int, default=64
+    max_features : int, default=16
         The largest number of features ``low`` is used for.
 
     Notes
     -----
     Cost, memory and state are those of the seeder that runs (``state.seed_labels`` too).
-
-    Why 64 by default, measured on coresets of ``2^15`` draws with ``C = 500`` (2 threads):
-    greedy k-means++ took 0.04 s on cod_rna (8 features) and 0.6 s on a mixture of 500
-    Gaussians in 32 dimensions, but 22 s on MNIST (784 features), 30 times more than the
-    rest of the fit; its seeds lowered vc-GMM's final error against AFK-MC²'s from +33 % to
-    +4 % (cod_rna) and from +27 % to +3 % (the mixture) of scikit-learn's, while on MNIST
-    AFK-MC² seeds ended within 1 point of greedy ones (the ``benchmarks/RESULTS.md`` section
-    of ``bench_defaults.py`` has the current numbers). Features between 32 and 784 were not
-    measured; set ``max_features`` for data that are wide but well clustered.
+    Measured with ``C = 500`` on 2 threads (``benchmarks/bench_defaults.py``): greedy
+    k-means++ with 15 candidates per step took 0.6 s on all of cod_rna (331,152 x 8) but
+    7.6 s on a 300,000 x 32 mixture of Gaussians, where seeding a sample of 10,000 rows took
+    0.4 s; on a coreset of ``2^15`` MNIST points (784 features) the greedy seeding took 22 s,
+    AFK-MC² 0.1 s.
 
     Examples
     --------
@@ -445,7 +441,7 @@ class ByDimension(Seeder):
     array([1, 1, 0, 0], dtype=int32)
     """
 
-    def __init__(self, low=None, high=None, max_features=64):
+    def __init__(self, low=None, high=None, max_features=16):
         self.low = low
         self.high = high
         self.max_features = max_features

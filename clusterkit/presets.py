@@ -39,15 +39,16 @@ The coreset presets (Hirschberger, Forster & Lücke, Table 1) replace ``N`` by t
 in ``cost_["labels"]``, skipped with ``compute_labels=False``).
 
 Seeding and start, chosen for a fit as good as scikit-learn's at a fraction of its time
-(``benchmarks/bench_defaults.py``; the measurements are in the documentation's var-GMM and
-vc-GMM pages and ``benchmarks/RESULTS.md``), not as in the papers:
+(measured with ``benchmarks/bench_defaults.py``; the numbers are in ``benchmarks/RESULTS.md``
+and the documentation's var-GMM and vc-GMM pages), not as in the papers:
 
 * the four full-data variational presets seed with greedy k-means++ with 15 candidates per
-  step, on all the data when it has at most 64 features (where pruning makes it cheap and it
-  labels every sample with its nearest seed) and on a sample of ``max(20 C, 10000)`` rows
-  above (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`);
-* the coreset presets seed with greedy k-means++ on the coreset up to 64 features and with
-  AFK-MC² (chains of 2) above;
+  step, on all the data when it has at most 16 features (pruning makes it cheap there, and
+  it labels every sample with its nearest seed) and on a sample of ``max(20 C, 10000)``
+  rows above (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`);
+* the coreset presets seed with greedy k-means++ on the coreset up to 16 features, on a
+  sample of the coreset up to 64, and with AFK-MC² (chains of 2) above, where greedy
+  seeding would cost many times the rest of the fit;
 * every variational E-step starts ``K(n)`` at the sample's nearest seeds
   (``init="auto"``), not at random.
 
@@ -77,7 +78,10 @@ def _default_seed():
 
 def _coreset_seed(chain_length=2):
     """The seeding of the coreset presets (see the module notes)."""
-    return ByDimension(high=AFKMC2(chain_length=chain_length))
+    return ByDimension(low=KMeansPlusPlus(),
+                       high=ByDimension(low=SampledSeeder(KMeansPlusPlus()),
+                                        high=AFKMC2(chain_length=chain_length),
+                                        max_features=64))
 
 
 def _clusterer(n_clusters, kwargs, **strategies):
@@ -413,10 +417,8 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
         Draws of the coreset ``N'`` (``>= n_clusters``; ``>= n_samples`` fits the full data).
         ``None``: ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`).
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding:
-        greedy k-means++ on the coreset for at most 64 features, AFK-MC² with chains of 2
-        above, :class:`~clusterkit.ByDimension`; the paper seeds this baseline with
-        ``AFKMC2(chain_length=2)``).
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding,
+        see the module notes; the paper seeds this baseline with ``AFKMC2(chain_length=2)``).
 
     Returns
     -------
@@ -456,8 +458,8 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
         ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`), so that many
         clusters still get enough samples each.
     chain_length : int, default=2
-        Markov chain length of the AFK-MC² seeding on data with more than 64 features (the
-        paper's ``m = 2``; ``20`` for RNA).
+        Markov chain length of the AFK-MC² seeding, used on data with more than 64 features
+        (the paper's ``m = 2``; ``20`` for RNA).
     n_explore : int, default=1
         Random exploratory clusters per sample and iteration (the paper's "+1"); ``0`` gives
         the paper's plain ``G`` settings.
@@ -489,11 +491,10 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     A hard M-step in the same composition gives coreset var-k-means, e.g. the design's
     ``Clusterer(seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5))``.
 
-    Defaults that differ from the paper, for a lower error at little cost (measured in
-    ``benchmarks/bench_defaults.py``): greedy k-means++ on the coreset for data with at most
-    64 features and AFK-MC² only above (:class:`~clusterkit.ByDimension`), and ``K(n)``
-    started at the nearest seeds. The paper's setting is
-    ``vc_gmm(C, seed=AFKMC2(chain_length=2), init="random")``.
+    Defaults that differ from the paper, for a lower error at little cost (see the module
+    notes): greedy k-means++ seeds on the coreset or a sample of it for data with at most 64
+    features, AFK-MC² only above, and ``K(n)`` started at the nearest seeds. The paper's
+    setting is ``vc_gmm(C, seed=AFKMC2(chain_length=2), init="random")``.
 
     Examples
     --------

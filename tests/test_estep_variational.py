@@ -129,7 +129,7 @@ def test_partial_estep_monotone_for_fixed_centres(dtype, soft, kind, n_explore, 
 def test_partial_state_initialisation(soft, expected_winners):
     X, centers = _blobs(500, 30, 2, np.float64, seed=5)
     state = _state(X, 30, soft)
-    st = PartialEStep(G=4).init_state(X, np.ones(500), centers, state)
+    st = PartialEStep(G=4, init="random").init_state(X, np.ones(500), centers, state)
     assert st.winners.shape == (500, expected_winners) and st.winners.dtype == np.int32
     assert st.neighbourhoods.shape == (30, 4) and st.neighbourhoods.dtype == np.int32
     assert_array_equal(st.neighbourhoods[:, 0], np.arange(30))
@@ -159,23 +159,28 @@ def test_partial_state_starts_from_the_seeding(soft, n_winners):
     assert_array_equal(st.winners[:, 0], ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
     assert_array_equal(st.winners, exact[st.winners[:, 0], :n_winners])
     assert state.cost["estep"] == 30 * 30 and state.cost["seeding"] == seeding_cost
-    # "random" ignores the labels; so do labels of other data (e.g. a seeding sample)
+    # "random" ignores the labels
     rnd = PartialEStep(G=4, init="random").init_state(X, np.ones(500), centers, state)
     assert np.mean(rnd.winners[:, 0] == st.winners[:, 0]) < 0.2
+    # labels of other data (e.g. a seeding sample) are not used: one exact E-step instead
     state.seed_labels = state.seed_labels[:100]
+    before = state.cost["estep"]
     other = PartialEStep(G=4).init_state(X, np.ones(500), centers, state)
-    assert np.mean(other.winners[:, 0] == st.winners[:, 0]) < 0.2
+    assert_array_equal(other.winners[:, 0], st.winners[:, 0])
+    assert state.cost["estep"] - before == 500 * 30 + 30 * 30
 
 
+@pytest.mark.parametrize("init", ["exact", "auto"])
 @pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4), (True, 6)])
-def test_partial_state_exact_start(soft, n_winners):
-    """init="exact": K(n) are the C' nearest centres, G_c the exact neighbourhoods, and the
-    N C + C^2 distances are counted; works with centres from anywhere."""
+def test_partial_state_exact_start(soft, n_winners, init):
+    """init="exact", and "auto" when the seeder gave no labels: K(n) are the C' nearest
+    centres, G_c the exact neighbourhoods, and the N C + C^2 distances are counted; works
+    with centres from anywhere."""
     from clusterkit._kernels import _partial
 
     X, centers = _blobs(500, 30, 2, np.float64, seed=5)
     state = _state(X, 30, soft)
-    st = PartialEStep(G=4, n_winners=n_winners, init="exact").init_state(
+    st = PartialEStep(G=4, n_winners=n_winners, init=init).init_state(
         X, np.ones(500), centers, state)
     exact = np.empty((30, 4), dtype=np.int32)
     _partial.neighbourhoods_exhaustive(centers, exact, 1)
@@ -189,7 +194,7 @@ def test_partial_state_exact_start(soft, n_winners):
 def test_partial_counts_every_distance(kind):
     X, centers = _blobs(400, 50, 4, np.float64, seed=6)
     w = np.ones(400)
-    estep = PartialEStep(G=3, n_winners=2, neighbourhoods=kind, n_explore=1)
+    estep = PartialEStep(G=3, n_winners=2, neighbourhoods=kind, n_explore=1, init="random")
     state = _state(X, 50, soft=True, sigma2=1.0)
     state.estep_state = st = estep.init_state(X, w, centers, state)
     total = 0
@@ -209,9 +214,9 @@ def test_initial_esteps_improve_winners_and_count():
     X, centers = _blobs(800, 60, 2, np.float64, seed=7)
     w = np.ones(800)
     cold = _state(X, 60, soft=False)
-    cold_st = PartialEStep(G=3).init_state(X, w, centers, cold)
+    cold_st = PartialEStep(G=3, init="random").init_state(X, w, centers, cold)
     warm = _state(X, 60, soft=False)
-    warm_st = PartialEStep(G=3, n_init_esteps=4).init_state(X, w, centers, warm)
+    warm_st = PartialEStep(G=3, n_init_esteps=4, init="random").init_state(X, w, centers, warm)
     assert cold.cost["estep"] == 0
     assert 0 < warm.cost["estep"] <= 4 * 800 * (3 + 1)
     assert warm.sigma2 is None  # initial E-steps form no responsibilities
@@ -314,7 +319,7 @@ X_SMALL = np.zeros((20, 2))
     (dict(n_explore=-1), ValueError, r"^n_explore=-1 must be >= 0\.$"),
     (dict(n_init_esteps=-2), ValueError, r"^n_init_esteps=-2 must be >= 0\.$"),
     (dict(init="nearest"), ValueError,
-     r"^Unknown init='nearest'; expected 'seeding', 'random' or 'exact'\.$"),
+     r"^Unknown init='nearest'; expected 'auto', 'random' or 'exact'\.$"),
 ])
 def test_partial_validation_errors(params, error, match):
     with pytest.raises(error, match=match):

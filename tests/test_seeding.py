@@ -9,7 +9,8 @@ from numpy.testing import assert_array_equal
 
 from clusterkit import _reference as ref
 from clusterkit._base import Seeder
-from clusterkit._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from clusterkit._seeding import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder,
+                                 SampledSeeder)
 from clusterkit._state import FitState
 
 from ._helpers import composition
@@ -21,6 +22,8 @@ SEEDERS = [
     AFKMC2(chain_length=20),
     SampledSeeder(size=150),
     SampledSeeder(AFKMC2(chain_length=5), size=150),
+    ByDimension(),
+    ByDimension(high=AFKMC2(chain_length=20), max_features=1),
 ]
 
 
@@ -331,6 +334,10 @@ def test_no_warning_with_enough_distinct_points():
     (SampledSeeder(seeder="kmeans++"), TypeError,
      r"seeder='kmeans\+\+' must be a Seeder or None\."),
     (SampledSeeder(AFKMC2(chain_length=-1)), ValueError, r"chain_length=-1 must be >= 1\."),
+    (ByDimension(max_features=0), ValueError, r"max_features=0 must be >= 1\."),
+    (ByDimension(low="kmeans++"), TypeError, r"low='kmeans\+\+' must be a Seeder or None\."),
+    (ByDimension(high=3), TypeError, r"high=3 must be a Seeder or None\."),
+    (ByDimension(low=AFKMC2(chain_length=0)), ValueError, r"chain_length=0 must be >= 1\."),
 ])
 def test_validation_messages(seeder, error, match):
     with pytest.raises(error, match=match):
@@ -390,3 +397,25 @@ def test_verbose_progress_is_printed_only_for_long_phases(monkeypatch, capsys):
     report("seeding", 70, 100)   # t = 1.7: too soon
     report("seeding", 100, 100)  # t = 1.8: the end of a phase that printed
     assert capsys.readouterr().out.splitlines() == ["  seeding: 50/100", "  seeding: 100/100"]
+
+
+@pytest.mark.parametrize("n_features", [3, 4, 5])
+def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
+    X = _blobs(n_features=n_features)
+    w = np.ones(len(X))
+    seeder = ByDimension(low=KMeansPlusPlus(n_local_trials=1), high=AFKMC2(chain_length=3),
+                         max_features=4)
+    chosen = seeder.low if n_features <= 4 else seeder.high
+    state = _state(X, 10)
+    centers = seeder.seed(X, w, 10, state)
+    expected_state = _state(X, 10)
+    assert_array_equal(centers, chosen.seed(X, w, 10, expected_state))
+    assert state.cost == expected_state.cost
+    # the chosen seeder's nearest-seed labels come with it (k-means++ has them, AFK-MC² not)
+    assert (state.seed_labels is None) == (n_features > 4)
+
+
+def test_by_dimension_defaults():
+    assert ByDimension().max_features == 16
+    assert ByDimension()._chosen(16) == KMeansPlusPlus()
+    assert ByDimension()._chosen(17) == AFKMC2(chain_length=2)

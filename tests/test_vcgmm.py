@@ -8,6 +8,7 @@ from clusterkit import (AFKMC2, LWCS, Clusterer, FitState, FullEStep, HardMStep,
                         KMeansPlusPlus, PartialEStep, SoftMStep)
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
+from clusterkit import presets
 from clusterkit.presets import lloyd, lwcs_lloyd, vc_gmm
 
 from ._helpers import fixed_iterations
@@ -79,22 +80,24 @@ def test_vc_gmm_preset_configuration_and_keyword_pass_through():
     gmm = vc_gmm(100, random_state=3, n_threads=1, compute_labels=False, max_iter=7, tol=1e-3)
     assert gmm.n_clusters == 100
     assert gmm.reduce == LWCS()  # its size grows with n_clusters
-    assert gmm.seed == AFKMC2(chain_length=2)
+    assert gmm.seed == presets._coreset_seed(chain_length=2)
     assert gmm.estep == PartialEStep(G=5, neighbourhoods="estimated", n_explore=1)
     assert gmm.mstep == SoftMStep()
     assert (gmm.random_state, gmm.n_threads, gmm.compute_labels, gmm.max_iter, gmm.tol) == (
         3, 1, False, 7, 1e-3)
     assert vc_gmm(10).tol == 1e-4  # the paper's stopping threshold (Suppl. F)
-    custom = vc_gmm(10, G=3, coreset_size=4096, chain_length=20, n_explore=0, n_init_esteps=2)
-    assert custom.reduce == LWCS(4096) and custom.seed == AFKMC2(chain_length=20)
-    assert custom.estep == PartialEStep(G=3, n_explore=0, n_init_esteps=2)
+    custom = vc_gmm(10, G=3, coreset_size=4096, chain_length=20, n_explore=0, n_init_esteps=2,
+                    init="random")
+    assert custom.reduce == LWCS(4096) and custom.seed == presets._coreset_seed(20)
+    assert custom.seed.high.high == AFKMC2(chain_length=20)  # used above 64 features
+    assert custom.estep == PartialEStep(G=3, n_explore=0, n_init_esteps=2, init="random")
     assert vc_gmm(10, seed=KMeansPlusPlus()).seed == KMeansPlusPlus()
 
 
 def test_lwcs_lloyd_preset_configuration():
     km = lwcs_lloyd(50, coreset_size=4096, random_state=0, verbose=0)
     assert km.reduce == LWCS(4096)
-    assert km.seed == KMeansPlusPlus()
+    assert km.seed == presets._coreset_seed()
     assert km.estep == FullEStep() and km.mstep == HardMStep()
     assert lwcs_lloyd(5).reduce == LWCS()
     assert lwcs_lloyd(5, seed=AFKMC2(chain_length=2)).seed == AFKMC2(chain_length=2)
@@ -128,7 +131,8 @@ def test_vc_gmm_fit_refers_to_full_data_and_predicts_exactly():
     # distance work: N for the coreset, then per-iteration work on at most 1500 rows
     assert gmm.cost_["reduction"] == 6400
     assert gmm.cost_["estep"] <= gmm.n_iter_ * 1500 * (3 * 3 + 1)
-    assert gmm.cost_["seeding"] <= 1500 + 2 * 64 * 63 // 2
+    # greedy k-means++ on the (2-D) coreset: at most (L + 1) N' per step, L = 2 + ln 64
+    assert gmm.cost_["seeding"] <= 1500 + 63 * 7 * 1500
 
 
 def test_vc_gmm_error_below_kmeans_on_the_same_coreset():
