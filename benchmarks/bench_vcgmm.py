@@ -161,7 +161,7 @@ class UniformSubsample(DataReducer):
 def _make(name, n_clusters, size, args, random_state, chain_length, n_init_esteps):
     """An unfitted clusterkit estimator for algorithm ``name``."""
     common = dict(random_state=random_state, n_threads=args.n_threads, compute_labels=False,
-                  schedule=FullBatch(kmeans_objective=args.kmeans_objective))
+                  schedule=FullBatch(kmeans_objective=args.kmeans_objective), tol=1e-4)
     # the paper's random start of K(n); k-means++ labels the samples with their nearest seed,
     # and K(n) starts there
     seed, init = AFKMC2(chain_length=chain_length), "random"

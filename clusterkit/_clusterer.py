@@ -23,7 +23,7 @@ from ._kernels._openmp import effective_n_threads
 from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ._seeding import AFKMC2, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._state import FitState, weighted_sum
 from ._validation import (check_int, check_n_clusters, check_representable,
                           check_sample_weight, check_weight_counts, count_weight_problems)
@@ -32,7 +32,7 @@ __all__ = ["Clusterer"]
 
 # The string shortcuts: every strategy with its default parameters (listed in composing.rst).
 _SEEDERS = {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
-            "sampled": SampledSeeder}
+            "sampled": SampledSeeder, "by-dimension": ByDimension}
 _REDUCERS = {"none": NoReduction, "lwcs": LWCS}
 _ESTEPS = {"full": FullEStep, "elkan": ElkanEStep, "truncated": TruncatedEStep,
            "partial": PartialEStep}
@@ -181,8 +181,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     seed : str, Seeder or array-like of shape (n_clusters, n_features), default="k-means++"
         How to choose the initial centres: a string shortcut (``"k-means++"``
         :class:`KMeansPlusPlus`, ``"afkmc2"`` :class:`AFKMC2`, ``"random"``
-        :class:`RandomSeeder`, ``"sampled"`` :class:`SampledSeeder`, all with default
-        parameters), any :class:`Seeder`, or the initial centres themselves.
+        :class:`RandomSeeder`, ``"sampled"`` :class:`SampledSeeder`, ``"by-dimension"``
+        :class:`ByDimension`, all with default parameters), any :class:`Seeder`, or the
+        initial centres themselves.
     reduce : None, str or DataReducer, default=None
         Data reduction before clustering: ``None`` or ``"none"`` :class:`NoReduction`,
         ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).

@@ -418,13 +418,23 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
         ``None``: ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding,
-        see the module notes; the paper seeds this baseline with ``AFKMC2(chain_length=2)``).
+        see the module notes; the paper seeds this baseline with ``AFKMC2(chain_length=2)``;
+        ``tol`` is ``1e-3`` unless given, see the notes).
 
     Returns
     -------
     Clusterer
         Unfitted. Cost: ``N`` distance evaluations once for the coreset, then ``N' C`` per
         iteration (``N'`` the number of distinct draws).
+
+    Notes
+    -----
+    The fit stops when the quantization error of the coreset changes by at most ``1e-3`` of
+    itself, not ``1e-4`` as :class:`~clusterkit.Clusterer` by default: the coreset's own error
+    against the full data is several percent, and the iterations between the two thresholds
+    lowered the full data's error by 0.0-0.6 points while they took half of the fit (MNIST,
+    a 32-D Gaussian mixture, cod_rna, ``C = 500``, ``2^15`` draws: 23 against 12, 11 against
+    6 and 13 against 11 iterations). Pass ``tol=1e-4`` for the paper's threshold.
 
     Examples
     --------
@@ -433,6 +443,7 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
     LWCS(size=1024)
     """
     kwargs.setdefault("seed", _coreset_seed())
+    kwargs.setdefault("tol", 1e-3)
     return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=FullEStep(),
                       mstep=HardMStep())
 

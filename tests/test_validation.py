@@ -140,7 +140,8 @@ def test_wrong_feature_count_at_predict():
     ({"n_threads": 0}, ValueError, "n_threads=0 must be a positive number"),
     ({"callback": 3}, TypeError, "callback must be callable"),
     ({"seed": "kmeans"}, ValueError, r"Unknown seed='kmeans'; expected one of 'k-means\+\+', "
-                                     r"'afkmc2', 'random', 'sampled' or an instance of Seeder\."),
+                                     r"'afkmc2', 'random', 'sampled', 'by-dimension' or an "
+                                     r"instance of Seeder\."),
     ({"estep": "partial-ish"}, ValueError, r"Unknown estep='partial-ish'"),
     ({"mstep": 3}, TypeError, "mstep must be an instance of MStep or a string, got int."),
     ({"seed": np.zeros((3, 3))}, ValueError, r"seed has shape \(3, 3\), but initial centres "

@@ -101,6 +101,7 @@ def test_lwcs_lloyd_preset_configuration():
     assert km.estep == FullEStep() and km.mstep == HardMStep()
     assert lwcs_lloyd(5).reduce == LWCS()
     assert lwcs_lloyd(5, seed=AFKMC2(chain_length=2)).seed == AFKMC2(chain_length=2)
+    assert lwcs_lloyd(5).tol == 1e-3 and lwcs_lloyd(5, tol=1e-4).tol == 1e-4
 
 
 def test_design_composition_runs_as_written():
