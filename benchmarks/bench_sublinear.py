@@ -79,8 +79,8 @@ class _TimedSeeder(Seeder):
 
 def _afkmc2_seeds(X, n_clusters, seed, n_threads):
     """AFK-MC² (chain length 2) centres for one seed, with their time and distance count."""
-    state = FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
-                     random_state=np.random.RandomState(seed), n_threads=n_threads, soft=False)
+    state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
+                     random_state=np.random.RandomState(seed), n_threads=n_threads)
     t0 = time.perf_counter()
     centers = AFKMC2(chain_length=2).seed(X, np.ones(X.shape[0], dtype=X.dtype), n_clusters,
                                            state)
