@@ -44,7 +44,8 @@ from clusterkit.datasets import load_benchmark, make_birch_grid
 from _common import (command_note, data_home, format_table, machine_info, publish,
                      warn_openblas_overrides)
 
-TITLE = "Fast and good by default: clusterkit's compositions against scikit-learn (bench_defaults.py)"
+TITLE = ("Fast and good by default: clusterkit's compositions against scikit-learn "
+         "(bench_defaults.py)")
 PLOT = Path(__file__).with_name("bench_defaults.png")
 
 # (label, builder, target eta, target speed-up)
@@ -141,7 +142,8 @@ def summarise(name, comps, runs):
                       + ("**met**" if met else "**missed**"))
             verdicts.append((name, label, met))
         rows.append([name, label, f"{100 * eta:+.2f} %",
-                     f"{100 * min(x['eta'] for x in r):+.1f} .. {100 * max(x['eta'] for x in r):+.1f} %",
+                     f"{100 * min(x['eta'] for x in r):+.1f} .. "
+                     f"{100 * max(x['eta'] for x in r):+.1f} %",
                      f"{speedup:.1f}x",
                      f"{min(x['speedup'] for x in r):.1f} .. {max(x['speedup'] for x in r):.1f}x",
                      f"{statistics.median(x['seconds'] for x in r):.2f}",
@@ -199,9 +201,9 @@ def main():
         table += rows
         verdicts += more
         results.append((name, comps, runs))
-    markdown = format_table(["data", "composition", "eta (median)", "eta range", "speed-up (median)",
-                             "speed-up range", "fit s", "seeding s", "scikit-learn s",
-                             "distance evals", "iterations", "target"], table)
+    markdown = format_table(["data", "composition", "eta (median)", "eta range",
+                             "speed-up (median)", "speed-up range", "fit s", "seeding s",
+                             "scikit-learn s", "distance evals", "iterations", "target"], table)
     image = plot(results) if args.write else None
     if image:
         markdown += f"\n\n![eta against speed-up per seed]({image})"

@@ -47,7 +47,7 @@ and the documentation's page on the defaults), not as in the papers:
   it labels every sample with its nearest seed), on a sample of ``max(20 C, 10000)`` rows up
   to 64 features (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`),
   and with AFK-MC² (chains of 200) on all the data above: on MNIST (784 features) greedy
-  seeding of the sample took 12 s, more than the rest of the fit, for 0.4 points less error;
+  seeding of the sample took 13 s, more than the rest of the fit, for 0.4 points less error;
 * the coreset presets seed with greedy k-means++ on the coreset up to 16 features, on a
   sample of the coreset up to 64, and with AFK-MC² (chains of 2) above, where greedy
   seeding would cost many times the rest of the fit;
