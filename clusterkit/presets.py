@@ -71,20 +71,23 @@ PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x
 __all__ = list(PRESETS) + ["default_coreset_size"]
 
 
+def _greedy_where_affordable(n_local_trials, chain_length):
+    """Greedy k-means++ on all the data up to 16 features, on a sample up to 64, AFK-MC²
+    above (see the module notes for why and the measurements)."""
+    return ByDimension(low=KMeansPlusPlus(n_local_trials=n_local_trials),
+                       high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials)),
+                                        high=AFKMC2(chain_length=chain_length),
+                                        max_features=64))
+
+
 def _default_seed():
-    """The seeding of the full-data variational presets (see the module notes for why and
-    the measurements)."""
-    return ByDimension(low=KMeansPlusPlus(n_local_trials=15),
-                       high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials=15)),
-                                        high=AFKMC2(), max_features=64))
+    """The seeding of the full-data variational presets."""
+    return _greedy_where_affordable(n_local_trials=15, chain_length=200)
 
 
 def _coreset_seed(chain_length=2):
-    """The seeding of the coreset presets (see the module notes)."""
-    return ByDimension(low=KMeansPlusPlus(),
-                       high=ByDimension(low=SampledSeeder(KMeansPlusPlus()),
-                                        high=AFKMC2(chain_length=chain_length),
-                                        max_features=64))
+    """The seeding of the coreset presets."""
+    return _greedy_where_affordable(n_local_trials=None, chain_length=chain_length)
 
 
 def _clusterer(n_clusters, kwargs, **strategies):

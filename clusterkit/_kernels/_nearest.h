@@ -119,6 +119,31 @@ typedef long long ck_vec_dj __attribute__((vector_size(64)));
 typedef float ck_vec_f __attribute__((vector_size(64)));
 typedef int ck_vec_fj __attribute__((vector_size(64)));
 
+/* The smallest of the lanes' minima (ties to the smaller index), then the clusters after
+ * the last full vector one by one: m and m_j end as the nearest cluster's distance and
+ * index. Shared by the one- and four-sample variants below. */
+#define CK_LANES_THEN_TAIL(T, L, D, best, best_j, x, centers_T, j0, n_clusters, m, m_j)     \
+    do {                                                                                    \
+        m = (best)[0];                                                                      \
+        m_j = (best_j)[0];                                                                  \
+        for (ptrdiff_t l_ = 1; l_ < L; l_++)                                                \
+            if ((best)[l_] < m || ((best)[l_] == m && (best_j)[l_] < m_j)) {                \
+                m = (best)[l_];                                                             \
+                m_j = (best_j)[l_];                                                         \
+            }                                                                               \
+        for (ptrdiff_t j_ = j0; j_ < n_clusters; j_++) {                                    \
+            T d_ = 0;                                                                       \
+            for (ptrdiff_t k_ = 0; k_ < D; k_++) {                                          \
+                const T t_ = (x)[k_] - centers_T[k_ * n_clusters + j_];                     \
+                d_ += t_ * t_;                                                              \
+            }                                                                               \
+            if (d_ < m) {                                                                   \
+                m = d_;                                                                     \
+                m_j = j_;                                                                   \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
 #define CK_DEFINE_NEAREST_FUSED(NAME, T, V, VJ, D)                                          \
 CK_TARGET_CLONES                                                                            \
 static ptrdiff_t NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters,                 \
@@ -146,24 +171,9 @@ static ptrdiff_t NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters,     
         best_j = (j_vec & below) | (best_j & ~below);                                       \
         j_vec += L;                                                                         \
     }                                                                                       \
-    T m = best[0];                                                                          \
-    ptrdiff_t m_j = best_j[0];                                                              \
-    for (l = 1; l < L; l++)                                                                 \
-        if (best[l] < m || (best[l] == m && best_j[l] < m_j)) {                             \
-            m = best[l];                                                                    \
-            m_j = best_j[l];                                                                \
-        }                                                                                   \
-    for (; j < n_clusters; j++) {                                                           \
-        T dj = 0;                                                                           \
-        for (ptrdiff_t k = 0; k < D; k++) {                                                 \
-            const T tk = x[k] - centers_T[k * n_clusters + j];                              \
-            dj += tk * tk;                                                                  \
-        }                                                                                   \
-        if (dj < m) {                                                                       \
-            m = dj;                                                                         \
-            m_j = j;                                                                        \
-        }                                                                                   \
-    }                                                                                       \
+    T m;                                                                                    \
+    ptrdiff_t m_j;                                                                          \
+    CK_LANES_THEN_TAIL(T, L, D, best, best_j, x, centers_T, j, n_clusters, m, m_j);          \
     *min_dist2 = m;                                                                         \
     return m_j;                                                                             \
 }
@@ -245,24 +255,10 @@ static void NAME(const T* x, const T* centers_T, ptrdiff_t n_clusters, int* labe
         j_vec += L;                                                                         \
     }                                                                                       \
     for (r = 0; r < 4; r++) {                                                               \
-        T m = best[r][0];                                                                   \
-        ptrdiff_t m_j = best_j[r][0];                                                       \
-        for (l = 1; l < L; l++)                                                             \
-            if (best[r][l] < m || (best[r][l] == m && best_j[r][l] < m_j)) {                \
-                m = best[r][l];                                                             \
-                m_j = best_j[r][l];                                                         \
-            }                                                                               \
-        for (ptrdiff_t jj = j; jj < n_clusters; jj++) {                                     \
-            T dj = 0;                                                                       \
-            for (ptrdiff_t k = 0; k < D; k++) {                                             \
-                const T tk = x[r * D + k] - centers_T[k * n_clusters + jj];                 \
-                dj += tk * tk;                                                              \
-            }                                                                               \
-            if (dj < m) {                                                                   \
-                m = dj;                                                                     \
-                m_j = jj;                                                                   \
-            }                                                                               \
-        }                                                                                   \
+        T m;                                                                                \
+        ptrdiff_t m_j;                                                                      \
+        CK_LANES_THEN_TAIL(T, L, D, best[r], best_j[r], x + r * D, centers_T, j, n_clusters, \
+                           m, m_j);                                                         \
         labels[r] = (int)m_j;                                                               \
         min_dist2[r] = m;                                                                   \
     }                                                                                       \
