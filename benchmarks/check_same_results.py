@@ -1,6 +1,6 @@
 """Check that a change leaves fitted results bit-identical.
 
-Fits every preset (both dtypes, with and without sample weights, 1 and 2 threads) and a dozen
+Fits every preset of ``clusterkit.presets`` (both dtypes, with and without sample weights, 1 and 2 threads) and a dozen
 other compositions (truncated and partial E-steps with each start, AFK-MC2, random and sampled
 seeds, n_init, given centres, the free-energy stopping rule) on three small generated data sets
 and records centres, labels, cost_, n_iter_, objective_ and inertia_. Run it from the root of
@@ -22,8 +22,7 @@ from clusterkit import (AFKMC2, Clusterer, FullBatch, KMeansPlusPlus, PartialESt
                         RandomSeeder, SampledSeeder, TruncatedEStep, presets)
 from clusterkit.datasets import make_birch_grid  # noqa: E402
 
-PRESETS = ["lloyd", "gmm", "var_kmeans_x", "var_kmeans_s", "var_gmm_x", "var_gmm_s",
-           "lwcs_lloyd", "vc_gmm"]
+PRESETS = list(presets.PRESETS)  # every preset
 
 
 def data_sets():
@@ -46,7 +45,7 @@ def configurations():
                         yield (data, name, dtype, weighted, n_threads)
     extra = ["truncated3_hard", "truncated3_soft", "partial_random", "partial_exact",
              "partial_init2", "afkmc2", "random_seed", "sampled", "n_init3", "given",
-             "free_energy_stop", "kpp_trials"]
+             "free_energy_stop", "kpp_trials", "stream"]
     for data in data_sets():
         for name in extra:
             for dtype in ("float32", "float64"):
@@ -59,6 +58,11 @@ def build(name, C, X):
     if name in PRESETS:
         if name in ("lwcs_lloyd", "vc_gmm"):
             kw["coreset_size"] = 1024
+        if name in ("minibatch", "nmbatch", "sbe"):
+            kw.update(batch_size=256) if name != "nmbatch" else kw.update(initial_batch=256)
+            kw["max_iter"] = 200
+        if name == "sbe":
+            kw["max_iter"] = 30
         return getattr(presets, name)(C, **kw)
     if name == "truncated3_hard":
         return Clusterer(C, estep=TruncatedEStep(3), **kw)
@@ -83,6 +87,8 @@ def build(name, C, X):
         return Clusterer(C, seed=X[:C] * 1.01, **kw)
     if name == "free_energy_stop":
         return Clusterer(C, schedule=FullBatch(kmeans_objective="free_energy"), **kw)
+    if name == "stream":  # partial_fit on four batches (see run)
+        return Clusterer(C, **kw)
     if name == "kpp_trials":
         return Clusterer(C, seed=KMeansPlusPlus(n_local_trials=8), estep=PartialEStep(G=5),
                          **kw)
@@ -99,7 +105,11 @@ def run():
         km = build(name, C, X).set_params(n_threads=n_threads)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            km.fit(X, sample_weight=w)
+            if name == "stream":
+                for rows in np.array_split(np.arange(len(X)), 4):
+                    km.partial_fit(X[rows], sample_weight=None if w is None else w[rows])
+            else:
+                km.fit(X, sample_weight=w)
         key = f"{data}|{name}|{dtype}|{'w' if weighted else '1'}|t{n_threads}"
         out[key + "|centers"] = km.cluster_centers_
         out[key + "|labels"] = km.labels_
