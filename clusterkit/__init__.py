@@ -10,14 +10,16 @@ from . import datasets, metrics, presets  # public submodules, as attributes of 
 from ._base import (FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Composition, DataReducer, EStep,
                     MStep, Objective, Schedule, Seeder)
 from ._clusterer import Clusterer
-from ._estep import ElkanEStep, FullEStep, LaplacianEStep, PartialEStep, TruncatedEStep
+from ._exact import ElkanEStep, FullEStep, TruncatedEStep
 from ._graph import knn_graph
 from ._kernels._openmp import effective_n_threads, openmp_enabled
-from ._mstep import SLK_ENERGY, HardMStep, ModeMStep, SoftMStep
+from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
-from ._state import FitState
+from ._slk import SLK_ENERGY, LaplacianEStep, ModeMStep
+from ._state import Channel, FitState
+from ._variational import PartialEStep
 
 from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
 
@@ -26,6 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Clusterer",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Assignment", "FitState",
+    "Channel",
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
     "NoReduction", "LWCS",

@@ -14,19 +14,30 @@ A fit is assembled from five small strategy objects, each with one verb:
 Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
 stores its arguments, so ``get_params``/``set_params`` (also nested, as
 ``Clusterer.set_params(estep__G=3)``), ``clone`` and pickling work, and nothing is kept on
-``self`` between fits. Whatever must survive from one step to the next (bounds, winners,
-neighbourhoods, running sums) lives in an object returned by the optional ``init_state``
-hook; the driver stores it on the :class:`~clusterkit.FitState` it passes to every call
-(``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``). A strategy whose
-model has more to report than centres and labels (soft assignments, modes as training rows)
-returns it from ``fitted_attributes``, and the estimator gets those attributes.
+``self`` between fits. Whatever an E-step or M-step must carry from one step to the next
+(bounds, winners, neighbourhoods, running sums) is its own per-run state: an object its
+optional ``init_state`` hook returns, which the driver keeps for it (``state.estep_state``,
+``state.mstep_state``) and no other strategy reads. A strategy whose model has more to report
+than centres and labels (soft assignments, modes as training rows, a kernel bandwidth) returns
+it from ``fitted_attributes``, and the estimator gets those attributes.
 
-What a strategy *is* is declared, never guessed from numbers: an M-step says whether it needs
-responsibilities (:attr:`MStep.needs_resp`) and which :class:`Objective` the fit optimises
-(:attr:`MStep.objective`: its name and whether it is maximised); a schedule says whether
-every batch is all rows (:attr:`Schedule.full_batch`). Before any work, the driver calls every
-strategy's ``_validate(X, n_clusters, composition)`` with the five resolved strategies, so an
-incompatible composition fails when ``fit`` starts.
+What a strategy *is* is declared, never guessed from numbers, and the driver checks the
+declarations of the five strategies against each other when ``fit`` starts:
+
+* an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
+  needs responsibilities (:attr:`MStep.needs_resp`), the batch rules it implements
+  (:attr:`MStep.update_rules`) and those under which its centres are the means of the current
+  labels (:attr:`MStep.fixed_point_rules`);
+* an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
+  its labels are the nearest centres (:attr:`EStep.exact`);
+* a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
+  all rows (:attr:`Schedule.full_batch`) and whether ``partial_fit`` may stream with it
+  (:attr:`Schedule.streams`).
+
+Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
+hooks, which see the five resolved strategies. A schedule and its M-step's batch rule talk
+through one documented channel, ``state.channel`` (:class:`~clusterkit.FitState`): the step
+size of an implicit rule one way, the running per-cluster statistics the other.
 
 Data that do not fit in memory -- a ``dask.array`` in row chunks, or a NumPy memmap -- are
 never loaded as a whole: a reducer that declares :attr:`DataReducer.chunked` builds its
@@ -176,8 +187,13 @@ class Assignment:
     centers_sum, weight_in_clusters : ndarray of shape (n_clusters, n_features) and \
             (n_clusters,), or None
         The hard M-step's statistics ``sum_{n in c} w_n x_n`` and ``sum_{n in c} w_n``, when
-        the E-step summed them in its own pass over the data (bit-identical to what the
-        M-step would compute); ``None`` otherwise.
+        the M-step asked for them (``state.fuse_sums``) and the E-step summed them in its own
+        pass over the data (bit-identical to what the M-step would compute); ``None``
+        otherwise.
+    kernel_sigma2 : float or None
+        The squared bandwidth ``sigma^2`` of the kernel ``exp(-d2 / (2 sigma^2))`` that soft
+        assignments derived from a kernel were computed with (Laplacian K-modes), for the
+        M-step that reads them; ``None`` otherwise.
     """
 
     labels: np.ndarray
@@ -188,6 +204,7 @@ class Assignment:
     resp: Optional[np.ndarray] = None
     centers_sum: Optional[np.ndarray] = None
     weight_in_clusters: Optional[np.ndarray] = None
+    kernel_sigma2: Optional[float] = None
 
 
 class Seeder(_Strategy, ABC):
@@ -321,27 +338,37 @@ class EStep(_Strategy, ABC):
     ----------
     exact : bool
         Class attribute: ``True`` if every label is the sample's nearest centre (ties to the
-        lower index), as in Lloyd's E-step. With a hard M-step and a full batch, a step in
-        which no label changed then ends the fit (strict convergence, as scikit-learn's
-        ``KMeans``): the M-step has just recomputed the same centres.
+        lower index), as in Lloyd's E-step. With an M-step whose centres are the means of the
+        current labels (:attr:`MStep.fixed_point_rules`) and a full batch, a step in which no
+        label changed then ends the fit (strict convergence, as scikit-learn's ``KMeans``):
+        the M-step has just recomputed the same centres.
+    objectives : tuple of Objective or None
+        Class attribute: the objectives :meth:`assign` can compute; the driver refuses an
+        M-step whose :attr:`MStep.objective` is not among them. ``None`` (the default)
+        declares nothing and is not checked: an E-step written for one M-step computes that
+        M-step's objective. The built-in E-steps declare theirs.
 
     Notes
     -----
-    ``state.needs_resp`` tells whether the M-step needs responsibilities; ``state.sigma2``
+    The E-step computes the objective the M-step declares (``state.objective``) and
+    responsibilities when the M-step needs them (``state.needs_resp``); ``state.sigma2``
     holds the shared variance of a Gaussian mixture (``None`` before the first E-step: a soft
     E-step then sets it with :meth:`FitState.init_sigma2` from the distances it computed,
-    vc-GMM eq. 12). ``state.rows`` says which rows of the fit data the batch holds, so that
-    per-sample state (bounds, winners) survives mini-batches; ``state.center_shift`` says how
-    far each centre moved in the last M-step and ``state.labels`` holds every sample's label
-    from its previous visit.
+    vc-GMM eq. 12). ``state.fuse_sums`` says whether the M-step reads the per-cluster sums an
+    E-step may compute in its own pass. ``state.rows`` says which rows of the fit data the
+    batch holds, so that per-sample state (bounds, winners) survives mini-batches;
+    ``state.center_shift`` says how far each centre moved in the last M-step and
+    ``state.labels`` holds every sample's label from its previous visit.
     """
 
     exact = False
+    objectives = None
 
     def init_state(self, X, sample_weight, centers, state):
         """Create the per-fit state kept across E-steps.
 
-        Called once per run after seeding, with all rows; the driver stores the result as
+        Called once per run after seeding, with all rows (and, in a ``partial_fit`` stream,
+        once per batch: its rows are new samples); the driver stores the result as
         ``state.estep_state``. Per-sample state is indexed by row of this ``X``.
 
         Parameters
@@ -409,16 +436,29 @@ class MStep(_Strategy, ABC):
     objective : Objective
         Class attribute: what the fit optimises; the E-steps report it in
         ``assignment.objective``. :data:`QUANTIZATION_ERROR` (minimised) by default.
+    update_rules : tuple of str
+        Class attribute: the batch rules (:attr:`Schedule.center_update`) :meth:`update`
+        implements; the driver refuses a schedule whose rule is not among them. ``("replace",)``
+        by default: the centres are re-estimated from each batch alone.
+    fixed_point_rules : tuple of str
+        Class attribute: the rules under which the new centres are the (weighted) means of the
+        samples' current labels, so that with an exact E-step a step over all rows that changed
+        no label has reproduced the same centres: a fixed point, where the fit stops (and the
+        last labels are the final ones). Empty by default.
     """
 
     needs_resp = False
     objective = QUANTIZATION_ERROR
+    update_rules = ("replace",)
+    fixed_point_rules = ()
 
     def init_state(self, X, sample_weight, centers, state):
         """Create the per-fit state kept across M-steps.
 
-        Called once per run after seeding, with all rows; the driver stores the result as
-        ``state.mstep_state``.
+        Called once per run after seeding, with all rows (in a ``partial_fit`` stream, with
+        its first batch); the driver stores the result as ``state.mstep_state``. An M-step
+        that reads the per-cluster sums an E-step can compute in its pass over the data
+        (``Assignment.centers_sum``) sets ``state.fuse_sums = True`` here.
 
         Parameters
         ----------
@@ -468,34 +508,23 @@ class Schedule(_Strategy, ABC):
         per sample but cannot skip samples can require it).
     center_update : str
         Class attribute: how an M-step combines a batch's statistics with what came before,
-        read from ``state.center_update``. ``"replace"``: the centres are the batch's
-        weighted means (Lloyd; the default). Mini-batch schedules declare the running-sum
-        forms of the same update, e.g. ``"running"`` (every visit of a sample counts,
-        Sculley's mini-batch k-means) or ``"latest"`` (only each sample's latest visit
-        counts, nested mini-batch k-means), or an implicit gradient step
-        (``"backward_euler"``, stochastic backward Euler, with ``state.step_size`` and
-        ``state.averaging``); an M-step refuses rules it does not implement when ``fit``
-        starts.
+        read from ``state.center_update``; the M-step must list it in
+        :attr:`MStep.update_rules`. ``"replace"``: the centres are the batch's weighted means
+        (Lloyd; the default). Mini-batch schedules declare the running-sum forms of the same
+        update, e.g. ``"running"`` (every visit of a sample counts, Sculley's mini-batch
+        k-means) or ``"latest"`` (only each sample's latest visit counts, nested mini-batch
+        k-means), or an implicit gradient step (``"backward_euler"``, stochastic backward
+        Euler, whose step size the schedule sets in ``state.channel``).
+    streams : bool
+        Class attribute: ``True`` if ``Clusterer.partial_fit`` may run a composition with this
+        schedule. A stream's batches are chosen by the caller and added to running means (the
+        ``"running"`` rule), so only schedules whose ``fit`` means the same model stream
+        (full batches, uniform mini-batches). ``False`` by default.
     """
 
     full_batch = False
     center_update = "replace"
-
-    def init_state(self, n_samples, state):
-        """Create per-fit schedule state (stored as ``state.schedule_state``).
-
-        Parameters
-        ----------
-        n_samples : int
-            Rows of the (reduced) data.
-        state : FitState
-
-        Returns
-        -------
-        schedule_state : object or None
-            The default keeps no state and returns ``None``.
-        """
-        return None
+    streams = False
 
     def order(self, n_samples, state):
         """The order of the rows for the run, or ``None`` to keep the data's.

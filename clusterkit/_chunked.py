@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._nearest import nearest, single_threaded_blas
 from ._validation import (check_representable, check_weight_counts, check_weight_shape,
                           count_weight_problems)
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
-           "import_dask", "is_dask_array", "map_rows", "row_weights"]
+           "import_dask", "is_dask_array", "map_model", "map_rows", "result_dtype",
+           "row_weights", "score_model"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
@@ -319,9 +321,8 @@ class MemmapChunks(ChunkedData):
 
 def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     """Labels, weighted quantization error and distance evaluations of one block (see
-    ``_clusterer._nearest``)."""
-    from ._clusterer import _nearest
-    labels, dist2, n_evals = _nearest(X, x_mean, centers, n_threads)
+    :func:`~clusterkit._nearest.nearest`)."""
+    labels, dist2, n_evals = nearest(X, x_mean, centers, n_threads)
     dist2 = dist2.astype(np.float64)
     return labels, float(dist2.sum() if sample_weight is None else sample_weight @ dist2), n_evals
 
@@ -329,10 +330,9 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
 def _nearest_rows(X, x_mean, centers):
     """Labels and squared distances of one chunk of a dask array, as one structured array
     (``"label"`` int32, ``"dist2"`` float64), so that both come from a single task."""
-    from ._clusterer import _nearest, _single_threaded_blas
     X = np.ascontiguousarray(X, dtype=centers.dtype)
-    with _single_threaded_blas():  # as in fit: the kernel calls gemm per tile
-        labels, dist2, _ = _nearest(X, x_mean, centers, 1)
+    with single_threaded_blas():  # as in fit: the kernel calls gemm per tile
+        labels, dist2, _ = nearest(X, x_mean, centers, 1)
     out = np.empty(X.shape[0], dtype=_NEAREST)
     out["label"], out["dist2"] = labels, dist2
     return out
@@ -477,3 +477,65 @@ def map_rows(X, func, args, dtype, n_columns=None):
         return X.map_blocks(func, *shared, dtype=dtype, drop_axis=1, meta=np.empty(0, dtype))
     return X.map_blocks(func, *shared, dtype=dtype, chunks=(X.chunks[0], (n_columns,)),
                         meta=np.empty((0, 0), dtype))
+
+
+# -- a fitted model on a dask array -----------------------------------------------------------
+
+
+def result_dtype(X):
+    """The floating dtype of a model's results for the dask array ``X`` (``predict``'s rule:
+    float32 stays float32, everything else is float64)."""
+    return np.float32 if X.dtype == np.float32 else np.float64
+
+
+def _model_on_chunk(X, model, method):
+    """``model.<method>(X)`` on one chunk of a dask array (run by the workers); ``"dist2"``
+    gives the squared distances to the nearest centres, as ``score`` uses."""
+    if method == "dist2":
+        return model._labels_dist2(X)[2].astype(np.float64)
+    return getattr(model, method)(X)
+
+
+def map_model(model, X, method, dtype, n_columns=None):
+    """``model.<method>`` on every row chunk of the dask array ``X``, as a lazy dask array
+    (the chunks' tasks validate their rows as ``method`` does).
+
+    The model goes to the workers once: a copy with the centres and the variance but without
+    the per-sample attributes (``labels_`` may itself be a dask array), running its kernels
+    on one OpenMP thread per task, since dask runs the tasks in parallel.
+    """
+    from sklearn.base import clone
+    from sklearn.utils.validation import check_is_fitted
+    check_is_fitted(model)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D array, got X of shape {X.shape}.")
+    if X.shape[1] != model.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(model).__name__} is "
+                         f"expecting {model.n_features_in_} features as input.")
+    copy = clone(model).set_params(n_threads=1, callback=None, verbose=0)
+    for name in ("cluster_centers_", "_x_mean", "sigma2_", "n_features_in_"):
+        if hasattr(model, name):
+            setattr(copy, name, getattr(model, name))
+    return map_rows(X, _model_on_chunk, (copy, method), dtype, n_columns)
+
+
+def _checked_weights(sample_weight):
+    """One chunk of ``score``'s weights, checked as ``check_sample_weight`` does (a chunk may
+    be zero everywhere)."""
+    counts = count_weight_problems(sample_weight, np.float64)
+    counts[2] = max(counts[2], 1)
+    check_weight_counts(counts, np.float64)
+    return sample_weight
+
+
+def score_model(model, X, sample_weight):
+    """``model.score`` of a dask array, lazily: one pass over the chunks."""
+    mixture = model._is_mixture()
+    values = map_model(model, X, "score_samples" if mixture else "dist2", np.float64)
+    weights = row_weights(sample_weight, X)
+    if weights is not None:
+        weights = weights.map_blocks(_checked_weights, dtype=np.float64)
+    if mixture:
+        return (values.mean() if weights is None else
+                (values * weights).sum() / weights.sum())
+    return -(values.sum() if weights is None else (values * weights).sum())

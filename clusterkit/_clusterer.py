@@ -1,172 +1,33 @@
-"""The :class:`Clusterer` estimator: validation, the driver loop and the fitted attributes."""
-import math
+"""The :class:`Clusterer` estimator: validation at the public boundary, the strategies it
+assembles, and the fitted attributes; the loop itself is the driver's (:mod:`._driver`)."""
 import numbers
 import time
 import warnings
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
-                          TransformerMixin, clone)
+                          TransformerMixin)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import ThreadpoolController
 
 from . import _chunked
-from ._base import FREE_ENERGY, Composition, DataReducer, EStep, MStep, Schedule, Seeder
-from ._estep import ElkanEStep, FullEStep, PartialEStep, TruncatedEStep, log_joint_offset
-from ._kernels import _assign
-from ._kernels._dist import TILE_ROWS, center_rows
+from ._base import FREE_ENERGY, Composition, Seeder
+from ._driver import Driver, GivenCenters, check_composition
 from ._kernels._openmp import effective_n_threads
-from ._mstep import HardMStep, SoftMStep
-from ._reduction import LWCS, NoReduction
-from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from ._mixture import GaussianMixtureMethods
+from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
+from ._reduction import NoReduction
+from ._registry import resolve, strategy_class
 from ._state import FitState, weighted_sum
-from ._validation import (check_int, check_n_clusters, check_representable,
-                          check_sample_weight, check_weight_counts, count_weight_problems)
+from ._validation import check_int, check_n_clusters, check_representable, check_sample_weight
 
 __all__ = ["Clusterer"]
 
-# The string shortcuts: every strategy with its default parameters (listed in composing.rst).
-_SEEDERS = {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
-            "sampled": SampledSeeder, "by-dimension": ByDimension}
-_REDUCERS = {"none": NoReduction, "lwcs": LWCS}
-_ESTEPS = {"full": FullEStep, "elkan": ElkanEStep, "truncated": TruncatedEStep,
-           "partial": PartialEStep}
-_MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
-_SCHEDULES = {"full": FullBatch, "minibatch": MiniBatch, "nmbatch": NestedDoubling,
-              "sbe": SBEDecay}
 
-_blas_controller = None
-
-
-def _single_threaded_blas():
-    """Context limiting BLAS to one thread: the kernels call gemm from inside ``prange``.
-
-    The controller is built once: listing the loaded libraries takes a few milliseconds, as
-    long as a whole fit on a small coreset. The BLAS the kernels use, scipy's, is loaded with
-    them, so it is always among the libraries listed.
-    """
-    global _blas_controller
-    if _blas_controller is None:
-        _blas_controller = ThreadpoolController()
-    return _blas_controller.limit(limits=1, user_api="blas")
-
-
-# Bytes of data centred at a time by the labelling passes over data in the user's coordinates.
-_LABEL_BLOCK_BYTES = 8 << 20
-
-
-def _row_blocks(n_samples, row_bytes, block_bytes=_LABEL_BLOCK_BYTES):
-    """Slices of about ``block_bytes`` of rows, in whole tiles of the distance kernels, so
-    that a pass block by block gives the same result as one pass over all rows."""
-    block = max(1, block_bytes // (row_bytes * TILE_ROWS)) * TILE_ROWS
-    return [slice(start, min(start + block, n_samples)) for start in range(0, n_samples, block)]
-
-
-def _nearest(X, x_mean, centers, n_threads):
-    """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
-
-    ``centers`` live in the frame centred on ``x_mean``; ``X`` is centred a block of rows at
-    a time, so that no centred copy of the whole data exists. ``x_mean=None``: ``X`` is
-    centred already and is read in place.
-    """
-    labels = np.empty(X.shape[0], dtype=np.int32)
-    dist2 = np.empty(X.shape[0], dtype=X.dtype)
-    n_evals = 0
-    for rows in _row_blocks(X.shape[0], X.shape[1] * X.itemsize):
-        block = X[rows] if x_mean is None else X[rows] - x_mean
-        n_evals += _assign.assign_full(block, centers, labels[rows], dist2[rows], n_threads)
-    return labels, dist2, n_evals
-
-
-def _dist2_blocks(X, x_mean, centers, n_threads):
-    """Row blocks of the squared distances of ``X`` (centred on ``x_mean`` block by block)
-    to every centre, as ``(rows, dist2)``: the distances the nearest-centre kernel compares,
-    so that the smallest of each row is the centre :func:`_nearest` picks."""
-    n_clusters = centers.shape[0]
-    for rows in _row_blocks(X.shape[0], n_clusters * X.itemsize):
-        block = X[rows] - x_mean
-        dist2 = np.empty((block.shape[0], n_clusters), dtype=X.dtype)
-        labels = np.empty(block.shape[0], dtype=np.int32)
-        nearest = np.empty(block.shape[0], dtype=X.dtype)
-        # a variance <= 0 leaves the squared distances in the output
-        _assign.responsibilities_full(block, centers, -1.0, dist2, labels, nearest, nearest,
-                                      n_threads)
-        yield rows, dist2
-
-
-def _model_on_chunk(X, model, method):
-    """``model.<method>(X)`` on one chunk of a dask array (run by the workers); ``"dist2"``
-    gives the squared distances to the nearest centres, as :meth:`Clusterer.score` uses."""
-    if method == "dist2":
-        return model._labels_dist2(X)[2].astype(np.float64)
-    return getattr(model, method)(X)
-
-
-def _checked_weights(sample_weight):
-    """One chunk of ``score``'s weights, checked as :func:`check_sample_weight` does (a chunk
-    may be zero everywhere)."""
-    counts = count_weight_problems(sample_weight, np.float64)
-    counts[2] = max(counts[2], 1)
-    check_weight_counts(counts, np.float64)
-    return sample_weight
-
-
-def _resolve(value, name, base, aliases, default):
-    """A strategy object from an instance, a string alias or ``None`` (the default)."""
-    if value is None:
-        return default()
-    if isinstance(value, base):
-        return value
-    if isinstance(value, str):
-        if value in aliases:
-            return aliases[value]()
-        expected = ", ".join(repr(a) for a in aliases)
-        raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
-                         f"instance of {base.__name__}.")
-    raise TypeError(f"{name} must be an instance of {base.__name__} or a string, got "
-                    f"{type(value).__name__}.")
-
-
-def _strategy_array(value, strategy, what, shape, dtype):
-    """What a strategy returned, as a C-contiguous ``dtype`` array of ``shape`` (``None``
-    matches any length); ``TypeError``/``ValueError`` naming the strategy otherwise.
-
-    User-written strategies plug into the driver, so their results are checked like user
-    input: a wrong shape or a NaN would otherwise surface far away, or not at all.
-    """
-    name = f"{type(strategy).__name__} returned {what}"
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} as {type(value).__name__}; expected a numeric ndarray.")
-    if value.ndim != len(shape) or any(n is not None and n != m
-                                       for n, m in zip(shape, value.shape)):
-        expected = tuple("any" if n is None else n for n in shape)
-        raise ValueError(f"{name} of shape {value.shape}; expected {expected}.")
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} with NaN or infinite entries.")
-    return np.ascontiguousarray(value, dtype=dtype)
-
-
-#: The M-step rules under which centres are the means of the samples' current labels, so that
-#: a full batch without a label change is a fixed point (``FitState.strict_convergence``).
-_MEAN_RULES = ("replace", "latest")
-
-
-class _GivenCenters(Seeder):
-    """Seeder returning user-supplied (already shifted) initial centres."""
-
-    def __init__(self, centers):
-        self.centers = centers
-
-    def seed(self, X, sample_weight, n_clusters, state):
-        return self.centers
-
-
-class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
+                TransformerMixin, BaseEstimator):
     """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
 
     A fit runs the pseudo-code shared by the papers clusterkit implements: reduce the data
@@ -334,35 +195,39 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable, got {type(self.callback).__name__}.")
 
+    def _given_centers(self, X):
+        """``seed`` given as the initial centres, checked and in ``X``'s dtype."""
+        centers = np.asarray(self.seed)
+        if centers.dtype.kind not in "biuf":
+            raise TypeError(f"seed must be a string, a Seeder or an array of centres, got "
+                            f"{type(self.seed).__name__}.")
+        expected = (self.n_clusters, X.shape[1])
+        if centers.shape != expected:
+            raise ValueError(f"seed has shape {centers.shape}, but initial centres must have "
+                             f"shape (n_clusters, n_features)={expected}.")
+        if not np.all(np.isfinite(centers)):
+            raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
+        with np.errstate(over="ignore"):
+            centers = np.ascontiguousarray(centers, dtype=X.dtype)
+        if not np.all(np.isfinite(centers)):
+            raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
+                             "data's dtype.")
+        return centers
+
     def _strategies(self, X, x_mean):
-        """Resolve the five strategies; user-given centres become a seeder."""
-        if isinstance(self.seed, (str, Seeder)) or self.seed is None:
-            seeder = _resolve(self.seed, "seed", Seeder, _SEEDERS, KMeansPlusPlus)
+        """The five strategies, resolved and checked against the data and each other; given
+        initial centres become a seeder (moved into the frame centred on ``x_mean``; data in
+        row chunks move them after their first pass)."""
+        if self.seed is None or isinstance(self.seed, (str, Seeder)):
+            seeder = resolve("seed", self.seed)
         else:
-            centers = np.asarray(self.seed)
-            if centers.dtype.kind not in "biuf":
-                raise TypeError(f"seed must be a string, a Seeder or an array of centres, got "
-                                f"{type(self.seed).__name__}.")
-            expected = (self.n_clusters, X.shape[1])
-            if centers.shape != expected:
-                raise ValueError(f"seed has shape {centers.shape}, but initial centres must have "
-                                 f"shape (n_clusters, n_features)={expected}.")
-            if not np.all(np.isfinite(centers)):
-                raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
-            with np.errstate(over="ignore"):
-                centers = np.ascontiguousarray(centers, dtype=X.dtype)
-            if not np.all(np.isfinite(centers)):
-                raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
-                                 "data's dtype.")
-            # (data in row chunks are centred after their first pass, see _scan)
-            seeder = _GivenCenters(centers if x_mean is None else centers - x_mean)
-        reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
-        estep = _resolve(self.estep, "estep", EStep, _ESTEPS, FullEStep)
-        mstep = _resolve(self.mstep, "mstep", MStep, _MSTEPS, HardMStep)
-        schedule = _resolve(self.schedule, "schedule", Schedule, _SCHEDULES, FullBatch)
-        composition = Composition(seeder, reducer, estep, mstep, schedule)
+            centers = self._given_centers(X)
+            seeder = GivenCenters(centers if x_mean is None else centers - x_mean)
+        composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
+                                            ("reduce", "estep", "mstep", "schedule")))
         for strategy in composition:
             strategy._validate(X, self.n_clusters, composition)
+        check_composition(composition)
         return composition
 
     def _chunked_data(self, X, sample_weight):
@@ -376,7 +241,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         dask_input = _chunked.is_dask_array(X)
         if not (dask_input or isinstance(X, np.memmap)):
             return None
-        reducer = _resolve(self.reduce, "reduce", DataReducer, _REDUCERS, NoReduction)
+        reducer = resolve("reduce", self.reduce)
         if not reducer.chunked:
             if not dask_input:
                 return None
@@ -388,19 +253,20 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data
 
-    def _scan(self, data, seeder, state):
-        """The first pass over data in row chunks (``ChunkedData.scan``): validates them and
-        returns their weighted mean as the fit's centring, in their dtype, and the seeder
-        with given initial centres moved into it."""
-        state.seconds_by_phase.setdefault("scan", 0.0)
-        with state.timed("scan"):
-            moments = data.scan()
-        x_mean = moments.global_mean.astype(data.dtype)
-        self._say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
-                     f"{state.seconds_by_phase['scan']:.3g} s")
-        if isinstance(seeder, _GivenCenters):
-            seeder = _GivenCenters(seeder.centers - x_mean)
-        return x_mean, seeder
+    def _driver(self, composition, n_features):
+        """A driver for the composition, with a new :class:`FitState`."""
+        mstep, schedule = composition.mstep, composition.schedule
+        state = FitState(
+            n_clusters=self.n_clusters, n_features=n_features,
+            random_state=check_random_state(self.random_state),
+            n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
+            objective=mstep.objective, center_update=schedule.center_update,
+            strict_convergence=(composition.estep.exact
+                                and schedule.center_update in mstep.fixed_point_rules))
+        if self.verbose:
+            state.on_progress = self._progress_printer()
+        return Driver(composition, state, n_clusters=self.n_clusters, max_iter=self.max_iter,
+                      tol=self.tol, say=self._say, callback=self.callback)
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -431,9 +297,10 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             together) that squared distances overflow (or all underflow) its dtype, has fewer
             samples than ``n_clusters``, if ``sample_weight`` is negative, non-finite, all
             zero, does not fit ``X``'s dtype or makes weighted sums overflow it, or a
-            strategy's parameters do not fit the data or its results have the wrong shape;
-            if ``X`` is a dask array and the reducer cannot read row chunks (anything but
-            :class:`LWCS`).
+            strategy's parameters do not fit the data or its results have the wrong shape,
+            or the strategies do not fit together (an E-step that cannot compute the
+            M-step's objective, an M-step without the schedule's batch rule); if ``X`` is a
+            dask array and the reducer cannot read row chunks (anything but :class:`LWCS`).
         ImportError
             If ``X`` is a dask array and dask is not installed (``pip install
             'clusterkit[dask]'``).
@@ -446,97 +313,59 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             self._check_params(X)
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
             check_representable(X, sample_weight=sample_weight)
-            # Centring in X's own dtype rounds exactly as scikit-learn's KMeans does, so that
-            # both start from bit-identical data (the mean's own rounding is a translation).
-            x_mean = X.mean(axis=0)
+            x_mean = data_mean(X)
         else:
             # Data in row chunks: the composition is checked before the first pass over them,
-            # which validates them and gives their mean (see _scan).
+            # which validates them and gives their mean.
             X, sample_weight, x_mean = chunked, None, None
             self._check_params(X)
-        seeder, reducer, estep, mstep, schedule = self._strategies(X, x_mean)
+        composition = self._strategies(X, x_mean)
         n_init = self.n_init
-        if isinstance(seeder, _GivenCenters) and n_init > 1:
+        if isinstance(composition.seed, GivenCenters) and n_init > 1:
             warnings.warn(f"seed gives the initial centres: running once instead of "
                           f"n_init={n_init} times.", RuntimeWarning, stacklevel=2)
             n_init = 1
-        state = FitState(
-            n_clusters=self.n_clusters, n_features=X.shape[1],
-            random_state=check_random_state(self.random_state),
-            n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
-            objective=mstep.objective, center_update=schedule.center_update,
-            strict_convergence=(estep.exact and not mstep.needs_resp
-                                and schedule.center_update in _MEAN_RULES))
-        if self.verbose:
-            state.on_progress = self._progress_printer()
-        if chunked is not None:
-            x_mean, seeder = self._scan(chunked, seeder, state)
-        with _single_threaded_blas():
-            X_fit, w_fit, reduced = self._reduce_and_centre(X, sample_weight, reducer,
-                                                            schedule, state, x_mean)
-            best = None
-            for run in range(1, n_init + 1):
-                if n_init > 1:
-                    self._say(1, f"Run {run} of {n_init}")
-                centers, end = self._run(X_fit, w_fit, seeder, estep, mstep, schedule, state,
-                                         x_mean)
-                # runs compete on one objective of all the (reduced) data
-                objective = state.history[-1]["objective"]
-                if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
-                    state.rows = slice(0, X_fit.shape[0])
-                    objective = estep.assign(X_fit, w_fit, centers, state).objective
-                if best is None or mstep.objective.better(objective, best[0]):
-                    settled = state.labels.copy() if state.at_fixed_point else None
-                    best = (objective, centers, end, state.history, state.sigma2,
-                            state.estep_state, state.mstep_state, settled)
-                if end == "callback":  # the callback ends the whole fit
-                    break
-            (_, centers, end, history, sigma2, state.estep_state, state.mstep_state,
-             settled) = best
-            if end == "max_iter":
-                warnings.warn(
-                    f"The fit did not converge: the objective still changed by more than "
-                    f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase "
-                    "max_iter or tol, or start closer to a solution (for PartialEStep, not "
-                    "init='random').",
-                    ConvergenceWarning, stacklevel=2)
-            if self.compute_labels:
-                with state.timed("labels"):
-                    self._label_training_data(X, sample_weight, X_fit, reduced, x_mean,
-                                              centers, estep, state, settled)
-                n_distinct = (self.n_clusters if _chunked.is_dask_array(self.labels_) else
-                              np.count_nonzero(np.bincount(self.labels_,
-                                                           minlength=self.n_clusters)))
-                if n_distinct < self.n_clusters:
-                    warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
-                                  f"than n_clusters ({self.n_clusters}). Possibly due to "
-                                  "duplicate points in X.", ConvergenceWarning, stacklevel=2)
-                self._say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
-                             f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
-        for name in self.__dict__.pop("_strategy_attributes", ()):
-            self.__dict__.pop(name, None)
-        extra = {name: value for strategy in (seeder, reducer, estep, mstep, schedule)
-                 for name, value in strategy.fitted_attributes(state).items()}
-        self.__dict__.update(extra)
-        self._strategy_attributes = tuple(extra)
-        self.cluster_centers_ = centers + x_mean
-        self._x_mean = x_mean
-        self.cost_ = dict(state.cost)
-        self.n_distance_evals_ = state.n_distance_evals
-        self.history_ = history
-        self.n_iter_ = len(history)
-        self.converged_ = end in ("converged", "budget")
-        self.objective_ = history[-1]["objective"]
-        self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
-        if sigma2 is not None:
-            self.sigma2_ = sigma2
-        elif hasattr(self, "sigma2_"):
-            del self.sigma2_
-        self._say(1, f"Done: {self.n_iter_} iterations ({end}), {mstep.objective.name} "
-                     f"{self.objective_:.6g}, {self.n_distance_evals_} distance evaluations "
+        driver = self._driver(composition, X.shape[1])
+        with single_threaded_blas():
+            result = driver.fit(X, sample_weight, x_mean, n_init, self.compute_labels)
+        if self.compute_labels and not _chunked.is_dask_array(result.labels):
+            n_distinct = np.count_nonzero(np.bincount(result.labels,
+                                                      minlength=self.n_clusters))
+            if n_distinct < self.n_clusters:
+                warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
+                              f"than n_clusters ({self.n_clusters}). Possibly due to "
+                              "duplicate points in X.", ConvergenceWarning, stacklevel=2)
+        self._set_fitted(result, driver)
+        self.converged_ = result.end in ("converged", "budget")
+        self._cluster_weight = result.cluster_weight
+        self._say(1, f"Done: {self.n_iter_} iterations ({result.end}), "
+                     f"{composition.mstep.objective.name} {self.objective_:.6g}, "
+                     f"{self.n_distance_evals_} distance evaluations "
                      f"({', '.join(f'{k} {v}' for k, v in self.cost_.items())}), "
                      f"{self.seconds_['total']:.3g} s")
         return self
+
+    def _set_fitted(self, result, driver):
+        """The fitted attributes from a driver's result (a fit, or a stream's batch)."""
+        state = driver.state
+        for name in self.__dict__.pop("_strategy_attributes", ()):
+            self.__dict__.pop(name, None)
+        self.__dict__.update(result.attributes)
+        self._strategy_attributes = tuple(result.attributes)
+        self.cluster_centers_ = result.centers + driver.x_mean
+        self._x_mean = driver.x_mean
+        if result.labels is not None:
+            self.labels_, self.inertia_ = result.labels, result.inertia
+        self.cost_ = dict(state.cost)
+        self.n_distance_evals_ = state.n_distance_evals
+        self.history_ = result.history
+        self.n_iter_ = len(result.history)
+        self.objective_ = result.history[-1]["objective"]
+        self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
+        if result.sigma2 is not None:
+            self.sigma2_ = result.sigma2
+        elif hasattr(self, "sigma2_"):
+            del self.sigma2_
 
     def _say(self, level, message):
         """Print a progress line when ``verbose >= level`` (the only place that prints)."""
@@ -555,170 +384,99 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 last.update(time=now, printed=done < total)
         return report
 
-    def _label_training_data(self, X, sample_weight, X_fit, reduced, x_mean, centers, estep,
-                             state, settled):
-        """``labels_`` and ``inertia_``: the E-step's own final labels of the fitted rows if it
-        defines them, or the last step's labels if the run ended at a fixed point
-        (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
-        final centre (one exact pass, on the fit's centred copy when it ran on all the data,
-        else block by block). Rows of the fit's copy are in the run's order
-        (``state.order``) and are mapped back. Data in row chunks are labelled chunk by
-        chunk: lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
-        nothing is counted), block by block for a memmap."""
-        if isinstance(X, _chunked.ChunkedData):
-            self.labels_, self.inertia_, n_evals = X.nearest(x_mean, centers)
-            state.count("labels", n_evals)
-            return
-        if reduced:
-            labels, dist2, n_evals = _nearest(X, x_mean, centers, state.n_threads)
+    # -- streaming ---------------------------------------------------------------------------
+
+    def _can_stream(self):
+        """Whether ``partial_fit`` applies (a hard M-step); otherwise the ``AttributeError``
+        says why."""
+        mstep = strategy_class("mstep", self.mstep)
+        if mstep is None or not mstep.needs_resp:
+            return True
+        raise AttributeError("partial_fit keeps running means of hard assignments; this "
+                             "Clusterer's M-step needs responsibilities (a Gaussian mixture).")
+
+    @available_if(_can_stream)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the centres with one batch of a stream (mini-batch k-means).
+
+        Every call runs the fit's step on its batch: the E-step assigns it, and the M-step
+        adds it to the centres' running sums, a sample counted at every visit (the
+        ``"running"`` rule of :class:`MiniBatch`), as scikit-learn's
+        ``MiniBatchKMeans.partial_fit``. The stream starts from the fitted model if ``fit``
+        ran before (its centres, weighted by the training weight of their clusters, so that
+        the batches refine the fit), else by seeding on the first batch (which needs at least
+        ``n_clusters`` samples and fixes the frame the data are centred in: that batch's
+        mean). ``fit`` ends a stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One batch; every call must have the model's number of features (and is converted
+            to its dtype).
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : Clusterer
+            With ``cluster_centers_``, ``labels_`` and ``inertia_`` of this batch,
+            ``n_iter_`` (batches so far), ``history_``, ``cost_`` and ``n_distance_evals_``
+            (totals over the stream).
+
+        Raises
+        ------
+        ValueError
+            For what ``fit`` refuses, a batch whose number of features differs from the
+            model's, or a composition that cannot run on a stream (the message says what to
+            use instead): an E-step that is not exact, a reducer, or a schedule that needs
+            all the data in advance.
+        """
+        driver = self.__dict__.get("_stream")
+        fitted = driver is None and getattr(self, "cluster_centers_", None) is not None
+        if fitted and self.cluster_centers_.shape[0] != self.n_clusters:
+            fitted = False  # n_clusters changed since the fit: start afresh
+        dtype = ([np.float64, np.float32] if driver is None and not fitted
+                 else self.cluster_centers_.dtype)
+        X = validate_data(self, X, dtype=dtype, order="C", ensure_min_samples=1,
+                          reset=driver is None and not fitted)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+        check_representable(X, sample_weight=sample_weight)
+        if driver is None:
+            driver = self._start_stream(X, fitted)
+        if fitted:
+            centers = np.ascontiguousarray(self.cluster_centers_ - driver.x_mean)
+            result = driver.stream(X, sample_weight, centers, self._cluster_weight)
         else:
-            labels = estep.final_labels(state)
-            if labels is None:
-                labels = settled
-            if labels is None:
-                labels, dist2, n_evals = _nearest(X_fit, None, centers, state.n_threads)
-            else:
-                labels = np.ascontiguousarray(labels, dtype=np.int32)
-                dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)
-                n_evals = _assign.dist2_to_labels(X_fit, centers, labels, dist2,
-                                                  state.n_threads)
-            labels, dist2 = state.in_data_order(labels), state.in_data_order(dist2)
-        state.count("labels", n_evals)
-        self.labels_ = labels
-        self.inertia_ = weighted_sum(dist2, sample_weight)
+            result = driver.stream(X, sample_weight)
+        self._set_fitted(result, driver)
+        return self
 
-    def _reduce_and_centre(self, X, sample_weight, reducer, schedule, state, x_mean):
-        """The data every run clusters: reduced (once), then centred (a copy), in the
-        schedule's order of the rows if it has one (``state.order``).
-
-        Returns the centred data, its weights and whether the reducer changed the data, and
-        sets the fit's precision limits (``state.sigma2_floor``, ``state.qe_resolution``).
-        """
-        # Coreset construction (Hirschberger et al., Alg. 1 line 1) on the data as given;
-        # identity by default.
-        X_given = X
-        chunked = isinstance(X, _chunked.ChunkedData)
-        with state.timed("reduction"):
-            if chunked:  # only the reduced set reaches this process
-                X, sample_weight = reducer.reduce_chunked(X, state)
-            else:
-                X, sample_weight = reducer.reduce(X, sample_weight, state)
-        reduced = X is not X_given
-        if reduced:
-            X = _strategy_array(X, reducer, "data", (None, X_given.shape[1]), X_given.dtype)
-            sample_weight = _strategy_array(sample_weight, reducer, "weights", (X.shape[0],),
-                                            X.dtype)
-            if np.any(sample_weight < 0) or not np.any(sample_weight > 0):
-                raise ValueError(f"{type(reducer).__name__} returned negative or all-zero "
-                                 "weights.")
-            if chunked:  # the fit's weighted sums run over the reduced set only
-                check_representable(X, sample_weight=sample_weight)
-            self._say(1, f"Reduction: {X_given.shape[0]} samples to {X.shape[0]} weighted "
-                         f"samples, {state.cost['reduction']} distance evaluations, "
-                         f"{state.seconds_by_phase['reduction']:.3g} s")
-        check_n_clusters(self.n_clusters, X.shape[0])
-        # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
-        # full data; centring keeps float32 distances accurate far from the origin. The same
-        # pass puts the rows in the schedule's order (nested prefixes become views).
-        # (the sum of squares in float64: in float32 it can overflow where no distance does)
-        state.order = schedule.order(X.shape[0], state)
-        if state.order is not None:
-            state.order = _strategy_array(state.order, schedule, "order", (X.shape[0],),
-                                          np.intp)
-            if not np.array_equal(np.sort(state.order), np.arange(X.shape[0])):
-                raise ValueError(f"{type(schedule).__name__}.order returned no permutation "
-                                 "of the rows.")
-            sample_weight = sample_weight[state.order]
-        centred = np.empty_like(X)
-        sum_of_squares = center_rows(X, x_mean, centred, state.n_threads, state.order)
-        X = centred
-        variance = sum_of_squares / X.size  # mean per-feature variance
-        # a normal number even for constant data, so that 1 / sigma2 stays finite
-        state.sigma2_floor = max(1e-12 * variance, float(np.finfo(X.dtype).tiny))
-        state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]
-                               * float(sample_weight.sum(dtype=np.float64)))
-        return X, sample_weight, reduced
-
-    def _run(self, X, sample_weight, seeder, estep, mstep, schedule, state, x_mean):
-        """One run of the driver loop on the centred data: the papers' pseudo-code, one
-        strategy call per step.
-
-        Returns the (centred) centres and why the run ended: ``"converged"`` (the schedule's
-        stopping rule held), ``"budget"`` (the schedule's batches ran out), ``"max_iter"`` or
-        ``"callback"``.
-        """
-        state.start_run(X.shape[0])
-        evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
-        # Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1).
-        with state.timed("seeding"):
-            centers = seeder.seed(X, sample_weight, self.n_clusters, state)
-        centers = _strategy_array(centers, seeder, "centres", (self.n_clusters, X.shape[1]),
-                                  X.dtype)
-        self._say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
-                     f"{state.cost['seeding'] - evals} distance evaluations, "
-                     f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
-        # Per-fit state of the strategies (winners, neighbourhoods, bounds, running sums).
-        state.estep_state = estep.init_state(X, sample_weight, centers, state)
-        state.mstep_state = mstep.init_state(X, sample_weight, centers, state)
-        state.schedule_state = schedule.init_state(X.shape[0], state)
-        batches = schedule.batches(X.shape[0], state)
-        for iteration in range(1, self.max_iter + 1):
-            state.step_info = {}
-            rows = next(batches, None)
-            if rows is None:
-                if not state.history:
-                    raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a "
-                                     "fit needs at least one iteration.")
-                return centers, "budget"
-            # one batch, or the batches of the step's inner steps
-            inner = rows if isinstance(rows, list) else [rows]
-            if not inner:
-                raise ValueError(f"{type(schedule).__name__}.batches yielded an empty list of "
-                                 "batches.")
-            state.n_inner_steps = len(inner)
-            for state.inner_step, state.rows in enumerate(inner):
-                Xb, wb = X[state.rows], sample_weight[state.rows]
-                # E-step: assignment / (truncated) responsibilities with the current
-                # parameters.
-                with state.timed("estep"):
-                    assignment = estep.assign(Xb, wb, centers, state)
-                # M-step: new centres (and the model's other parameters) from the assignment.
-                with state.timed("mstep"):
-                    centers_new = mstep.update(Xb, wb, assignment, centers, state)
-                state.record_step(assignment.labels, centers, centers_new)
-                centers = centers_new
-                if state.inner_step == 0:  # the step's objective: at its start
-                    first, first_weight = assignment, wb
-            if self._record(iteration, first, first_weight, centers + x_mean, state):
-                return centers, "callback"
-            if schedule.should_stop(state, self.tol):
-                return centers, "converged"
-        return centers, "max_iter"
-
-    def _record(self, iteration, assignment, sample_weight, centers, state):
-        """Append the step to the history, report it; ``True`` if the callback stops."""
-        info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
-                "batch_size": sample_weight.shape[0],
-                "weight": float(sample_weight.sum(dtype=np.float64)),
-                "n_changed": state.n_changed,
-                "max_center_shift": float(state.center_shift.max()),
-                "passes": state.n_passes,
-                "distance_evals": state.n_distance_evals, "seconds": state.seconds}
-        if state.sigma2 is not None:
-            info["sigma2"] = state.sigma2
-        info.update(state.step_info)
-        state.history.append(info)
-        self._say(1, f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
-                     f"changed={info['n_changed']} ({info['seconds']:.3g} s)")
-        phases = state.seconds_by_phase
-        self._say(2, f"    qe={info['qe']:.6g} batch={info['batch_size']} max shift="
-                     f"{info['max_center_shift']:.3g}; so far: E-steps {state.cost['estep']} "
-                     f"distance evaluations, {phases['estep']:.3g} s; M-steps "
-                     f"{phases['mstep']:.3g} s")
-        if self.callback is not None:  # centres in the user's coordinates
-            stop = self.callback(dict(info, centers=centers))
-            return stop is True or stop is np.True_
-        return False
+    def _start_stream(self, X, fitted):
+        """The driver of a stream: the fit's frame if it continues a fitted model, else the
+        first batch's; the composition refused clearly if it cannot stream."""
+        if not fitted:
+            self._check_params(X)
+        x_mean = self._x_mean if fitted else data_mean(X)
+        composition = self._strategies(X, x_mean)
+        reducer, estep, schedule = composition.reduce, composition.estep, composition.schedule
+        if not isinstance(reducer, NoReduction):
+            raise ValueError(f"partial_fit clusters each batch as it comes; "
+                             f"{type(reducer).__name__} summarises a whole data set. Use fit, "
+                             "or reduce=None for a stream.")
+        if not estep.exact:
+            raise ValueError(f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
+                             f"TruncatedEStep), not {type(estep).__name__}: per-sample "
+                             "search state cannot follow a stream of new samples.")
+        if not schedule.streams:
+            raise ValueError(f"partial_fit adds the caller's batches to running means; "
+                             f"{type(schedule).__name__} chooses its own batches from all the "
+                             "data. Use fit, or schedule='minibatch' (or 'full') for a stream.")
+        composition = composition._replace(schedule=resolve("schedule", "minibatch"))
+        check_composition(composition)
+        driver = self._driver(composition, X.shape[1])
+        driver.x_mean = x_mean
+        self._stream = driver
+        return driver
 
     # -- using a fitted model ----------------------------------------------------------------
 
@@ -738,33 +496,9 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         X = self._check_test_data(X)
         n_threads = effective_n_threads(self.n_threads)
         x_mean, centers = self._centred_frame(X.dtype)
-        with _single_threaded_blas():
-            labels, dist2, _ = _nearest(X, x_mean, centers, n_threads)
+        with single_threaded_blas():
+            labels, dist2, _ = nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
-
-    def _map_dask(self, X, method, dtype, n_columns=None):
-        """``method`` of the fitted model on every row chunk of the dask array ``X``, as a
-        lazy dask array (the chunks' tasks validate their rows as ``method`` does).
-
-        The model goes to the workers once: a copy with the centres and the variance but
-        without the per-sample attributes (``labels_`` may itself be a dask array), running
-        its kernels on one OpenMP thread per task, since dask runs the tasks in parallel.
-        """
-        check_is_fitted(self)
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2-D array, got X of shape {X.shape}.")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input.")
-        model = clone(self).set_params(n_threads=1, callback=None, verbose=0)
-        for name in ("cluster_centers_", "_x_mean", "sigma2_", "n_features_in_"):
-            if hasattr(self, name):
-                setattr(model, name, getattr(self, name))
-        return _chunked.map_rows(X, _model_on_chunk, (model, method), dtype, n_columns)
-
-    def _dask_out_dtype(self, X):
-        """The floating dtype results for the dask array ``X`` have: ``predict``'s rule."""
-        return np.float32 if X.dtype == np.float32 else np.float64
 
     def predict(self, X):
         """Index of the nearest centre of each sample.
@@ -779,111 +513,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         labels : ndarray or dask array of shape (n_samples,), dtype=int32
         """
         if _chunked.is_dask_array(X):
-            return self._map_dask(X, "predict", np.int32)
+            return _chunked.map_model(self, X, "predict", np.int32)
         return self._labels_dist2(X)[1]
-
-    def _can_stream(self):
-        """Whether ``partial_fit`` applies (a hard M-step); otherwise the ``AttributeError``
-        says why."""
-        mstep = _MSTEPS.get(self.mstep, self.mstep) if isinstance(self.mstep, str) else self.mstep
-        if mstep is None or (isinstance(mstep, (MStep, type)) and not mstep.needs_resp):
-            return True
-        raise AttributeError("partial_fit keeps running means of hard assignments; this "
-                             "Clusterer's M-step needs responsibilities (a Gaussian mixture).")
-
-    @available_if(_can_stream)
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """Update the centres with one batch of a stream (mini-batch k-means).
-
-        The first call seeds the centres on its batch (which needs at least ``n_clusters``
-        samples) and fixes the frame the data are centred in (that batch's mean); every call
-        assigns its batch with the E-step and adds it to the centres' running sums, a sample
-        counted at every visit (:class:`MiniBatch`'s ``"running"`` rule), as scikit-learn's
-        ``MiniBatchKMeans.partial_fit``. ``fit`` starts afresh.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            One batch; every call must have the first call's number of features (and is
-            converted to its dtype).
-        y : Ignored
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : Clusterer
-            With ``cluster_centers_``, ``labels_`` and ``inertia_`` of this batch,
-            ``n_iter_`` (batches so far), ``history_``, ``cost_`` and ``n_distance_evals_``
-            (totals over the stream).
-
-        Raises
-        ------
-        ValueError
-            For what ``fit`` refuses, a batch whose number of features differs from the
-            first one's, or a composition that cannot run on a stream (a soft M-step, or an
-            E-step that is not exact).
-        """
-        stream = getattr(self, "_stream", None)
-        first = stream is None
-        X = validate_data(self, X, dtype=[np.float64, np.float32] if first else
-                          self.cluster_centers_.dtype, order="C", ensure_min_samples=1,
-                          reset=first)
-        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        check_representable(X, sample_weight=sample_weight)
-        if first:
-            self._check_params(X)
-            stream = self._start_stream(X, sample_weight)
-        state, estep, mstep = stream["state"], stream["estep"], stream["mstep"]
-        Xc = X - self._x_mean
-        n_batch = X.shape[0]
-        with _single_threaded_blas():
-            if first:
-                with state.timed("seeding"):
-                    centers = stream["seeder"].seed(Xc, sample_weight, self.n_clusters, state)
-                centers = _strategy_array(centers, stream["seeder"], "centres",
-                                          (self.n_clusters, X.shape[1]), X.dtype)
-                state.mstep_state = mstep.init_state(Xc, sample_weight, centers, state)
-            else:
-                centers = self.cluster_centers_ - self._x_mean
-            # the batch's rows are new samples: per-sample state starts afresh
-            state.n_samples, state.rows = n_batch, slice(0, n_batch)
-            state.labels = np.full(n_batch, -1, dtype=np.int32)
-            state.estep_state = estep.init_state(Xc, sample_weight, centers, state)
-            with state.timed("estep"):
-                assignment = estep.assign(Xc, sample_weight, centers, state)
-            with state.timed("mstep"):
-                centers_new = mstep.update(Xc, sample_weight, assignment, centers, state)
-            state.record_step(assignment.labels, centers, centers_new)
-        self._record(len(state.history) + 1, assignment, sample_weight,
-                     centers_new + self._x_mean, state)
-        self.cluster_centers_ = centers_new + self._x_mean
-        self.labels_ = assignment.labels.copy()
-        self.inertia_ = assignment.qe
-        self.history_ = state.history
-        self.n_iter_ = len(state.history)
-        self.objective_ = assignment.objective
-        self.cost_ = dict(state.cost)
-        self.n_distance_evals_ = state.n_distance_evals
-        self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
-        return self
-
-    def _start_stream(self, X, sample_weight):
-        """The strategies and state of a stream, from its first batch."""
-        self._x_mean = X.mean(axis=0)
-        seeder, _, estep, mstep, _ = self._strategies(X, self._x_mean)
-        if mstep.needs_resp or "running" not in getattr(mstep, "_rules", ()):
-            raise ValueError(f"partial_fit adds batches to running means: it needs a hard "
-                             f"M-step that keeps them (HardMStep), not {type(mstep).__name__}.")
-        if not estep.exact:
-            raise ValueError(f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
-                             f"TruncatedEStep), not {type(estep).__name__}.")
-        state = FitState(
-            n_clusters=self.n_clusters, n_features=X.shape[1],
-            random_state=check_random_state(self.random_state),
-            n_threads=effective_n_threads(self.n_threads), needs_resp=False,
-            objective=mstep.objective, center_update="running")
-        self._stream = {"state": state, "seeder": seeder, "estep": estep, "mstep": mstep}
-        return self._stream
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the labels of the training data.
@@ -915,7 +546,7 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         distances : ndarray or dask array of shape (n_samples, n_clusters)
         """
         if _chunked.is_dask_array(X):
-            return self._map_dask(X, "transform", self._dask_out_dtype(X),
+            return _chunked.map_model(self, X, "transform", _chunked.result_dtype(X),
                                   self.cluster_centers_.shape[0])
         X = self._check_test_data(X)
         distances = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
@@ -923,89 +554,18 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             np.sqrt(dist2, out=distances[rows])
         return distances
 
+    def _is_mixture(self):
+        """Whether the model is a Gaussian mixture: its M-step maximises the mixture's free
+        energy (:data:`~clusterkit.FREE_ENERGY`)."""
+        mstep = strategy_class("mstep", self.mstep)
+        return mstep is not None and mstep.objective == FREE_ENERGY
+
     def _dist2_blocks(self, X):
         """Row blocks ``(rows, dist2)`` of the squared distances of validated ``X`` to the
-        centres, computed like :meth:`predict`'s (see :func:`_dist2_blocks`)."""
+        centres, computed like :meth:`predict`'s (see :func:`~clusterkit._nearest.dist2_blocks`)."""
         x_mean, centers = self._centred_frame(X.dtype)
-        with _single_threaded_blas():
-            yield from _dist2_blocks(X, x_mean, centers, effective_n_threads(self.n_threads))
-
-    def _is_gmm(self):
-        """Whether the model is a Gaussian mixture (its M-step maximises the free energy);
-        otherwise the ``AttributeError`` says how to get one."""
-        mstep = _MSTEPS.get(self.mstep, self.mstep) if isinstance(self.mstep, str) else self.mstep
-        if isinstance(mstep, (MStep, type)) and mstep.objective == FREE_ENERGY:
-            return True
-        raise AttributeError("This Clusterer is not a Gaussian mixture, so it has no "
-                             "probabilities; fit with mstep='soft' (or presets.gmm, var_gmm_s, "
-                             "vc_gmm) for predict_proba and score_samples.")
-
-    def _scaled_dist2_blocks(self, X):
-        """Row blocks of the log-joint ``log p(c, x)`` of the fitted mixture for validated
-        ``X``, in float64, as ``(rows, best, shifted)``:
-        ``-d2(x, mu_c) / (2 sigma2)`` is ``best + shifted`` with ``best`` its row maximum, up
-        to the constant ``log C + (D/2) log(2 pi sigma2)``.
-
-        The shift keeps the nearest centre at 0 even where the scaled distances overflow to
-        ``-inf`` (tiny variances, far samples), so that probabilities never become ``nan``.
-        """
-        for rows, d2 in self._dist2_blocks(X):
-            d2 = d2.astype(np.float64)
-            nearest = d2.min(axis=1, keepdims=True)
-            with np.errstate(over="ignore"):
-                best = nearest[:, 0] / (-2.0 * self.sigma2_)
-                shifted = (d2 - nearest) / (-2.0 * self.sigma2_)
-            yield rows, best, shifted
-
-    @available_if(_is_gmm)
-    def predict_proba(self, X):
-        """Posterior probability of every cluster for each sample (soft M-steps only).
-
-        The exact responsibilities of the fitted isotropic Gaussian mixture (equal weights
-        ``1/C``, shared variance ``sigma2_``) over all clusters, whatever E-step the fit used.
-
-        Parameters
-        ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
-
-        Returns
-        -------
-        proba : ndarray or dask array of shape (n_samples, n_clusters)
-            Rows sum to one; the most probable cluster is the nearest centre.
-        """
-        if _chunked.is_dask_array(X):
-            return self._map_dask(X, "predict_proba", self._dask_out_dtype(X),
-                                  self.cluster_centers_.shape[0])
-        X = self._check_test_data(X)
-        proba = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
-        for rows, _, shifted in self._scaled_dist2_blocks(X):
-            proba[rows] = np.exp(shifted - logsumexp(shifted, axis=1, keepdims=True))
-        return proba
-
-    @available_if(_is_gmm)
-    def score_samples(self, X):
-        """Log-likelihood of each sample under the fitted mixture (soft M-steps only).
-
-        ``log p(x) = log sum_c (1/C) N(x; mu_c, sigma2_ I)`` over all clusters.
-
-        Parameters
-        ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
-
-        Returns
-        -------
-        log_likelihood : ndarray or dask array of shape (n_samples,), dtype=float64
-        """
-        if _chunked.is_dask_array(X):
-            return self._map_dask(X, "score_samples", np.float64)
-        X = self._check_test_data(X)
-        const = log_joint_offset(self.sigma2_, *self.cluster_centers_.shape)
-        log_likelihood = np.empty(X.shape[0])
-        for rows, best, shifted in self._scaled_dist2_blocks(X):
-            log_likelihood[rows] = best + logsumexp(shifted, axis=1) - const
-        return log_likelihood
+        with single_threaded_blas():
+            yield from dist2_blocks(X, x_mean, centers, effective_n_threads(self.n_threads))
 
     @property
     def _n_features_out(self):
@@ -1036,8 +596,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             checked by the tasks.
         """
         if _chunked.is_dask_array(X):
-            return self._score_dask(X, sample_weight)
-        if self._gmm_fitted():
+            return _chunked.score_model(self, X, sample_weight)
+        if self._is_mixture():
             log_likelihood = self.score_samples(X)
             sample_weight = check_sample_weight(sample_weight, log_likelihood.shape[0],
                                                 np.float64)
@@ -1046,67 +606,8 @@ class Clusterer(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
         return -weighted_sum(dist2, sample_weight)
 
-    def _score_dask(self, X, sample_weight):
-        """:meth:`score` of a dask array, lazily: one pass over the chunks."""
-        gmm = self._gmm_fitted()
-        values = (self._map_dask(X, "score_samples", np.float64) if gmm else
-                  self._map_dask(X, "dist2", np.float64))
-        weights = _chunked.row_weights(sample_weight, X)
-        if weights is not None:
-            weights = weights.map_blocks(_checked_weights, dtype=np.float64)
-        if gmm:
-            return (values.mean() if weights is None else
-                    (values * weights).sum() / weights.sum())
-        return -(values.sum() if weights is None else (values * weights).sum())
-
-    def _gmm_fitted(self):
-        try:
-            return self._is_gmm()
-        except AttributeError:
-            return False
-
-    def _n_parameters(self):
-        """Free parameters of the isotropic mixture: the means and one shared variance (the
-        mixing weights are fixed at ``1/C``)."""
-        return self.cluster_centers_.size + 1
-
-    @available_if(_is_gmm)
-    def bic(self, X):
-        """Bayesian information criterion of the fitted mixture on ``X`` (lower is better).
-
-        ``-2 log L + p log N`` with ``p = C D + 1`` free parameters (``C`` means, one shared
-        variance; the weights are fixed), as ``GaussianMixture.bic``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        bic : float
-        """
-        log_likelihood = self.score_samples(X)
-        n_samples = log_likelihood.shape[0]
-        return -2.0 * float(log_likelihood.sum()) + self._n_parameters() * math.log(n_samples)
-
-    @available_if(_is_gmm)
-    def aic(self, X):
-        """Akaike information criterion of the fitted mixture on ``X`` (lower is better).
-
-        ``-2 log L + 2 p`` with ``p = C D + 1`` free parameters, as ``GaussianMixture.aic``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        aic : float
-        """
-        log_likelihood = self.score_samples(X)
-        return -2.0 * float(log_likelihood.sum()) + 2.0 * self._n_parameters()
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+

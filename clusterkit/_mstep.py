@@ -1,15 +1,13 @@
-"""M-steps: re-estimate the centres (and the shared variance) from an assignment."""
-import numbers
+"""M-steps of k-means and the isotropic Gaussian mixture: re-estimate the centres (and the
+shared variance) from an assignment."""
 
 import numpy as np
 
-from ._base import FREE_ENERGY, MStep, Objective
-from ._estep import LaplacianEStep
+from ._base import FREE_ENERGY, MStep
 from ._kernels import _mstep
 from ._state import weighted_sum
-from ._validation import check_int
 
-__all__ = ["HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "relocate_empty_clusters"]
+__all__ = ["HardMStep", "SoftMStep", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment):
@@ -61,14 +59,6 @@ def _largest(score, k):
     return chosen[np.lexsort((chosen, -score[chosen]))]
 
 
-def _check_rule(mstep, schedule):
-    """``ValueError`` if the M-step does not implement the schedule's batch rule."""
-    if schedule.center_update not in mstep._rules:
-        raise ValueError(
-            f"{type(mstep).__name__} implements center_update in {list(mstep._rules)}, but "
-            f"{type(schedule).__name__} needs {schedule.center_update!r}.")
-
-
 def _divide(centers_sum, weight_in_clusters, centers):
     """Means where a cluster has weight; the old centre elsewhere (relocated afterwards)."""
     has = weight_in_clusters > 0
@@ -77,17 +67,43 @@ def _divide(centers_sum, weight_in_clusters, centers):
     return out
 
 
-class _RunningSums:
-    """A mini-batch hard M-step's state: float64 running sums per cluster, and, for the
-    ``"latest"`` rule, each sample's squared distance at its last visit (to withdraw its
-    vote)."""
+def _batch_sums(X, sample_weight, assignment, centers, state):
+    """The batch's per-cluster weighted sums and weights: those the E-step summed in its
+    pass, else from one accumulation over the batch."""
+    if assignment.centers_sum is not None:
+        return assignment.centers_sum, assignment.weight_in_clusters
+    centers_sum = np.empty_like(centers)
+    weight = np.empty(centers.shape[0], dtype=X.dtype)
+    _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
+                           state.n_threads)
+    return centers_sum, weight
 
-    def __init__(self, n_samples, centers, latest):
+
+class _Replace:
+    """Rule ``"replace"`` (full batches): the centres are the batch's weighted means."""
+
+    reads_batch_sums = True
+
+    def __init__(self, n_samples, centers):
+        pass
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        centers_sum, weight = _batch_sums(X, sample_weight, assignment, centers, state)
+        centers_new = _divide(centers_sum, weight, centers)
+        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        return centers_new
+
+
+class _Running:
+    """Rule ``"running"`` (Sculley): float64 running sums per cluster, every visit votes."""
+
+    reads_batch_sums = True
+
+    def __init__(self, n_samples, centers):
         n_clusters, n_features = centers.shape
         self.sums = np.zeros((n_clusters, n_features))
         self.weight = np.zeros(n_clusters)
         self.sse = np.zeros(n_clusters)
-        self.last_dist2 = np.zeros(n_samples) if latest else None
         # rows seen when each cluster was last (re)placed: a cluster that a whole pass over
         # the data has not voted for is starved
         self.placed_at = np.zeros(n_clusters, dtype=np.int64)
@@ -103,15 +119,58 @@ class _RunningSums:
         w = sample_weight.astype(np.float64)
         self.sse += sign * np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
 
+    def vote(self, X, sample_weight, assignment, centers, state):
+        """Add the batch's votes (every visit counts)."""
+        centers_sum, weight = _batch_sums(X, sample_weight, assignment, centers, state)
+        self.add(X, sample_weight, assignment.labels, assignment.dist2.astype(np.float64), 1,
+                 state.n_threads, centers_sum, weight)
 
-class _ImplicitStep:
-    """The ``"backward_euler"`` rule's state within one outer step: the iterate it started
-    from (``x^k``), the forward-looking average, the batch objective at ``x^k`` and whether
-    the step diverged (float64)."""
+    def update(self, X, sample_weight, assignment, centers, state):
+        self.vote(X, sample_weight, assignment, centers, state)
+        # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
+        voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
+        centers_new = centers.copy()
+        centers_new[voted] = (self.sums[voted] / self.weight[voted, None]).astype(X.dtype)
+        seen_rows = state.n_samples_seen + X.shape[0]
+        starved = ~voted & (seen_rows - self.placed_at >= state.n_samples)
+        if starved.any():
+            starved_weight = np.where(starved, 0.0, 1.0)
+            moved = relocate_empty_clusters(centers_new, starved_weight, X, sample_weight,
+                                            assignment)
+            if moved:
+                self.placed_at[np.flatnonzero(starved)[:moved]] = seen_rows
+        state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
+        return centers_new
 
-    anchor = average = None
-    reference = 0.0
-    diverged = False
+
+class _Latest(_Running):
+    """Rule ``"latest"`` (nested mini-batches): running sums in which only each sample's
+    latest visit votes; a revisited sample whose label changed withdraws its old vote (its
+    squared distance at that visit is kept for it)."""
+
+    reads_batch_sums = False  # only the votes that moved are summed
+
+    def __init__(self, n_samples, centers):
+        super().__init__(n_samples, centers)
+        self.last_dist2 = np.zeros(n_samples)
+
+    def vote(self, X, sample_weight, assignment, centers, state):
+        dist2 = assignment.dist2.astype(np.float64)
+        labels = assignment.labels
+        rows = np.arange(state.n_samples)[state.rows]
+        previous = state.labels[rows]
+        moved = previous != labels  # first visits included (previous = -1)
+        withdrawn = moved & (previous >= 0)
+        if withdrawn.any():
+            self.add(np.ascontiguousarray(X[withdrawn]), sample_weight[withdrawn],
+                     previous[withdrawn], self.last_dist2[rows[withdrawn]], -1, state.n_threads)
+        if moved.any():
+            self.add(np.ascontiguousarray(X[moved]), sample_weight[moved], labels[moved],
+                     dist2[moved], 1, state.n_threads)
+        kept = ~moved
+        self.sse += np.bincount(labels[kept], sample_weight[kept].astype(np.float64) * (
+            dist2[kept] - self.last_dist2[rows[kept]]), minlength=self.sse.shape[0])
+        self.last_dist2[rows] = dist2
 
 
 #: An inner iteration has diverged (the fixed-point map expands for too large a step) if its
@@ -119,6 +178,56 @@ class _ImplicitStep:
 #: many times the mean batch objective at the outer step's start. (The backward Euler point
 #: itself lies between ``x^k_j`` and the mean of the cluster's samples.)
 DIVERGENCE_FACTOR = 1e3
+
+
+class _BackwardEuler:
+    """Rule ``"backward_euler"`` (stochastic backward Euler): within one outer step, the
+    iterate it started from (``x^k``), the forward-looking average, the batch objective at
+    ``x^k`` and whether the step diverged (float64)."""
+
+    reads_batch_sums = True
+
+    def __init__(self, n_samples, centers):
+        self.anchor = self.average = None
+        self.reference = 0.0
+        self.diverged = False
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        """One inner iteration of stochastic backward Euler (see :class:`HardMStep`)."""
+        centers_sum, weight = _batch_sums(X, sample_weight, assignment, centers, state)
+        step_size, averaging = state.channel.step_size, state.channel.averaging
+        if step_size == np.inf:  # the step's limit for a fixed assignment: Lloyd's means
+            return _divide(centers_sum, weight, centers)
+        total = float(sample_weight.sum(dtype=np.float64))
+        # the mean batch objective at the current iterate (a batch without weight has none)
+        level = assignment.qe / total if total > 0 else 0.0
+        if state.inner_step == 0:  # the outer step starts at x^k = y = z
+            self.anchor = centers.astype(np.float64)
+            self.average = self.anchor.copy()
+            self.reference = max(level, state.qe_resolution / total if total > 0 else 0.0)
+            self.diverged = False
+        limit = DIVERGENCE_FACTOR * self.reference
+        if not self.diverged and level <= limit:
+            gradient = ((weight.astype(np.float64)[:, None] * centers
+                         - centers_sum.astype(np.float64)) / total if total > 0 else 0.0)
+            y = self.anchor - step_size * gradient
+            if np.einsum("ij,ij->i", y - self.anchor, y - self.anchor).max() <= limit:
+                self.average *= averaging
+                self.average += (1 - averaging) * y
+                last = state.inner_step == state.n_inner_steps - 1
+                centers_new = (self.average if last else y).astype(centers.dtype)
+                if np.all(np.isfinite(centers_new)):
+                    return centers_new
+        # diverged: abandon the outer step, back to x^k (the schedule retries with a
+        # smaller step)
+        self.diverged = True
+        state.step_info["diverged"] = True
+        return self.anchor.astype(centers.dtype)
+
+
+#: The batch rules of :class:`HardMStep`, each a small object holding its running state.
+_HARD_RULES = {"replace": _Replace, "running": _Running, "latest": _Latest,
+               "backward_euler": _BackwardEuler}
 
 
 class HardMStep(MStep):
@@ -145,8 +254,9 @@ class HardMStep(MStep):
       and weight of the batch's samples in cluster ``j``, ``W`` the batch's weight; a weight
       of 2 counts as the sample twice), and the forward-looking average of the iterates,
       which ends the outer step. A centre without batch samples has ``g_j = 0`` and moves
-      towards ``x^k_j``; nothing is relocated. With ``state.step_size = inf`` (polishing
-      steps) it is the step's limit for a fixed assignment, the batch's means.
+      towards ``x^k_j``; nothing is relocated, and a batch without weight moves nothing.
+      With the step size ``state.channel.step_size = inf`` (polishing steps) it is the
+      step's limit for a fixed assignment, the batch's means.
 
     Notes
     -----
@@ -159,7 +269,11 @@ class HardMStep(MStep):
     cluster that no sample voted for during a whole pass over the data since it was placed
     ("starved") is moved in the same way, onto the batch's worst-explained samples, so a
     mini-batch fit does not end with fewer clusters than the data support. The running sums
-    are float64; the state writes ``state.cluster_weight`` and ``state.cluster_sse``.
+    are float64; they are published in ``state.channel`` (``cluster_weight``, ``cluster_sse``)
+    for the schedule.
+
+    State (``state.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
+    ``center_update`` (running sums, or the implicit step's anchor and average).
 
     Examples
     --------
@@ -171,114 +285,20 @@ class HardMStep(MStep):
            [11.]])
     """
 
-    #: The batch rules (:attr:`Schedule.center_update`) this M-step implements, each a
-    #: function of the batch's statistics ``(centers_sum, weight)``.
-    _rules = ("replace", "running", "latest", "backward_euler")
-
-    def _validate(self, X, n_clusters, composition):
-        """Refuses a schedule whose batch rule (``center_update``) is not implemented."""
-        _check_rule(self, composition.schedule)
+    update_rules = tuple(_HARD_RULES)
+    fixed_point_rules = ("replace", "latest")
 
     def init_state(self, X, sample_weight, centers, state):
-        """The running sums of a mini-batch rule (``None`` for full batches)."""
-        if state.center_update == "replace":
-            return None
-        if state.center_update == "backward_euler":
-            return _ImplicitStep()
-        return _RunningSums(X.shape[0], centers, latest=state.center_update == "latest")
+        """The rule object for the schedule's ``center_update``, chosen once per run."""
+        rule = _HARD_RULES[state.center_update](X.shape[0], centers)
+        state.fuse_sums = rule.reads_batch_sums
+        return rule
 
     def update(self, X, sample_weight, assignment, centers, state):
-        if state.center_update == "latest":  # sums of the samples whose vote moved only
-            return self._running_update(X, sample_weight, assignment, centers, None, None,
-                                        state)
-        # the batch's per-cluster weighted sums and weights (one kernel for every rule)
-        centers_sum, weight = assignment.centers_sum, assignment.weight_in_clusters
-        if centers_sum is None:  # the E-step did not sum the clusters in its pass
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(centers.shape[0], dtype=X.dtype)
-            _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
-                                   state.n_threads)
-        if state.center_update == "replace":
-            centers_new = _divide(centers_sum, weight, centers)
-            relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
-            return centers_new
-        if state.center_update == "backward_euler":
-            return self._implicit_update(sample_weight, assignment, centers, centers_sum,
-                                         weight, state)
-        return self._running_update(X, sample_weight, assignment, centers, centers_sum,
-                                    weight, state)
-
-    def _implicit_update(self, sample_weight, assignment, centers, centers_sum, weight, state):
-        """One inner iteration of stochastic backward Euler (see the class notes)."""
-        step = state.mstep_state
-        if not isinstance(step, _ImplicitStep):  # called without init_state
-            step = state.mstep_state = _ImplicitStep()
-        if state.step_size == np.inf:  # the step's limit for a fixed assignment: Lloyd's means
-            return _divide(centers_sum, weight, centers)
-        total = float(sample_weight.sum(dtype=np.float64))
-        level = assignment.qe / total  # the mean batch objective at the current iterate
-        if state.inner_step == 0:  # the outer step starts at x^k = y = z
-            step.anchor = centers.astype(np.float64)
-            step.average = step.anchor.copy()
-            step.reference = max(level, state.qe_resolution / total)
-            step.diverged = False
-        limit = DIVERGENCE_FACTOR * step.reference
-        if not step.diverged and level <= limit:
-            gradient = (weight.astype(np.float64)[:, None] * centers
-                        - centers_sum.astype(np.float64)) / total
-            y = step.anchor - state.step_size * gradient
-            if np.einsum("ij,ij->i", y - step.anchor, y - step.anchor).max() <= limit:
-                step.average *= state.averaging
-                step.average += (1 - state.averaging) * y
-                last = state.inner_step == state.n_inner_steps - 1
-                centers_new = (step.average if last else y).astype(centers.dtype)
-                if np.all(np.isfinite(centers_new)):
-                    return centers_new
-        # diverged: abandon the outer step, back to x^k (the schedule retries with a
-        # smaller step)
-        step.diverged = True
-        state.step_info["diverged"] = True
-        return step.anchor.astype(centers.dtype)
-
-    def _running_update(self, X, sample_weight, assignment, centers, centers_sum, weight,
-                        state):
-        sums = state.mstep_state
-        if sums is None:  # called without init_state
-            sums = state.mstep_state = self.init_state(X, sample_weight, centers, state)
-        dist2 = assignment.dist2.astype(np.float64)
-        labels = assignment.labels
-        if sums.last_dist2 is None:  # "running": every visit votes
-            sums.add(X, sample_weight, labels, dist2, 1, state.n_threads, centers_sum, weight)
-        else:  # "latest": a revisited sample's vote moves only if its label changed
-            rows = np.arange(state.n_samples)[state.rows]
-            previous = state.labels[rows]
-            moved = previous != labels  # first visits included (previous = -1)
-            withdrawn = moved & (previous >= 0)
-            if withdrawn.any():
-                sums.add(np.ascontiguousarray(X[withdrawn]), sample_weight[withdrawn],
-                         previous[withdrawn], sums.last_dist2[rows[withdrawn]], -1,
-                         state.n_threads)
-            if moved.any():
-                sums.add(np.ascontiguousarray(X[moved]), sample_weight[moved], labels[moved],
-                         dist2[moved], 1, state.n_threads)
-            kept = ~moved
-            sums.sse += np.bincount(labels[kept], sample_weight[kept].astype(np.float64) * (
-                dist2[kept] - sums.last_dist2[rows[kept]]), minlength=sums.sse.shape[0])
-            sums.last_dist2[rows] = dist2
-        # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
-        voted = sums.weight > 1e-12 * max(float(sums.weight.max()), 1.0)
-        centers_new = centers.copy()
-        centers_new[voted] = (sums.sums[voted] / sums.weight[voted, None]).astype(X.dtype)
-        seen_rows = state.n_samples_seen + X.shape[0]
-        starved = ~voted & (seen_rows - sums.placed_at >= state.n_samples)
-        if starved.any():
-            starved_weight = np.where(starved, 0.0, 1.0)
-            moved = relocate_empty_clusters(centers_new, starved_weight, X, sample_weight,
-                                            assignment)
-            if moved:
-                sums.placed_at[np.flatnonzero(starved)[:moved]] = seen_rows
-        state.cluster_weight, state.cluster_sse = sums.weight, sums.sse
-        return centers_new
+        rule = state.mstep_state
+        if rule is None:  # called without init_state
+            rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
+        return rule.update(X, sample_weight, assignment, centers, state)
 
 
 class SoftMStep(MStep):
@@ -324,11 +344,6 @@ class SoftMStep(MStep):
 
     needs_resp = True
     objective = FREE_ENERGY
-    _rules = ("replace",)
-
-    def _validate(self, X, n_clusters, composition):
-        """Refuses a schedule whose batch rule (``center_update``) is not implemented."""
-        _check_rule(self, composition.schedule)
 
     def update(self, X, sample_weight, assignment, centers, state):
         n_clusters, n_features = centers.shape
@@ -401,142 +416,3 @@ def _dense_soft_update(X, sample_weight, resp, centers):
     sse = (sq - 2.0 * float(np.einsum("ij,ij->", mu, centers_sum))
            + float(weight @ np.einsum("ij,ij->i", mu, mu)))
     return centers_new, np.ascontiguousarray(weight), sse
-
-
-#: The discrete Laplacian K-modes energy (Ziko et al. 2018, eq. 1), minimised.
-SLK_ENERGY = Objective("Laplacian K-modes energy", maximize=False)
-
-
-#: Members of a cluster that the first SLK-BO modes are chosen among and estimated from.
-MODE_SAMPLE = 2000
-
-
-def _kernel_modes(X, labels, n_clusters, sigma2, random_state):
-    """Each cluster's discrete kernel mode, ``argmax_p sum_q k(x_p, x_q)`` over its members
-    (the mode definition of eq. 1 for hard clusters), estimated on at most
-    :data:`MODE_SAMPLE` members drawn at random; a cluster without members gets a random
-    row."""
-    rows = np.empty(n_clusters, dtype=np.intp)
-    for cluster in range(n_clusters):
-        members = np.flatnonzero(labels == cluster)
-        if members.size == 0:
-            rows[cluster] = random_state.randint(X.shape[0])
-            continue
-        if members.size > MODE_SAMPLE:
-            members = np.sort(random_state.choice(members, MODE_SAMPLE, replace=False))
-        Xc = X[members].astype(np.float64)
-        sqnorm = np.einsum("ij,ij->i", Xc, Xc)
-        dist2 = np.maximum(sqnorm[:, None] - 2 * Xc @ Xc.T + sqnorm, 0)
-        density = np.exp(dist2 / (-2 * sigma2)).sum(axis=1)
-        rows[cluster] = members[density.argmax()]
-    return rows
-
-
-class _Modes:
-    """:class:`ModeMStep`'s state: the training rows that are the modes (SLK-BO)."""
-
-    rows = None
-
-
-class ModeMStep(MStep):
-    """The modes of Scalable Laplacian K-modes (Ziko, Granger & Ben Ayed 2018).
-
-    Reads the soft assignments ``z`` of :class:`~clusterkit.LaplacianEStep` and the kernel
-    bandwidth ``state.sigma2`` it set.
-
-    * ``method="bo"`` (SLK-BO, eq. 11): ``m_l = x_p`` with ``p = argmax_q z_ql``: modes are
-      training samples, found in ``O(N L)``. The first modes are the clusters' discrete
-      kernel modes instead (§4.2: "the starting mode ... from the initial assignments by
-      following the mode definition"), ``argmax_p sum_q k(x_p, x_q)`` over the members of
-      each cluster of the nearest-seed labels that :class:`~clusterkit.LaplacianEStep`
-      gives first, estimated on at most :data:`MODE_SAMPLE` random members
-      (``O(MODE_SAMPLE^2 D)`` per cluster), as the authors' code.
-    * ``method="ms"`` (SLK-MS, eq. 9): for each cluster, mean-shift from the current mode over
-      the samples labelled ``l`` (hard members, as the authors' code; weighted by the sample
-      weights), ``m <- sum_p v_p x_p / sum_p v_p`` with ``v_p = w_p exp(-||m - x_p||^2 / (2
-      sigma^2))``, until the largest coordinate change is at most ``ms_tol`` times the
-      largest coordinate of ``m``, or ``ms_max_iter`` iterations.
-
-    The fit's objective is the discrete energy of eq. 1 (:data:`SLK_ENERGY`, minimised). A
-    cluster without members keeps its mode. No distance evaluations are counted for the
-    mean-shift's kernel sums (``O(iterations n_l D)`` per cluster).
-
-    Parameters
-    ----------
-    method : {"bo", "ms"}, default="bo"
-    ms_tol : float, default=1e-5
-    ms_max_iter : int, default=1000
-
-    Examples
-    --------
-    >>> from clusterkit import ModeMStep
-    >>> ModeMStep("ms")
-    ModeMStep(method='ms', ms_tol=1e-05, ms_max_iter=1000)
-    """
-
-    needs_resp = True
-    objective = SLK_ENERGY
-    _rules = ("replace",)
-
-    def __init__(self, method="bo", ms_tol=1e-5, ms_max_iter=1000):
-        self.method = method
-        self.ms_tol = ms_tol
-        self.ms_max_iter = ms_max_iter
-
-    def _validate(self, X, n_clusters, composition):
-        """A known method, positive mean-shift settings, a Laplacian E-step."""
-        if self.method not in ("bo", "ms"):
-            raise ValueError(f"Unknown method={self.method!r}; expected 'bo' or 'ms'.")
-        if not (isinstance(self.ms_tol, numbers.Real) and self.ms_tol > 0):
-            raise ValueError(f"ms_tol={self.ms_tol!r} must be a number > 0.")
-        check_int(self.ms_max_iter, "ms_max_iter", minimum=1)
-        _check_rule(self, composition.schedule)
-        if not isinstance(composition.estep, LaplacianEStep):
-            raise ValueError("ModeMStep needs the soft assignments and bandwidth of a "
-                             f"LaplacianEStep, not {type(composition.estep).__name__}.")
-
-    def init_state(self, X, sample_weight, centers, state):
-        return _Modes()
-
-    def update(self, X, sample_weight, assignment, centers, state):
-        if self.method == "bo":
-            modes = state.mstep_state
-            if not isinstance(modes, _Modes):  # called without init_state
-                modes = state.mstep_state = _Modes()
-            if modes.rows is None:  # the first modes: those of the clusters (§4.2)
-                modes.rows = _kernel_modes(X, assignment.labels, centers.shape[0],
-                                           state.sigma2, state.random_state)
-            else:
-                modes.rows = assignment.resp.argmax(axis=0)  # eq. 11
-            return np.ascontiguousarray(X[modes.rows])
-        centers_new = centers.copy()
-        for cluster in range(centers.shape[0]):
-            members = np.flatnonzero(assignment.labels == cluster)
-            if members.size:
-                centers_new[cluster] = self._mean_shift(X[members], sample_weight[members],
-                                                        centers[cluster], state.sigma2)
-        return centers_new
-
-    def _mean_shift(self, X, sample_weight, mode, sigma2):
-        """Gaussian mean-shift of one mode over its cluster's members (eq. 9)."""
-        mode = mode.astype(np.float64)
-        for _ in range(int(self.ms_max_iter)):
-            diff = X - mode
-            v = sample_weight * np.exp(np.einsum("ij,ij->i", diff, diff) / (-2 * sigma2))
-            if not v.sum() > 0:  # every member beyond the kernel's reach: keep the mode
-                break
-            new = (v @ X) / v.sum()
-            done = np.abs(new - mode).max() <= self.ms_tol * np.abs(mode).max()
-            mode = new
-            if done:
-                break
-        return mode.astype(X.dtype)
-
-    def fitted_attributes(self, state):
-        """``modes_``: indices of the training rows that are the modes (SLK-BO only)."""
-        if self.method != "bo" or not isinstance(state.mstep_state, _Modes):
-            return {}
-        rows = state.mstep_state.rows
-        if state.order is not None:
-            rows = state.order[rows]
-        return {"modes_": np.asarray(rows, dtype=np.intp)}

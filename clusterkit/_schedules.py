@@ -46,6 +46,7 @@ class FullBatch(Schedule):
     """
 
     full_batch = True
+    streams = True
 
     def __init__(self, kmeans_objective="qe", center_tol=None):
         self.kmeans_objective = kmeans_objective
@@ -127,17 +128,17 @@ class MiniBatch(Schedule):
     """
 
     center_update = "running"
+    streams = True
 
     def __init__(self, batch_size=1024, max_passes=10.0):
         self.batch_size = batch_size
         self.max_passes = max_passes
 
     def _validate(self, X, n_clusters, composition):
-        """``batch_size >= 1`` and ``max_passes > 0``; a hard M-step."""
+        """``batch_size >= 1`` and ``max_passes > 0``."""
         check_int(self.batch_size, "batch_size", minimum=1)
         if not (isinstance(self.max_passes, numbers.Real) and self.max_passes > 0):
             raise ValueError(f"max_passes={self.max_passes!r} must be a positive number.")
-        _check_hard(self, composition)
 
     def batches(self, n_samples, state):
         """Random batches until ``max_passes`` passes have been made."""
@@ -205,14 +206,13 @@ class NestedDoubling(Schedule):
         self.spread = spread
 
     def _validate(self, X, n_clusters, composition):
-        """``initial_batch >= 1``, ``rho >= 0``, a known ``spread``; a hard M-step."""
+        """``initial_batch >= 1``, ``rho >= 0``, a known ``spread``."""
         check_int(self.initial_batch, "initial_batch", minimum=1)
         if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
             raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
         if self.spread not in ("standard_error", "deviation"):
             raise ValueError(f"Unknown spread={self.spread!r}; expected 'standard_error' or "
                              "'deviation'.")
-        _check_hard(self, composition)
 
     def order(self, n_samples, state):
         """One random order of the rows: the driver runs in it, so prefixes are views."""
@@ -227,9 +227,10 @@ class NestedDoubling(Schedule):
                 size = min(2 * size, n_samples)
 
     def _should_double(self, state):
-        if state.cluster_weight is None:
+        channel = state.channel
+        if channel.cluster_weight is None:
             return False
-        v, sse, p = state.cluster_weight, state.cluster_sse, state.center_shift
+        v, sse, p = channel.cluster_weight, channel.cluster_sse, state.center_shift
         with np.errstate(divide="ignore", invalid="ignore"):
             votes = v * (v - 1) if self.spread == "standard_error" else v - 1
             sigma = np.sqrt(np.maximum(sse, 0) / votes)
@@ -323,7 +324,7 @@ class SBEDecay(Schedule):
 
     def _validate(self, X, n_clusters, composition):
         """Integer sizes ``>= 1``, ``step > 0``, ``decay`` in (0, 1], ``averaging`` in
-        [0, 1); a hard M-step."""
+        [0, 1)."""
         check_int(self.batch_size, "batch_size", minimum=1)
         check_int(self.inner_iter, "inner_iter", minimum=1)
         check_int(self.outer_iter, "outer_iter", minimum=1)
@@ -334,17 +335,17 @@ class SBEDecay(Schedule):
             raise ValueError(f"decay={self.decay!r} must be a number in (0, 1].")
         if not (_real(self.averaging) and 0 <= self.averaging < 1):
             raise ValueError(f"averaging={self.averaging!r} must be a number in [0, 1).")
-        _check_hard(self, composition)
 
     def batches(self, n_samples, state):
         """Outer steps, each a list of ``inner_iter`` batches, with the step size in
-        ``state.step_size`` (halved and repeated after a divergence)."""
+        ``state.channel.step_size`` (halved and repeated after a divergence)."""
         size = min(int(self.batch_size), n_samples)
         gamma = float(state.n_clusters if self.step is None else self.step)
-        state.averaging = float(self.averaging)
+        channel = state.channel
+        channel.averaging = float(self.averaging)
         outer = 0
         while outer < self.outer_iter:
-            state.step_size = gamma
+            channel.step_size = gamma
             state.step_info.update(step_size=gamma, outer_step=outer + 1, diverged=False)
             yield [slice(0, n_samples) if size == n_samples
                    else np.sort(state.random_state.choice(n_samples, size, replace=False))
@@ -354,7 +355,7 @@ class SBEDecay(Schedule):
             else:
                 outer += 1
                 gamma *= self.decay
-        state.step_size = math.inf
+        channel.step_size = math.inf
         for polish in range(int(self.polish_iter)):
             state.step_info.update(step_size=math.inf, outer_step=outer + polish + 1,
                                    diverged=False)
@@ -363,15 +364,9 @@ class SBEDecay(Schedule):
     def should_stop(self, state, tol):
         """At a fixed point of the polishing Lloyd steps (no label changed); the budget of
         outer steps ends the run otherwise."""
-        return (state.step_size == math.inf and len(state.history) >= 2
+        return (state.channel.step_size == math.inf and len(state.history) >= 2
                 and state.history[-2]["step_size"] == math.inf and state.n_changed == 0)
 
 
 def _real(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_hard(schedule, composition):
-    if composition.mstep.needs_resp:
-        raise ValueError(f"{type(schedule).__name__} runs mini-batch k-means: it needs a hard "
-                         f"M-step, not {type(composition.mstep).__name__}.")

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._base import QUANTIZATION_ERROR
 
-__all__ = ["FitState"]
+__all__ = ["Channel", "FitState"]
 
 COST_PHASES = ("seeding", "reduction", "estep", "labels")
 TIME_PHASES = ("reduction", "seeding", "estep", "mstep", "labels")
@@ -33,12 +33,16 @@ class FitState:
     center_update : str
         How the M-step combines batches (:attr:`Schedule.center_update`).
     strict_convergence : bool
-        An exact E-step (:attr:`EStep.exact`) with a hard M-step whose centres are the
-        means of the current labels (``center_update`` ``"replace"`` or ``"latest"``): a
+        An exact E-step (:attr:`EStep.exact`) with an M-step whose centres are the means of
+        the current labels under the schedule's rule (:attr:`MStep.fixed_point_rules`): a
         full batch in which no label changed is a fixed point.
+    fuse_sums : bool
+        Whether the M-step reads the per-cluster sums an E-step can compute in its own pass
+        over the batch (``Assignment.centers_sum``); set by the M-step's ``init_state``.
     sigma2 : float or None
         Shared variance of a Gaussian-mixture fit, written by the strategies that own it
-        (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise.
+        (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise. It
+        means nothing else.
     sigma2_floor : float
         Smallest variance allowed (``1e-12`` times the variance per dimension of the data
         the fit runs on).
@@ -61,9 +65,9 @@ class FitState:
     step_info : dict
         Entries to add to the current step's history record (e.g. a schedule's step size,
         an M-step's note that it restarted); emptied before the schedule chooses the step.
-    step_size, averaging : float or None
-        Set by a schedule whose M-step rule needs them (``"backward_euler"``: the step size
-        gamma and the weight of the forward-looking average); ``None`` otherwise.
+    channel : Channel
+        What a schedule and its M-step's batch rule tell each other (see :class:`Channel`);
+        new for every run.
     labels : ndarray of shape (n_samples,), dtype=int32
         Every sample's label from the last step that visited it, ``-1`` before its first
         visit; the driver updates it after each E-step, so during an E-step it still holds
@@ -81,13 +85,9 @@ class FitState:
     order : ndarray of shape (n_samples,), dtype=intp, or None
         The order of the rows every run of the fit works in (``Schedule.order``; the
         centred copy of the data is made in it); ``None``: the data's.
-    cluster_weight, cluster_sse : ndarray of shape (n_clusters,), dtype=float64, or None
-        Written by an M-step that keeps running sums (a mini-batch rule, see
-        ``Schedule.center_update``): the weight of the samples each centre averages and their
-        weighted squared distances at assignment. A schedule may read them (the nested
-        mini-batch doubling rule does); ``None`` otherwise.
-    estep_state, mstep_state, schedule_state : object or None
-        What the strategies' ``init_state`` hooks returned.
+    estep_state, mstep_state : object or None
+        What the E-step's and the M-step's ``init_state`` hooks returned: their own per-run
+        state, read by no other strategy.
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``.
@@ -109,6 +109,7 @@ class FitState:
         self.objective = objective
         self.center_update = center_update
         self.strict_convergence = strict_convergence
+        self.fuse_sums = False
         self.sigma2_floor = sigma2_floor
         self.qe_resolution = qe_resolution
         self.cost = dict.fromkeys(COST_PHASES, 0)
@@ -119,24 +120,28 @@ class FitState:
         self.start_run(0)
 
     def start_run(self, n_samples):
-        """Forget everything of the previous run (history, variance, labels, seeding labels and
-        the strategies' states) and prepare the per-sample records of ``n_samples`` rows; the
-        data, costs, random stream and clock carry on."""
+        """Forget everything of the previous run (history, variance, labels, seeding labels,
+        the strategies' states and the channel) and prepare the per-sample records of
+        ``n_samples`` rows; the data, costs, random stream and clock carry on."""
         self.sigma2 = None
         self.seed_labels = None
-        self.estep_state = self.mstep_state = self.schedule_state = None
+        self.estep_state = self.mstep_state = None
+        self.channel = Channel()
         self.history = []
+        self.n_samples_seen = 0
+        self.center_shift = np.zeros(self.n_clusters)
+        self.center_norm = 0.0
+        self.start_rows(n_samples)
+
+    def start_rows(self, n_samples):
+        """Per-sample records for ``n_samples`` new rows (every label ``-1``): at the start of
+        a run, and for each batch of a ``partial_fit`` stream, whose rows are new samples."""
         self.n_samples = n_samples
         self.rows = slice(0, n_samples)
         self.labels = np.full(n_samples, -1, dtype=np.int32)
         self.n_changed = n_samples
-        self.center_shift = np.zeros(self.n_clusters)
-        self.center_norm = 0.0
-        self.n_samples_seen = 0
-        self.cluster_weight = self.cluster_sse = None
         self.inner_step, self.n_inner_steps = 0, 1
         self.step_info = {}
-        self.step_size = self.averaging = None
 
     def record_step(self, labels, centers, centers_new):
         """After a step on ``self.rows``: count and store the changed labels, measure how far
@@ -244,6 +249,31 @@ class FitState:
         weight = float(sample_weight.sum(dtype=np.float64))
         self.sigma2 = max(total / (self.n_features * weight), float(self.sigma2_floor))
         return self.sigma2
+
+
+class Channel:
+    """What a schedule and its M-step's batch rule tell each other during a run.
+
+    The one documented place where a :class:`~clusterkit.Schedule` and an
+    :class:`~clusterkit.MStep` exchange values (every other piece of per-run state belongs to
+    one strategy). ``None`` until written.
+
+    Attributes
+    ----------
+    step_size : float or None
+        Written by a schedule whose rule takes a step (``"backward_euler"``: the step size
+        gamma of the current step, ``inf`` for Lloyd's limit), read by the M-step.
+    averaging : float or None
+        Written with it: the weight of the previous iterate in the forward-looking average.
+    cluster_weight, cluster_sse : ndarray of shape (n_clusters,), dtype=float64, or None
+        Written by an M-step that keeps running sums (a mini-batch rule): the weight of the
+        samples each centre averages and their weighted squared distances at assignment. A
+        schedule may read them (the nested mini-batch doubling rule does).
+    """
+
+    def __init__(self):
+        self.step_size = self.averaging = None
+        self.cluster_weight = self.cluster_sse = None
 
 
 def weighted_sum(values, sample_weight):

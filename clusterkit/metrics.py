@@ -4,7 +4,9 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import check_array
 
-from ._kernels import _assign, _openmp
+from ._kernels import _openmp
+from ._nearest import data_mean, nearest, single_threaded_blas
+from ._state import weighted_sum
 from ._validation import check_representable, check_sample_weight
 
 __all__ = ["quantization_error", "nmi", "clustering_accuracy"]
@@ -49,9 +51,9 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
     Notes
     -----
     Costs ``n_samples * n_clusters`` distance evaluations and no ``n_samples x n_clusters``
-    memory. ``X`` and ``centers`` are shifted by the mean of ``X`` first (on a copy), which
-    leaves the distances unchanged but avoids cancellation in ``||x||^2 - 2 x.c + ||c||^2``
-    for data far from the origin.
+    memory. ``X`` and ``centers`` are shifted by the mean of ``X`` first (block by block, as
+    the estimator's ``predict`` does), which leaves the distances unchanged but avoids
+    cancellation in ``||x||^2 - 2 x.c + ||c||^2`` for data far from the origin.
 
     References
     ----------
@@ -76,13 +78,10 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
     sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
     n_threads = _openmp.effective_n_threads(n_threads)
 
-    X_mean = X.mean(axis=0, dtype=np.float64).astype(X.dtype)
-    X = X - X_mean
-    centers = centers - X_mean
-    labels = np.empty(X.shape[0], dtype=np.int32)
-    min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
-    _assign.assign_full(X, centers, labels, min_dist2, n_threads)
-    return float(np.dot(min_dist2.astype(np.float64), sample_weight.astype(np.float64)))
+    x_mean = data_mean(X)
+    with single_threaded_blas():
+        _, dist2, _ = nearest(X, x_mean, np.ascontiguousarray(centers - x_mean), n_threads)
+    return weighted_sum(dist2, sample_weight)
 
 
 def _check_labels(labels_true, labels_pred):

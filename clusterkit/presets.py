@@ -57,11 +57,13 @@ and the documentation's page on the defaults), not as in the papers:
 The papers' settings: ``seed=AFKMC2(chain_length=2), init="random"``.
 """
 from ._clusterer import Clusterer
-from ._estep import ElkanEStep, FullEStep, LaplacianEStep, PartialEStep
-from ._mstep import HardMStep, ModeMStep, SoftMStep
+from ._exact import ElkanEStep, FullEStep
+from ._mstep import HardMStep, SoftMStep
 from ._reduction import LWCS, default_coreset_size
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
+from ._slk import LaplacianEStep, ModeMStep
+from ._variational import PartialEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",

@@ -26,6 +26,7 @@ def rtol_for(dtype):
 
 def make_state(X, n_clusters, n_threads=1, soft=False, seed=0):
     """A FitState as the driver would build it for ``X``."""
-    from clusterkit import FitState
+    from clusterkit import FREE_ENERGY, QUANTIZATION_ERROR, FitState
     return FitState(n_clusters=n_clusters, n_features=X.shape[1],
-                    random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=soft)
+                    random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=soft,
+                    objective=FREE_ENERGY if soft else QUANTIZATION_ERROR)

@@ -173,8 +173,8 @@ def test_incompatible_composition_is_refused_before_any_work():
             raise AssertionError("fit did work before refusing the composition")
 
     X = _blobs()
-    with pytest.raises(ValueError, match="SoftMStep implements center_update in "
-                                         r"\['replace'\], but MiniBatch needs 'running'"):
+    with pytest.raises(ValueError, match="MiniBatch combines batches by the rule 'running', "
+                                         "which SoftMStep does not implement"):
         Clusterer(6, seed=Untouchable(), mstep="soft", schedule="minibatch").fit(X)
 
 

@@ -30,7 +30,6 @@ STRATEGY_VERBS = [
     ("MStep", "init_state"),
     ("Schedule", "batches"),
     ("Schedule", "should_stop"),
-    ("Schedule", "init_state"),
 ]
 
 

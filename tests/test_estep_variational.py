@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from clusterkit import FitState, FullEStep
-from clusterkit._estep import PartialEStep, TruncatedEStep, free_energy
+from clusterkit import FREE_ENERGY, QUANTIZATION_ERROR, FitState, FullEStep
+from clusterkit import PartialEStep, TruncatedEStep
+from clusterkit._mixture import free_energy
 
 from ._helpers import composition, fixed_iterations
 
@@ -15,7 +16,8 @@ RTOL = {np.float32: 1e-5, np.float64: 1e-10}
 
 def _state(X, n_clusters, soft, n_threads=1, seed=0, sigma2=None):
     state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
-                     random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=soft)
+                     random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=soft,
+                     objective=FREE_ENERGY if soft else QUANTIZATION_ERROR)
     state.sigma2 = sigma2
     return state
 

@@ -4,8 +4,8 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
-from clusterkit import (Clusterer, ElkanEStep, FullEStep, HardMStep, MiniBatch, NestedDoubling,
-                        PartialEStep, Schedule, presets)
+from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, HardMStep, MiniBatch,
+                        NestedDoubling, PartialEStep, Schedule, presets)
 
 from .test_elkan import _CheckedElkan
 
@@ -89,7 +89,8 @@ def test_the_doubling_rule_follows_eq_4(blobs):
         class Recorder(NestedDoubling):
             def _should_double(self, state):
                 double = super()._should_double(state)
-                v, sse, p = state.cluster_weight, state.cluster_sse, state.center_shift
+                channel = state.channel
+                v, sse, p = channel.cluster_weight, channel.cluster_sse, state.center_shift
                 moved = (p >= 1e-10) & (v > 1)
                 sigma = np.sqrt(sse[moved] / (v[moved] - 1))
                 if spread == "standard_error":
@@ -144,9 +145,59 @@ def test_partial_fit_errors(blobs):
     assert "partial_fit keeps running means" in str(info.value.__cause__)
     with pytest.raises(ValueError, match="partial_fit needs an exact E-step"):
         Clusterer(5, estep=PartialEStep(G=2)).partial_fit(blobs)
+    with pytest.raises(ValueError, match="LWCS summarises a whole data set. Use fit, or "
+                                         "reduce=None"):
+        Clusterer(5, reduce=LWCS(1000)).partial_fit(blobs)
+    for schedule in ("nmbatch", "sbe"):
+        with pytest.raises(ValueError, match="chooses its own batches from all the data. Use "
+                                             "fit, or schedule='minibatch'"):
+            Clusterer(5, schedule=schedule).partial_fit(blobs)
     # fit starts afresh
     km.fit(blobs)
     assert km.n_iter_ == len(km.history_) and not hasattr(km, "_stream")
+
+
+def _stream(n_batches, size, seed):
+    rng = np.random.RandomState(seed)
+    means = rng.uniform(-10, 10, size=(30, 8))
+    return [means[rng.randint(30, size=size)] + rng.normal(size=(size, 8))
+            for _ in range(n_batches)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_partial_fit_matches_scikit_learn_on_the_same_stream(seed):
+    from sklearn.cluster import MiniBatchKMeans
+    batches = _stream(40, 500, seed)
+    X = np.vstack(batches)
+    init = batches[0][:20].copy()
+    ours = Clusterer(20, seed=init, random_state=0)
+    theirs = MiniBatchKMeans(20, init=init, n_init=1, random_state=0)
+    for batch in batches:
+        ours.partial_fit(batch)
+        theirs.partial_fit(batch)
+    ours_error, theirs_error = -ours.score(X), -theirs.score(X)
+    assert abs(ours_error - theirs_error) <= 0.01 * theirs_error
+
+
+@pytest.mark.parametrize("make", [lambda: presets.lloyd(20, random_state=0),
+                                  lambda: presets.minibatch(20, batch_size=500, random_state=0),
+                                  lambda: presets.lwcs_lloyd(20, coreset_size=2000,
+                                                             random_state=0)])
+def test_partial_fit_after_fit_continues_from_the_fitted_model(make):
+    batches = _stream(30, 500, 3)
+    X = np.vstack(batches)
+    km = make().fit(X[:5000])
+    before = -km.score(X)
+    fitted_centers = km.cluster_centers_.copy()
+    if km.reduce is not None:  # a reducer summarises a data set: streams refuse it
+        km.set_params(reduce=None)
+    for batch in batches[10:]:
+        km.partial_fit(batch)
+    # more evidence refines the fit: no worse on all the data, and the centres stayed close
+    assert -km.score(X) <= before * (1 + 1e-3)
+    moved = np.linalg.norm(km.cluster_centers_ - fitted_centers, axis=1)
+    assert np.median(moved) < 0.5
+    assert km.n_iter_ == 20 and km.labels_.shape == (500,)
 
 
 @pytest.mark.parametrize("make", [
@@ -207,7 +258,7 @@ def test_mini_batch_schedules_compose_with_the_partial_estep(blobs, schedule):
 
 
 def test_incompatible_compositions_are_refused(blobs):
-    with pytest.raises(ValueError, match=r"SoftMStep implements center_update in \['replace'\], "
-                                         r"but MiniBatch needs 'running'"):
+    with pytest.raises(ValueError, match=r"MiniBatch combines batches by the rule 'running', "
+                                         r"which SoftMStep does not implement \(it implements "
+                                         r"'replace'\); use a schedule with full batches"):
         Clusterer(4, schedule="minibatch", mstep="soft").fit(blobs)
-    assert FullEStep.exact

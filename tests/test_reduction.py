@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from clusterkit import LWCS, Clusterer, FitState, NoReduction, _clusterer
+from clusterkit import LWCS, Clusterer, FitState, NoReduction, _nearest
 from clusterkit._reduction import _sensitivity
 from clusterkit.metrics import quantization_error
 
@@ -193,7 +193,7 @@ def test_coreset_fit_never_copies_the_full_data():
 def test_blockwise_labelling_equals_one_pass(monkeypatch, dtype):
     X = _data(2001, d=12, dtype=dtype) + 1e3  # far from the origin: centring matters
     whole = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
-    monkeypatch.setattr(_clusterer, "_LABEL_BLOCK_BYTES", 1)  # one tile per block
+    monkeypatch.setattr(_nearest, "BLOCK_BYTES", 1)  # one tile per block
     blocks = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
     np.testing.assert_array_equal(blocks.labels_, whole.labels_)
     assert blocks.inertia_ == whole.inertia_

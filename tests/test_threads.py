@@ -49,4 +49,3 @@ def test_results_do_not_depend_on_the_thread_limit():
         limited = presets.lloyd(8, random_state=0).fit(X)
     np.testing.assert_array_equal(free.cluster_centers_, limited.cluster_centers_)
     np.testing.assert_array_equal(free.labels_, limited.labels_)
-    assert clusterkit.__version__

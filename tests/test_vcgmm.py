@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 import pytest
 
-from clusterkit import (AFKMC2, LWCS, Clusterer, FitState, FullEStep, HardMStep,
+from clusterkit import (AFKMC2, FREE_ENERGY, LWCS, Clusterer, FitState, FullEStep, HardMStep,
                         KMeansPlusPlus, PartialEStep, SoftMStep)
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
@@ -39,7 +39,8 @@ def test_objective_is_the_coreset_weighted_truncated_free_energy():
     """Eq. 10: F = sum_n gamma_n log sum_{c in K(n)} p(c, y_n), with the coreset weights."""
     X = _birch(n_side=6) - 10.0
     state = FitState(n_clusters=36, n_features=2,
-                     random_state=np.random.RandomState(0), n_threads=1, needs_resp=True)
+                     random_state=np.random.RandomState(0), n_threads=1, needs_resp=True,
+                     objective=FREE_ENERGY)
     Y, gamma = LWCS(800).reduce(X, np.ones(len(X)), state)
     assert not np.allclose(gamma, gamma[0])
     centres = AFKMC2(chain_length=2).seed(Y, gamma, 36, state)

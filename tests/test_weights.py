@@ -150,7 +150,8 @@ def _weighted_and_duplicated(dtype=np.float64):
 def _run(estep, mstep, X, w, init, n_iter, partial_state=None):
     """The driver's loop on given data; returns per-iteration (objective, qe, centres, s2)."""
     state = FitState(n_clusters=N_CLUSTERS, n_features=X.shape[1],
-                     random_state=np.random.RandomState(0), n_threads=1, needs_resp=mstep.needs_resp)
+                     random_state=np.random.RandomState(0), n_threads=1, needs_resp=mstep.needs_resp,
+                     objective=mstep.objective)
     state.estep_state = estep.init_state(X, w, init, state)
     if partial_state is not None:
         partial_state(state.estep_state)

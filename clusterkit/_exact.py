@@ -1,0 +1,372 @@
+"""Exact E-steps: Lloyd's assignment and full responsibilities (:class:`FullEStep`),
+Elkan's bounded assignment (:class:`ElkanEStep`) and the exact truncated E-step
+(:class:`TruncatedEStep`), with the helpers the variational E-step shares."""
+import numpy as np
+
+from ._base import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, EStep
+from ._kernels import _assign, _elkan, _mstep, _topk
+from ._mixture import free_energy
+from ._state import weighted_sum
+from ._validation import check_int
+
+__all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
+
+
+def soft_fit(state):
+    """Whether an E-step computes responsibilities: the M-step reads them, or the declared
+    objective is the mixture's free energy, which is made of them."""
+    return state.needs_resp or state.objective == FREE_ENERGY
+
+
+class _Buffers:
+    """:class:`FullEStep`'s outputs, allocated once per run: an assignment is used within
+    its step only, so the next step may overwrite it."""
+
+    def __init__(self, n_samples, n_clusters, n_features, dtype, soft):
+        self.labels = np.empty(n_samples, dtype=np.int32)
+        self.dist2 = np.empty(n_samples, dtype=dtype)
+        self.centers_sum = np.empty((n_clusters, n_features), dtype=dtype)
+        self.weight = np.empty(n_clusters, dtype=dtype)
+        if soft:
+            self.resp = np.empty((n_samples, n_clusters), dtype=dtype)
+            self.log_norm = np.empty(n_samples, dtype=dtype)
+
+
+#: What the exact and variational E-steps compute: k-means' and the mixture's objectives.
+MIXTURE_OBJECTIVES = (QUANTIZATION_ERROR, FREE_ENERGY)
+
+
+class FullEStep(EStep):
+    """Exact E-step over all clusters: Lloyd's assignment, or full GMM responsibilities.
+
+    With a hard M-step each sample is assigned to its nearest centre (the E-step of Lloyd's
+    k-means); with a soft M-step the exact posterior over all ``C`` clusters of the isotropic,
+    equal-weight GMM is computed (standard EM; Forster & Lücke 2018, eq. 2 with ``C' = C``).
+
+    Notes
+    -----
+    Cost per call: ``N C`` distance evaluations. Memory: hard, ``O(N)`` outputs plus one
+    ``256 x C`` tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    A hard call also sums each cluster's samples in the same pass over the data when the
+    partial sums are small (``Assignment.centers_sum``), so that Lloyd's iteration reads the
+    data once.
+    State: only its output buffers, allocated once per run (:meth:`init_state`). On the first
+    soft E-step, when no variance is known yet, the variance is set from the distances just
+    computed (vc-GMM eq. 12) before the responsibilities are formed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, FullEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> km = Clusterer(2, seed=X[[0, 2]], estep=FullEStep()).fit(X)
+    >>> km.labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True
+    objectives = MIXTURE_OBJECTIVES
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The output buffers, allocated once per run for the largest batch (all rows)."""
+        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft_fit(state))
+
+    def assign(self, X, sample_weight, centers, state):
+        n_samples = X.shape[0]
+        buffers = state.estep_state
+        if not isinstance(buffers, _Buffers):  # called without init_state
+            buffers = _Buffers(n_samples, *centers.shape, X.dtype, soft_fit(state))
+        labels, dist2 = buffers.labels[:n_samples], buffers.dist2[:n_samples]
+        if not soft_fit(state):
+            n_clusters, n_features = centers.shape
+            if not (state.fuse_sums
+                    and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize)):
+                state.count("estep", _assign.assign_full(X, centers, labels, dist2,
+                                                         state.n_threads))
+                qe = weighted_sum(dist2, sample_weight)
+                return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
+            # One pass over the data for the assignment and the hard M-step's sums.
+            centers_sum, weight = buffers.centers_sum, buffers.weight
+            state.count("estep", _assign.assign_full_accumulate(
+                X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads))
+            qe = weighted_sum(dist2, sample_weight)
+            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                              centers_sum=centers_sum, weight_in_clusters=weight)
+
+        resp, log_norm = buffers.resp[:n_samples], buffers.log_norm[:n_samples]
+        sigma2 = -1.0 if state.sigma2 is None else state.sigma2
+        state.count("estep", _assign.responsibilities_full(
+            X, centers, sigma2, resp, labels, dist2, log_norm, state.n_threads))
+        if state.sigma2 is None:  # resp holds distances: set eq. 12's variance, then normalise
+            state.init_sigma2(dist2, sample_weight)
+            _assign.responsibilities_truncated(resp, state.sigma2, resp, log_norm, state.n_threads)
+        qe = weighted_sum(dist2, sample_weight)
+        objective = (qe if state.objective == QUANTIZATION_ERROR else
+                     free_energy(log_norm, sample_weight, state.sigma2, *centers.shape))
+        return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, resp=resp)
+
+
+# --- ElkanEStep (Elkan 2003) -----------------------------------------------------------------
+
+
+def batch_rows(state, n_batch, n_rows):
+    """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
+    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
+    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
+    driver's loop)."""
+    rows = state.rows
+    if isinstance(rows, slice):
+        rows = slice(*rows.indices(n_rows))
+    count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
+    if count == n_batch:
+        return rows
+    if n_batch == n_rows:
+        return slice(0, n_rows)
+    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
+                     f"{n_rows} rows the E-step's state was made for.")
+
+
+class _ElkanBounds:
+    """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
+    centre, and the centre-centre half distances of the current step."""
+
+    def __init__(self, n_samples, n_clusters, dtype):
+        self.lower = np.empty((n_samples, n_clusters), dtype=np.float32)
+        self.last_dist2 = np.empty(n_samples, dtype=dtype)
+        self.visit_shift = np.empty(n_samples)
+        self.shift_sum = np.zeros(n_clusters)
+        self.half_cc = np.empty((n_clusters, n_clusters))
+        self.half_min = np.empty(n_clusters)
+
+
+def elkan_memory(n_samples, n_clusters):
+    """Bytes :class:`ElkanEStep` keeps for a fit on ``n_samples`` rows: float32 lower bounds
+    (``4 N C``), each row's last distance and its centre's total move then (at most
+    ``16 N``), and the float64 centre-centre half distances (``8 C^2``)."""
+    return 4 * n_samples * n_clusters + 16 * n_samples + 8 * n_clusters * n_clusters
+
+
+class ElkanEStep(EStep):
+    """Exact hard assignment that skips distances with Elkan's triangle-inequality bounds.
+
+    The same labels as :class:`FullEStep` (each sample's nearest centre, ties to the lower
+    index) while computing far fewer distances once the centres settle (Elkan 2003). Per
+    sample it keeps a lower bound on the distance to every centre; per step it computes half
+    the distance between every two centres. A sample's exact distance ``u`` to its current
+    centre is known at every visit (it is the ``dist2`` the objective and the M-step read):
+    computed if that centre moved since the sample's last visit, else the last one, still
+    exact. Centre ``c`` is then looked at only if ``d(c_a, c) / 2 <= u`` and its lower bound
+    is at most ``u``, and not at all if ``u`` is below half the distance to the nearest other
+    centre.
+
+    Parameters
+    ----------
+    max_bounds_bytes : int, default=2**31
+        Memory budget of the bounds (:func:`elkan_memory`: about ``4 N C + 8 C^2`` bytes). A fit
+        that would need more is refused when it starts, before anything is allocated.
+
+    Notes
+    -----
+    Memory: the lower bounds are an ``N x C`` float32 table (float32 also for float64 data:
+    half the memory traffic, and a bound only has to be a little too small, never exact),
+    plus ``C x C`` float64 half distances. At the default budget, 2 GiB, that is for instance
+    ``N = 500,000`` with ``C = 1,000``; beyond it, use :class:`FullEStep` (Lloyd, ``O(N)``
+    memory) or, approximately, :class:`PartialEStep`.
+
+    Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
+    moved, and those the bounds do not rule out (at a sample's first visit all ``C``, pruned
+    by the centre distances). Each bound is stored as ``l + S_c`` with ``S_c`` the total move
+    of centre ``c`` so far, so the centres' moves apply to all bounds without a pass over the
+    table, and under a mini-batch schedule the bounds of samples outside the batch stay valid.
+    Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
+    float64) larger than the rounding of the distances, so rounding never makes one invalid.
+    Hard M-steps only. Results do not depend on the number of threads.
+
+    References
+    ----------
+    .. [1] C. Elkan, "Using the triangle inequality to accelerate k-means", ICML 2003.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, ElkanEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> Clusterer(2, seed=X[[0, 2]], estep=ElkanEStep()).fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True
+    objectives = (QUANTIZATION_ERROR,)
+
+    def __init__(self, max_bounds_bytes=2**31):
+        self.max_bounds_bytes = max_bounds_bytes
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse soft M-steps and fits whose bounds exceed ``max_bounds_bytes``.
+
+        Raises
+        ------
+        TypeError
+            If ``max_bounds_bytes`` is not an integer.
+        ValueError
+            If the M-step needs responsibilities, or the bounds would need more memory than
+            ``max_bounds_bytes``.
+        """
+        budget = check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0)
+        if composition.mstep.needs_resp:
+            raise ValueError(f"ElkanEStep assigns hard labels; {type(composition.mstep).__name__}"
+                             " needs responsibilities. Use FullEStep, TruncatedEStep or "
+                             "PartialEStep for a Gaussian mixture.")
+        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        need = elkan_memory(n_rows, n_clusters)
+        if need > budget:
+            raise ValueError(
+                f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
+                f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
+                f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
+                "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds) or PartialEStep.")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Allocate the bounds for all rows (set at each row's first visit)."""
+        return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype)
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the exact nearest-centre assignment of the batch ``state.rows``.
+
+        See :meth:`EStep.assign`; counts the centre and sample distances computed under
+        ``"estep"``.
+        """
+        bounds = state.estep_state
+        bounds.shift_sum += state.center_shift  # the moves since the last E-step
+        state.count("estep", _elkan.center_half_distances(
+            centers, bounds.half_cc, bounds.half_min, state.n_threads))
+        rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
+        if isinstance(rows, slice):
+            rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
+        n_samples, n_features = X.shape
+        n_clusters = centers.shape[0]
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=X.dtype)
+        centers_sum = weight = None
+        if state.fuse_sums and _mstep.blocks_fit(n_samples, n_clusters, n_features,
+                                                 X.itemsize):
+            # the M-step's sums in the same pass (every row is read for its distance anyway)
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+        slack = 2.0 ** -12 if X.dtype == np.float32 else 2.0 ** -20
+        state.count("estep", _elkan.elkan_assign(
+            X, sample_weight, np.asarray(rows, dtype=np.intp), centers, bounds.half_cc,
+            bounds.half_min, bounds.shift_sum, bounds.lower,
+            np.ascontiguousarray(state.labels[rows]), bounds.last_dist2, bounds.visit_shift,
+            labels, dist2, centers_sum, weight, slack, state.n_threads))
+        qe = weighted_sum(dist2, sample_weight)
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                          centers_sum=centers_sum, weight_in_clusters=weight)
+
+
+# --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------
+
+
+def winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
+    """The :class:`Assignment` of ``C'`` winners per sample (sorted by increasing distance).
+
+    Hard M-step: labels are the first winners and the objective is the weighted QE. Soft
+    M-step: truncated responsibilities (eq. 5) over the winners and the truncated free energy
+    (eq. 10); ``win_dist2`` is overwritten with the responsibilities, so it must be a fresh
+    array the caller does not use again.
+    """
+    labels = winners[:, 0].copy()
+    dist2 = win_dist2[:, 0].copy()
+    qe = weighted_sum(dist2, sample_weight)
+    if not soft_fit(state):
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe, winners=winners)
+    if state.sigma2 is None:  # vc-GMM eq. 12 from the best distances just found
+        state.init_sigma2(dist2, sample_weight)
+    log_norm = np.empty(X.shape[0], dtype=X.dtype)
+    _assign.responsibilities_truncated(win_dist2, state.sigma2, win_dist2, log_norm,
+                                       state.n_threads)
+    objective = (qe if state.objective == QUANTIZATION_ERROR else
+                 free_energy(log_norm, sample_weight, state.sigma2, *centers.shape))
+    return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, winners=winners,
+                      resp=win_dist2)
+
+
+def top_winners(X, centers, n_winners, state):
+    """Exact ``n_winners`` nearest centres of every sample (``N C`` evaluations, counted)."""
+    winners = np.empty((X.shape[0], n_winners), dtype=np.int32)
+    win_dist2 = np.empty((X.shape[0], n_winners), dtype=X.dtype)
+    state.count("estep", _topk.assign_topk(X, centers, winners, win_dist2, state.n_threads))
+    return winners, win_dist2
+
+
+class TruncatedEStep(EStep):
+    """Exact truncated E-step: all distances, keep each sample's ``C'`` nearest clusters.
+
+    Every sample gets the set ``K(n)`` of its ``n_winners`` nearest centres, found by computing
+    all ``N C`` distances. With a hard M-step and ``n_winners=1`` this is Lloyd's k-means; with
+    a soft M-step it is truncated EM for the isotropic GMM (Lücke & Forster 2017): the
+    responsibilities are the exact posterior renormalised over ``K(n)`` (Forster & Lücke
+    2018, eq. 5), and the objective is the truncated free energy (eq. 10). ``n_winners = C``
+    gives standard EM.
+
+    Parameters
+    ----------
+    n_winners : int, default=1
+        ``C'``, the number of clusters kept per sample, ``1 <= n_winners <= n_clusters``.
+
+    Notes
+    -----
+    Cost per call: ``N C`` distance evaluations plus an ``O(C log C')`` selection per sample.
+    Memory: one ``256 x C`` distance tile per thread and the ``N x C'`` winners and
+    responsibilities. Keeps no state between calls. Reads ``state.needs_resp``,
+    ``state.objective`` and
+    ``state.sigma2`` (set on the first soft call from the distances to the nearest centres,
+    vc-GMM eq. 12); hard calls return labels and the weighted quantization error, soft calls
+    ``winners`` (sorted by distance) and ``resp``.
+
+    References
+    ----------
+    .. [1] J. Lücke and D. Forster, "k-means as a variational EM approximation of Gaussian
+       mixture models", Pattern Recognition Letters, 2019 (arXiv:1704.04812).
+    .. [2] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, eqs. 5 and 10.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer
+    >>> from clusterkit import TruncatedEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> gmm = Clusterer(2, seed=X[[0, 2]], estep=TruncatedEStep(n_winners=2), mstep="soft")
+    >>> gmm.fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True  # the labels are the nearest centres, whatever n_winners
+    objectives = MIXTURE_OBJECTIVES
+
+    def __init__(self, n_winners=1):
+        self.n_winners = n_winners
+
+    def _validate(self, X, n_clusters, composition):
+        """Check ``1 <= n_winners <= n_clusters``.
+
+        Raises
+        ------
+        TypeError
+            If ``n_winners`` is not an integer.
+        ValueError
+            If ``n_winners`` is below 1 or above ``n_clusters``.
+        """
+        n_winners = check_int(self.n_winners, "n_winners", minimum=1)
+        if n_winners > n_clusters:
+            raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the assignment to each sample's ``n_winners`` nearest centres.
+
+        See :meth:`EStep.assign`; counts ``N C`` evaluations under ``"estep"``.
+        """
+        n_winners = min(int(self.n_winners), centers.shape[0])
+        winners, win_dist2 = top_winners(X, centers, n_winners, state)
+        return winners_assignment(X, sample_weight, centers, state, winners, win_dist2)

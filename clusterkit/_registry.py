@@ -1,0 +1,83 @@
+"""The names users can give instead of objects: strategy shortcuts and presets.
+
+One table per strategy kind maps a string shortcut of :class:`~clusterkit.Clusterer`'s
+parameters to the strategy class (built with its defaults; listed in the documentation's
+composing page), and :func:`build_preset` turns a preset name into an estimator, for the
+command line and :func:`~clusterkit.ablate` alike.
+"""
+from ._base import DataReducer, EStep, MStep, Schedule, Seeder
+from ._exact import ElkanEStep, FullEStep, TruncatedEStep
+from ._mstep import HardMStep, SoftMStep
+from ._reduction import LWCS, NoReduction
+from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from ._variational import PartialEStep
+
+__all__ = ["SHORTCUTS", "build_preset", "preset_names", "resolve"]
+
+#: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
+#: for, and the string shortcuts.
+SHORTCUTS = {
+    "seed": (Seeder, KMeansPlusPlus,
+             {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
+              "sampled": SampledSeeder, "by-dimension": ByDimension}),
+    "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
+    "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
+                                 "truncated": TruncatedEStep, "partial": PartialEStep}),
+    "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep}),
+    "schedule": (Schedule, FullBatch, {"full": FullBatch, "minibatch": MiniBatch,
+                                       "nmbatch": NestedDoubling, "sbe": SBEDecay}),
+}
+
+
+def resolve(name, value):
+    """The strategy object for ``Clusterer``'s parameter ``name`` given as ``value``: an
+    instance as is, a string shortcut or ``None`` (the default) as a new object.
+
+    Raises
+    ------
+    ValueError
+        For an unknown shortcut.
+    TypeError
+        For anything else than an instance of the parameter's base class or a string.
+    """
+    base, default, aliases = SHORTCUTS[name]
+    if value is None:
+        return default()
+    if isinstance(value, base):
+        return value
+    if isinstance(value, str):
+        if value in aliases:
+            return aliases[value]()
+        expected = ", ".join(repr(a) for a in aliases)
+        raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
+                         f"instance of {base.__name__}.")
+    raise TypeError(f"{name} must be an instance of {base.__name__} or a string, got "
+                    f"{type(value).__name__}.")
+
+
+def strategy_class(name, value):
+    """The class ``value`` stands for (an instance's class, a shortcut's class, the default
+    for ``None``), or ``None`` if it is neither; never raises, never builds anything."""
+    base, default, aliases = SHORTCUTS[name]
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return aliases.get(value)
+    return type(value) if isinstance(value, base) else None
+
+
+def preset_names():
+    """The names of the presets (:data:`clusterkit.presets.PRESETS`)."""
+    from . import presets  # presets build Clusterers, which resolve through this module
+    return presets.PRESETS
+
+
+def build_preset(name, n_clusters, **kwargs):
+    """``clusterkit.presets.<name>(n_clusters, **kwargs)``; ``ValueError`` naming the presets
+    for an unknown ``name``."""
+    from . import presets
+    if name not in presets.PRESETS:
+        raise ValueError(f"Unknown preset {name!r}; the presets are "
+                         f"{', '.join(presets.PRESETS)}.")
+    return getattr(presets, name)(n_clusters, **kwargs)
