@@ -428,12 +428,12 @@ def _parser():
 
 
 def _run(argv):
-    if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
-        from . import _demo
-        return _demo.main(argv[1:])
     try:
+        if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
+            from . import _demo
+            return _demo.main(argv[1:])
         args = _parser().parse_args(argv)
-    except SystemExit as done:  # --help
+    except SystemExit as done:  # --help, or an error of the demo's own options
         return done.code
     handlers = {"fit": _command_fit, "predict": _command_predict, "ablate": _command_ablate,
                 "presets": _command_presets}
