@@ -33,16 +33,18 @@ class CommandError(Exception):
 
 
 class _ArgumentParser(argparse.ArgumentParser):
-    """argparse, with its errors reported like every other user error: one line, status 2
-    (argparse itself prints the usage first)."""
+    """argparse, with its errors on one line like every other user error (argparse itself
+    prints the usage first); it still exits with status 2 through ``SystemExit``."""
 
     def error(self, message):
-        raise CommandError(f"{message} (see '{self.prog} --help')")
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def _read_array(path):
     """The array stored in ``path`` (any shape or dtype); a malformed file is a user error."""
     try:
+        if path.stat().st_size == 0:
+            raise CommandError(f"{path}: the file is empty")
         if path.suffix == ".npy":
             return np.load(path, allow_pickle=False)
         if path.suffix == ".npz":
@@ -52,7 +54,7 @@ def _read_array(path):
                                        f"{', '.join(archive.files) or 'none'})")
                 return archive["X"]
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # an empty file: reported below as no data
+            warnings.simplefilter("ignore")  # a blank file: reported below as no data
             return np.loadtxt(path, delimiter=",", ndmin=2)
     except CommandError:
         raise
@@ -96,8 +98,6 @@ def load_data(path):
         raise CommandError(f"{path}: no such file")
     if path.suffix not in (".npy", ".npz", ".csv"):
         raise CommandError(f"{path}: unknown file type; use .npy, .npz or .csv")
-    if path.stat().st_size == 0:
-        raise CommandError(f"{path}: the file is empty")
     X = _read_array(path)
     if X.ndim != 2 or X.dtype.kind not in "biuf":
         raise CommandError(f"{path}: expected a 2-D numeric array, got shape {X.shape} and "
@@ -164,7 +164,7 @@ def _build(preset, n_clusters, params):
             raise CommandError(f"--param {key}: not a parameter of preset {preset}; {hint}")
     n_threads = params.get("n_threads")
     if type(n_threads) is int and n_threads > 0:
-        # more threads than cores only costs memory (OpenMP aborts on n_threads=10**9)
+        # threads beyond the cores gain nothing; OpenMP aborts on n_threads=10**9
         params = {**params, "n_threads": min(n_threads, effective_n_threads())}
     try:
         return estimator.set_params(**params)
@@ -341,18 +341,19 @@ def _write_ablation(out, rows):
         import matplotlib
     except ImportError:
         return "ablation.csv (no plots: pip install 'clusterkit[plot]')"
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # files only, never a window
+    import matplotlib.pyplot as plt
     for name, plot in (("history.png", plot_history), ("tradeoff.png", plot_tradeoff)):
         figure = plot(rows)
         _write(out / name, lambda file: figure.savefig(file, format="png", dpi=120))
-        matplotlib.pyplot.close(figure)
+        plt.close(figure)
     return "ablation.csv, history.png, tradeoff.png"
 
 
 def _command_ablate(args):
     from .ablation import ablate
     X = load_data(args.data)
-    names = [name for name in args.presets.split(",") if name]
+    names = list(dict.fromkeys(name for name in args.presets.split(",") if name))
     if not names:
         raise CommandError("--presets: name at least one preset")
     variants = {name: _build(name, args.k, {}) for name in names}
@@ -428,13 +429,10 @@ def _parser():
 
 
 def _run(argv):
-    try:
-        if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
-            from . import _demo
-            return _demo.main(argv[1:])
-        args = _parser().parse_args(argv)
-    except SystemExit as done:  # --help, or an error of the demo's own options
-        return done.code
+    if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
+        from . import _demo
+        return _demo.main(argv[1:])
+    args = _parser().parse_args(argv)
     handlers = {"fit": _command_fit, "predict": _command_predict, "ablate": _command_ablate,
                 "presets": _command_presets}
     return handlers[args.command](args)
@@ -453,7 +451,9 @@ def main(argv=None):
     status : int
         0 on success; 2 on a user error, reported as one line on standard error; 130 when
         interrupted (Ctrl-C); 141 when standard output was closed early (e.g. by ``head``).
-        Any other exception is a bug and propagates with its traceback.
+        ``--help`` and errors in the arguments exit through :class:`SystemExit` (status 0
+        and 2), as :mod:`argparse` does. Any other exception is a bug and propagates with
+        its traceback.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = " ".join(["clusterkit", *argv[:1]]) if argv[:1] and \
