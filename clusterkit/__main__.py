@@ -1,12 +1,18 @@
 """Command line: ``clusterkit <command>`` (or ``python -m clusterkit <command>``).
 
 Commands: ``fit``, ``predict``, ``ablate``, ``presets`` and ``demo``; ``--help`` on each.
-Every error is one line on standard error and exit status 2.
+Exit statuses: 0 on success; 2 on a user error (bad arguments, unreadable data, a file that
+cannot be written, a value the estimator refuses), reported as one line on standard error;
+130 on Ctrl-C; 141 (silently) when standard output is closed early, e.g. piped to ``head``.
+Anything else is a bug and shows its traceback.
 """
 import argparse
 import ast
+import difflib
 import json
+import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,40 +22,114 @@ __all__ = ["main"]
 #: The model file's format version, stored in it.
 MODEL_FORMAT = 1
 
+EXIT_STATUSES = """\
+exit status: 0 success; 2 user error (one line on standard error: bad arguments or data, a
+file that cannot be read or written, a parameter the estimator refuses); 130 interrupted
+(Ctrl-C); 141 standard output closed early (e.g. piped to head)."""
+
 
 class CommandError(Exception):
     """An error the command line reports as one line, with exit status 2."""
 
 
-def load_data(path):
-    """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers
-    only, comma-separated, no header)."""
-    path = Path(path)
-    if not path.is_file():
-        raise CommandError(f"{path}: no such file")
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse, with its errors on one line like every other user error (argparse itself
+    prints the usage first); it still exits with status 2 through ``SystemExit``."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _read_array(path):
+    """The array stored in ``path`` (any shape or dtype); a malformed file is a user error."""
     try:
+        if path.stat().st_size == 0:
+            raise CommandError(f"{path}: the file is empty")
         if path.suffix == ".npy":
-            X = np.load(path, allow_pickle=False)
-        elif path.suffix == ".npz":
+            return np.load(path, allow_pickle=False)
+        if path.suffix == ".npz":
             with np.load(path, allow_pickle=False) as archive:
                 if "X" not in archive:
                     raise CommandError(f"{path}: the archive has no array 'X' (it has "
                                        f"{', '.join(archive.files) or 'none'})")
-                X = archive["X"]
-        elif path.suffix == ".csv":
-            X = np.loadtxt(path, delimiter=",", ndmin=2)
-        else:
-            raise CommandError(f"{path}: unknown file type; use .npy, .npz or .csv")
+                return archive["X"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a blank file: reported below as no data
+            return np.loadtxt(path, delimiter=",", ndmin=2)
     except CommandError:
         raise
-    except Exception as error:  # numpy's many ways of saying "malformed"
-        raise CommandError(f"{path}: cannot read it: {error}") from None
+    except OSError as error:
+        raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from None
+    except Exception as error:  # numpy's, zipfile's and zlib's many ways of saying malformed
+        detail = str(error)
+        if "Object arrays" in detail:
+            detail = "it holds Python objects, not numbers"
+        elif "pickle" in detail:  # numpy's guess for any file without the .npy header
+            detail = "no .npy header"
+        kind = {".npy": "a valid .npy array", ".npz": "a valid .npz archive of arrays",
+                ".csv": "a CSV file of numbers"}[path.suffix]
+        raise CommandError(f"{path}: not {kind}: {detail}") from None
+
+
+def load_data(path):
+    """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers
+    only, comma-separated, no header).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The data file; its suffix says its format.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        Floating point (integers and booleans become float64).
+
+    Raises
+    ------
+    CommandError
+        If the file is missing, unreadable, malformed, empty or not a 2-D numeric array; the
+        message names the file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise CommandError(f"{path}: is a folder, not a data file")
+    if not path.exists():
+        raise CommandError(f"{path}: no such file")
+    if path.suffix not in (".npy", ".npz", ".csv"):
+        raise CommandError(f"{path}: unknown file type; use .npy, .npz or .csv")
+    X = _read_array(path)
     if X.ndim != 2 or X.dtype.kind not in "biuf":
         raise CommandError(f"{path}: expected a 2-D numeric array, got shape {X.shape} and "
                            f"dtype {X.dtype}")
+    if X.size == 0:
+        raise CommandError(f"{path}: holds no data (shape {X.shape})")
     if X.dtype.kind != "f":
         X = X.astype(np.float64)
     return X
+
+
+def _check_output(path):
+    """Refuse an output file that cannot be written, before any work is done."""
+    path = Path(path)
+    if path.is_dir():
+        raise CommandError(f"{path}: is a folder; give a file name")
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise CommandError(f"{path}: cannot write it: {parent} {what}")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CommandError(f"{path}: cannot write it: permission denied")
+
+
+def _write(path, write):
+    """Call ``write(file)`` on ``path`` opened for writing; a failure to write (a read-only
+    file system, a full disk) is reported as a user error."""
+    try:
+        with open(path, "wb") as file:
+            write(file)
+    except OSError as error:
+        raise CommandError(f"{path}: cannot write it: {error.strerror or error}") from None
 
 
 def _parse_params(pairs):
@@ -61,13 +141,14 @@ def _parse_params(pairs):
             raise CommandError(f"--param {pair!r}: expected key=value")
         try:
             params[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             params[key] = value
     return params
 
 
 def _build(preset, n_clusters, params):
     from . import presets
+    from ._kernels._openmp import effective_n_threads
     if preset not in presets.PRESETS:
         raise CommandError(f"unknown preset {preset!r}; the presets are "
                            f"{', '.join(presets.PRESETS)}")
@@ -75,69 +156,153 @@ def _build(preset, n_clusters, params):
     known = estimator.get_params(deep=True)
     for key in params:
         if key not in known:
-            raise CommandError(f"--param {key}: not a parameter of preset {preset} (e.g. "
-                               "max_iter, tol, n_init, random_state, estep__G)")
+            close = difflib.get_close_matches(key, known, n=1)
+            nested = [k for k in known if "__" in k][:1]
+            hint = f"did you mean {close[0]}?" if close else "its parameters are " + \
+                ", ".join(k for k in known if "__" not in k) + \
+                "".join(f" and its strategies' such as {k}" for k in nested)
+            raise CommandError(f"--param {key}: not a parameter of preset {preset}; {hint}")
+    n_threads = params.get("n_threads")
+    if type(n_threads) is int and n_threads > 0:
+        # threads beyond the cores gain nothing; OpenMP aborts on n_threads=10**9
+        params = {**params, "n_threads": min(n_threads, effective_n_threads())}
     try:
         return estimator.set_params(**params)
     except (TypeError, ValueError) as error:
         raise CommandError(f"preset {preset}: {error}") from None
 
 
-def _fit(estimator, X):
-    import warnings
+def _user_errors(action):
+    """``action()``, with the estimator's ValueError or TypeError (a value it refuses)
+    as a user error, and its warnings silenced (the command line reports what matters)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return estimator.fit(X)
-    except (TypeError, ValueError) as error:
-        raise CommandError(str(error).splitlines()[0]) from None
+            return action()
+    except (TypeError, ValueError) as error:  # the first line says it; sklearn adds hints
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        raise CommandError(lines[0]) from None
 
 
 def save_model(path, estimator, preset, params):
     """Write a fitted estimator's centres, configuration and history to ``path`` (``.npz``):
-    arrays and one JSON string, so that loading it never executes code."""
+    arrays and one JSON string, so that loading it never executes code.
+
+    ``inertia`` is ``null`` when the fit computed no final labels (``compute_labels=False``).
+    """
     history = [{k: float(v) for k, v in h.items()} for h in estimator.history_]
+    inertia = getattr(estimator, "inertia_", None)
     config = {"format": MODEL_FORMAT, "preset": preset, "params": params,
               "n_clusters": int(estimator.n_clusters), "history": history,
-              "n_iter": int(estimator.n_iter_), "inertia": float(estimator.inertia_),
+              "n_iter": int(estimator.n_iter_),
+              "inertia": None if inertia is None else float(inertia),
               "cost": {k: int(v) for k, v in estimator.cost_.items()}}
     arrays = {"cluster_centers": estimator.cluster_centers_, "x_mean": estimator._x_mean,
               "config": np.array(json.dumps(config))}
     if getattr(estimator, "sigma2_", None) is not None:
         arrays["sigma2"] = np.array(estimator.sigma2_)
-    with open(path, "wb") as file:
-        np.savez(file, **arrays)
+    _write(path, lambda file: np.savez(file, **arrays))
+
+
+def _model_arrays(path):
+    """The configuration dict and the two arrays of a model file, or a user error saying
+    what is missing or malformed."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise CommandError(f"{path}: not a clusterkit model: not an .npz archive")
+        with archive:
+            missing = {"config", "cluster_centers", "x_mean"} - set(archive.files)
+            if missing:
+                raise CommandError(f"{path}: not a clusterkit model: no array "
+                                   f"{', '.join(sorted(missing))}")
+            text, centers, x_mean = (archive[name] for name in
+                                     ("config", "cluster_centers", "x_mean"))
+    except CommandError:
+        raise
+    except OSError as error:
+        raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from None
+    except Exception as error:  # not a zip, a corrupt member, an object array
+        raise CommandError(f"{path}: not a clusterkit model: {error}") from None
+    try:
+        config = json.loads(str(text))
+    except ValueError:
+        raise CommandError(f"{path}: not a clusterkit model: its config is not JSON") from None
+    if not isinstance(config, dict):
+        raise CommandError(f"{path}: not a clusterkit model: its config is a "
+                           f"{type(config).__name__}, not a JSON object")
+    return config, centers, x_mean
 
 
 def load_model(path):
-    """The estimator saved by :func:`save_model`, ready to ``predict``."""
+    """The estimator saved by :func:`save_model`, ready to ``predict``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A model file written by ``clusterkit fit``.
+
+    Returns
+    -------
+    model : Clusterer
+        With ``cluster_centers_`` and the training mean; nothing else is fitted.
+
+    Raises
+    ------
+    CommandError
+        If the file is missing or is not a valid model: not an ``.npz`` of arrays, config not
+        a JSON object, a missing key, another format version, centres that are not a finite
+        2-D floating-point array, a training mean of the wrong shape. The message names the
+        file and the problem.
+    """
     from ._clusterer import Clusterer
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir():
+        raise CommandError(f"{path}: is a folder, not a model file")
+    if not path.exists():
         raise CommandError(f"{path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            config = json.loads(str(archive["config"]))
-            centers, x_mean = archive["cluster_centers"], archive["x_mean"]
-    except Exception as error:
-        raise CommandError(f"{path}: not a clusterkit model: {error}") from None
-    if config.get("format") != MODEL_FORMAT:
-        raise CommandError(f"{path}: unknown model format {config.get('format')!r}")
-    model = Clusterer(config["n_clusters"])
+    config, centers, x_mean = _model_arrays(path)
+
+    def invalid(problem):
+        return CommandError(f"{path}: invalid model: {problem}")
+    for key in ("format", "n_clusters"):
+        if key not in config:
+            raise invalid(f"its config has no {key!r}")
+    if config["format"] != MODEL_FORMAT:
+        raise invalid(f"format {config['format']!r}; this clusterkit reads format "
+                      f"{MODEL_FORMAT}")
+    if centers.ndim != 2 or centers.dtype not in (np.float32, np.float64) or 0 in centers.shape:
+        raise invalid(f"cluster_centers must be a non-empty 2-D float32 or float64 array, "
+                      f"got shape {centers.shape} and dtype {centers.dtype}")
+    if not np.isfinite(centers).all():
+        raise invalid("cluster_centers has non-finite values")
+    n_clusters, n_features = centers.shape
+    if type(config["n_clusters"]) is not int or config["n_clusters"] != n_clusters:
+        raise invalid(f"n_clusters={config['n_clusters']!r} but cluster_centers has "
+                      f"{n_clusters} rows")
+    if x_mean.shape != (n_features,) or x_mean.dtype.kind != "f" or \
+            not np.isfinite(x_mean).all():
+        raise invalid(f"x_mean must be {n_features} finite floats, got shape {x_mean.shape} "
+                      f"and dtype {x_mean.dtype}")
+    model = Clusterer(n_clusters)
     model.cluster_centers_ = centers
-    model._x_mean = x_mean
-    model.n_features_in_ = centers.shape[1]
+    model._x_mean = x_mean.astype(centers.dtype)
+    model.n_features_in_ = n_features
     return model
 
 
 def _command_fit(args):
     X = load_data(args.data)
     params = _parse_params(args.param)
-    estimator = _fit(_build(args.preset, args.k, params), X)
+    estimator = _build(args.preset, args.k, params)
+    _check_output(args.out)
+    estimator = _user_errors(lambda: estimator.fit(X))
     save_model(args.out, estimator, args.preset, params)
+    inertia = getattr(estimator, "inertia_", None)
+    error = "no final labels" if inertia is None else f"inertia {inertia:.6g}"
     print(f"{args.preset}: {X.shape[0]} samples, {args.k} clusters, {estimator.n_iter_} "
-          f"iterations, inertia {estimator.inertia_:.6g}, "
-          f"{estimator.n_distance_evals_} distance evaluations -> {args.out}")
+          f"iterations, {error}, {estimator.n_distance_evals_} distance evaluations "
+          f"-> {args.out}")
     return 0
 
 
@@ -147,52 +312,68 @@ def _command_predict(args):
     if X.shape[1] != model.n_features_in_:
         raise CommandError(f"{args.data}: {X.shape[1]} features, the model has "
                            f"{model.n_features_in_}")
-    labels = model.predict(X.astype(model.cluster_centers_.dtype, copy=False))
     if args.out:
-        np.save(args.out, labels)
+        _check_output(args.out)
+    labels = _user_errors(lambda: model.predict(X.astype(model.cluster_centers_.dtype)))
+    if args.out:
+        _write(args.out, lambda file: np.save(file, labels))
     else:
         np.savetxt(sys.stdout, labels, fmt="%d")
     return 0
 
 
+def _cell(values):
+    """``mean ± sd`` of one column for one preset (just the mean when it is not finite, e.g.
+    an infinite relative error against a reference with zero error)."""
+    values = np.asarray(values, dtype=float)
+    if not np.isfinite(values).all():
+        return f"{values.mean():.4g}"
+    return f"{values.mean():.4g} ± {values.std():.2g}"
+
+
+def _write_ablation(out, rows):
+    """``ablation.csv`` and, with matplotlib, ``history.png`` and ``tradeoff.png`` in ``out``."""
+    from .ablation import plot_history, plot_tradeoff
+    keep = [c for c in rows[0] if c != "history"]
+    lines = [",".join(keep)] + [",".join(str(r[c]) for c in keep) for r in rows]
+    _write(out / "ablation.csv", lambda file: file.write(("\n".join(lines) + "\n").encode()))
+    try:
+        import matplotlib
+    except ImportError:
+        return "ablation.csv (no plots: pip install 'clusterkit[plot]')"
+    matplotlib.use("Agg")  # files only, never a window
+    import matplotlib.pyplot as plt
+    for name, plot in (("history.png", plot_history), ("tradeoff.png", plot_tradeoff)):
+        figure = plot(rows)
+        _write(out / name, lambda file: figure.savefig(file, format="png", dpi=120))
+        plt.close(figure)
+    return "ablation.csv, history.png, tradeoff.png"
+
+
 def _command_ablate(args):
-    from .ablation import ablate, plot_history, plot_tradeoff
+    from .ablation import ablate
     X = load_data(args.data)
-    names = [name for name in args.presets.split(",") if name]
+    names = list(dict.fromkeys(name for name in args.presets.split(",") if name))
     if not names:
         raise CommandError("--presets: name at least one preset")
     variants = {name: _build(name, args.k, {}) for name in names}
-    try:
-        table = ablate(X, args.k, variants, seeds=args.seeds, verbose=1)
-    except (TypeError, ValueError) as error:
-        raise CommandError(str(error).splitlines()[0]) from None
+    if args.out:  # before the fits, so that a bad folder costs nothing
+        out = Path(args.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise CommandError(f"{out}: cannot create this folder: "
+                               f"{error.strerror or error}") from None
+    table = _user_errors(lambda: ablate(X, args.k, variants, seeds=args.seeds, verbose=1))
     rows = table.to_dict("records") if hasattr(table, "to_dict") else table
     columns = ("seconds", "qe", "eta", "n_distance_evals", "n_iter")
     print(f"{'variant':16s}" + "".join(f"{c:>26s}" for c in columns))
     for name in names:
         mine = [r for r in rows if r["variant"] == name]
-        cells = []
-        for c in columns:
-            values = np.array([r[c] for r in mine], dtype=float)
-            cells.append(f"{values.mean():.4g} ± {values.std():.2g}")
+        cells = [_cell([r[c] for r in mine]) for c in columns]
         print(f"{name:16s}" + "".join(f"{cell:>26s}" for cell in cells))
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        keep = [c for c in rows[0] if c != "history"]
-        with open(out / "ablation.csv", "w") as file:
-            file.write(",".join(keep) + "\n")
-            for r in rows:
-                file.write(",".join(str(r[c]) for c in keep) + "\n")
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            plot_history(rows).savefig(out / "history.png", dpi=120)
-            plot_tradeoff(rows).savefig(out / "tradeoff.png", dpi=120)
-            written = "ablation.csv, history.png, tradeoff.png"
-        except ImportError:
-            written = "ablation.csv (no plots: pip install 'clusterkit[plot]')"
-        print(f"wrote {written} to {out}")
+        print(f"wrote {_write_ablation(out, rows)} to {out}")
     return 0
 
 
@@ -205,38 +386,56 @@ def _command_presets(args):
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="clusterkit", description="clusterkit command line.")
+    parser = _ArgumentParser(prog="clusterkit", description="clusterkit command line.",
+                             epilog=EXIT_STATUSES,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(name, **kwargs):
+        return commands.add_parser(name, epilog=EXIT_STATUSES,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   **kwargs)
     commands.add_parser("demo", add_help=False,
                         help="fit k-means and GMM variants on a BIRCH grid and print a table "
                              "(see 'clusterkit demo --help')")
-    fit = commands.add_parser("fit", help="fit a preset to a data file and save the model",
-                              description="Fit a preset to DATA and save the model.")
+    fit = command("fit", help="fit a preset to a data file and save the model",
+                  description="Fit a preset to DATA and save the model.")
     fit.add_argument("data", help="a .npy, .npz (array X) or .csv (numbers only) file")
     fit.add_argument("-k", type=int, required=True, help="number of clusters")
     fit.add_argument("--preset", default="lloyd", help="see 'clusterkit presets' "
                                                        "(default: %(default)s)")
     fit.add_argument("--param", action="append", metavar="KEY=VALUE",
-                     help="an estimator parameter, e.g. max_iter=50 or estep__G=3 (repeat)")
+                     help="an estimator parameter, e.g. max_iter=50 or estep__G=3 (repeat); "
+                          "n_threads is capped at the available cores")
     fit.add_argument("--out", required=True, help="the model file to write (.npz)")
-    predict = commands.add_parser("predict", help="label a data file with a saved model",
-                                  description="Print (or save) the nearest centre of every "
-                                              "row of DATA.")
+    predict = command("predict", help="label a data file with a saved model",
+                      description="Print (or save) the nearest centre of every row of DATA.")
     predict.add_argument("model", help="a model written by 'clusterkit fit'")
     predict.add_argument("data", help="a .npy, .npz or .csv file")
-    predict.add_argument("--out", help="write the labels to this .npy file instead of "
-                                       "printing them")
-    ablate = commands.add_parser("ablate", help="compare presets over several seeds",
-                                 description="Fit each preset with the same seeds; print "
-                                             "mean ± sd per preset; write a CSV and plots.")
+    predict.add_argument("--out", help="write the labels to this file (.npy format) instead "
+                                       "of printing them")
+    ablate = command("ablate", help="compare presets over several seeds",
+                     description="Fit each preset with the same seeds; print mean ± sd per "
+                                 "preset; write a CSV and plots.")
     ablate.add_argument("data", help="a .npy, .npz or .csv file")
     ablate.add_argument("-k", type=int, required=True, help="number of clusters")
     ablate.add_argument("--presets", required=True, help="comma-separated preset names; the "
                                                          "first is the reference")
     ablate.add_argument("--seeds", type=int, default=5, help="seeds (default: %(default)s)")
-    ablate.add_argument("--out", help="folder for ablation.csv, history.png, tradeoff.png")
-    commands.add_parser("presets", help="list the presets")
+    ablate.add_argument("--out", help="folder for ablation.csv, history.png, tradeoff.png "
+                                      "(created if needed)")
+    command("presets", help="list the presets")
     return parser
+
+
+def _run(argv):
+    if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
+        from . import _demo
+        return _demo.main(argv[1:])
+    args = _parser().parse_args(argv)
+    handlers = {"fit": _command_fit, "predict": _command_predict, "ablate": _command_ablate,
+                "presets": _command_presets}
+    return handlers[args.command](args)
 
 
 def main(argv=None):
@@ -250,21 +449,32 @@ def main(argv=None):
     Returns
     -------
     status : int
-        0 on success, 2 on an error (reported as one line on standard error).
+        0 on success; 2 on a user error, reported as one line on standard error; 130 when
+        interrupted (Ctrl-C); 141 when standard output was closed early (e.g. by ``head``).
+        ``--help`` and errors in the arguments exit through :class:`SystemExit` (status 0
+        and 2), as :mod:`argparse` does. Any other exception is a bug and propagates with
+        its traceback.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
-        from . import _demo
-        return _demo.main(argv[1:])
-    args = _parser().parse_args(argv)
-    handlers = {"fit": _command_fit, "predict": _command_predict, "ablate": _command_ablate,
-                "presets": _command_presets}
+    prog = " ".join(["clusterkit", *argv[:1]]) if argv[:1] and \
+        argv[0] in ("fit", "predict", "ablate", "presets", "demo") else "clusterkit"
     try:
-        return handlers[args.command](args)
+        return _run(argv)
     except CommandError as error:
         message = " ".join(str(error).split())  # always one line
-        print(f"clusterkit {args.command}: error: {message}", file=sys.stderr)
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader left (e.g. head): stop quietly, and keep Python's final flush of
+        # standard output from failing again at exit
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # standard output is not a real file (tests)
+            pass
+        return 141
 
 
 if __name__ == "__main__":

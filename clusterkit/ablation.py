@@ -25,6 +25,15 @@ COLUMNS = ("variant", "seed", "seconds", "seconds_seeding", "seconds_reduction",
            "converged", "history")
 
 
+def _relative_error(qe, qe_ref):
+    """``qe / qe_ref - 1``; against a zero reference error (as many clusters as distinct
+    rows), 0 if ``qe`` is 0 too and ``inf`` otherwise: missing an exact fit is infinitely
+    worse, relatively."""
+    if qe_ref == 0:
+        return 0.0 if qe == 0 else math.inf
+    return qe / qe_ref - 1.0
+
+
 def _variant(spec, n_clusters, name):
     if isinstance(spec, Clusterer):
         return spec
@@ -91,7 +100,8 @@ def ablate(X, n_clusters, variants, seeds=5, reference=None, X_test=None, sample
         (``seconds_seeding``, ``_reduction``, ``_iterations``, ``_labels``); ``qe``, the
         quantization error of the fitted centres on the full data (or ``X_test``); ``eta``,
         the relative error ``qe / qe_ref - 1`` against the reference variant with the same
-        seed (the vc-GMM paper's η); distance evaluations per phase and in total;
+        seed (the vc-GMM paper's η; when the reference's error is 0, ``eta`` is 0 for an
+        error of 0 and ``inf`` otherwise); distance evaluations per phase and in total;
         ``n_iter``; ``converged``; ``history``, the fit's ``history_``.
 
     Examples
@@ -144,7 +154,7 @@ def ablate(X, n_clusters, variants, seeds=5, reference=None, X_test=None, sample
             progress.step(f"{name}, seed {seed}")
     reference_qe = {row["seed"]: row["qe"] for row in rows if row["variant"] == reference}
     for row in rows:
-        row["eta"] = row["qe"] / reference_qe[row["seed"]] - 1.0
+        row["eta"] = _relative_error(row["qe"], reference_qe[row["seed"]])
     try:
         import pandas as pd
     except ImportError:
@@ -230,6 +240,12 @@ def plot_tradeoff(table, reference=None):
     figure : matplotlib.figure.Figure
         Speed-up (log axis) against the mean η, with the range of η over the seeds as error
         bars; never shown.
+
+    Notes
+    -----
+    η is infinite for a seed where the reference's error is 0 and the variant's is not. Such
+    seeds are left out of the variant's point and counted in its legend entry; a variant
+    with no finite η is drawn as a triangle at the right edge.
     """
     plt = _pyplot()
     rows = _records(table)
@@ -237,15 +253,25 @@ def plot_tradeoff(table, reference=None):
     reference = names[0] if reference is None else reference
     seconds = {n: np.mean([r["seconds"] for r in rows if r["variant"] == n]) for n in names}
     figure, axis = plt.subplots(figsize=(5, 4))
+    handles = []
     for name in names:
-        eta = np.array([r["eta"] for r in rows if r["variant"] == name])
-        axis.errorbar(eta.mean(), seconds[reference] / seconds[name],
-                      xerr=[[eta.mean() - eta.min()], [eta.max() - eta.mean()]], fmt="o",
-                      capsize=3, label=name)
+        eta = np.array([r["eta"] for r in rows if r["variant"] == name], dtype=float)
+        finite = eta[np.isfinite(eta)]
+        speed_up = seconds[reference] / seconds[name]
+        label = name if finite.size == eta.size else \
+            f"{name} (η = ∞ for {eta.size - finite.size} of {eta.size} seeds)"
+        if finite.size:
+            low, mean, high = finite.min(), finite.mean(), finite.max()
+            handle = axis.errorbar(mean, speed_up, xerr=[[mean - low], [high - mean]],
+                                   fmt="o", capsize=3, label=label)
+        else:  # at the right edge (x in axes units), pointing off the axis
+            handle, = axis.plot([0.97], [speed_up], ">", transform=axis.get_yaxis_transform(),
+                                label=label)
+        handles.append(handle)
     axis.set_xlabel(f"relative error η (vs {reference})")
     axis.set_ylabel(f"speed-up (vs {reference})")
     axis.set_yscale("log")
     axis.axvline(0, color="grey", linewidth=0.5)
-    axis.legend()
+    axis.legend(handles=handles)  # in the table's order
     figure.tight_layout()
     return figure

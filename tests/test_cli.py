@@ -1,6 +1,10 @@
 """The command line end to end on small files, and the ablation API with its plots."""
+import json
+import math
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,13 +26,40 @@ def files(tmp_path, data):
     np.savez(tmp_path / "X.npz", X=data.astype(np.float32))
     np.savetxt(tmp_path / "X.csv", data, delimiter=",")
     (tmp_path / "bad.csv").write_text("1,2\n3,oops\n")
+    (tmp_path / "blank.csv").write_text("\n")
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "empty.npy").write_text("")
+    (tmp_path / "X.txt").write_text("1 2\n")
+    (tmp_path / "text.npy").write_text("1,2\n3,4\n")
+    (tmp_path / "zip.npz").write_bytes(b"PK\x03\x04 not a zip archive")
+    np.save(tmp_path / "objects.npy", np.array([{}], dtype=object), allow_pickle=True)
     np.savez(tmp_path / "noX.npz", Y=data)
     np.save(tmp_path / "flat.npy", data[:, 0])
+    np.save(tmp_path / "three.npy", np.zeros((5, 3)))
+    np.save(tmp_path / "nan.npy", np.where(np.arange(data.size).reshape(data.shape) == 7,
+                                           np.nan, data))
+    # an archive whose member X fails its checksum
+    content = bytearray((tmp_path / "X.npz").read_bytes())
+    start = content.index(b"\x93NUMPY") + 200
+    content[start:start + 16] = bytes(16)
+    (tmp_path / "member.npz").write_bytes(bytes(content))
     return tmp_path
 
 
+@pytest.fixture
+def model(files):
+    """A model file of lloyd with 3 clusters on X.npy."""
+    path = files / "model.npz"
+    estimator = presets.lloyd(3, random_state=0).fit(np.load(files / "X.npy"))
+    cli.save_model(path, estimator, "lloyd", {"random_state": 0})
+    return path
+
+
 def _run(argv, capsys):
-    status = cli.main(argv)
+    try:
+        status = cli.main(argv)
+    except SystemExit as done:  # argparse: --help and errors in the arguments
+        status = done.code
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -61,41 +92,206 @@ def test_model_file_holds_no_code(files, capsys):
         assert {"cluster_centers", "x_mean", "config"} <= set(archive.files)
 
 
+def _assert_user_error(status, out, err, message):
+    """Status 2, nothing on standard output, and one line on standard error naming it."""
+    assert status == 2, err
+    assert out == "" and err.count("\n") == 1 and err.endswith("\n"), err
+    assert message in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("argv,message", [
-    (["fit", "{d}/missing.npy", "-k", "3", "--out", "{d}/m.npz"], "missing.npy: no such file"),
-    (["fit", "{d}/bad.csv", "-k", "3", "--out", "{d}/m.npz"], "bad.csv: cannot read it"),
-    (["fit", "{d}/noX.npz", "-k", "3", "--out", "{d}/m.npz"], "has no array 'X'"),
-    (["fit", "{d}/flat.npy", "-k", "3", "--out", "{d}/m.npz"], "expected a 2-D numeric array"),
+    # arguments
+    ([], "clusterkit: error: the following arguments are required: command"),
+    (["nope"], "invalid choice: 'nope'"),
+    (["fit", "{d}/X.npy", "-k", "three", "--out", "{d}/m.npz"],
+     "clusterkit fit: error: argument -k: invalid int value: 'three'"),
+    (["fit", "{d}/X.npy", "--out", "{d}/m.npz"], "required: -k"),
     (["fit", "{d}/X.npy", "-k", "3", "--preset", "nope", "--out", "{d}/m.npz"],
      "unknown preset 'nope'"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "bogus=1", "--out", "{d}/m.npz"],
-     "--param bogus: not a parameter of preset lloyd"),
+     "--param bogus: not a parameter of preset lloyd; its parameters are callback"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "max_iters=5", "--out", "{d}/m.npz"],
+     "did you mean max_iter?"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "novalue", "--out", "{d}/m.npz"],
      "expected key=value"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "=3", "--out", "{d}/m.npz"],
+     "expected key=value"),
+    # values the estimator refuses when it fits
+    (["fit", "{d}/X.npy", "-k", "0", "--out", "{d}/m.npz"], "n_clusters=0 must be >= 1"),
     (["fit", "{d}/X.npy", "-k", "100000", "--out", "{d}/m.npz"], "must be <= n_samples"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "max_iter=-1", "--out", "{d}/m.npz"],
+     "max_iter=-1 must be >= 1"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "estep=3", "--out", "{d}/m.npz"],
+     "estep must be an instance of EStep"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "n_threads=0", "--out", "{d}/m.npz"],
+     "n_threads=0 must be"),
+    (["fit", "{d}/nan.npy", "-k", "3", "--out", "{d}/m.npz"], "Input X contains NaN"),
+    # data files
+    (["fit", "{d}/missing.npy", "-k", "3", "--out", "{d}/m.npz"], "missing.npy: no such file"),
+    (["fit", "{d}", "-k", "3", "--out", "{d}/m.npz"], "is a folder, not a data file"),
+    (["fit", "{d}/X.txt", "-k", "3", "--out", "{d}/m.npz"], "unknown file type"),
+    (["fit", "{d}/empty.csv", "-k", "3", "--out", "{d}/m.npz"], "empty.csv: the file is empty"),
+    (["fit", "{d}/empty.npy", "-k", "3", "--out", "{d}/m.npz"], "empty.npy: the file is empty"),
+    (["fit", "{d}/blank.csv", "-k", "3", "--out", "{d}/m.npz"], "blank.csv: holds no data"),
+    (["fit", "{d}/bad.csv", "-k", "3", "--out", "{d}/m.npz"],
+     "bad.csv: not a CSV file of numbers: could not convert string 'oops'"),
+    (["fit", "{d}/text.npy", "-k", "3", "--out", "{d}/m.npz"],
+     "text.npy: not a valid .npy array: no .npy header"),
+    (["fit", "{d}/objects.npy", "-k", "3", "--out", "{d}/m.npz"], "holds Python objects"),
+    (["fit", "{d}/zip.npz", "-k", "3", "--out", "{d}/m.npz"],
+     "zip.npz: not a valid .npz archive of arrays"),
+    (["fit", "{d}/member.npz", "-k", "3", "--out", "{d}/m.npz"],
+     "member.npz: not a valid .npz archive of arrays: Bad CRC-32"),
+    (["fit", "{d}/noX.npz", "-k", "3", "--out", "{d}/m.npz"], "has no array 'X'"),
+    (["fit", "{d}/flat.npy", "-k", "3", "--out", "{d}/m.npz"], "expected a 2-D numeric array"),
+    # outputs that cannot be written: refused before fitting
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/X.npy/m.npz"],
+     "m.npz: cannot write it: {d}/X.npy is not a folder"),
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/no/m.npz"], "{d}/no does not exist"),
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}"], "is a folder; give a file name"),
+    (["predict", "{d}/model.npz", "{d}/X.npy", "--out", "{d}/X.npy/labels.npy"],
+     "labels.npy: cannot write it"),
+    (["ablate", "{d}/X.npy", "-k", "3", "--presets", "lloyd", "--out", "{d}/X.npy/abl"],
+     "abl: cannot create this folder"),
+    # predict
     (["predict", "{d}/missing.npz", "{d}/X.npy"], "missing.npz: no such file"),
-    (["predict", "{d}/X.npy", "{d}/X.npy"], "not a clusterkit model"),
+    (["predict", "{d}/X.npy", "{d}/X.npy"], "X.npy: not a clusterkit model: not an .npz"),
+    (["predict", "{d}/zip.npz", "{d}/X.npy"], "zip.npz: not a clusterkit model"),
+    (["predict", "{d}/model.npz", "{d}/three.npy"], "3 features, the model has 2"),
+    (["predict", "{d}/model.npz", "{d}/nan.npy"], "Input X contains NaN"),
+    # ablate
     (["ablate", "{d}/X.npy", "-k", "3", "--presets", "lloyd,nope"], "unknown preset 'nope'"),
+    (["ablate", "{d}/X.npy", "-k", "3", "--presets", ","], "name at least one preset"),
+    (["ablate", "{d}/X.npy", "-k", "3", "--presets", "lloyd", "--seeds", "0"],
+     "seeds must name at least one seed"),
+    (["ablate", "{d}/X.npy", "-k", "100000", "--presets", "lloyd"], "must be <= n_samples"),
 ])
-def test_errors_are_one_line_with_status_2(files, argv, message, capsys):
+def test_errors_are_one_line_with_status_2(files, model, argv, message, capsys):
     status, out, err = _run([a.format(d=files) for a in argv], capsys)
-    assert status == 2
-    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    _assert_user_error(status, out, err, message.format(d=files))
 
 
-def test_predict_refuses_other_feature_counts(files, capsys):
-    model = files / "m.npz"
-    _run(["fit", str(files / "X.npy"), "-k", "3", "--out", str(model)], capsys)
-    np.save(files / "three.npy", np.zeros((5, 3)))
-    status, _, err = _run(["predict", str(model), str(files / "three.npy")], capsys)
-    assert status == 2 and "3 features, the model has 2" in err
+def test_unwritable_folder(files, data, capsys):
+    if os.geteuid() == 0:  # root writes anywhere; /proc refuses new files even to root
+        if not Path("/proc/self").exists():
+            pytest.skip("running as root without /proc")
+        target = "/proc/clusterkit-model.npz"
+    else:
+        (files / "read-only").mkdir()
+        (files / "read-only").chmod(0o500)
+        target = str(files / "read-only" / "m.npz")
+    status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--out", target], capsys)
+    _assert_user_error(status, out, err, f"{target}: cannot write it")
 
 
-def test_help_of_every_command():
-    for command in ([], ["fit"], ["predict"], ["ablate"], ["presets"], ["demo"]):
-        result = subprocess.run([sys.executable, "-m", "clusterkit", *command, "--help"],
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0 and "usage:" in result.stdout, command
+def _tamper(source, target, settings=(), **arrays):
+    """A copy of the model file ``source`` with keys of its JSON config replaced, then arrays
+    replaced (``None`` removes a key or an array)."""
+    with np.load(source, allow_pickle=False) as archive:
+        content = dict(archive)
+    config = json.loads(str(content["config"]))
+    config.update(dict(settings))
+    config = {key: value for key, value in config.items() if value is not None}
+    content["config"] = np.array(json.dumps(config))
+    content.update(arrays)
+    np.savez(target, **{key: value for key, value in content.items() if value is not None})
+    return target
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(config=np.array("[1, 2]")), "its config is a list, not a JSON object"),
+    (dict(config=np.array("{oops")), "its config is not JSON"),
+    (dict(config=None), "not a clusterkit model: no array config"),
+    (dict(cluster_centers=None), "no array cluster_centers"),
+    (dict(x_mean=None), "no array x_mean"),
+    (dict(settings={"format": None}), "invalid model: its config has no 'format'"),
+    (dict(settings={"n_clusters": None}), "its config has no 'n_clusters'"),
+    (dict(settings={"format": 99}), "invalid model: format 99; this clusterkit reads format 1"),
+    (dict(settings={"n_clusters": 4}), "n_clusters=4 but cluster_centers has 3 rows"),
+    (dict(cluster_centers=np.zeros(3)), "cluster_centers must be a non-empty 2-D"),
+    (dict(cluster_centers=np.zeros((0, 2))), "cluster_centers must be a non-empty 2-D"),
+    (dict(cluster_centers=np.array([["a", "b"]] * 3)), "dtype <U1"),
+    (dict(cluster_centers=np.full((3, 2), np.inf)), "cluster_centers has non-finite values"),
+    (dict(cluster_centers=np.full((3, 2), np.nan)), "cluster_centers has non-finite values"),
+    (dict(x_mean=np.zeros(3)), "x_mean must be 2 finite floats, got shape (3,)"),
+    (dict(x_mean=np.array([np.nan, 0.0])), "x_mean must be 2 finite floats"),
+])
+def test_tampered_model_files_are_refused(files, model, change, message, capsys):
+    tampered = _tamper(model, files / "tampered.npz", **change)
+    status, out, err = _run(["predict", str(tampered), str(files / "X.npy")], capsys)
+    _assert_user_error(status, out, err, f"{tampered}: ")
+    assert message in err
+    with pytest.raises(cli.CommandError, match="tampered.npz"):
+        cli.load_model(tampered)
+
+
+def test_fit_without_final_labels(files, capsys):
+    # compute_labels=False leaves no inertia_: the model is saved without it
+    status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--param",
+                             "compute_labels=False", "--out", str(files / "m.npz")], capsys)
+    assert status == 0 and err == "" and "no final labels" in out
+    status, out, _ = _run(["predict", str(files / "m.npz"), str(files / "X.npy")], capsys)
+    assert status == 0 and len(out.split()) == 480
+
+
+def test_too_many_threads_are_capped(files, capsys):
+    # 10**9 OpenMP threads would abort the process (libgomp cannot allocate their stacks)
+    status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--param",
+                             f"n_threads={10 ** 9}", "--out", str(files / "m.npz")], capsys)
+    assert status == 0 and err == ""
+
+
+def test_interrupt_exits_130_and_bugs_keep_their_traceback(files, monkeypatch, capsys):
+    def interrupted(path):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "load_data", interrupted)
+    status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--out",
+                             str(files / "m.npz")], capsys)
+    assert status == 130 and err == "clusterkit fit: interrupted\n"
+
+    def bug(path):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(cli, "load_data", bug)
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main(["fit", str(files / "X.npy"), "-k", "3", "--out", str(files / "m.npz")])
+
+
+def _subprocess(*argv, **kwargs):
+    return subprocess.run([sys.executable, "-m", "clusterkit", *map(str, argv)],
+                          capture_output=True, text=True, timeout=120, **kwargs)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/X.npy/m.npz"], "cannot write it"),
+    (["fit", "{d}/text.npy", "-k", "3", "--out", "{d}/m.npz"], "not a valid .npy array"),
+])
+def test_real_exit_status_without_traceback(files, argv, message):
+    result = _subprocess(*[a.format(d=files) for a in argv])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_closed_pipe_ends_quietly(files, model):
+    # more labels than a pipe buffers, so that the writer meets the closed pipe
+    np.save(files / "many.npy", np.zeros((200_000, 2)))
+    process = subprocess.Popen([sys.executable, "-m", "clusterkit", "predict", str(model),
+                                str(files / "many.npy")], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout.readline().strip().isdigit()
+    process.stdout.close()  # as head does after its lines
+    assert process.wait(timeout=120) == 141
+    assert process.stderr.read() == b""
+    process.stderr.close()
+
+
+def test_help_of_every_command_documents_the_exit_statuses(capsys):
+    for command in ([], ["fit"], ["predict"], ["ablate"], ["presets"]):
+        status, out, _ = _run([*command, "--help"], capsys)
+        assert status == 0, command
+        assert out.startswith("usage: clusterkit") and "2 user error" in out, command
+        assert "exit status: 0 success" in " ".join(out.split()), command
+    status, out, _ = _run(["demo", "--help"], capsys)
+    assert status == 0 and "--n-side" in out
 
 
 def test_presets_lists_every_preset(capsys):
@@ -160,3 +356,19 @@ def test_plots_show_one_curve_per_variant(data):
     (axis,) = figure.axes
     assert axis.get_xlabel().startswith("relative error") and "speed-up" in axis.get_ylabel()
     assert [t.get_text() for t in axis.get_legend().get_texts()] == ["lloyd", "lwcs"]
+
+
+def test_eta_against_a_zero_reference_error(capsys):
+    # as many clusters as distinct rows: the reference's error is exactly 0
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    table = ablate(X, 60, {"lloyd": "lloyd", "elkan": "elkan", "half": presets.lloyd(30)},
+                   seeds=1, verbose=0)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    assert {r["variant"]: r["eta"] for r in rows} == {"lloyd": 0.0, "elkan": 0.0,
+                                                      "half": math.inf}
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    plot_history(table)
+    (axis,) = plot_tradeoff(table).axes
+    assert [t.get_text() for t in axis.get_legend().get_texts()] == [
+        "lloyd", "elkan", "half (η = ∞ for 1 of 1 seeds)"]
