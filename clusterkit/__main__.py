@@ -147,12 +147,12 @@ def _parse_params(pairs):
 
 
 def _build(preset, n_clusters, params):
-    from . import presets
     from ._kernels._openmp import effective_n_threads
-    if preset not in presets.PRESETS:
+    from ._registry import build_preset, preset_names
+    if preset not in preset_names():
         raise CommandError(f"unknown preset {preset!r}; the presets are "
-                           f"{', '.join(presets.PRESETS)}")
-    estimator = getattr(presets, preset)(n_clusters)
+                           f"{', '.join(preset_names())}")
+    estimator = build_preset(preset, n_clusters)
     known = estimator.get_params(deep=True)
     for key in params:
         if key not in known:

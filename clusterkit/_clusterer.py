@@ -192,6 +192,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
             raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
         effective_n_threads(self.n_threads)  # raises for invalid values
+        if not isinstance(self.compute_labels, (bool, np.bool_)):
+            raise TypeError(f"compute_labels must be True or False, got "
+                            f"{self.compute_labels!r}.")
         if self.callback is not None and not callable(self.callback):
             raise TypeError(f"callback must be callable, got {type(self.callback).__name__}.")
 

@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from . import presets
 from ._clusterer import Clusterer
+from ._registry import build_preset, preset_names
 from .metrics import quantization_error
 
 __all__ = ["ablate", "plot_history", "plot_tradeoff"]
@@ -38,10 +38,10 @@ def _variant(spec, n_clusters, name):
     if isinstance(spec, Clusterer):
         return spec
     if isinstance(spec, str):
-        if spec not in presets.PRESETS:
+        if spec not in preset_names():
             raise ValueError(f"Unknown preset {spec!r} for variant {name!r}; the presets are "
-                             f"{', '.join(presets.PRESETS)}.")
-        return getattr(presets, spec)(n_clusters)
+                             f"{', '.join(preset_names())}.")
+        return build_preset(spec, n_clusters)
     raise TypeError(f"Variant {name!r} must be a Clusterer or a preset name, got "
                     f"{type(spec).__name__}.")
 
