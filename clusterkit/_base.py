@@ -331,7 +331,38 @@ class DataReducer(_Strategy, ABC):
         return n_samples
 
 
-class EStep(_Strategy, ABC):
+class _RunStrategy(_Strategy):
+    """An E-step or M-step: a strategy with its own per-run state."""
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Create the strategy's own per-run state.
+
+        Called once per run after seeding, with all rows; the driver keeps the result as
+        ``state.estep_state`` (E-steps) or ``state.mstep_state`` (M-steps), which no other
+        strategy reads. Per-sample state is indexed by row of this ``X``. In a
+        ``partial_fit`` stream an E-step's is created for every batch (its rows are new
+        samples), an M-step's once, with the first batch. An M-step that reads the
+        per-cluster sums an E-step can compute in its pass over the data
+        (``Assignment.centers_sum``) sets ``state.fuse_sums = True`` here.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            All rows of the (reduced, centred) data the fit runs on.
+        sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+            The seeded centres.
+        state : FitState
+
+        Returns
+        -------
+        run_state : object or None
+            The default keeps no state and returns ``None``.
+        """
+        return None
+
+
+class EStep(_RunStrategy, ABC):
     """Assigns samples to clusters (hard) or computes responsibilities.
 
     Attributes
@@ -363,29 +394,6 @@ class EStep(_Strategy, ABC):
 
     exact = False
     objectives = None
-
-    def init_state(self, X, sample_weight, centers, state):
-        """Create the per-fit state kept across E-steps.
-
-        Called once per run after seeding, with all rows (and, in a ``partial_fit`` stream,
-        once per batch: its rows are new samples); the driver stores the result as
-        ``state.estep_state``. Per-sample state is indexed by row of this ``X``.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features)
-            All rows of the (reduced, centred) data the fit runs on.
-        sample_weight : ndarray of shape (n_samples,)
-        centers : ndarray of shape (n_clusters, n_features)
-            The seeded centres.
-        state : FitState
-
-        Returns
-        -------
-        estep_state : object or None
-            The default keeps no state and returns ``None``.
-        """
-        return None
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):
@@ -425,7 +433,7 @@ class EStep(_Strategy, ABC):
         return None
 
 
-class MStep(_Strategy, ABC):
+class MStep(_RunStrategy, ABC):
     """Re-estimates the centres (and any other model parameter) from an assignment.
 
     Attributes
@@ -451,29 +459,6 @@ class MStep(_Strategy, ABC):
     objective = QUANTIZATION_ERROR
     update_rules = ("replace",)
     fixed_point_rules = ()
-
-    def init_state(self, X, sample_weight, centers, state):
-        """Create the per-fit state kept across M-steps.
-
-        Called once per run after seeding, with all rows (in a ``partial_fit`` stream, with
-        its first batch); the driver stores the result as ``state.mstep_state``. An M-step
-        that reads the per-cluster sums an E-step can compute in its pass over the data
-        (``Assignment.centers_sum``) sets ``state.fuse_sums = True`` here.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features)
-            All rows of the (reduced, centred) data the fit runs on.
-        sample_weight : ndarray of shape (n_samples,)
-        centers : ndarray of shape (n_clusters, n_features)
-        state : FitState
-
-        Returns
-        -------
-        mstep_state : object or None
-            The default keeps no state and returns ``None``.
-        """
-        return None
 
     @abstractmethod
     def update(self, X, sample_weight, assignment, centers, state):

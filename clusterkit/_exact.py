@@ -7,7 +7,7 @@ from ._base import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, EStep
 from ._kernels import _assign, _elkan, _mstep, _topk
 from ._mixture import free_energy
 from ._state import weighted_sum
-from ._validation import check_int
+from ._validation import check_int, check_memory
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
@@ -66,6 +66,17 @@ class FullEStep(EStep):
 
     exact = True
     objectives = MIXTURE_OBJECTIVES
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse, before any work, full responsibilities that do not fit in memory."""
+        mstep = composition.mstep
+        if mstep.needs_resp or mstep.objective == FREE_ENERGY:
+            n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+            check_memory(n_rows * n_clusters * X.dtype.itemsize,
+                         f"FullEStep's responsibilities for {n_rows} samples and "
+                         f"n_clusters={n_clusters}", "Use TruncatedEStep or PartialEStep "
+                         "(responsibilities over a few clusters), or reduce the data "
+                         "(reduce=LWCS(...)).")
 
     def init_state(self, X, sample_weight, centers, state):
         """The output buffers, allocated once per run for the largest batch (all rows)."""
@@ -225,6 +236,9 @@ class ElkanEStep(EStep):
                 f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
                 f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
                 "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds) or PartialEStep.")
+        check_memory(need, f"ElkanEStep's bounds for {n_rows} samples and "
+                           f"n_clusters={n_clusters}", "Reduce the data (reduce=LWCS(...)), or "
+                     "use FullEStep (Lloyd, no bounds) or PartialEStep.")
 
     def init_state(self, X, sample_weight, centers, state):
         """Allocate the bounds for all rows (set at each row's first visit)."""

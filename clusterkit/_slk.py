@@ -12,7 +12,7 @@ from ._kernels import _laplacian
 from ._nearest import all_dist2
 from ._reduction import NoReduction
 from ._state import weighted_sum
-from ._validation import check_int
+from ._validation import check_int, check_memory
 
 __all__ = ["LaplacianEStep", "ModeMStep", "SLK_ENERGY"]
 
@@ -140,6 +140,10 @@ class LaplacianEStep(EStep):
             raise ValueError("LaplacianEStep updates every sample from its graph neighbours: "
                              "it needs a full-batch schedule, got "
                              f"{type(composition.schedule).__name__}.")
+        # distances, kernel values, two z buffers and the kept z: N x L each
+        check_memory(5 * n_samples * n_clusters * X.dtype.itemsize,
+                     f"LaplacianEStep's soft assignments for {n_samples} samples and "
+                     f"n_clusters={n_clusters}", "Use fewer clusters or fewer samples.")
 
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""

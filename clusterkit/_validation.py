@@ -145,3 +145,35 @@ def check_representable(X, centers=None, sample_weight=None):
                          f"the samples can reach {weighted:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). Rescale the weights (only their ratios "
                          f"matter){advice}.")
+
+
+def available_memory():
+    """Bytes of memory the system can still give this process (``MemAvailable`` of
+    ``/proc/meminfo``), or ``None`` where that is not known."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(need, what, instead):
+    """``ValueError`` when ``fit`` starts, before any work, if ``what`` needs more than the
+    memory available (the allocation would otherwise fail only after the seeding).
+
+    Parameters
+    ----------
+    need : int
+        Bytes ``what`` allocates.
+    what : str
+        E.g. ``"ElkanEStep's bounds for 10000000 samples and n_clusters=4096"``.
+    instead : str
+        What to use instead, one sentence.
+    """
+    available = available_memory()
+    if available is not None and need > available:
+        raise ValueError(f"{what} need {need / 2**30:.2f} GiB, but only "
+                         f"{available / 2**30:.2f} GiB of memory are available. {instead}")

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from clusterkit import Clusterer, FullEStep
+from clusterkit import Clusterer, FullEStep, presets
 
 X = np.random.default_rng(0).normal(size=(20, 3))
 
@@ -159,3 +159,26 @@ def test_bad_parameters(params, error, match):
 def test_strategy_objects_are_accepted_as_parameters():
     km = Clusterer(2, estep=FullEStep(), random_state=0).fit(X)
     assert km.get_params()["estep"] == FullEStep()
+
+
+def test_memory_beyond_what_is_available_is_refused_before_any_work(monkeypatch):
+    from clusterkit import ElkanEStep, LaplacianEStep, ModeMStep, Seeder, _validation
+
+    class Untouchable(Seeder):
+        def seed(self, X, sample_weight, n_clusters, state):
+            raise AssertionError("fit did work before refusing the composition")
+
+    monkeypatch.setattr(_validation, "available_memory", lambda: 10_000)
+    X = np.random.RandomState(0).normal(size=(500, 3))
+    for kwargs in [dict(estep=ElkanEStep()), dict(mstep="soft"),
+                   dict(estep=LaplacianEStep(), mstep=ModeMStep())]:
+        with pytest.raises(ValueError, match=r"need 0\.\d+ GiB, but only 0\.00 GiB of memory"):
+            Clusterer(10, seed=Untouchable(), **kwargs).fit(X)
+    Clusterer(10).fit(X)  # Lloyd's O(N) memory is not checked
+
+
+def test_a_batch_without_weight_moves_no_centre_under_sbe():
+    X = np.random.RandomState(0).normal(size=(100, 2))
+    w = np.r_[np.ones(50), np.zeros(50)]
+    km = presets.sbe(3, batch_size=1, random_state=0, max_iter=30).fit(X, sample_weight=w)
+    assert np.all(np.isfinite(km.cluster_centers_)) and np.isfinite(km.inertia_)
