@@ -12,6 +12,7 @@ the rest of clusterkit (memmaps included) works, and a dask path raises an ``Imp
 naming the optional extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
 the workers: there they use one OpenMP thread, since dask runs the tasks in parallel.
 """
+import functools
 import numbers
 from dataclasses import dataclass
 
@@ -22,8 +23,8 @@ from ._validation import (check_representable, check_weight_counts, check_weight
                           count_weight_problems)
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
-           "import_dask", "is_dask_array", "map_model", "map_rows", "result_dtype",
-           "row_weights", "score_model"]
+           "import_dask", "is_dask_array", "map_model", "map_rows", "per_row_chunk",
+           "result_dtype", "row_weights", "score_model"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
@@ -486,6 +487,23 @@ def result_dtype(X):
     """The floating dtype of a model's results for the dask array ``X`` (``predict``'s rule:
     float32 stays float32, everything else is float64)."""
     return np.float32 if X.dtype == np.float32 else np.float64
+
+
+def per_row_chunk(dtype, per_cluster=False):
+    """Decorator of a fitted model's method of rows (``predict``, ``transform``, ...): given a
+    dask array, the method runs on every row chunk, lazily (:func:`map_model`), with results
+    of ``dtype`` (``None``: :func:`result_dtype`), one per row or, with ``per_cluster``, one
+    per row and cluster; any other input goes to the method itself."""
+    def decorate(method):
+        @functools.wraps(method)
+        def method_of_rows(model, X):
+            if not is_dask_array(X):
+                return method(model, X)
+            n_columns = model.cluster_centers_.shape[0] if per_cluster else None
+            return map_model(model, X, method.__name__,
+                             result_dtype(X) if dtype is None else dtype, n_columns)
+        return method_of_rows
+    return decorate
 
 
 def _model_on_chunk(X, model, method):

@@ -503,6 +503,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             labels, dist2, _ = nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
 
+    @_chunked.per_row_chunk(np.int32)
     def predict(self, X):
         """Index of the nearest centre of each sample.
 
@@ -515,8 +516,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         -------
         labels : ndarray or dask array of shape (n_samples,), dtype=int32
         """
-        if _chunked.is_dask_array(X):
-            return _chunked.map_model(self, X, "predict", np.int32)
         return self._labels_dist2(X)[1]
 
     def fit_predict(self, X, y=None, sample_weight=None):
@@ -536,6 +535,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.fit(X, sample_weight=sample_weight)
         return self.labels_ if self.compute_labels else self.predict(X)
 
+    @_chunked.per_row_chunk(None, per_cluster=True)
     def transform(self, X):
         """Euclidean distances of each sample to every centre.
 
@@ -548,9 +548,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         -------
         distances : ndarray or dask array of shape (n_samples, n_clusters)
         """
-        if _chunked.is_dask_array(X):
-            return _chunked.map_model(self, X, "transform", _chunked.result_dtype(X),
-                                  self.cluster_centers_.shape[0])
         X = self._check_test_data(X)
         distances = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
         for rows, dist2 in self._dist2_blocks(X):

@@ -73,6 +73,7 @@ class GaussianMixtureMethods:
             yield rows, best, shifted
 
     @available_if(_is_gmm)
+    @_chunked.per_row_chunk(None, per_cluster=True)
     def predict_proba(self, X):
         """Posterior probability of every cluster for each sample (soft M-steps only).
 
@@ -89,9 +90,6 @@ class GaussianMixtureMethods:
         proba : ndarray or dask array of shape (n_samples, n_clusters)
             Rows sum to one; the most probable cluster is the nearest centre.
         """
-        if _chunked.is_dask_array(X):
-            return _chunked.map_model(self, X, "predict_proba", _chunked.result_dtype(X),
-                                  self.cluster_centers_.shape[0])
         X = self._check_test_data(X)
         proba = np.empty((X.shape[0], self.cluster_centers_.shape[0]), dtype=X.dtype)
         for rows, _, shifted in self._scaled_dist2_blocks(X):
@@ -99,6 +97,7 @@ class GaussianMixtureMethods:
         return proba
 
     @available_if(_is_gmm)
+    @_chunked.per_row_chunk(np.float64)
     def score_samples(self, X):
         """Log-likelihood of each sample under the fitted mixture (soft M-steps only).
 
@@ -113,8 +112,6 @@ class GaussianMixtureMethods:
         -------
         log_likelihood : ndarray or dask array of shape (n_samples,), dtype=float64
         """
-        if _chunked.is_dask_array(X):
-            return _chunked.map_model(self, X, "score_samples", np.float64)
         X = self._check_test_data(X)
         const = log_joint_offset(self.sigma2_, *self.cluster_centers_.shape)
         log_likelihood = np.empty(X.shape[0])
