@@ -70,7 +70,8 @@ class ChunkMoments:
     m2 : ndarray of shape (n_chunks,)
         ``M2_c = sum_{n in c} w_n ||x_n - mu_c||^2``.
     low, high : ndarray of shape (n_features,)
-        Smallest and largest value of every feature over all rows.
+        Smallest and largest value of every feature over all rows (``inf`` and ``-inf`` for
+        data validated already, which are not searched for them).
     """
 
     n_rows: np.ndarray
@@ -131,10 +132,10 @@ def _block_moments(X, sample_weight, n_threads, check):
         return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros)
     mean, low, high = np.empty(n_features), np.empty(n_features), np.empty(n_features)
     total, m2 = moments_weighted(X, fit_weights(sample_weight, n_rows, X.dtype), mean, low,
-                                 high, n_threads)
+                                 high, check, n_threads)
     # NaN or infinity in X make the sums non-finite: count them only then (finite data whose
     # sums overflow are left to the caller's range check)
-    if not np.isfinite([total, m2, *mean, *low, *high]).all():
+    if check and not np.isfinite([total, m2, *mean, *low, *high]).all():
         n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
         if n_nonfinite:
             return (n_nonfinite, weight_counts, n_rows, *zeros)
@@ -182,7 +183,12 @@ class ChunkedData:
     validated : bool
         Whether the values were validated already (an in-memory array read in blocks):
         :meth:`scan` then only sums.
+    in_process : bool
+        Class attribute: whether the blocks are read in this process (then :meth:`take`
+        copies rows without another pass).
     """
+
+    in_process = False
 
     ndim = 2
 
@@ -256,8 +262,8 @@ class ChunkedData:
             m2=np.array([r[5] for r in results], dtype=np.float64),
             low=np.min([r[6] for r in results], axis=0),
             high=np.max([r[7] for r in results], axis=0))
-        # the data's bounding box has their extreme values: the same check as in memory
-        check_representable(np.stack([moments.low, moments.high]).astype(self.dtype))
+        if check:  # the data's bounding box has their extreme values: as in memory
+            check_representable(np.stack([moments.low, moments.high]).astype(self.dtype))
         self._moments = moments
         return moments
 
@@ -272,6 +278,20 @@ class ChunkedData:
         parts = self.map_chunks(_whole_block)
         return (np.concatenate([p[0] for p in parts]),
                 np.concatenate([p[1] for p in parts]))
+
+    def take(self, rows):
+        """The given rows, in memory, as a C-contiguous array of :attr:`dtype` (only for data
+        read :attr:`in_process`).
+
+        Parameters
+        ----------
+        rows : ndarray of shape (n_rows,), dtype=intp
+
+        Returns
+        -------
+        X : ndarray of shape (n_rows, n_features)
+        """
+        raise NotImplementedError
 
     def nearest(self, x_mean, centers):
         """Every row's nearest centre and the weighted quantization error.
@@ -296,6 +316,8 @@ class MemmapChunks(ChunkedData):
     """A NumPy memmap (or any array) read in blocks of :data:`MEMMAP_BLOCK_BYTES`, in this
     process, one block after the other: the operating system keeps only the pages in use."""
 
+    in_process = True
+
     def __init__(self, X, sample_weight, n_threads, validated=False):
         dtype = _fit_dtype(X.dtype)
         n_samples, n_features = X.shape
@@ -312,6 +334,9 @@ class MemmapChunks(ChunkedData):
             w = None if self._w is None else self._w[rows]
             results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args))
         return results
+
+    def take(self, rows):
+        return np.ascontiguousarray(self._X[rows], dtype=self.dtype)
 
     def nearest(self, x_mean, centers):
         results = self.map_chunks(_nearest_block,

@@ -42,7 +42,7 @@ def _coefficients(total, spread):
     return 1.0 / total, 0.0
 
 
-def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads):
+def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads, return_rows):
     """LWCS's second pass on one block of rows: the rows at the given offsets of its mass.
 
     The block's mass ``q_n = w_n (a + b ||x_n - mean||^2)`` (``mass_cumulative``, float64),
@@ -55,11 +55,15 @@ def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads):
     ----------
     offsets : ndarray of shape (n_draws,), dtype=float64
         Sorted.
+    return_rows : bool
+        Whether to return the drawn rows themselves (from a remote worker).
 
     Returns
     -------
-    X_drawn : ndarray of shape (n_distinct, n_features)
-        The distinct drawn rows, in increasing row order.
+    rows : ndarray of shape (n_distinct,), dtype=intp
+        The distinct drawn rows' indices in the block, increasing.
+    X_drawn : ndarray of shape (n_distinct, n_features) or None
+        The rows themselves, if ``return_rows``.
     counts : ndarray of shape (n_distinct,), dtype=intp
         Draws of each.
     dist2 : ndarray of shape (n_distinct,), dtype=float64
@@ -72,7 +76,7 @@ def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads):
     n_evals = mass_cumulative(X, fit_weights(sample_weight, n_rows, X.dtype), mean, a, b,
                               dist2, cumsum, n_threads)
     rows, counts = np.unique(_invert(cumsum, offsets), return_counts=True)
-    return X[rows], counts, dist2[rows], n_evals
+    return rows, X[rows] if return_rows else None, counts, dist2[rows], n_evals
 
 
 def _sample(data, size, state):
@@ -93,12 +97,18 @@ def _sample(data, size, state):
     before = np.concatenate([[0.0], cumulative[:-1]])
     offsets = np.split(positions - before[owner], first[1:])
     mean = moments.global_mean
-    parts = data.map_chunks(_draw_block, [(mean, a, b, o, data.n_threads) for o in offsets],
-                            chunks)
-    state.count("reduction", sum(part[3] for part in parts))
-    X = np.concatenate([part[0] for part in parts])
-    counts = np.concatenate([part[1] for part in parts])
-    dist2 = np.concatenate([part[2] for part in parts])
+    remote = not data.in_process  # remote rows come back with the draws; local ones are
+    # copied once, straight into the coreset
+    parts = data.map_chunks(
+        _draw_block, [(mean, a, b, o, data.n_threads, remote) for o in offsets], chunks)
+    state.count("reduction", sum(part[4] for part in parts))
+    counts = np.concatenate([part[2] for part in parts])
+    dist2 = np.concatenate([part[3] for part in parts])
+    if remote:
+        X = np.concatenate([part[1] for part in parts])
+    else:
+        starts = data.chunk_starts
+        X = data.take(np.concatenate([starts[c] + part[0] for c, part in zip(chunks, parts)]))
     return X, counts, dist2, a, b
 
 
@@ -154,7 +164,7 @@ class LWCS(DataReducer):
     -----
     Cost per fit: ``n_samples`` distance evaluations (to the mean; counted under
     ``cost_["reduction"]``) and ``O(n_samples n_features)`` time for the two passes, plus
-    ``O(n_samples + size log n_samples)`` for the draws. Memory: ``O(n_samples)`` for ``q``
+    ``O(n_samples + size log size)`` for the draws. Memory: ``O(rows of a block)`` for ``q``
     and a copy of the ``<= size`` drawn rows. Reads ``state.random_state`` and
     ``state.n_threads``; keeps no state.
 
@@ -169,11 +179,17 @@ class LWCS(DataReducer):
     ``1/(2N) + d(x, mu)^2 / (2 sum d^2)`` and ``gamma = 1 / (size q)``. A weight of 2
     gives a sample the probability and weight its two copies would have together.
 
-    On data in row chunks (a dask array, a memmap: :attr:`chunked` is ``True``),
-    :meth:`reduce_chunked` draws from the same ``q`` in two passes that are sums over the
-    chunks, splitting the draws over the chunks by their shares of ``q``; only the coreset
-    reaches the fitting process, and it depends on ``random_state`` and the chunking, not on
-    the number of workers (a different coreset than :meth:`reduce` draws from the same seed).
+    One sampler for every container. The data are read in row blocks: the chunks of a dask
+    array, or, for a memmap and an in-memory array alike, fixed blocks of about 32 MiB (a
+    shape- and dtype-dependent number of rows). Pass 1 gives every block's weight, mean and
+    sum of squared deviations (float64), hence ``mu``, ``a``, ``b`` and each block's share of
+    ``q``. ``size`` sorted uniforms drawn from ``random_state`` in the fitting process mark
+    positions in the cumulative distribution; each block gets the offsets of the positions
+    in its share, and pass 2 finds them in the cumulative sum of its rows' ``q`` (float64).
+    A draw's row thus depends on the seed and the data only, not on where the blocks start:
+    an array and a memmap of the same rows and weights give bit-identical coresets, a dask
+    array the same rows for any chunking (weights equal up to the rounding of the per-block
+    sums), and none depends on the number of threads or workers (:meth:`reduce_chunked`).
 
     Deviations: if fewer than ``n_clusters`` distinct samples are drawn (when ``size`` is
     close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as

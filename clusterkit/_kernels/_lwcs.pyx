@@ -13,8 +13,21 @@ from cython.parallel cimport parallel, prange, threadid
 from ._dist cimport CHUNK_SIZE
 from ._openmp cimport _threads_for
 
+# Bytes of data per piece of the moments: small enough that the second pass over a piece
+# finds it in the L2 cache.
+cdef enum:
+    PIECE_BYTES = 64 << 10
+
 
 cdef extern from "_lwcs.h" nogil:
+    double ck_row_dist2_double(const double* x, const double* mean, Py_ssize_t n_features)
+    double ck_row_dist2_float(const float* x, const double* mean, Py_ssize_t n_features)
+    void ck_piece_sums_extremes_double(const double* X, const double* w, Py_ssize_t n_rows,
+                                       Py_ssize_t n_features, double* acc, double* low,
+                                       double* high)
+    void ck_piece_sums_extremes_float(const float* X, const double* w, Py_ssize_t n_rows,
+                                      Py_ssize_t n_features, double* acc, double* low,
+                                      double* high)
     void ck_piece_sums_double(const double* X, const double* w, Py_ssize_t n_rows,
                               Py_ssize_t n_features, double* acc, double* low, double* high)
     void ck_piece_sums_float(const float* X, const double* w, Py_ssize_t n_rows,
@@ -34,6 +47,7 @@ cdef void _piece_moments(const floating* X,          # IN    (n_rows, n_features
                          double* m2,                  # OUT   scalar
                          double* low,                 # INOUT (n_features,)
                          double* high,                # INOUT (n_features,)
+                         bint extremes,
                          double* acc) noexcept nogil:  # TMP  (n_features,)
     # Two passes over a piece that stays in cache: the mean, then the squared deviations
     # from it (no cancellation, unlike sum w x^2 - W mean^2).
@@ -44,7 +58,12 @@ cdef void _piece_moments(const floating* X,          # IN    (n_rows, n_features
     weight[0] = total
     for k in range(n_features):
         acc[k] = 0
-    if floating is float:
+    if extremes:
+        if floating is float:
+            ck_piece_sums_extremes_float(X, w, n_rows, n_features, acc, low, high)
+        else:
+            ck_piece_sums_extremes_double(X, w, n_rows, n_features, acc, low, high)
+    elif floating is float:
         ck_piece_sums_float(X, w, n_rows, n_features, acc, low, high)
     else:
         ck_piece_sums_double(X, w, n_rows, n_features, acc, low, high)
@@ -70,6 +89,7 @@ def moments_weighted(const floating[:, ::1] X,         # IN
                      double[::1] mean,                 # OUT
                      double[::1] low,                  # OUT
                      double[::1] high,                 # OUT
+                     bint extremes,
                      int n_threads):
     """The weight, weighted mean and sum of squared deviations of a block of rows.
 
@@ -84,7 +104,9 @@ def moments_weighted(const floating[:, ::1] X,         # IN
         Output: the weighted mean (zeros if ``W = 0``).
     low, high : ndarray of shape (n_features,), dtype=float64
         Output: every feature's smallest and largest value (``inf`` and ``-inf`` if
-        ``n_samples = 0``).
+        ``n_samples = 0`` or without ``extremes``).
+    extremes : bool
+        Whether to find the extremes (they cost about as much as the sums).
     n_threads : int
         Number of OpenMP threads.
 
@@ -97,14 +119,15 @@ def moments_weighted(const floating[:, ::1] X,         # IN
 
     Notes
     -----
-    The rows are cut into pieces of ``CHUNK_SIZE`` rows; each piece's mean and ``M2`` come
-    from two passes over it while it is in cache, and the pieces are combined in order with
+    The rows are cut into pieces of 64 KiB (at least one row); each piece's mean and ``M2``
+    come from two passes over it while it is in cache, and the pieces are combined in order with
     the parallel-variance formula after the parallel loop (fixed blocks: the result does not
     depend on ``n_threads``). NaN or infinite entries give non-finite results. Assumes valid
     input (shapes agree, C-contiguous).
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t piece = max(1, PIECE_BYTES // (n_features * sizeof(floating)))
+    cdef Py_ssize_t n_chunks = (n_samples + piece - 1) // piece
     cdef Py_ssize_t c, k, start, end
     cdef int t
     cdef double total = 0, m2 = 0, new_total, ratio, delta, shift
@@ -126,11 +149,11 @@ def moments_weighted(const floating[:, ::1] X,         # IN
     with nogil, parallel(num_threads=n_threads):
         t = threadid()
         for c in prange(n_chunks, schedule="static"):
-            start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_samples)
+            start = c * piece
+            end = min(start + piece, n_samples)
             _piece_moments(&X[start, 0], &sample_weight[start], end - start, n_features,
                            &pw[c], &pmean[c, 0], &pm2[c], &tlow[t, 0], &thigh[t, 0],
-                           &acc[t, 0])
+                           extremes, &acc[t, 0])
     # min and max are exact, so the per-thread extremes combine in any order
     np.min(thread_low, axis=0, out=np.asarray(low))
     np.max(thread_high, axis=0, out=np.asarray(high))
@@ -158,30 +181,12 @@ cdef void _mass_chunk(const floating* X,          # IN  (n_rows, n_features)
                       double b,
                       double* dist2,               # OUT (n_rows,)
                       double* mass) noexcept nogil:  # OUT (n_rows,)
-    # Four partial sums per row hide the latency of the additions; their order is fixed, so
-    # a row's distance does not depend on the block or thread it is computed in.
-    cdef Py_ssize_t i, k
-    cdef double s0, s1, s2, s3, t0, t1, t2, t3
-    cdef const floating* x
+    cdef Py_ssize_t i
     for i in range(n_rows):
-        x = X + i * n_features
-        s0 = s1 = s2 = s3 = 0
-        k = 0
-        while k + 4 <= n_features:
-            t0 = x[k] - mean[k]
-            t1 = x[k + 1] - mean[k + 1]
-            t2 = x[k + 2] - mean[k + 2]
-            t3 = x[k + 3] - mean[k + 3]
-            s0 += t0 * t0
-            s1 += t1 * t1
-            s2 += t2 * t2
-            s3 += t3 * t3
-            k += 4
-        while k < n_features:
-            t0 = x[k] - mean[k]
-            s0 += t0 * t0
-            k += 1
-        dist2[i] = (s0 + s1) + (s2 + s3)
+        if floating is float:
+            dist2[i] = ck_row_dist2_float(X + i * n_features, mean, n_features)
+        else:
+            dist2[i] = ck_row_dist2_double(X + i * n_features, mean, n_features)
         mass[i] = w[i] * (a + b * dist2[i])
 
 

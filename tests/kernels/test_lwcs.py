@@ -6,8 +6,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 from clusterkit import _reference as ref
 from clusterkit._kernels import _lwcs
 
-CHUNK = 256  # CHUNK_SIZE of _dist.pxd
-SIZES = [1, CHUNK - 1, CHUNK + 1, 3 * CHUNK + 17]
+CHUNK = 256  # CHUNK_SIZE of _dist.pxd (the mass); the moments use pieces of 64 KiB
+# the last size: many pieces with a remainder, and enough work for two threads
+SIZES = [1, CHUNK - 1, CHUNK + 1, 3 * CHUNK + 17, 12_007]
 FEATURES = [1, 3, 4, 13]  # below, at and above the four partial sums of the distances
 
 
@@ -21,9 +22,9 @@ def _data(n_samples, n_features, dtype, seed=0):
     return X, w
 
 
-def _moments(X, w, n_threads):
+def _moments(X, w, n_threads, extremes=True):
     mean, low, high = (np.full(X.shape[1], np.nan) for _ in range(3))
-    total, m2 = _lwcs.moments_weighted(X, w, mean, low, high, n_threads)
+    total, m2 = _lwcs.moments_weighted(X, w, mean, low, high, extremes, n_threads)
     return total, mean, m2, low, high
 
 
@@ -39,10 +40,14 @@ def test_moments_weighted_matches_reference(dtype, n_threads, n_features, n_samp
     assert_allclose(m2, m2_ref, rtol=1e-9, atol=1e-9 * n_samples)
     assert_array_equal(low, low_ref)
     assert_array_equal(high, high_ref)
-    # bit-identical for any thread count
+    # bit-identical for any thread count, and the sums without the extremes
     other = _moments(X, w, 3 - n_threads)
     for got, expected in zip(other, (total, mean, m2, low, high)):
         assert_array_equal(got, expected)
+    total_only, mean_only, m2_only, low_only, high_only = _moments(X, w, n_threads, False)
+    assert (total_only, m2_only) == (total, m2)
+    assert_array_equal(mean_only, mean)
+    assert np.all(low_only == np.inf) and np.all(high_only == -np.inf)
 
 
 def test_moments_weighted_zero_weights_and_no_rows():
