@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._kernels._lwcs import moments_weighted
 from ._nearest import nearest, single_threaded_blas
 from ._validation import (check_representable, check_weight_counts, check_weight_shape,
                           count_weight_problems)
@@ -30,9 +31,6 @@ __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
 #: that the coreset depends on the file's shape and dtype only.
 MEMMAP_BLOCK_BYTES = 32 << 20
-
-# float64 bytes per piece in which a block's moments are summed: bounds the temporary copies
-_PIECE_BYTES = 8 << 20
 
 _EXTRA = "pip install 'clusterkit[dask]'"
 
@@ -75,7 +73,8 @@ class ChunkMoments:
     m2 : ndarray of shape (n_chunks,)
         ``M2_c = sum_{n in c} w_n ||x_n - mu_c||^2``.
     low, high : ndarray of shape (n_features,)
-        Smallest and largest value of every feature over all rows.
+        Smallest and largest value of every feature over all rows (``inf`` and ``-inf`` for
+        data validated already, which are not searched for them).
     """
 
     n_rows: np.ndarray
@@ -108,43 +107,42 @@ class ChunkMoments:
         return float(self.chunk_spread.sum())
 
 
-def _block_moments(X, sample_weight):
+def fit_weights(sample_weight, n_rows, dtype):
+    """A block's weights as the fit sees them: rounded to the data's ``dtype`` (as
+    ``check_sample_weight`` rounds in-memory weights), held in float64; ones for ``None``."""
+    if sample_weight is None:
+        return np.ones(n_rows)
+    return np.asarray(sample_weight).astype(dtype).astype(np.float64)
+
+
+def _block_moments(X, sample_weight, n_threads, check):
     """Pass 1 on one block: validity counts and the block's moments.
 
     Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high)``; the
     moments are zeros when the block has invalid entries (the caller raises). The sums run in
-    float64 over pieces of the block (combined exactly, as the chunks are), so that the
-    temporary copies stay small.
+    float64 in the ``moments_weighted`` kernel, with the weights the fit uses
+    (:func:`fit_weights`), so that a block gives the same numbers whatever holds it. Without
+    ``check`` (data validated already) the weights are not counted (``weight_counts`` is
+    ``None``).
     """
     n_rows, n_features = X.shape
-    n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
-    weight_counts = (np.array([0, 0, n_rows, 0, 0], dtype=np.int64) if sample_weight is None
+    weight_counts = (None if not check
+                     else np.array([0, 0, n_rows, 0, 0], dtype=np.int64) if sample_weight is None
                      else count_weight_problems(sample_weight, X.dtype))
-    moments = [0.0, np.zeros(n_features), 0.0, np.full(n_features, np.inf),
-               np.full(n_features, -np.inf)]
-    if n_nonfinite or weight_counts[0] or weight_counts[1] or n_rows == 0:
-        return (n_nonfinite, weight_counts, n_rows, *moments)
-    step = max(1, _PIECE_BYTES // (8 * n_features))
-    total, mean, m2, low, high = moments
-    for start in range(0, n_rows, step):
-        piece = X[start:start + step].astype(np.float64)
-        w = (np.ones(piece.shape[0]) if sample_weight is None
-             else sample_weight[start:start + step].astype(np.float64))
-        np.minimum(low, piece.min(axis=0), out=low)
-        np.maximum(high, piece.max(axis=0), out=high)
-        w_piece = float(w.sum())
-        if not w_piece > 0:
-            continue
-        mean_piece = (w @ piece) / w_piece
-        piece -= mean_piece
-        m2_piece = float(w @ np.einsum("ij,ij->i", piece, piece))
-        # combine with the earlier pieces (parallel-variance formula)
-        new_total = total + w_piece
-        delta = mean_piece - mean
-        m2 += m2_piece + total * w_piece / new_total * float(delta @ delta)
-        mean = mean + delta * (w_piece / new_total)
-        total = new_total
-    return (n_nonfinite, weight_counts, n_rows, total, mean, m2, low, high)
+    zeros = (0.0, np.zeros(n_features), 0.0, np.full(n_features, np.inf),
+             np.full(n_features, -np.inf))
+    if n_rows == 0 or check and (weight_counts[0] or weight_counts[1]):
+        return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros)
+    mean, low, high = np.empty(n_features), np.empty(n_features), np.empty(n_features)
+    total, m2 = moments_weighted(X, fit_weights(sample_weight, n_rows, X.dtype), mean, low,
+                                 high, check, n_threads)
+    # NaN or infinity in X make the sums non-finite: count them only then (finite data whose
+    # sums overflow are left to the caller's range check)
+    if check and not np.isfinite([total, m2, *mean, *low, *high]).all():
+        n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
+        if n_nonfinite:
+            return (n_nonfinite, weight_counts, n_rows, *zeros)
+    return (0, weight_counts, n_rows, total, mean, m2, low, high)
 
 
 def _whole_block(X, sample_weight):
@@ -185,17 +183,26 @@ class ChunkedData:
         OpenMP threads for a kernel called by a block function (``1`` on dask workers).
     weighted : bool
         Whether the user gave ``sample_weight``.
+    validated : bool
+        Whether the values were validated already (an in-memory array read in blocks):
+        :meth:`scan` then only sums.
+    in_process : bool
+        Class attribute: whether the blocks are read in this process (then :meth:`take`
+        copies rows without another pass).
     """
+
+    in_process = False
 
     ndim = 2
 
-    def __init__(self, shape, dtype, chunk_rows, n_threads, weighted):
+    def __init__(self, shape, dtype, chunk_rows, n_threads, weighted, validated=False):
         self.shape = tuple(int(n) for n in shape)
         self.dtype = np.dtype(dtype)
         self.chunk_rows = tuple(int(n) for n in chunk_rows)
         self.n_chunks = len(self.chunk_rows)
         self.n_threads = n_threads
         self.weighted = weighted
+        self.validated = validated
         self._moments = None
 
     @property
@@ -240,14 +247,16 @@ class ChunkedData:
         """
         if self._moments is not None:
             return self._moments
-        results = self.map_chunks(_block_moments)
+        check = not self.validated
+        results = self.map_chunks(_block_moments, [(self.n_threads, check)] * self.n_chunks)
         n_nonfinite = [r[0] for r in results]
         if any(n_nonfinite):
             bad = np.flatnonzero(n_nonfinite)
             raise ValueError(f"Input X contains NaN or infinity: {int(sum(n_nonfinite))} "
                              f"entries in {len(bad)} of its {self.n_chunks} row chunks (the "
                              f"first is chunk {bad[0]}).")
-        check_weight_counts(np.sum([r[1] for r in results], axis=0), self.dtype)
+        if check:
+            check_weight_counts(np.sum([r[1] for r in results], axis=0), self.dtype)
         moments = ChunkMoments(
             n_rows=np.array([r[2] for r in results], dtype=np.int64),
             weight=np.array([r[3] for r in results], dtype=np.float64),
@@ -256,8 +265,8 @@ class ChunkedData:
             m2=np.array([r[5] for r in results], dtype=np.float64),
             low=np.min([r[6] for r in results], axis=0),
             high=np.max([r[7] for r in results], axis=0))
-        # the data's bounding box has their extreme values: the same check as in memory
-        check_representable(np.stack([moments.low, moments.high]).astype(self.dtype))
+        if check:  # the data's bounding box has their extreme values: as in memory
+            check_representable(np.stack([moments.low, moments.high]).astype(self.dtype))
         self._moments = moments
         return moments
 
@@ -272,6 +281,20 @@ class ChunkedData:
         parts = self.map_chunks(_whole_block)
         return (np.concatenate([p[0] for p in parts]),
                 np.concatenate([p[1] for p in parts]))
+
+    def take(self, rows):
+        """The given rows, in memory, as a C-contiguous array of :attr:`dtype` (only for data
+        read :attr:`in_process`).
+
+        Parameters
+        ----------
+        rows : ndarray of shape (n_rows,), dtype=intp
+
+        Returns
+        -------
+        X : ndarray of shape (n_rows, n_features)
+        """
+        raise NotImplementedError
 
     def nearest(self, x_mean, centers):
         """Every row's nearest centre and the weighted quantization error.
@@ -296,12 +319,14 @@ class MemmapChunks(ChunkedData):
     """A NumPy memmap (or any array) read in blocks of :data:`MEMMAP_BLOCK_BYTES`, in this
     process, one block after the other: the operating system keeps only the pages in use."""
 
-    def __init__(self, X, sample_weight, n_threads):
+    in_process = True
+
+    def __init__(self, X, sample_weight, n_threads, validated=False):
         dtype = _fit_dtype(X.dtype)
         n_samples, n_features = X.shape
         block = max(1, MEMMAP_BLOCK_BYTES // max(1, n_features * X.dtype.itemsize))
         rows = [min(block, n_samples - start) for start in range(0, n_samples, block)]
-        super().__init__(X.shape, dtype, rows, n_threads, sample_weight is not None)
+        super().__init__(X.shape, dtype, rows, n_threads, sample_weight is not None, validated)
         self._X, self._w = X, sample_weight
 
     def _map(self, func, chunks, args):
@@ -312,6 +337,9 @@ class MemmapChunks(ChunkedData):
             w = None if self._w is None else self._w[rows]
             results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args))
         return results
+
+    def take(self, rows):
+        return np.ascontiguousarray(self._X[rows], dtype=self.dtype)
 
     def nearest(self, x_mean, centers):
         results = self.map_chunks(_nearest_block,

@@ -4,8 +4,9 @@ import warnings
 import numpy as np
 
 from ._base import DataReducer
-from ._kernels._kmeanspp import d2_update
-from ._seeding import _draw
+from ._chunked import MemmapChunks, fit_weights
+from ._kernels._lwcs import mass_cumulative
+from ._seeding import _invert
 from ._validation import check_int
 
 __all__ = ["NoReduction", "LWCS", "default_coreset_size"]
@@ -33,47 +34,6 @@ class NoReduction(DataReducer):
         return X, sample_weight
 
 
-def _sensitivity(X, sample_weight, n_threads):
-    """The LWCS sampling distribution (two passes over the data).
-
-    Bachem, Lucic & Krause (2018), Alg. 1, with input weights ``w``: the weighted mean ``mu``,
-    then ``d2_n = ||x_n - mu||^2`` and
-
-    ``q_n = w_n (a + b d2_n)`` with ``a = 1/2 / sum w`` and ``b = 1/2 / sum_m w_m d2_m``,
-
-    so that the coreset weight of one draw of sample ``n`` out of ``size`` is
-    ``w_n / (size q_n) = 1 / (size (a + b d2_n))``. If every sample with positive weight sits
-    on the mean, ``b = 0`` and ``q`` is the weight distribution. Private helper: assumes valid
-    input (weights non-negative, not all zero).
-
-    Returns
-    -------
-    q : ndarray of shape (n_samples,), dtype=float64
-        Sampling probabilities (they sum to one up to rounding; zero where ``w_n = 0``).
-    d2 : ndarray of shape (n_samples,), dtype=float64
-        Squared distances to the mean.
-    a, b : float
-        The two coefficients above.
-    n_distance_evals : int
-        ``n_samples`` (the distances to the mean).
-    """
-    total = float(sample_weight.sum(dtype=np.float64))
-    # Pass 1. Any mean keeps the estimate unbiased (the weights are w / (size q) for whatever
-    # q > 0), so a gemv in the data's dtype is enough; a float64 copy of X would cost more
-    # than both passes.
-    mu = ((sample_weight @ X).astype(np.float64) / total).astype(X.dtype)
-    # Pass 2: the distances to the mean (direct loop, exact zero on the mean).
-    d2 = np.full(X.shape[0], np.inf, dtype=X.dtype)
-    n_evals = d2_update(X, mu, d2, n_threads)
-    d2 = d2.astype(np.float64)
-    spread = float(np.dot(sample_weight.astype(np.float64, copy=False), d2))
-    a, b = _coefficients(total, spread)
-    q = d2 * b
-    q += a
-    q *= sample_weight
-    return q, d2, a, b, n_evals
-
-
 def _coefficients(total, spread):
     """LWCS's ``a = 1/2 / sum w`` and ``b = 1/2 / sum w d2`` (``a = 1 / sum w``, ``b = 0``
     when every sample with weight sits on the mean)."""
@@ -82,39 +42,74 @@ def _coefficients(total, spread):
     return 1.0 / total, 0.0
 
 
-def _draw_chunk(X, sample_weight, mean, a, b, n_draws, seed, expected, n_threads):
-    """LWCS's second pass on one chunk of rows: ``n_draws`` draws inside the chunk.
+def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads, return_rows):
+    """LWCS's second pass on one block of rows: the rows at the given offsets of its mass.
 
-    ``q_n = w_n (a + b d2_n)`` with ``d2_n = ||x_n - mean||^2`` (as :func:`_sensitivity`
-    computes it, in the data's dtype); the draws are independent, with replacement, with
-    probability ``q_n / Q'_c`` (``Q'_c = sum_{n in c} q_n``), from a generator seeded with
-    ``seed`` only. A row drawn this way is expected ``expected q_n / Q'_c`` times
-    (``expected = size Q_c / sum Q``, the chunk's share of the draws in the client's
-    multinomial split), so one draw weighs ``w_n Q'_c / (expected q_n) =
-    Q'_c / (expected (a + b d2_n))``: unbiased for the sampling actually done, even where
-    ``Q'_c`` and the first pass's ``Q_c`` differ by rounding (in exact arithmetic the weight
-    is the in-memory ``1 / (size (a + b d2_n))``). Private helper: assumes valid input.
+    The block's mass ``q_n = w_n (a + b ||x_n - mean||^2)`` (``mass_cumulative``, float64),
+    and for every offset ``o`` in ``[0, Q_c)`` (``Q_c``: the block's share of the mass from
+    the first pass) the row ``n`` with ``cumsum[n-1] <= o < cumsum[n]``. Rows without mass
+    are never drawn; an offset that rounding puts past the block's own total gives its last
+    row with mass. Private helper: assumes valid input.
+
+    Parameters
+    ----------
+    offsets : ndarray of shape (n_draws,), dtype=float64
+        Sorted.
+    return_rows : bool
+        Whether to return the drawn rows themselves (from a remote worker).
 
     Returns
     -------
-    X_drawn : ndarray of shape (n_distinct, n_features)
-        The distinct drawn rows, in increasing row order.
+    rows : ndarray of shape (n_distinct,), dtype=intp
+        The distinct drawn rows' indices in the block, increasing.
+    X_drawn : ndarray of shape (n_distinct, n_features) or None
+        The rows themselves, if ``return_rows``.
     counts : ndarray of shape (n_distinct,), dtype=intp
         Draws of each.
-    unit_weight : ndarray of shape (n_distinct,), dtype=float64
-        The weight of one draw of each.
+    dist2 : ndarray of shape (n_distinct,), dtype=float64
+        Their squared distances to ``mean``.
     n_distance_evals : int
-        Rows of the chunk (their distances to the mean).
+        Rows of the block (their distances to the mean).
     """
-    d2 = np.full(X.shape[0], np.inf, dtype=X.dtype)
-    n_evals = d2_update(X, mean, d2, n_threads)
-    coef = d2.astype(np.float64)
-    coef *= b
-    coef += a
-    cumsum = np.cumsum(coef if sample_weight is None else coef * sample_weight)
-    uniforms = np.sort(np.random.default_rng(seed).random(n_draws))
-    rows, counts = np.unique(_draw(cumsum, uniforms), return_counts=True)
-    return X[rows], counts, cumsum[-1] / (expected * coef[rows]), n_evals
+    n_rows = X.shape[0]
+    dist2, cumsum = np.empty(n_rows), np.empty(n_rows)
+    n_evals = mass_cumulative(X, fit_weights(sample_weight, n_rows, X.dtype), mean, a, b,
+                              dist2, cumsum, n_threads)
+    rows, counts = np.unique(_invert(cumsum, offsets), return_counts=True)
+    return rows, X[rows] if return_rows else None, counts, dist2[rows], n_evals
+
+
+def _sample(data, size, state):
+    """``size`` LWCS draws from data in row blocks; see :meth:`LWCS.reduce_chunked`.
+
+    Returns the drawn rows, the number of draws of each and their squared distances to the
+    mean (in row order), and ``a``, ``b``.
+    """
+    moments = data.scan()
+    a, b = _coefficients(moments.total_weight, moments.spread)
+    shares = a * moments.weight + b * moments.chunk_spread
+    cumulative = np.cumsum(shares)
+    # One sorted sequence of uniforms for the whole data, drawn here: a draw's position in
+    # the mass does not depend on where the blocks start.
+    positions = np.sort(state.random_state.uniform(size=size)) * cumulative[-1]
+    owner = _invert(cumulative, positions)
+    chunks, first = np.unique(owner, return_index=True)
+    before = np.concatenate([[0.0], cumulative[:-1]])
+    offsets = np.split(positions - before[owner], first[1:])
+    mean = moments.global_mean
+    remote = not data.in_process  # remote rows come back with the draws; local ones are
+    # copied once, straight into the coreset
+    parts = data.map_chunks(
+        _draw_block, [(mean, a, b, o, data.n_threads, remote) for o in offsets], chunks)
+    state.count("reduction", sum(part[4] for part in parts))
+    counts = np.concatenate([part[2] for part in parts])
+    dist2 = np.concatenate([part[3] for part in parts])
+    if remote:
+        X = np.concatenate([part[1] for part in parts])
+    else:
+        starts = data.chunk_starts
+        X = data.take(np.concatenate([starts[c] + part[0] for c, part in zip(chunks, parts)]))
+    return X, counts, dist2, a, b
 
 
 def default_coreset_size(n_clusters):
@@ -169,7 +164,7 @@ class LWCS(DataReducer):
     -----
     Cost per fit: ``n_samples`` distance evaluations (to the mean; counted under
     ``cost_["reduction"]``) and ``O(n_samples n_features)`` time for the two passes, plus
-    ``O(n_samples + size log n_samples)`` for the draws. Memory: ``O(n_samples)`` for ``q``
+    ``O(n_samples + size log size)`` for the draws. Memory: ``O(rows of a block)`` for ``q``
     and a copy of the ``<= size`` drawn rows. Reads ``state.random_state`` and
     ``state.n_threads``; keeps no state.
 
@@ -184,11 +179,17 @@ class LWCS(DataReducer):
     ``1/(2N) + d(x, mu)^2 / (2 sum d^2)`` and ``gamma = 1 / (size q)``. A weight of 2
     gives a sample the probability and weight its two copies would have together.
 
-    On data in row chunks (a dask array, a memmap: :attr:`chunked` is ``True``),
-    :meth:`reduce_chunked` draws from the same ``q`` in two passes that are sums over the
-    chunks, splitting the draws over the chunks by their shares of ``q``; only the coreset
-    reaches the fitting process, and it depends on ``random_state`` and the chunking, not on
-    the number of workers (a different coreset than :meth:`reduce` draws from the same seed).
+    One sampler for every container. The data are read in row blocks: the chunks of a dask
+    array, or, for a memmap and an in-memory array alike, fixed blocks of about 32 MiB (a
+    shape- and dtype-dependent number of rows). Pass 1 gives every block's weight, mean and
+    sum of squared deviations (float64), hence ``mu``, ``a``, ``b`` and each block's share of
+    ``q``. ``size`` sorted uniforms drawn from ``random_state`` in the fitting process mark
+    positions in the cumulative distribution; each block gets the offsets of the positions
+    in its share, and pass 2 finds them in the cumulative sum of its rows' ``q`` (float64).
+    A draw's row thus depends on the seed and the data only, not on where the blocks start:
+    an array and a memmap of the same rows and weights give bit-identical coresets, a dask
+    array the same rows for any chunking (weights equal up to the rounding of the per-block
+    sums), and none depends on the number of threads or workers (:meth:`reduce_chunked`).
 
     Deviations: if fewer than ``n_clusters`` distinct samples are drawn (when ``size`` is
     close to ``n_clusters``, or few samples carry most of the weight), the draws are kept as
@@ -257,75 +258,51 @@ class LWCS(DataReducer):
         """Return the coreset and its weights (see :meth:`DataReducer.reduce`).
 
         ``X`` and ``sample_weight`` are returned unchanged when ``size >= n_samples``.
+        Otherwise the in-memory array is read in the fixed blocks a memmap of the same shape
+        and dtype is read in, by the sampler of :meth:`reduce_chunked`.
         """
-        n_samples = X.shape[0]
         size = self._size(state.n_clusters)
-        if size >= n_samples:
+        if size >= X.shape[0]:
             return X, sample_weight
-        q, d2, a, b, n_evals = _sensitivity(X, sample_weight, state.n_threads)
-        state.count("reduction", n_evals)
-        cumsum = np.cumsum(q)
-        # inverse-CDF draws (never a row with q = 0); sorted targets make the lookups
-        # cache-friendly
-        idx = _draw(cumsum, np.sort(state.random_state.uniform(size=size)))
-        rows, counts = np.unique(idx, return_counts=True)
-        if len(rows) < state.n_clusters:
-            warnings.warn(f"LWCS drew only {len(rows)} distinct samples for "
-                          f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
-                          "draws as separate rows. Use a larger size.", RuntimeWarning,
-                          stacklevel=2)
-            rows, counts = np.sort(idx), np.ones(size, dtype=np.intp)
-        # gamma = w / (size q) = 1 / (size (a + b d2)): finite for every drawn row
-        weights = (counts / (size * (a + b * d2[rows]))).astype(X.dtype)
-        return np.ascontiguousarray(X[rows]), weights
+        data = MemmapChunks(X, sample_weight, state.n_threads, validated=True)
+        return self._coreset(data, size, state)
 
     def reduce_chunked(self, data, state):
         """The coreset of data held in row chunks (see :meth:`DataReducer.reduce_chunked`).
 
-        The same distribution ``q`` as :meth:`reduce`, in two passes that are sums over
-        chunks. Pass 1 (``data.scan()``, run by the driver): every chunk's weight ``W_c``,
-        weighted mean ``mu_c`` and ``M2_c = sum w ||x - mu_c||^2``, combined exactly into the
-        mean ``mu``, ``S = sum w ||x - mu||^2``, ``a`` and ``b``, and every chunk's share of
-        ``q``, ``Q_c = a W_c + b S_c`` with ``S_c = M2_c + W_c ||mu_c - mu||^2``. In this
-        process, ``size`` draws are split over the chunks by one multinomial draw with
-        probabilities ``Q_c / sum Q`` from ``state.random_state``, which also gives the
-        entropy of a :class:`numpy.random.SeedSequence` spawning one generator per chunk.
-        Pass 2, on each chunk with draws: the distances to ``mu``, then that many draws
-        inside the chunk with its generator; duplicates are merged and only the drawn rows
-        and their weights come back. The coreset therefore depends on ``random_state`` and
-        the chunking only, never on the number of workers or the order they finish in.
+        Pass 1 (``data.scan()``, run by the driver): every chunk's weight ``W_c``, weighted
+        mean ``mu_c`` and ``M2_c = sum w ||x - mu_c||^2``, combined exactly into the mean
+        ``mu``, ``S = sum w ||x - mu||^2``, ``a`` and ``b``, and every chunk's share of the
+        mass, ``Q_c = a W_c + b S_c`` with ``S_c = M2_c + W_c ||mu_c - mu||^2``. In this
+        process, ``size`` sorted uniforms from ``state.random_state``, scaled by ``sum Q``,
+        are located in the cumulative shares; each chunk gets the offsets of its own draws
+        into its share. Pass 2, on each chunk with draws: the cumulative mass of its rows
+        locates the drawn rows; duplicates are merged and only the drawn rows, their counts
+        and distances come back. A draw's row thus depends on ``random_state`` and the data
+        only (up to the rounding of the cumulative sums), never on the chunking or the
+        number of workers.
 
         ``data.n_samples <= size`` gathers all rows with their weights instead (no more
         rows than a coreset would have). Counts the distances of pass 2 (the rows of the
-        chunks that drew) under ``"reduction"``, as :meth:`reduce` counts its ``n_samples``;
-        the first pass's sums are not counted, as :meth:`reduce`'s mean is not.
+        chunks that drew: all rows unless a chunk gets no draw) under ``"reduction"``; the
+        first pass's sums are not counted.
         """
-        n_samples = data.shape[0]
         size = self._size(state.n_clusters)
-        moments = data.scan()
-        if size >= n_samples:
+        data.scan()
+        if size >= data.shape[0]:
             return data.gather()
-        a, b = _coefficients(moments.total_weight, moments.spread)
-        shares = a * moments.weight + b * moments.chunk_spread
-        shares /= shares.sum()
-        draws = state.random_state.multinomial(size, shares)
-        entropy = [int(e) for e in state.random_state.randint(
-            np.iinfo(np.int64).max, size=4, dtype=np.int64)]
-        seeds = np.random.SeedSequence(entropy).spawn(data.n_chunks)
-        mean = moments.global_mean.astype(data.dtype)
-        chunks = np.flatnonzero(draws)
-        parts = data.map_chunks(
-            _draw_chunk, [(mean, a, b, int(draws[c]), seeds[c], size * float(shares[c]),
-                           data.n_threads) for c in chunks], chunks)
-        state.count("reduction", sum(part[3] for part in parts))
-        X = np.concatenate([part[0] for part in parts])
-        counts = np.concatenate([part[1] for part in parts])
-        unit_weight = np.concatenate([part[2] for part in parts])
+        return self._coreset(data, size, state)
+
+    def _coreset(self, data, size, state):
+        """The LWCS sampler of every container: draws, then merged rows and their weights."""
+        X, counts, dist2, a, b = _sample(data, size, state)
         if len(counts) < state.n_clusters:
             warnings.warn(f"LWCS drew only {len(counts)} distinct samples for "
                           f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
                           "draws as separate rows. Use a larger size.", RuntimeWarning,
-                          stacklevel=2)
-            return (np.repeat(X, counts, axis=0),
-                    np.repeat(unit_weight, counts).astype(data.dtype))
-        return X, (counts * unit_weight).astype(data.dtype)
+                          stacklevel=3)
+            X, dist2 = np.repeat(X, counts, axis=0), np.repeat(dist2, counts)
+            counts = np.ones(size, dtype=np.intp)
+        # gamma = w / (size q) = 1 / (size (a + b d2)): finite for every drawn row
+        weights = (counts / (size * (a + b * dist2))).astype(data.dtype)
+        return np.ascontiguousarray(X), weights

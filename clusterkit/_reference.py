@@ -225,3 +225,22 @@ def neighbourhoods_exhaustive(centers, G):
         result[c, 0] = c
         result[c, 1:] = others[_smallest(d2[c, others], others, G - 1)]
     return result, n_clusters * n_clusters
+
+
+# --- lightweight coresets (_lwcs.pyx) -------------------------------------------------------
+
+def moments_weighted(X, sample_weight):
+    """Twin of ``moments_weighted``; returns (weight, mean, m2, low, high), float64."""
+    X = np.asarray(X, dtype=np.float64)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    total = w.sum()
+    mean = w @ X / total if total > 0 else np.zeros(X.shape[1])
+    m2 = float(w @ ((X - mean) ** 2).sum(axis=1)) if total > 0 else 0.0
+    return total, mean, m2, X.min(axis=0), X.max(axis=0)
+
+
+def mass_cumulative(X, sample_weight, mean, a, b):
+    """Twin of ``mass_cumulative``; returns (dist2, cumsum, n_evals), float64."""
+    dist2 = ((np.asarray(X, dtype=np.float64) - mean) ** 2).sum(axis=1)
+    return dist2, np.cumsum(np.asarray(sample_weight, dtype=np.float64) * (a + b * dist2)), \
+        X.shape[0]

@@ -319,6 +319,25 @@ def test_given_centres_and_small_data_on_dask(da, client):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_coreset_does_not_depend_on_the_chunking(da, client, dtype):
+    """Any chunking of a dask array draws the in-memory array's coreset (the same rows;
+    weights equal up to the rounding of the per-chunk sums)."""
+    X, _ = _blobs(30_011, 5, 7, 6, dtype=dtype)
+    w = np.random.RandomState(7).uniform(0.0, 2.0, size=len(X))
+    state = FitState(n_clusters=7, n_features=5, random_state=np.random.RandomState(11))
+    Xc, wc = LWCS(2_500).reduce(X, w.astype(dtype), state)
+    rtol = 1e-6 if dtype == np.float32 else 1e-12
+    for chunks in (4_000, (10_000, 3, 17_000, 3_008)):
+        Xc_d, wc_d, state_d, _ = _coreset(da.from_array(X, chunks=(chunks, 5)),
+                                          da.from_array(w, chunks=(chunks,)), 7, 2_500, 11)
+        np.testing.assert_array_equal(Xc_d, Xc)
+        np.testing.assert_allclose(wc_d, wc, rtol=rtol)
+        # the second pass reads only the chunks that drew (not the 3-row ones, here)
+        assert state_d.cost["reduction"] == (len(X) if chunks == 4_000 else len(X) - 3)
+    assert state.cost["reduction"] == len(X)
+
+
 # -- memmaps ------------------------------------------------------------------------------
 
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from clusterkit import LWCS, Clusterer, FitState, NoReduction, _nearest
-from clusterkit._reduction import _sensitivity
+from clusterkit import LWCS, Clusterer, FitState, NoReduction, _chunked, _nearest
 from clusterkit.metrics import quantization_error
 
 from ._helpers import fixed_iterations
@@ -42,45 +41,71 @@ def test_no_reduction_returns_its_inputs():
 
 # --- the sampling distribution ----------------------------------------------------------------
 
-def test_sampling_distribution_is_the_papers_for_unit_weights():
-    X = _data(500)
-    q, d2, a, b, n_evals = _sensitivity(X, np.ones(500), 1)
-    d2_ref = ((X - X.mean(0)) ** 2).sum(1)
-    q_ref = 0.5 / 500 + 0.5 * d2_ref / d2_ref.sum()
-    np.testing.assert_allclose(q, q_ref, rtol=1e-10)
-    np.testing.assert_allclose(d2, d2_ref, rtol=1e-10)
-    assert q.sum() == pytest.approx(1.0, rel=1e-12)
-    assert n_evals == 500
-
-
-def test_sampling_distribution_with_weights():
-    X = _data(400)
-    w = np.random.default_rng(1).uniform(0, 3, size=400)
-    w[::7] = 0
-    q, *_ = _sensitivity(X, w, 1)
+def _q(X, w):
+    """LWCS's q (Bachem et al., Alg. 1, with input weights), computed the direct way."""
+    X, w = X.astype(np.float64), w.astype(np.float64)
     mu = w @ X / w.sum()
     d2 = ((X - mu) ** 2).sum(1)
-    np.testing.assert_allclose(q, 0.5 * w / w.sum() + 0.5 * w * d2 / (w @ d2), rtol=1e-10)
-    assert np.all(q[::7] == 0)
+    spread = w @ d2
+    return 0.5 * w / w.sum() + (0.5 * w * d2 / spread if spread > 0 else 0.5 * w / w.sum())
 
 
-def test_weight_two_has_the_probability_of_two_copies():
+def _draws(X, w, Xc, wc, size):
+    """The drawn rows of ``X`` and their numbers of draws, from the coreset's weights
+    (``wc = count w / (size q)``); asserts that the counts come out as integers."""
+    rows = np.array([np.flatnonzero((X == x).all(1))[0] for x in Xc])
+    counts = wc.astype(np.float64) * size * _q(X, w)[rows] / w[rows]
+    rtol = 1e-5 if wc.dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(counts, np.round(counts), rtol=rtol)
+    return rows, np.round(counts).astype(int)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_draw_frequencies_follow_q(weighted):
+    """Every row is drawn with probability q: the coreset weights are ``count w / (size q)``
+    with integer counts, and the counts of many draws match ``size q``."""
+    X = _data(400)
+    w = np.ones(400)
+    if weighted:
+        w = np.random.default_rng(1).uniform(0, 3, size=400)
+        w[::7] = 0
+    size = 399
+    total = np.zeros(400)
+    for seed in range(60):
+        Xc, wc = LWCS(size).reduce(X, w, _state(X, seed=seed))
+        rows, counts = _draws(X, w, Xc, wc, size)
+        assert counts.sum() == size and np.all(w[rows] > 0)
+        total[rows] += counts
+    expected = 60 * size * _q(X, w)
+    assert np.all(total[w == 0] == 0)
+    chi2 = ((total - expected) ** 2 / np.where(expected > 0, expected, 1))[w > 0].sum()
+    dof = int((w > 0).sum()) - 1
+    assert chi2 < dof + 5 * np.sqrt(2 * dof), (chi2, dof)
+
+
+def test_weight_two_has_the_weight_of_two_copies():
+    """A row of weight 2 gets the probability (2 q) and per-draw weight of its two copies."""
     X = _data(300)
     w = np.ones(300)
     w[:40] = 2.0
     X_dup = np.vstack([X, X[:40]])
-    q_w, *_ = _sensitivity(X, w, 1)
-    q_dup, *_ = _sensitivity(X_dup, np.ones(340), 1)
-    merged = q_dup[:300].copy()
-    merged[:40] += q_dup[300:]
-    np.testing.assert_allclose(q_w, merged, rtol=1e-10)
+    q_w, q_dup = _q(X, w), _q(X_dup, np.ones(340))
+    np.testing.assert_allclose(q_w[:40], q_dup[:40] + q_dup[300:], rtol=1e-12)
+    Xc, wc = LWCS(200).reduce(X, w, _state(X))
+    rows, counts = _draws(X, w, Xc, wc, 200)
+    # one draw of a copy weighs 1 / (size q_copy), as one draw of the weight-2 row does
+    np.testing.assert_allclose(wc / counts, 1 / (200 * q_dup[rows]), rtol=1e-12)
 
 
 def test_all_samples_on_the_mean_gives_the_weight_distribution():
     X = np.ones((50, 2))
     w = np.linspace(1, 2, 50)
-    q, *_ = _sensitivity(X, w, 1)
-    np.testing.assert_allclose(q, w / w.sum(), rtol=1e-12)
+    np.testing.assert_allclose(_q(X, w), w / w.sum(), rtol=1e-12)
+    Xc, wc = LWCS(20).reduce(X, w, _state(X, n_clusters=1))
+    # every draw weighs sum(w) / size, whichever row it is
+    counts = wc * 20 / w.sum()
+    np.testing.assert_allclose(counts, np.round(counts), rtol=1e-12)
+    assert np.round(counts).sum() == 20
 
 
 # --- the coreset --------------------------------------------------------------------------------
@@ -93,25 +118,56 @@ def test_coreset_rows_weights_and_cost(dtype):
     assert Xc.dtype == dtype and wc.dtype == dtype and Xc.flags.c_contiguous
     assert 3 <= len(Xc) <= 500 and wc.shape == (len(Xc),) and np.all(wc > 0)
     assert state.cost == {"seeding": 0, "reduction": 3000, "estep": 0, "labels": 0}
-    # distinct rows of X, in increasing row order
-    rows = np.array([np.flatnonzero((X == x).all(1))[0] for x in Xc])
+    # distinct rows of X, in increasing row order, with weights count / (size q)
+    rows, counts = _draws(X, np.ones(3000), Xc, wc, 500)
     assert np.all(np.diff(rows) > 0)
-    # weights: multiplicity / (size q) for the drawn rows
-    q, *_ = _sensitivity(X, np.ones(3000, dtype=dtype), 1)
-    counts = wc.astype(np.float64) * 500 * q[rows]
-    np.testing.assert_allclose(counts, np.round(counts), rtol=1e-5 if dtype == np.float32
-                               else 1e-10)
-    assert np.round(counts).sum() == 500
+    assert counts.sum() == 500
 
 
-def test_same_random_state_same_coreset_for_any_thread_count():
-    X = _data(3000)
-    a = LWCS(400).reduce(X, np.ones(3000), _state(X, seed=3, n_threads=1))
-    b = LWCS(400).reduce(X, np.ones(3000), _state(X, seed=3, n_threads=2))
-    c = LWCS(400).reduce(X, np.ones(3000), _state(X, seed=4, n_threads=1))
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_same_random_state_same_coreset_for_any_thread_count(monkeypatch, n_threads):
+    X = _data(40_000, d=8)  # enough work per block for the kernels to use both threads
+    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 7_001 * 8 * 8)  # several blocks
+    a = LWCS(400).reduce(X, np.ones(40_000), _state(X, seed=3, n_threads=1))
+    b = LWCS(400).reduce(X, np.ones(40_000), _state(X, seed=3, n_threads=n_threads + 1))
+    c = LWCS(400).reduce(X, np.ones(40_000), _state(X, seed=4, n_threads=1))
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     assert not np.array_equal(a[1], c[1])
+
+
+def _memmap(X, tmp_path, name="X.npy"):
+    np.save(tmp_path / name, X)
+    return np.load(tmp_path / name, mmap_mode="r")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n_samples, size", [(5_003, 777), (20_011, 4_099)])
+def test_ndarray_and_memmap_give_the_same_coreset(monkeypatch, tmp_path, dtype, weighted,
+                                                  n_samples, size):
+    """One sampler: an array and a memmap of the same rows give bit-identical coresets."""
+    X = _data(n_samples, d=5, dtype=dtype, seed=1)
+    w = (np.random.default_rng(2).uniform(0, 3, size=n_samples) if weighted else None)
+    # blocks of 1237 rows: several, the last one shorter
+    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 1_237 * 5 * np.dtype(dtype).itemsize)
+    X_mm = _memmap(X, tmp_path)
+    w_fit = np.ones(n_samples, dtype=dtype) if w is None else w.astype(dtype)
+    state = _state(X, seed=9)
+    Xc, wc = LWCS(size).reduce(X, w_fit, state)
+    state_mm = _state(X, seed=9, n_threads=2)
+    Xc_mm, wc_mm = LWCS(size).reduce_chunked(_chunked.chunked_data(X_mm, w, 2), state_mm)
+    assert Xc.dtype == Xc_mm.dtype == wc.dtype == wc_mm.dtype == dtype
+    np.testing.assert_array_equal(Xc_mm, Xc)
+    np.testing.assert_array_equal(wc_mm, wc)
+    assert state.cost == state_mm.cost
+    # fits on the same coreset (centred on the mean of the array or of the memmap's first
+    # pass, which agree to rounding)
+    fits = [Clusterer(4, reduce=LWCS(size), random_state=9, max_iter=3).fit(data, sample_weight=w)
+            for data in (X, X_mm)]
+    np.testing.assert_allclose(fits[1].cluster_centers_, fits[0].cluster_centers_,
+                               rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+    assert fits[0].cost_["reduction"] == fits[1].cost_["reduction"] == n_samples
 
 
 def test_zero_weight_samples_are_never_drawn():
@@ -151,8 +207,8 @@ def test_few_distinct_draws_are_kept_unmerged_with_a_warning():
                                             r"n_clusters=10 \(size=10\)"):
         Xc, wc = LWCS(10).reduce(X, np.ones(1000), state)
     assert len(Xc) == 10 and (Xc[:, 0] == 1e6).sum() >= 2
-    q, *_ = _sensitivity(X, np.ones(1000), 1)
-    np.testing.assert_allclose(wc[Xc[:, 0] == 1e6], 1 / (10 * q[0]), rtol=1e-12)
+    np.testing.assert_allclose(wc[Xc[:, 0] == 1e6], 1 / (10 * _q(X, np.ones(1000))[0]),
+                               rtol=1e-12)
 
 
 # --- inside Clusterer -----------------------------------------------------------------------
