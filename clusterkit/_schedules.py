@@ -211,8 +211,9 @@ class NestedDoubling(Schedule):
     def _validate(self, X, n_clusters, composition):
         """``initial_batch >= 1``, ``rho >= 0``, a known ``spread``; a hard M-step."""
         check_int(self.initial_batch, "initial_batch", minimum=1)
-        if not (isinstance(self.rho, numbers.Real) and 0 <= self.rho < math.inf):
-            raise ValueError(f"rho={self.rho!r} must be a number >= 0, finite.")
+        # rho = inf is meaningful (never double); NaN fails the comparison
+        if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
+            raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
         if self.spread not in ("standard_error", "deviation"):
             raise ValueError(f"Unknown spread={self.spread!r}; expected 'standard_error' or "
                              "'deviation'.")
