@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 __all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable",
-           "check_finite_centers", "check_elkan_range", "check_bandwidth",
+           "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts"]
 
 
@@ -221,39 +221,6 @@ def check_representable(X, centers=None, sample_weight=None, n_samples=None):
                          f"the samples can reach {weighted:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). Rescale the weights (only their ratios "
                          f"matter){advice}.")
-
-
-#: Elkan's bounds are float32; a bound plus the moves of its centre over the run (each at
-#: most the data's diagonal) must stay finite. 2**20 diagonals leave room for any run.
-ELKAN_MARGIN = 2.0 ** 20
-
-
-def check_elkan_range(X):
-    """Raise if distances between samples of ``X`` exceed what :class:`ElkanEStep`'s float32
-    bounds can hold.
-
-    ElkanEStep stores one float32 lower bound per sample and centre: the distance plus the
-    centre's summed moves since the bound was set. The largest distance is at most the
-    diagonal of the data's bounding box; if ``ELKAN_MARGIN`` (``2**20``) diagonals exceed
-    float32's largest number (about ``3.4e38``), that is, for distances beyond about
-    ``3e32``, a bound would become infinite, skip the nearest centre and give a wrong label.
-    float32 data always fit (their squared distances are below ``3.4e38`` already).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-
-    Raises
-    ------
-    ValueError
-        Naming ElkanEStep and suggesting FullEStep (exact, without bounds) or rescaling X.
-    """
-    diagonal = _squared_diagonal(X) ** 0.5
-    limit = float(np.finfo(np.float32).max) / ELKAN_MARGIN
-    if not diagonal <= limit:
-        raise ValueError(f"X's distances reach {diagonal:.3g}, beyond the {limit:.3g} that "
-                         "ElkanEStep's float32 bounds can hold; use FullEStep (exact, without "
-                         "bounds) or rescale X.")
 
 
 def check_bandwidth(sigma2, dtype, name="sigma"):
