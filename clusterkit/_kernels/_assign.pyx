@@ -8,8 +8,8 @@ from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 from ._dist import center_tables
-from ._dist cimport (CHUNK_SIZE, _dist2_tile, _settle_near_ties, _sqdist_wide, _sqnorm,
-                    _use_gemm)
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
+                    _sqnorm, _use_gemm)
 
 
 cdef extern from "_nearest.h" nogil:
@@ -40,7 +40,7 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                         int* labels,                     # OUT (n_rows,)
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef Py_ssize_t i, best
-    cdef floating d
+    cdef double max_sqnorm
     cdef bint four
     cdef ck_nearest_double_fn nearest_double = ck_nearest_double_for(n_features)
     cdef ck_nearest_float_fn nearest_float = ck_nearest_float_for(n_features)
@@ -73,6 +73,7 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
             i += 1
         return
     _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
     for i in range(n_rows):
         if floating is float:
             best = ck_argmin_float(tile + i * n_clusters, n_clusters)
@@ -80,7 +81,7 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
             best = ck_argmin_double(tile + i * n_clusters, n_clusters)
         labels[i] = <int> _settle_near_ties(
             tile + i * n_clusters, n_clusters, best, X + i * n_features, n_features, centers,
-            centers_sqnorm, _sqnorm(X + i * n_features, n_features), min_dist2 + i)
+            _sqnorm(X + i * n_features, n_features), max_sqnorm, min_dist2 + i)
 
 
 def assign_full(const floating[:, ::1] X,        # IN

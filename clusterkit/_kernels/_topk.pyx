@@ -5,7 +5,7 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _settle_near_ties, _sqnorm, _use_gemm
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqnorm, _use_gemm
 from ._select cimport _select_row
 
 
@@ -24,8 +24,10 @@ cdef void _topk_chunk(const floating* X,               # IN  (n_rows, n_features
     cdef bint gemm = _use_gemm(n_features)
     cdef floating xn, d
     cdef floating* vals
+    cdef double max_sqnorm = 0
     if gemm:
         _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+        max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
     for i in range(n_rows):
         vals = win_dist2 + i * n_winners
         if not gemm:
@@ -42,7 +44,7 @@ cdef void _topk_chunk(const floating* X,               # IN  (n_rows, n_features
                 # the nearest centre exactly as the full E-step finds it (near-ties settled)
                 winners[i] = <int> _settle_near_ties(
                     tile + i * n_clusters, n_clusters, winners[i], X + i * n_features,
-                    n_features, centers, centers_sqnorm, xn, vals)
+                    n_features, centers, xn, max_sqnorm, vals)
                 continue
             for j in range(n_winners):
                 vals[j] += xn
