@@ -266,7 +266,8 @@ class ChunkedData:
             low=np.min([r[6] for r in results], axis=0),
             high=np.max([r[7] for r in results], axis=0))
         if check:  # the data's bounding box has their extreme values: as in memory
-            check_representable(np.stack([moments.low, moments.high]).astype(self.dtype))
+            check_representable(np.stack([moments.low, moments.high]).astype(self.dtype),
+                                n_samples=max(moments.total_weight, self.shape[0]))
         self._moments = moments
         return moments
 

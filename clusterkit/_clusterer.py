@@ -422,9 +422,10 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         Returns
         -------
         self : Clusterer
-            With ``cluster_centers_``, ``labels_`` and ``inertia_`` of this batch,
-            ``n_iter_`` (batches so far), ``history_``, ``cost_`` and ``n_distance_evals_``
-            (totals over the stream).
+            With ``cluster_centers_``; ``labels_`` and ``inertia_`` of this batch for the
+            updated centres (``compute_labels=True``, as scikit-learn's; one exact pass over
+            the batch, counted in ``cost_["labels"]``); ``n_iter_`` (batches so far),
+            ``history_``, ``cost_`` and ``n_distance_evals_`` (totals over the stream).
 
         Raises
         ------
@@ -448,9 +449,10 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             driver = self._start_stream(X, fitted)
         if fitted:
             centers = np.ascontiguousarray(self.cluster_centers_ - driver.x_mean)
-            result = driver.stream(X, sample_weight, centers, self._cluster_weight)
+            result = driver.stream(X, sample_weight, self.compute_labels, centers,
+                                   self._cluster_weight)
         else:
-            result = driver.stream(X, sample_weight)
+            result = driver.stream(X, sample_weight, self.compute_labels)
         self._set_fitted(result, driver)
         return self
 

@@ -371,7 +371,7 @@ class Driver:
 
     # -- a stream ----------------------------------------------------------------------------
 
-    def stream(self, X, sample_weight, centers=None, cluster_weight=None):
+    def stream(self, X, sample_weight, compute_labels, centers=None, cluster_weight=None):
         """One batch of a ``partial_fit`` stream: the driver's :meth:`step` on the batch.
 
         ``X`` is the batch in the user's coordinates (centred here on ``self.x_mean``). The
@@ -380,8 +380,10 @@ class Driver:
         as pseudo-samples weighted by the training weight of their clusters
         (``cluster_weight``), so that the batches refine the fit instead of replacing it
         (scikit-learn's ``MiniBatchKMeans`` keeps its counts in the same way). Every batch's
-        rows are new samples: per-sample state starts afresh. Returns a :class:`Result`
-        with the batch's labels and inertia.
+        rows are new samples: per-sample state starts afresh. Returns a :class:`Result`;
+        with ``compute_labels`` it has the batch's labels and inertia for the updated centres
+        (one exact pass over the batch, counted under ``"labels"``, as scikit-learn's
+        ``MiniBatchKMeans.partial_fit`` computes them).
         """
         state = self.state
         Xc = X - self.x_mean
@@ -399,9 +401,15 @@ class Driver:
                                                                   self.centers, state)
             self.centers, assignment, _ = self.step(Xc, sample_weight, slice(0, X.shape[0]),
                                                     self.centers)
+            result = Result(self.centers, "batch", state.history)
+            if compute_labels:
+                with state.timed("labels"):
+                    result.labels, dist2, n_evals = nearest(Xc, None, self.centers,
+                                                            state.n_threads)
+                state.count("labels", n_evals)
+                result.inertia = weighted_sum(dist2, sample_weight)
         self.record(len(state.history) + 1, assignment, sample_weight, self.centers)
-        return Result(self.centers, "batch", state.history, labels=assignment.labels.copy(),
-                      inertia=assignment.qe)
+        return result
 
     def _absorb(self, centers, cluster_weight):
         """Put a fitted model's centres into the M-step's running sums, each as one sample

@@ -39,7 +39,8 @@ def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None
     random_state : int, RandomState or None, default=None
         Seed of pynndescent's random projections and initial graph.
     n_threads : int or None, default=None
-        Threads of the neighbour search (``None``: as for every clusterkit kernel).
+        Threads of the exact search (``None``: as for every clusterkit kernel). The
+        approximate search always runs on one thread: see Notes.
 
     Returns
     -------
@@ -49,6 +50,18 @@ def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None
     ------
     ValueError
         If ``n_neighbors >= n_samples`` or ``X`` is not a finite 2-D array.
+
+    Notes
+    -----
+    The graph does not depend on ``n_threads``. pynndescent's parallel descent updates the
+    neighbour heaps in an order that depends on its threads, so with 2 threads it finds a
+    different approximate graph than with 1 (and SLK then different clusters); it is
+    therefore always run with ``n_jobs=1``, a fixed seed and its default ``low_memory``
+    mode, which is deterministic. On 2 cores this is also the faster setting
+    (``benchmarks/RESULTS.md``). Ctrl-C takes effect only when the search returns:
+    pynndescent's compiled stages and scikit-learn's brute-force search hold the
+    interpreter (the exact search of the default, below :data:`EXACT_BELOW` samples, takes
+    under a second).
 
     Examples
     --------
@@ -76,8 +89,8 @@ def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None
     else:
         from pynndescent import NNDescent
         seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
-        index = NNDescent(X, n_neighbors=n_neighbors + 1, random_state=seed,
-                          n_jobs=n_threads)
+        # one thread: pynndescent's parallel descent depends on its thread count (Notes)
+        index = NNDescent(X, n_neighbors=n_neighbors + 1, random_state=seed, n_jobs=1)
         found, _ = index.neighbor_graph
         neighbours = _without_self(found, n_neighbors)
     rows = np.repeat(np.arange(n_samples), n_neighbors)

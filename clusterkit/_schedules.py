@@ -59,8 +59,9 @@ class FullBatch(Schedule):
             raise ValueError(f"Unknown kmeans_objective={self.kmeans_objective!r}; expected "
                              "'qe' or 'free_energy'.")
         if self.center_tol is not None and not (_real(self.center_tol)
-                                                and self.center_tol >= 0):
-            raise ValueError(f"center_tol={self.center_tol!r} must be None or a number >= 0.")
+                                                and 0 <= self.center_tol < math.inf):
+            raise ValueError(f"center_tol={self.center_tol!r} must be None or a number "
+                             ">= 0, finite.")
 
     def batches(self, n_samples, state):
         """Yield all rows, forever (the driver's ``max_iter`` and :meth:`should_stop` end
@@ -135,10 +136,13 @@ class MiniBatch(Schedule):
         self.max_passes = max_passes
 
     def _validate(self, X, n_clusters, composition):
-        """``batch_size >= 1`` and ``max_passes > 0``."""
+        """``batch_size >= 1`` and a finite ``max_passes > 0`` (the budget is the only end
+        of the run)."""
         check_int(self.batch_size, "batch_size", minimum=1)
-        if not (isinstance(self.max_passes, numbers.Real) and self.max_passes > 0):
-            raise ValueError(f"max_passes={self.max_passes!r} must be a positive number.")
+        if not (isinstance(self.max_passes, numbers.Real)
+                and 0 < self.max_passes < math.inf):
+            raise ValueError(f"max_passes={self.max_passes!r} must be a positive number, "
+                             "finite.")
 
     def batches(self, n_samples, state):
         """Random batches until ``max_passes`` passes have been made."""
@@ -208,6 +212,7 @@ class NestedDoubling(Schedule):
     def _validate(self, X, n_clusters, composition):
         """``initial_batch >= 1``, ``rho >= 0``, a known ``spread``."""
         check_int(self.initial_batch, "initial_batch", minimum=1)
+        # rho = inf is meaningful (never double); NaN fails the comparison
         if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
             raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
         if self.spread not in ("standard_error", "deviation"):
@@ -329,8 +334,8 @@ class SBEDecay(Schedule):
         check_int(self.inner_iter, "inner_iter", minimum=1)
         check_int(self.outer_iter, "outer_iter", minimum=1)
         check_int(self.polish_iter, "polish_iter", minimum=0)
-        if self.step is not None and not (_real(self.step) and self.step > 0):
-            raise ValueError(f"step={self.step!r} must be None or a number > 0.")
+        if self.step is not None and not (_real(self.step) and 0 < self.step < math.inf):
+            raise ValueError(f"step={self.step!r} must be None or a number > 0, finite.")
         if not (_real(self.decay) and 0 < self.decay <= 1):
             raise ValueError(f"decay={self.decay!r} must be a number in (0, 1].")
         if not (_real(self.averaging) and 0 <= self.averaging < 1):

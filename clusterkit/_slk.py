@@ -12,7 +12,7 @@ from ._kernels import _laplacian
 from ._nearest import all_dist2
 from ._reduction import NoReduction
 from ._state import weighted_sum
-from ._validation import check_int, check_memory
+from ._validation import check_bandwidth, check_int, check_memory
 
 __all__ = ["LaplacianEStep", "ModeMStep", "SLK_ENERGY"]
 
@@ -165,6 +165,7 @@ class LaplacianEStep(EStep):
         if not sigma2 > 0:
             raise ValueError("The kernel bandwidth is zero: every sample coincides with its "
                              "graph neighbours. Pass sigma > 0.")
+        check_bandwidth(sigma2, X.dtype)
         # The z-updates run over the rows in reverse Cuthill-McKee order, in which graph
         # neighbours sit close together: their rows of z are then mostly in cache (on MNIST
         # a z-update is about three times faster than in the data's order).

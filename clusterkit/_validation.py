@@ -4,6 +4,7 @@ import numbers
 import numpy as np
 
 __all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable",
+           "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts"]
 
 
@@ -105,46 +106,154 @@ def check_weight_counts(counts, dtype):
                          "(only their ratios matter) or set them to 0.")
 
 
-def check_representable(X, centers=None, sample_weight=None):
-    """Raise if squared distances between samples of ``X`` (and ``centers``) overflow or all
-    underflow ``X``'s dtype, or, given ``sample_weight``, if weighted sums over ``X`` can
-    overflow it.
+def check_finite_centers(centers, name="cluster_centers_"):
+    """Raise unless every entry of ``centers`` is finite.
 
-    Centres are weighted means of samples, so all points stay in the data's bounding box,
-    whose squared diagonal is at most ``D (max - min)^2``; past the dtype's range every
-    distance would be ``inf`` and the result meaningless, and below its smallest normal
-    number every distance would be 0. The kernels also form each sample's ``w_n d2_n`` (the
-    seeding masses) and accumulate ``sum_n w_n`` and ``sum_n w_n x_n`` (the M-step's and the
+    Fitted centres are finite by construction; NaN or infinite ones come from a model edited
+    or loaded from a tampered file, and would make every distance NaN.
+    """
+    n_bad = int(np.size(centers) - np.count_nonzero(np.isfinite(centers)))
+    if n_bad:
+        raise ValueError(f"{name} has {n_bad} non-finite entries; the centres must be finite "
+                         "(refit the model).")
+
+
+def _squared_diagonal(X, centers=None):
+    """``sum_k (max_k - min_k)^2`` over the features of ``X`` (and ``centers``) in float64:
+    the squared diagonal of the bounding box, ``inf`` if it overflows."""
+    high = X.max(axis=0).astype(np.float64)
+    low = X.min(axis=0).astype(np.float64)
+    if centers is not None:
+        high = np.maximum(high, centers.max(axis=0))
+        low = np.minimum(low, centers.min(axis=0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        ranges = high - low
+        return float(np.dot(ranges, ranges))
+
+
+#: ``check_representable`` refuses data whose total ``sum_n w_n d2_n`` could come within this
+#: factor of the dtype's largest number; see its Notes.
+RANGE_MARGIN = 4.0
+
+
+def check_representable(X, centers=None, sample_weight=None, n_samples=None):
+    """Raise if the squared distances of ``X`` (and ``centers``), or their weighted sum over
+    the samples, can overflow ``X``'s dtype, if all of them underflow it, or if weighted sums
+    of ``X`` can overflow it.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        The data, or any rows spanning its bounding box (for example its per-feature minima
+        and maxima, when the data are checked a block at a time).
+    centers : ndarray of shape (n_clusters, n_features), default=None
+        Centres used with ``X`` (at predict time); they must be finite.
+    sample_weight : ndarray of shape (n_rows,), default=None
+        The weights; ``None`` means unit weights.
+    n_samples : int, default=None
+        Number of samples ``X`` stands for, if its rows are only the bounding box; with unit
+        weights the total weight. Default: ``X.shape[0]``.
+
+    Raises
+    ------
+    ValueError
+        If ``centers`` has non-finite entries, or any of the limits in the Notes is exceeded.
+
+    Notes
+    -----
+    Centres are weighted means of samples, so samples and centres stay in the data's
+    bounding box and every squared distance is at most its squared diagonal
+    ``B = sum_k (max_k - min_k)^2``. The gemm-based kernels form
+    ``||x||^2 - 2 x.c + ||c||^2`` on mean-centred data, whose terms are each at most ``B``
+    in magnitude (at most ``4 B`` in all), and the objectives (inertia, the variance of a
+    mixture, the seeding's potential ``sum w D^2``) add ``w_n d2_n`` over the samples, at
+    most ``W B`` with ``W`` the total weight. The data are therefore refused unless
+    ``RANGE_MARGIN * B`` (``RANGE_MARGIN`` = 4) and each ``w_n B`` are below the dtype's
+    largest number, and ``RANGE_MARGIN * max(W, 1) * B`` below float64's (the sums over the
+    samples are float64): for float64 and 1,000 unit-weight samples in 4 features,
+    coordinates spread over more than about ``1e151``. Below the smallest normal number every distance would be 0, and the
+    kernels also accumulate ``sum_n w_n`` and ``sum_n w_n x_n`` (the M-step's and the
     coreset's sums) in the data's dtype, with every coordinate, centred or not, below
     ``max |x|`` or ``max - min``.
     """
     info = np.finfo(X.dtype)
     largest, name = float(info.max), X.dtype.name
+    if centers is not None:
+        check_finite_centers(centers)
     high, low = float(X.max()), float(X.min())
     if centers is not None:
         high, low = max(high, float(centers.max())), min(low, float(centers.min()))
     extent = high - low
-    bound = X.shape[1] * extent * extent  # a product overflows to inf, where ** would raise
-    if not bound <= largest:
+    diagonal2 = _squared_diagonal(X, centers)
+    advice = "Rescale X" + (" or pass it as float64" if X.dtype == np.float32 else "")
+    if not diagonal2 <= largest:
         raise ValueError(f"X's values are too large for {name}: squared distances between "
-                         f"samples can reach {bound:.3g}, beyond the largest {name} "
-                         f"({largest:.3g}). Rescale X or pass it as float64.")
+                         f"samples can reach {diagonal2:.3g}, beyond the largest {name} "
+                         f"({largest:.3g}). {advice}.")
+    if not RANGE_MARGIN * diagonal2 <= largest:
+        raise ValueError(f"X's values are too large for {name}: squared distances between "
+                         f"samples can reach {diagonal2:.3g}, within a factor "
+                         f"{RANGE_MARGIN:g} of the largest {name} ({largest:.3g}), where their "
+                         f"computation overflows. {advice}.")
+    if sample_weight is None:
+        total, heaviest = float(X.shape[0] if n_samples is None else n_samples), 1.0
+    else:
+        with np.errstate(over="ignore"):
+            total = float(sample_weight.sum(dtype=np.float64))
+        heaviest = float(sample_weight.max())
+    # the sums of w d2 over the samples are float64 (each w d2 is checked below); with
+    # weights above 1 on average the weights are to blame
+    summed = RANGE_MARGIN * max(total, 1.0) * diagonal2
+    if not summed <= float(np.finfo(np.float64).max) and total <= X.shape[0]:
+        raise ValueError(f"X's values are too large: squared distances between samples (up "
+                         f"to {diagonal2:.3g}) summed over a total weight of {total:.3g} can "
+                         "overflow the largest float64 (1.8e+308). Rescale X.")
     if 0 < extent and extent * extent < float(info.tiny):
         raise ValueError(f"X's values are too close together for {name}: squared distances "
                          f"between samples are below its smallest normal number "
                          f"({float(info.tiny):.3g}). Rescale X.")
     if sample_weight is None:
         return
-    with np.errstate(over="ignore"):
-        total = float(sample_weight.sum(dtype=np.float64))
-    weighted = max(float(sample_weight.max()) * bound,
-                   total * max(extent, abs(high), abs(low), 1.0))
-    if not weighted <= largest:
+    weighted = max(heaviest * diagonal2, total * max(extent, abs(high), abs(low), 1.0))
+    if not (weighted <= largest and summed <= float(np.finfo(np.float64).max)):
         advice = " or pass X as float64" if X.dtype == np.float32 else ""
         raise ValueError(f"sample_weight is too large for X in {name}: weighted sums over "
                          f"the samples can reach {weighted:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). Rescale the weights (only their ratios "
                          f"matter){advice}.")
+
+
+def check_bandwidth(sigma2, dtype, name="sigma"):
+    """Raise unless ``2 sigma2`` is a positive normal number of ``dtype``.
+
+    A Gaussian kernel ``exp(-d2 / (2 sigma2))`` is computed in the data's dtype: a bandwidth
+    whose ``2 sigma2`` underflows to 0 there (``sigma=1e-30`` in float32) gives ``0 / 0`` for
+    the samples at a mode, NaN affinities and a NaN objective, and one that overflows makes
+    every affinity 1.
+
+    Parameters
+    ----------
+    sigma2 : float
+        The squared bandwidth.
+    dtype : dtype
+        The data's dtype.
+    name : str, default="sigma"
+        The parameter named in the message.
+
+    Raises
+    ------
+    ValueError
+        If ``2 sigma2`` is not within the normal range of ``dtype``.
+    """
+    info = np.finfo(dtype)
+    two_sigma2 = 2.0 * float(sigma2)
+    if not float(info.tiny) <= two_sigma2 <= float(info.max):
+        raise ValueError(f"{name}={float(sigma2) ** 0.5:.3g} is outside the range of "
+                         f"{np.dtype(dtype).name}: 2 {name}^2 = {two_sigma2:.3g} must lie "
+                         f"between {float(info.tiny):.3g} and {float(info.max):.3g}. Rescale X "
+                         f"and {name} together" + (" or pass X as float64"
+                                                    if np.dtype(dtype) == np.float32 else "")
+                         + ".")
 
 
 def available_memory():

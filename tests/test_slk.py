@@ -235,3 +235,11 @@ def test_state_is_not_needed_to_build_the_graph_in_init_state(moons):
     state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
     st = LaplacianEStep(n_neighbors=4).init_state(X, np.ones(200), X[:2], state)
     assert np.all(np.diff(st.indptr) == 4) and st.sigma2 > 0
+
+
+def test_approximate_graph_does_not_depend_on_n_threads():
+    """pynndescent's parallel descent depends on its threads; the graph must not."""
+    X = np.random.RandomState(0).normal(size=(3000, 6))
+    one, two = (knn_graph(X, n_neighbors=5, exact=False, random_state=0, n_threads=n)
+                for n in (1, 2))
+    assert (one != two).nnz == 0

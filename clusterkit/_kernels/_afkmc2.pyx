@@ -5,6 +5,7 @@ of its arguments and gives bit-identical results for any ``n_threads``.
 """
 import numpy as np
 
+from cpython.exc cimport PyErr_CheckSignals
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
@@ -144,7 +145,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     then the block's steps run serially, each adding the distances to the few centres chosen
     within the block before running its chain. Every candidate of step ``i`` is still compared
     with exactly ``i`` centres; blocking only cuts the number of thread synchronisations by
-    ``AFKMC2_BLOCK``. With many features (``GEMM_MIN_FEATURES``) the parallel pass gathers
+    ``AFKMC2_BLOCK``; pending signals are handled between blocks (Ctrl-C raises
+    ``KeyboardInterrupt``). With many features (``GEMM_MIN_FEATURES``) the parallel pass gathers
     fixed groups of ``AFKMC2_GATHER`` candidates and finds their nearest centres with one
     float64 gemm each, then computes those distances directly: 2-3 times faster than the
     direct loop from 64 features on (benchmarks/bench_lloyd.py, seeding), with the same
@@ -188,6 +190,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                 _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
         i_start = begin
         while i_start < end:
+            with gil:  # Ctrl-C between blocks of centres
+                PyErr_CheckSignals()
             i_end = min(i_start + AFKMC2_BLOCK, end)
             n_block = (i_end - i_start) * chain_length
             with parallel(num_threads=n_threads):

@@ -8,7 +8,8 @@ from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide, _sqnorm, _use_gemm
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
+                    _sqnorm, _use_gemm)
 
 
 cdef extern from "_nearest.h" nogil:
@@ -39,7 +40,7 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                         int* labels,                     # OUT (n_rows,)
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef Py_ssize_t i, best
-    cdef floating d
+    cdef double max_sqnorm
     cdef bint four
     cdef ck_nearest_double_fn nearest_double = ck_nearest_double_for(n_features)
     cdef ck_nearest_float_fn nearest_float = ck_nearest_float_for(n_features)
@@ -72,14 +73,15 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
             i += 1
         return
     _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
     for i in range(n_rows):
         if floating is float:
             best = ck_argmin_float(tile + i * n_clusters, n_clusters)
         else:
             best = ck_argmin_double(tile + i * n_clusters, n_clusters)
-        d = tile[i * n_clusters + best] + _sqnorm(X + i * n_features, n_features)
-        labels[i] = <int> best
-        min_dist2[i] = d if d > 0 else 0
+        labels[i] = <int> _settle_near_ties(
+            tile + i * n_clusters, n_clusters, best, X + i * n_features, n_features, centers,
+            _sqnorm(X + i * n_features, n_features), max_sqnorm, min_dist2 + i)
 
 
 def assign_full(const floating[:, ::1] X,        # IN
@@ -108,8 +110,12 @@ def assign_full(const floating[:, ::1] X,        # IN
     Notes
     -----
     Works by chunks of ``CHUNK_SIZE`` samples; each thread owns one ``CHUNK_SIZE x n_clusters``
-    tile, so no ``n_samples x n_clusters`` array is formed. Every output element is written by
-    exactly one thread, so results do not depend on ``n_threads``. Assumes valid input.
+    tile, so no ``n_samples x n_clusters`` array is formed. From ``GEMM_MIN_FEATURES`` on the
+    centres are ranked by gemm, and the centres within its rounding of the nearest are ranked
+    again by direct distances (``_settle_near_ties``): an exact tie goes to the lowest index,
+    as in Elkan's E-step. Every output element is written by exactly one thread, so results
+    do not depend on ``n_threads``. Assumes valid input; NaN centres give labels inside
+    ``[0, n_clusters)`` all the same.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]

@@ -1,4 +1,5 @@
 from cython cimport floating
+from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.string cimport memcpy
 from ._blas cimport _gemm_nt
 
@@ -105,6 +106,60 @@ cdef inline void _dist2_tile(const floating* X,              # IN  (n_rows, n_fe
                 xk = X[i * n_features + k]
                 for j in range(n_clusters):
                     row[j] += (xk - centers_T[k * n_clusters + j]) * (xk - centers_T[k * n_clusters + j])
+
+
+cdef inline Py_ssize_t _settle_near_ties(const floating* row,            # IN  (n_clusters,)
+                                        Py_ssize_t n_clusters,
+                                        Py_ssize_t best,
+                                        const floating* x,              # IN  (n_features,)
+                                        Py_ssize_t n_features,
+                                        const floating* centers,        # IN  (n_clusters, n_features)
+                                        floating xn,
+                                        double max_sqnorm,
+                                        floating* dist2) noexcept nogil:  # OUT
+    """The nearest centre from a gemm row of ``_dist2_tile`` (``||c||^2 - 2 x.c``), with the
+    near-ties settled exactly as the direct-distance E-steps settle them.
+
+    ``best`` is the row's argmin. gemm rounds each entry differently from a direct sum, so
+    two centres at the same distance (integer data, a point between two centres) may come
+    out in either order. Every entry within the rounding of both sums of the minimum (at
+    most ``4 (D + 2) eps (2 ||x||^2 + 2 max_j ||c_j||^2)``, a generous bound) is therefore
+    compared again by ``_sqdist_wide``, the distance Elkan's E-step uses, ties to the lower
+    index: all exact E-steps then give the same label. Rows without a near-tie (nearly all)
+    cost one vectorised pass over the row. Writes the squared distance to the result
+    (clamped at 0) to ``dist2``; ``xn`` is ``||x||^2``, ``max_sqnorm`` the largest
+    ``||c_j||^2``. With NaN entries the result is ``best``.
+    """
+    cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
+    cdef double window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+    cdef floating limit = <floating> (row[best] + window)
+    cdef Py_ssize_t j, n_near = 0
+    cdef floating d, d_best
+    for j in range(n_clusters):
+        n_near += row[j] <= limit
+    if n_near <= 1:
+        d = row[best] + xn
+        dist2[0] = d if d > 0 else 0
+        return best
+    d_best = _sqdist_wide(x, centers + best * n_features, n_features)
+    for j in range(n_clusters):
+        if j != best and row[j] <= limit:
+            d = _sqdist_wide(x, centers + j * n_features, n_features)
+            if d < d_best or (d == d_best and j < best):
+                best = j
+                d_best = d
+    dist2[0] = d_best
+    return best
+
+
+cdef inline double _max_sqnorm(const floating* centers_sqnorm, Py_ssize_t n_clusters) noexcept nogil:
+    """The largest ``||c_j||^2`` (``_settle_near_ties``'s window)."""
+    cdef double m = 0
+    cdef Py_ssize_t j
+    for j in range(n_clusters):
+        if centers_sqnorm[j] > m:
+            m = centers_sqnorm[j]
+    return m
 
 
 cdef inline void _center_dist2(const floating* candidate,    # IN  (n_features,)

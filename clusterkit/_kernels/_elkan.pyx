@@ -10,6 +10,7 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport prange
+from libc.float cimport FLT_MAX
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_row, _block_rows, _n_blocks, _reduce_blocks
@@ -18,8 +19,14 @@ from ._dist cimport _sqdist_wide
 
 cdef inline float _store(double value, double keep) noexcept nogil:
     """A float32 lower bound no larger than ``value``: ``keep = 1 - slack`` absorbs the
-    rounding of the distances and of the float32 conversion."""
-    return <float> (value * keep)
+    rounding of the distances and of the float32 conversion.
+
+    Beyond float32's range (float64 data with distances above about ``3.4e38``) the bound
+    saturates at ``FLT_MAX``: lowering a lower bound keeps it valid (it only prunes less),
+    whereas the ``inf`` of a plain conversion would skip the centre for ever and give wrong
+    labels."""
+    cdef double bound = value * keep
+    return <float> (bound if bound < FLT_MAX else FLT_MAX)
 
 
 cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)

@@ -5,6 +5,7 @@ functions of their arguments and give bit-identical results for any ``n_threads`
 """
 import numpy as np
 
+from cpython.exc cimport PyErr_CheckSignals
 from cython cimport floating
 from cython.parallel cimport parallel, prange
 from libc.math cimport sqrt
@@ -174,7 +175,9 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     Results do not depend on ``n_threads``. Memory ``O(n_samples + L n_clusters + sum of list
     lengths)``, plus, with short rows, room for three copies of them (the group-ordered rows
     with space to append, and a buffer to
-    compact them). Assumes valid input.
+    compact them). Pending signals are handled between centres (Ctrl-C raises
+    ``KeyboardInterrupt`` within one step), without changing the result. Assumes valid
+    input.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0], n_trials = uniforms.shape[1]
@@ -267,6 +270,10 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                 block_sum[b] = _block_mass(&sample_weight[0], &min_dist2[0], b * SAMPLER_BLOCK,
                                            min((b + 1) * SAMPLER_BLOCK, n_samples), NULL)
             for i in range(1, n_clusters):
+                # Ctrl-C between centres (the Python handlers run here; the exception leaves
+                # through the finally below), as the driver checks between iterations
+                with gil:
+                    PyErr_CheckSignals()
                 _prefix_sums(&block_sum[0], &block_cumsum[0], n_blocks)
                 # draw the candidates: a block by its mass, then a row within it. The block
                 # sums are updated by differences as samples move, so the drawn block's sum

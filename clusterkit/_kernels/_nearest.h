@@ -34,7 +34,9 @@
 
 #define CK_FIND_BLOCK 16
 
-/* Index of the first occurrence of the value m, which is known to be in row[0:n]. */
+/* Index of the first occurrence of the value m in row[0:n]. m is the row's minimum, but a NaN
+ * (from NaN centres or overflowing distances) equals nothing: the search then stops at the
+ * last index, so the result is always inside [0, n) and the caller refuses the NaN later. */
 #define CK_FIND_FIRST(row, n, m, j0)                                                        \
     do {                                                                                    \
         for (; j0 + CK_FIND_BLOCK <= n; j0 += CK_FIND_BLOCK) {                              \
@@ -43,7 +45,8 @@
             for (ptrdiff_t l = 0; l < CK_FIND_BLOCK; l++) hit |= row[j0 + l] == m;          \
             if (hit) break;                                                                 \
         }                                                                                   \
-        while (row[j0] != m) j0++;                                                          \
+        /* bounded: with NaN entries m may be found nowhere; the last index is returned */  \
+        while (j0 < n - 1 && row[j0] != m) j0++;                                            \
     } while (0)
 
 /* Index of the smallest entry of row[0:n] (n >= 1), ties to the lowest index. */

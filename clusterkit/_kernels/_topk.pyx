@@ -5,7 +5,7 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
 from ._dist import center_tables
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqnorm, _use_gemm
+from ._dist cimport CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqnorm, _use_gemm
 from ._select cimport _select_row
 
 
@@ -24,8 +24,10 @@ cdef void _topk_chunk(const floating* X,               # IN  (n_rows, n_features
     cdef bint gemm = _use_gemm(n_features)
     cdef floating xn, d
     cdef floating* vals
+    cdef double max_sqnorm = 0
     if gemm:
         _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+        max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
     for i in range(n_rows):
         vals = win_dist2 + i * n_winners
         if not gemm:
@@ -38,6 +40,12 @@ cdef void _topk_chunk(const floating* X,               # IN  (n_rows, n_features
             _select_row(tile + i * n_clusters, n_clusters, n_winners, vals,
                         winners + i * n_winners)
             xn = _sqnorm(X + i * n_features, n_features)
+            if n_winners == 1:
+                # the nearest centre exactly as the full E-step finds it (near-ties settled)
+                winners[i] = <int> _settle_near_ties(
+                    tile + i * n_clusters, n_clusters, winners[i], X + i * n_features,
+                    n_features, centers, xn, max_sqnorm, vals)
+                continue
             for j in range(n_winners):
                 vals[j] += xn
         for j in range(n_winners):
@@ -78,7 +86,9 @@ def assign_topk(const floating[:, ::1] X,        # IN
     tile, so no ``n_samples x n_clusters`` array is formed. The selection keeps a max-heap of
     the current ``n_winners`` best per row (``O(C log C')`` per sample). On the gemm path the
     selection runs on ``||c||^2 - 2 x.c`` (the row's ``||x||^2`` does not change the order)
-    and ``||x||^2`` is added to the winners only. Every output row is written by one thread,
+    and ``||x||^2`` is added to the winners only; with ``n_winners = 1`` the near-ties of
+    that order are settled by direct distances as in :func:`~._assign.assign_full`, so the
+    winner is the full E-step's label, ties to the lower index. Every output row is written by one thread,
     so results do not depend on ``n_threads``. Assumes valid input.
 
     References

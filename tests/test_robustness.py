@@ -1,0 +1,301 @@
+"""Never crash, never hang, never lie: extreme values, odd parameters, Ctrl-C, exact ties.
+
+Each reproducer of the robustness issue gets a test; a bounded ``hypothesis`` fuzz over every
+preset and ``partial_fit`` checks the general contract (``benchmarks/fuzz.py`` is its long,
+process-isolated version).
+"""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clusterkit import (Clusterer, ElkanEStep, FullEStep, SBEDecay, TruncatedEStep,
+                        effective_n_threads, presets)
+from clusterkit._kernels import _assign, _topk
+from clusterkit._validation import check_bandwidth, check_representable
+from clusterkit.presets import PRESETS
+
+DTYPES = [np.float32, np.float64]
+
+
+def _uniform(shape, seed=0):
+    return np.random.RandomState(seed).uniform(-1, 1, shape)
+
+
+# --- kernels stay inside their rows whatever the values (#1, #2) ---------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_features", [1, 3, 8, 12, 40])
+@pytest.mark.parametrize("fill", [np.nan, np.inf])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_nearest_centre_kernels_give_indices_in_range(dtype, n_features, fill, n_threads):
+    X = _uniform((300, n_features)).astype(dtype)
+    for n_clusters in (1, 5, 17, 40):
+        centers = np.full((n_clusters, n_features), fill, dtype=dtype)
+        centers[n_clusters // 2:, 0] = 0 if n_clusters > 1 else fill  # partly finite
+        for centres in (centers, np.full_like(centers, fill)):
+            labels = np.full(300, -7, dtype=np.int32)
+            _assign.assign_full(X, centres, labels, np.empty(300, dtype=dtype), n_threads)
+            assert labels.min() >= 0 and labels.max() < n_clusters
+            for n_winners in {1, min(3, n_clusters)}:
+                winners = np.full((300, n_winners), -7, dtype=np.int32)
+                _topk.assign_topk(X, centres, winners, np.empty((300, n_winners), dtype=dtype),
+                                  n_threads)
+                assert winners.min() >= 0 and winners.max() < n_clusters
+
+
+def test_nan_centres_at_predict_are_refused():
+    X = np.random.RandomState(0).normal(size=(1000, 16))
+    model = presets.lloyd(2, random_state=0).fit(X)
+    model.cluster_centers_[:] = np.nan
+    with pytest.raises(ValueError, match=r"^cluster_centers_ has 32 non-finite entries; the "
+                                         r"centres must be finite \(refit the model\)\.$"):
+        model.predict(X)
+
+
+# --- values the working precision cannot hold (#1, #5, #4, #7) -----------------------------
+
+@pytest.mark.parametrize("make", [lambda: presets.gmm(1), lambda: presets.lloyd(1),
+                                  lambda: presets.elkan(2), lambda: presets.vc_gmm(2)])
+def test_summed_distances_that_overflow_are_refused(make):
+    X = _uniform((500, 4)) * 1e153
+    with pytest.raises(ValueError, match=r"^X's values are too large: squared distances "
+                                         r"between samples \(up to 1\.\d+e\+307\) summed over a "
+                                         r"total weight of 500 can overflow the largest "
+                                         r"float64 \(1\.8e\+308\)\. Rescale X\.$"):
+        make().fit(X)
+
+
+def test_range_limit_allows_what_fits():
+    X = _uniform((500, 4)) * 1e151  # 500 * 4 * (2e151)^2 * 4 = 3.2e306: fits
+    model = presets.lloyd(3, random_state=0).fit(X)
+    assert np.isfinite(model.inertia_) and np.all(np.isfinite(model.cluster_centers_))
+    with pytest.raises(ValueError, match=r"within a factor 4 of the largest float64"):
+        check_representable(np.array([[0.0], [1e154]]))
+    with pytest.raises(ValueError, match=r"or pass it as float64\.$"):
+        check_representable(np.array([[0.0], [1e20]], dtype=np.float32))
+
+
+def test_partial_fit_refuses_summed_overflow():
+    X = _uniform((500, 4)) * 1e153
+    with pytest.raises(ValueError, match=r"^X's values are too large"):
+        presets.minibatch(2).partial_fit(X)
+
+
+def test_elkan_bounds_near_the_float32_limit():
+    """#4: ElkanEStep on float64 data whose distances pass float32's range: its float32
+    bounds saturate, so it gives Lloyd's labels and iterates."""
+    for scale in (1e39, 1e100):
+        X = np.random.RandomState(0).normal(size=(400, 5)) * scale
+        elkan = presets.elkan(8, seed=X[:8]).fit(X)
+        lloyd = presets.lloyd(8, seed=X[:8]).fit(X)
+        np.testing.assert_array_equal(elkan.labels_, lloyd.labels_)
+        np.testing.assert_array_equal(elkan.cluster_centers_, lloyd.cluster_centers_)
+        assert elkan.n_iter_ == lloyd.n_iter_
+
+
+def test_bandwidth_range():
+    check_bandwidth(1e-20, np.float32)
+    check_bandwidth(1e-60, np.float64)
+    with pytest.raises(ValueError, match=r"^sigma=1e-30 is outside the range of float32: "
+                                         r"2 sigma\^2 = 2e-60 must lie between 1\.18e-38 and "
+                                         r"3\.4e\+38\. Rescale X and sigma together or pass X "
+                                         r"as float64\.$"):
+        check_bandwidth(1e-60, np.float32)
+    with pytest.raises(ValueError, match=r"outside the range of float64"):
+        check_bandwidth(0.0, np.float64)
+
+
+def test_slk_tiny_bandwidth_in_float32():
+    """#7: a clear error instead of a NaN objective."""
+    X = np.random.RandomState(0).normal(size=(200, 3)).astype(np.float32)
+    with pytest.raises(ValueError, match="sigma=1e-30 is outside the range of float32"):
+        presets.slk_bo(4, sigma=1e-30, random_state=0).fit(X)
+    assert np.isfinite(presets.slk_bo(4, sigma=1e-30, random_state=0).fit(
+        X.astype(np.float64)).objective_)
+
+
+# --- parameters (#3, #9) ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_threads", [10**5, 10**9])
+def test_huge_thread_counts_are_capped(n_threads):
+    X = _uniform((500, 4))
+    capped = effective_n_threads(n_threads)
+    assert 1 <= capped <= 4 * len(os.sched_getaffinity(0))
+    model = presets.lloyd(5, n_threads=n_threads, random_state=0).fit(X)
+    reference = presets.lloyd(5, n_threads=1, random_state=0).fit(X)
+    np.testing.assert_array_equal(model.cluster_centers_, reference.cluster_centers_)
+
+
+@pytest.mark.parametrize("n_threads,error,match", [
+    (0, ValueError, "n_threads=0 must be a positive number"),
+    (2.0, TypeError, "n_threads must be an integer or None, got 2.0"),
+    (2 ** 40, ValueError, r"n_threads=1099511627776 is out of range\."),
+])
+def test_bad_thread_counts(n_threads, error, match):
+    with pytest.raises(error, match=match):
+        effective_n_threads(n_threads)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: presets.minibatch(3, max_passes=float("inf")),
+     r"^max_passes=inf must be a positive number, finite\.$"),
+    (lambda: presets.minibatch(3, max_passes=float("nan")),
+     r"^max_passes=nan must be a positive number, finite\.$"),
+    (lambda: Clusterer(3, schedule=SBEDecay(step=float("inf"))),
+     r"^step=inf must be None or a number > 0, finite\.$"),
+    (lambda: presets.nmbatch(3, rho=float("nan")), r"^rho=nan must be a number >= 0\.$"),
+])
+def test_infinite_budgets_are_refused(make, match):
+    with pytest.raises(ValueError, match=match):
+        make().fit(_uniform((100, 2)))
+
+
+# --- exact ties go to the lower index in every exact E-step ---------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_features", [2, 3, 12, 24])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_exact_ties_give_identical_runs(dtype, n_features, n_threads):
+    """Integer data on a coarse grid: many points exactly between two centres. Lloyd
+    (FullEStep), Elkan and TruncatedEStep(1) must agree on every label and iterate."""
+    rng = np.random.RandomState(n_features)
+    X = rng.randint(0, 3, size=(600, n_features)).astype(dtype)
+    X[:, 0] *= 2
+    seeds = X[rng.choice(600, 9, replace=False)]
+    # a constructed tie: the first point is exactly between the first two seeds
+    seeds[0], seeds[1] = 0, 0
+    seeds[1, 0] = 2
+    X[0] = 0
+    X[0, 0] = 1
+    fits = [Clusterer(9, seed=seeds.copy(), estep=estep, tol=0, max_iter=30,
+                      n_threads=n_threads).fit(X)
+            for estep in (FullEStep(), ElkanEStep(), TruncatedEStep(1))]
+    first = Clusterer(9, seed=seeds.copy(), max_iter=1, n_threads=n_threads).fit(X)
+    if np.unique(seeds, axis=0).shape[0] == 9:
+        assert first.labels_[0] == 0  # the lower index
+    for other in fits[1:]:
+        np.testing.assert_array_equal(other.labels_, fits[0].labels_)
+        np.testing.assert_array_equal(other.cluster_centers_, fits[0].cluster_centers_)
+        assert other.n_iter_ == fits[0].n_iter_
+
+
+# --- Ctrl-C (#10) -------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+@pytest.mark.parametrize("preset,n_features", [("lloyd", 16), ("vc_gmm", 100)])
+def test_ctrl_c_in_seeding_stops_quickly(preset, n_features):
+    code = textwrap.dedent(f"""
+        import sys, numpy as np
+        from clusterkit import presets
+        X = np.random.RandomState(0).normal(size=(100000, {n_features})).astype(np.float32)
+        model = presets.{preset}(2000, random_state=0, max_iter=1)
+        print("start", flush=True)
+        try:
+            model.fit(X)
+        except KeyboardInterrupt:
+            model.set_params(n_clusters=3).fit(X[:300])  # still usable
+            print("interrupted", flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert proc.stdout.readline().strip() == "start"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, _ = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert out.strip() == "interrupted" and proc.returncode == 0
+    assert elapsed < 3.0
+
+
+# --- bounded fuzz ---------------------------------------------------------------------------------
+
+def _check_fit(model, X, sample_weight):
+    """Finite centres and inertia, predict gives the nearest centres, inertia_ matches."""
+    centers = model.cluster_centers_.astype(np.float64)
+    assert np.all(np.isfinite(centers)) and np.isfinite(model.inertia_)
+    X64 = X.astype(np.float64)
+    d2 = ((X64[:, None, :] - centers[None]) ** 2).sum(-1)
+    eps = float(np.finfo(X.dtype).eps)
+    slack = 64 * (X.shape[1] + 2) * eps * ((X64 ** 2).sum(1) + (centers ** 2).sum(1).max()
+                                           + d2.min(axis=1)) + 1e-300
+    chosen = d2[np.arange(len(X)), model.predict(X)]
+    assert np.all(chosen <= d2.min(axis=1) + slack)
+    w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    # SLK labels by assignment (its inertia_ uses them), the others by nearest centre
+    labels = model.labels_ if hasattr(model, "soft_labels_") else d2.argmin(axis=1)
+    expected = float(np.dot(w, d2[np.arange(len(X)), labels]))
+    assert abs(model.inertia_ - expected) <= float(np.dot(w, slack)) + 1e-6 * expected
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(preset=st.sampled_from(PRESETS), n_samples=st.integers(1, 60),
+       n_features=st.integers(1, 12), n_clusters=st.integers(1, 6),
+       dtype=st.sampled_from(DTYPES), log_scale=st.sampled_from([-30, -5, 0, 5, 30, 150]),
+       duplicates=st.booleans(), weights=st.sampled_from([None, "zeros", "random"]),
+       seed=st.integers(0, 2 ** 16))
+def test_fuzz_presets(preset, n_samples, n_features, n_clusters, dtype, log_scale, duplicates,
+                      weights, seed):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n_samples, n_features)) * 10.0 ** log_scale
+    if duplicates:
+        X = X[rng.randint(0, max(1, n_samples // 3), n_samples)]
+    X = X.astype(dtype)
+    sample_weight = None
+    if weights == "zeros":
+        sample_weight = (rng.uniform(size=n_samples) < 0.5).astype(float)
+        sample_weight[0] = 1
+    elif weights == "random":
+        sample_weight = rng.exponential(size=n_samples)
+    model = getattr(presets, preset)(n_clusters, random_state=seed, max_iter=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            model.fit(X, sample_weight=sample_weight)
+        except (ValueError, TypeError) as error:
+            assert str(error).strip()  # a clear message
+            return
+    _check_fit(model, X, sample_weight)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(preset=st.sampled_from(["minibatch", "lloyd", "elkan"]), n_batches=st.integers(1, 4),
+       n_features=st.integers(1, 12), n_clusters=st.integers(1, 5),
+       dtype=st.sampled_from(DTYPES), log_scale=st.sampled_from([-30, 0, 30, 150]),
+       seed=st.integers(0, 2 ** 16))
+def test_fuzz_partial_fit(preset, n_batches, n_features, n_clusters, dtype, log_scale, seed):
+    """A stream ends with finite centres and predict gives the nearest of them (inertia_ is
+    that of the last batch's E-step, before the batch moved the centres)."""
+    rng = np.random.RandomState(seed)
+    X = (rng.normal(size=(40 * n_batches, n_features)) * 10.0 ** log_scale).astype(dtype)
+    model = getattr(presets, preset)(n_clusters, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            for batch in np.array_split(X, n_batches):
+                model.partial_fit(batch)
+        except (ValueError, TypeError) as error:
+            assert str(error).strip()
+            return
+    centers = model.cluster_centers_.astype(np.float64)
+    assert np.all(np.isfinite(centers)) and np.isfinite(model.inertia_)
+    d2 = ((X.astype(np.float64)[:, None, :] - centers[None]) ** 2).sum(-1)
+    chosen = d2[np.arange(len(X)), model.predict(X)]
+    rtol = 1e-3 if dtype == np.float32 else 1e-9
+    assert np.all(chosen <= d2.min(axis=1) * (1 + rtol) + rtol * d2.max() + 1e-300)
