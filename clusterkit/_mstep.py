@@ -97,11 +97,15 @@ class _RunningSums:
         if sums is None:
             sums = np.empty((self.sums.shape[0], X.shape[1]), dtype=X.dtype)
             weight = np.empty(self.sums.shape[0], dtype=X.dtype)
-            _mstep.accumulate_hard(X, sample_weight, labels, sums, weight, n_threads)
+            sse = np.empty(self.sse.shape[0])
+            _mstep.accumulate_statistics(X, sample_weight, labels[:, None], None, dist2, sums,
+                                         weight, sse, n_threads)
+        else:  # sums from the E-step's pass, which did not sum the squared distances
+            w = sample_weight.astype(np.float64)
+            sse = np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
         self.sums += sign * sums.astype(np.float64)
         self.weight += sign * weight.astype(np.float64)
-        w = sample_weight.astype(np.float64)
-        self.sse += sign * np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
+        self.sse += sign * sse
 
 
 class _ImplicitStep:
@@ -196,8 +200,8 @@ class HardMStep(MStep):
         if centers_sum is None:  # the E-step did not sum the clusters in its pass
             centers_sum = np.empty_like(centers)
             weight = np.empty(centers.shape[0], dtype=X.dtype)
-            _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
-                                   state.n_threads)
+            _mstep.accumulate_statistics(X, sample_weight, assignment.labels[:, None], None, None,
+                                         centers_sum, weight, None, state.n_threads)
         if state.center_update == "replace":
             centers_new = _divide(centers_sum, weight, centers)
             relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
@@ -339,8 +343,8 @@ class SoftMStep(MStep):
         else:
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
-            _mstep.accumulate_soft(X, sample_weight, assignment.winners, assignment.resp,
-                                   centers_sum, weight, state.n_threads)
+            _mstep.accumulate_statistics(X, sample_weight, assignment.winners, assignment.resp,
+                                         None, centers_sum, weight, None, state.n_threads)
             centers_new = _divide(centers_sum, weight, centers)
             per_sample = np.empty(X.shape[0], dtype=X.dtype)
             _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,
