@@ -142,9 +142,13 @@ cdef _accumulate_blocks(const floating[:, ::1] X, const floating[::1] sample_wei
             block_sse = &sse_parts[b, 0] if with_sse else NULL
             for i in range(b * rows, min((b + 1) * rows, n_samples)):
                 d2 = dist2[i] if with_sse else 0
+                if hard:  # its own loop: with few features the per-sample overhead shows
+                    _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, winners[i, 0],
+                                &X[i, 0], sample_weight[i], d2, n_features)
+                    continue
                 for m in range(n_winners):
-                    w = sample_weight[i] if hard else sample_weight[i] * resp[i, m]
-                    if hard or w >= tiny:  # see the Notes of accumulate_statistics
+                    w = sample_weight[i] * resp[i, m]
+                    if w >= tiny:  # see the Notes of accumulate_statistics
                         _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, winners[i, m],
                                     &X[i, 0], w, d2, n_features)
         _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
