@@ -127,10 +127,11 @@ cdef _accumulate_blocks(const floating[:, ::1] X, const floating[::1] sample_wei
     cdef Py_ssize_t n_clusters = centers_sum.shape[0], n_winners = winners.shape[1]
     cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
     cdef Py_ssize_t rows = _block_rows(n_samples, n_blocks)
-    cdef Py_ssize_t b, i, m
+    cdef Py_ssize_t b, i, m, start, end
     cdef bint hard = resp is None, with_sse = sse is not None
     cdef floating w
-    cdef double d2
+    cdef floating* block_sums
+    cdef floating* block_weights
     cdef double* block_sse
     cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
     dtype = np.float32 if floating is float else np.float64
@@ -139,18 +140,26 @@ cdef _accumulate_blocks(const floating[:, ::1] X, const floating[::1] sample_wei
     cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
     with nogil:
         for b in prange(n_blocks, schedule="static", num_threads=n_threads):
+            # per-block pointers and one loop per case: nothing is re-tested per sample that
+            # could be tested per block (the hard case with few features is cheap per sample)
+            block_sums = &sums[b, 0, 0]
+            block_weights = &weights[b, 0]
             block_sse = &sse_parts[b, 0] if with_sse else NULL
-            for i in range(b * rows, min((b + 1) * rows, n_samples)):
-                d2 = dist2[i] if with_sse else 0
-                if hard:  # its own loop: with few features the per-sample overhead shows
-                    _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, winners[i, 0],
-                                &X[i, 0], sample_weight[i], d2, n_features)
-                    continue
-                for m in range(n_winners):
-                    w = sample_weight[i] * resp[i, m]
-                    if w >= tiny:  # see the Notes of accumulate_statistics
-                        _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, winners[i, m],
-                                    &X[i, 0], w, d2, n_features)
+            start = b * rows
+            end = min(start + rows, n_samples)
+            if hard:
+                for i in range(start, end):
+                    _add_sample(block_sums, block_weights, block_sse, winners[i, 0], &X[i, 0],
+                                sample_weight[i], dist2[i] if block_sse != NULL else 0,
+                                n_features)
+            else:
+                for i in range(start, end):
+                    for m in range(n_winners):
+                        w = sample_weight[i] * resp[i, m]
+                        if w >= tiny:  # see the Notes of accumulate_statistics
+                            _add_sample(block_sums, block_weights, block_sse, winners[i, m],
+                                        &X[i, 0], w, dist2[i] if block_sse != NULL else 0,
+                                        n_features)
         _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
                        &sse[0] if with_sse else NULL, n_threads)
 
@@ -189,8 +198,12 @@ cdef _accumulate_owner(const floating[:, ::1] X, const floating[::1] sample_weig
                 centers_sum[j, k] = 0
             for p in range(starts[j], starts[j + 1]):
                 e = order[p]
-                i = e // n_winners
-                w = sample_weight[i] if hard else sample_weight[i] * resp[i, e - i * n_winners]
+                if hard:  # one winner per sample: entry e is sample e (no division)
+                    i = e
+                    w = sample_weight[i]
+                else:
+                    i = e // n_winners
+                    w = sample_weight[i] * resp[i, e - i * n_winners]
                 wsum = wsum + w
                 if with_sse:
                     esum = esum + w * dist2[i]
