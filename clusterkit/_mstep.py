@@ -74,8 +74,8 @@ def _batch_sums(X, sample_weight, assignment, centers, state):
         return assignment.centers_sum, assignment.weight_in_clusters
     centers_sum = np.empty_like(centers)
     weight = np.empty(centers.shape[0], dtype=X.dtype)
-    _mstep.accumulate_hard(X, sample_weight, assignment.labels, centers_sum, weight,
-                           state.n_threads)
+    _mstep.accumulate_statistics(X, sample_weight, assignment.labels[:, None], None, None,
+                                 centers_sum, weight, None, state.n_threads)
     return centers_sum, weight
 
 
@@ -113,17 +113,21 @@ class _Running:
         if sums is None:
             sums = np.empty((self.sums.shape[0], X.shape[1]), dtype=X.dtype)
             weight = np.empty(self.sums.shape[0], dtype=X.dtype)
-            _mstep.accumulate_hard(X, sample_weight, labels, sums, weight, n_threads)
+            sse = np.empty(self.sse.shape[0])
+            _mstep.accumulate_statistics(X, sample_weight, labels[:, None], None, dist2, sums,
+                                         weight, sse, n_threads)
+        else:  # sums from the E-step's pass, which did not sum the squared distances
+            w = sample_weight.astype(np.float64)
+            sse = np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
         self.sums += sign * sums.astype(np.float64)
         self.weight += sign * weight.astype(np.float64)
-        w = sample_weight.astype(np.float64)
-        self.sse += sign * np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
+        self.sse += sign * sse
 
     def vote(self, X, sample_weight, assignment, centers, state):
-        """Add the batch's votes (every visit counts)."""
-        centers_sum, weight = _batch_sums(X, sample_weight, assignment, centers, state)
+        """Add the batch's votes (every visit counts), with the sums the E-step computed in its
+        pass if it did."""
         self.add(X, sample_weight, assignment.labels, assignment.dist2.astype(np.float64), 1,
-                 state.n_threads, centers_sum, weight)
+                 state.n_threads, assignment.centers_sum, assignment.weight_in_clusters)
 
     def update(self, X, sample_weight, assignment, centers, state):
         self.vote(X, sample_weight, assignment, centers, state)
@@ -354,8 +358,8 @@ class SoftMStep(MStep):
         else:
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
-            _mstep.accumulate_soft(X, sample_weight, assignment.winners, assignment.resp,
-                                   centers_sum, weight, state.n_threads)
+            _mstep.accumulate_statistics(X, sample_weight, assignment.winners, assignment.resp,
+                                         None, centers_sum, weight, None, state.n_threads)
             centers_new = _divide(centers_sum, weight, centers)
             per_sample = np.empty(X.shape[0], dtype=X.dtype)
             _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,

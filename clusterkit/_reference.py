@@ -46,26 +46,67 @@ def gemm_nt(A, B, alpha, beta, C):
 
 # --- M-steps (_mstep.pyx) --------------------------------------------------------------------
 
-def accumulate_hard(X, sample_weight, labels, n_clusters):
-    """Per-cluster weighted sums and weights; returns (centers_sum, weight_in_clusters)."""
-    X = np.asarray(X, np.float64)
-    w = np.asarray(sample_weight, np.float64)
-    sums = np.zeros((n_clusters, X.shape[1]))
-    np.add.at(sums, labels, w[:, None] * X)
-    return sums, np.bincount(labels, weights=w, minlength=n_clusters)
+# Layout of the fixed blocks (_accumulate.pxd): rows per chunk, chunks per block, most blocks.
+CHUNK_SIZE, BLOCK_CHUNKS, MAX_BLOCKS = 256, 32, 32
 
 
-def accumulate_soft(X, sample_weight, winners, resp, n_clusters):
-    """Responsibility-weighted sums; returns (centers_sum, weight_in_clusters).
+def block_rows(n_samples):
+    """Rows per block of the fixed-block layout (a whole number of chunks)."""
+    n_chunks = -(-n_samples // CHUNK_SIZE)
+    n_blocks = min(-(-n_chunks // BLOCK_CHUNKS), MAX_BLOCKS)
+    return CHUNK_SIZE * -(-n_chunks // max(n_blocks, 1))
 
-    Products ``w_n r_nc`` below the smallest normal number of ``resp``'s dtype are left out.
+
+def _sum_in_order(terms):
+    """``0 + t_0 + t_1 + ...`` along axis 0, one addition at a time, in ``terms``' dtype."""
+    zero = np.zeros((1,) + terms.shape[1:], dtype=terms.dtype)
+    return np.cumsum(np.concatenate([zero, terms]), axis=0, dtype=terms.dtype)[-1]
+
+
+def _blocks_in_order(partials):
+    """``p_0 + p_1 + ...``: the blocks' partial sums added in block order."""
+    return np.cumsum(np.stack(partials), axis=0, dtype=partials[0].dtype)[-1]
+
+
+def accumulate_statistics(X, sample_weight, winners, resp, dist2, n_clusters, blocks):
+    """Per-cluster ``S_j``, ``W_j`` and ``E_j`` in the kernel's order of summation.
+
+    Returns ``(centers_sum, weight_in_clusters, sse)`` (``sse`` None without ``dist2``), bit
+    for bit as the kernel computes them: every term in ``X``'s dtype (``w_n r_nj``, then
+    ``(w_n r_nj) x_n``; ``E_j``'s terms in float64), summed one at a time. ``blocks=False``
+    ("owner computes"): each cluster sums its terms in sample order. ``blocks=True``: each
+    block of :func:`block_rows` rows sums its terms in row order, then the blocks' partial
+    sums are added in block order. ``resp=None`` means hard (``r_nj = 1``, every term kept);
+    with responsibilities, terms with ``w_n r_nj`` below the dtype's smallest normal number
+    are left out.
     """
-    X = np.asarray(X, np.float64)
-    wr = np.asarray(sample_weight, np.float64)[:, None] * np.asarray(resp, np.float64)
-    wr[wr < np.finfo(np.asarray(resp).dtype).tiny] = 0
-    sums = np.zeros((n_clusters, X.shape[1]))
-    np.add.at(sums, winners.ravel(), (wr[:, :, None] * X[:, None, :]).reshape(-1, X.shape[1]))
-    return sums, np.bincount(winners.ravel(), weights=wr.ravel(), minlength=n_clusters)
+    X = np.asarray(X)
+    dtype = X.dtype
+    winners = np.asarray(winners)
+    winners = winners[:, None] if winners.ndim == 1 else winners
+    w = np.asarray(sample_weight, dtype)[:, None]
+    if resp is None:
+        wr = np.repeat(w, winners.shape[1], axis=1)
+        keep = np.ones(wr.shape, bool)
+    else:
+        wr = w * np.asarray(resp, dtype)
+        keep = wr >= np.finfo(dtype).tiny
+    rows, cols = np.nonzero(keep)  # entries in sample order
+    labels, weights = winners[rows, cols], wr[rows, cols]
+    terms = (weights[:, None] * X[rows]).astype(dtype)
+    sse_terms = None if dist2 is None else weights.astype(np.float64) * np.asarray(dist2)[rows]
+    block = rows // block_rows(len(X)) if blocks else np.zeros(len(rows), dtype=np.intp)
+    n_blocks = -(-len(X) // block_rows(len(X))) if blocks else 1
+    centers_sum = np.zeros((n_clusters, X.shape[1]), dtype)
+    weight_in_clusters = np.zeros(n_clusters, dtype)
+    sse = None if dist2 is None else np.zeros(n_clusters)
+    for j in range(n_clusters):
+        parts = [np.flatnonzero((labels == j) & (block == b)) for b in range(n_blocks)]
+        centers_sum[j] = _blocks_in_order([_sum_in_order(terms[p]) for p in parts])
+        weight_in_clusters[j] = _blocks_in_order([_sum_in_order(weights[p]) for p in parts])
+        if sse is not None:
+            sse[j] = _blocks_in_order([_sum_in_order(sse_terms[p]) for p in parts])
+    return centers_sum, weight_in_clusters, sse
 
 
 def soft_sse(X, winners, resp, centers):

@@ -273,7 +273,7 @@ def test_soft_mstep_is_refused():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_sums_equal_the_hard_msteps(dtype):
     """With the fixed-block layout the kernel sums the clusters in the M-step's order: the
-    same bits as _mstep.accumulate_hard, for 1 and 2 threads."""
+    same bits as _mstep.accumulate_statistics, for 1 and 2 threads."""
     from clusterkit._kernels import _mstep
     X = _blobs(9001, 3, 10, dtype)
     w = np.random.RandomState(0).uniform(0.5, 2, len(X)).astype(dtype)
@@ -289,7 +289,8 @@ def test_fused_sums_equal_the_hard_msteps(dtype):
                             np.full(len(X), -1, np.int32), *_new_bounds(len(X), 10, dtype)[1:],
                             labels, dist2, sums, weight, 2.0 ** -20, n_threads)
         expected_sums, expected_weight = np.empty_like(centers), np.empty(10, dtype=dtype)
-        _mstep.accumulate_hard(X, w, labels, expected_sums, expected_weight, n_threads)
+        _mstep.accumulate_statistics(X, w, labels[:, None], None, None, expected_sums,
+                                     expected_weight, None, n_threads)
         np.testing.assert_array_equal(sums, expected_sums)
         np.testing.assert_array_equal(weight, expected_weight)
 

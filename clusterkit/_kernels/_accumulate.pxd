@@ -1,5 +1,5 @@
-# Fixed-block accumulation of the hard M-step's statistics, shared by the M-step kernel and the
-# fused assignment kernel so that both sum in exactly the same order.
+# Fixed-block accumulation of the M-steps' statistics, shared by the M-step kernel and the
+# fused assignment kernels so that all of them sum in exactly the same order.
 #
 # Rows are cut into blocks of whole CHUNK_SIZE chunks; the layout depends on n_samples only.
 # Each block is summed in row order into its own partial arrays, and the partials are added in
@@ -38,21 +38,30 @@ cdef inline bint _blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssi
         n_blocks * n_clusters * (n_features + 1) * itemsize <= MAX_PARTIAL_MB * 1024 * 1024)
 
 
-cdef inline void _add_row(floating* block_sum, floating* block_weight, const floating* x,
-                          floating w, Py_ssize_t n_features) noexcept nogil:
-    """Add ``w x`` to one cluster's row of a block's partial sums."""
+cdef inline void _add_sample(floating* block_sums,       # INOUT (n_clusters, n_features)
+                             floating* block_weights,    # INOUT (n_clusters,)
+                             double* block_sse,          # INOUT (n_clusters,) or NULL
+                             Py_ssize_t j, const floating* x, floating w, double dist2,
+                             Py_ssize_t n_features) noexcept nogil:
+    """Add ``w x``, ``w`` and (unless ``block_sse`` is NULL) ``w dist2`` to cluster ``j``'s
+    entries of one block's partial statistics. The sse is a float64 sum."""
     cdef Py_ssize_t k
-    block_weight[0] += w
+    cdef floating* row = block_sums + j * n_features
+    block_weights[j] += w
+    if block_sse != NULL:
+        block_sse[j] += w * dist2
     for k in range(n_features):
-        block_sum[k] += w * x[k]
+        row[k] += w * x[k]
 
 
 cdef inline void _reduce_blocks(floating[:, :, ::1] sums,         # IN  (n_blocks, C, D)
                                 floating[:, ::1] weights,         # IN  (n_blocks, C)
+                                const double* sse_parts,          # IN  (n_blocks, C) or NULL
                                 floating[:, ::1] centers_sum,     # OUT (C, D)
                                 floating[::1] weight_in_clusters, # OUT (C,)
+                                double* sse,                      # OUT (C,) or NULL
                                 int n_threads) noexcept nogil:
-    """Add the blocks' partial sums in block order."""
+    """Add the blocks' partial statistics in block order."""
     cdef Py_ssize_t n_blocks = sums.shape[0], n_clusters = sums.shape[1]
     cdef Py_ssize_t n_features = sums.shape[2]
     cdef Py_ssize_t b, j, k
@@ -64,3 +73,7 @@ cdef inline void _reduce_blocks(floating[:, :, ::1] sums,         # IN  (n_block
             weight_in_clusters[j] += weights[b, j]
             for k in range(n_features):
                 centers_sum[j, k] += sums[b, j, k]
+        if sse != NULL:
+            sse[j] = sse_parts[j]
+            for b in range(1, n_blocks):
+                sse[j] += sse_parts[b * n_clusters + j]

@@ -6,7 +6,7 @@ from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log
 from cython.parallel cimport parallel, prange, threadid
 
-from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
+from ._accumulate cimport _add_sample, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 from ._dist import center_tables
 from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
                     _sqnorm, _use_gemm)
@@ -146,12 +146,14 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
                            floating[::1] min_dist2,               # OUT
                            floating[:, ::1] centers_sum,          # OUT
                            floating[::1] weight_in_clusters,      # OUT
-                           int n_threads):
+                           int n_threads,
+                           double[::1] sse=None):                 # OUT, or None
     """Assign every sample to its nearest centre and sum the clusters in the same pass.
 
     Equals :func:`assign_full` followed by
-    :func:`clusterkit._kernels._mstep.accumulate_hard`, bit for bit, but reads the data once
-    (Lloyd's E- and M-step statistics in one pass, as scikit-learn's Lloyd does).
+    :func:`clusterkit._kernels._mstep.accumulate_statistics` with the labels (and
+    ``min_dist2`` for ``sse``), bit for bit, but reads the data once (Lloyd's E- and M-step
+    statistics in one pass, as scikit-learn's Lloyd does).
 
     Parameters
     ----------
@@ -167,6 +169,8 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
         Output: ``sum_{n: labels_n = c} w_n``.
     n_threads : int
+    sse : ndarray of shape (n_clusters,), dtype=float64, or None
+        Output if given: ``sum_{n: labels_n = c} w_n min_dist2_n``, summed in float64.
 
     Returns
     -------
@@ -185,7 +189,9 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
     cdef Py_ssize_t chunks_per_block = _block_rows(n_samples, n_blocks) // CHUNK_SIZE
     cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t b, c, start, end, i, j
+    cdef Py_ssize_t b, c, start, end, i
+    cdef bint with_sse = sse is not None
+    cdef double* block_sse
     if not _blocks_fit(n_samples, n_clusters, n_features, sizeof(floating)):
         raise ValueError("assign_full_accumulate needs the fixed-block layout; check "
                          "_mstep.blocks_fit first.")
@@ -197,9 +203,11 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
     with nogil:
         with parallel(num_threads=n_threads):
             for b in prange(n_blocks, schedule="static"):
+                block_sse = &sse_parts[b, 0] if with_sse else NULL
                 for c in range(b * chunks_per_block, min((b + 1) * chunks_per_block, n_chunks)):
                     start = c * CHUNK_SIZE
                     end = min(start + CHUNK_SIZE, n_samples)
@@ -207,10 +215,10 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
                                   &centers_T[0, 0], &centers_sqnorm[0], n_clusters,
                                   &tiles[threadid(), 0, 0], &labels[start], &min_dist2[start])
                     for i in range(start, end):
-                        j = labels[i]
-                        _add_row(&sums[b, j, 0], &weights[b, j], &X[i, 0], sample_weight[i],
-                                 n_features)
-        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters, n_threads)
+                        _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i],
+                                    &X[i, 0], sample_weight[i], min_dist2[i], n_features)
+        _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
+                       &sse[0] if with_sse else NULL, n_threads)
     return n_samples * n_clusters
 
 

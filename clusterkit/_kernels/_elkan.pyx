@@ -13,7 +13,7 @@ from cython.parallel cimport prange
 from libc.float cimport FLT_MAX
 from libc.math cimport INFINITY, sqrt
 
-from ._accumulate cimport _add_row, _block_rows, _n_blocks, _reduce_blocks
+from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._dist cimport _sqdist_wide
 
 
@@ -105,7 +105,8 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                  floating[:, ::1] centers_sum,        # OUT (n_clusters, n_features) or None
                  floating[::1] weight_in_clusters,    # OUT (n_clusters,) or None
                  double slack,
-                 int n_threads):
+                 int n_threads,
+                 double[::1] sse=None):               # OUT (n_clusters,) or None
     """Assign a batch to the nearest centres with Elkan's triangle-inequality bounds.
 
     Parameters
@@ -138,11 +139,14 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
             (n_clusters,), or None
         If given (the fixed-block layout must fit, see ``_mstep.blocks_fit``): output, the
         hard M-step's ``sum w x`` and ``sum w`` per cluster, summed in the same pass and in
-        the same order as ``_mstep.accumulate_hard`` (so bit-identical to it).
+        the same order as ``_mstep.accumulate_statistics`` (so bit-identical to it).
     slack : float
         Relative margin by which a bound must beat ``u`` (covers rounding; see ElkanEStep).
     n_threads : int
         Number of OpenMP threads.
+    sse : ndarray of shape (n_clusters,), dtype=float64, or None
+        Output if given (with ``centers_sum``): ``sum_{n: labels_n = c} w_n min_dist2_n``,
+        summed in float64 in the same order as ``_mstep.accumulate_statistics``.
 
     Returns
     -------
@@ -162,7 +166,8 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     cdef Py_ssize_t n_clusters = centers.shape[0], i, b, block_rows
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
     cdef Py_ssize_t n_evals = 0
-    cdef bint fused = centers_sum is not None
+    cdef bint fused = centers_sum is not None, with_sse = sse is not None
+    cdef double* block_sse
     n_threads = max(1, n_threads)
     if n_batch == 0:
         return 0
@@ -179,9 +184,11 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
     block_rows = _block_rows(n_batch, n_blocks)
     with nogil:
         for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
+            block_sse = &sse_parts[b, 0] if with_sse else NULL
             for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
                 n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
@@ -189,10 +196,10 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                                          &last_dist2[rows[i]], &visit_shift[rows[i]],
                                          &labels[i])
                 min_dist2[i] = last_dist2[rows[i]]
-                _add_row(&sums[b, labels[i], 0], &weights[b, labels[i]], &X[i, 0],
-                         sample_weight[i], n_features)
-        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters,
-                       min(n_threads, n_clusters))
+                _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i], &X[i, 0],
+                            sample_weight[i], min_dist2[i], n_features)
+        _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
+                       &sse[0] if with_sse else NULL, min(n_threads, n_clusters))
     return n_evals
 
 

@@ -1,4 +1,4 @@
-"""Weighted M-step accumulation, deterministic for any number of threads.
+"""Weighted M-step statistics, deterministic for any number of threads.
 
 The reductions follow the data, never the threads: either "owner computes" (samples are
 counting-sorted by cluster, then each cluster sums its own members in sample order inside
@@ -13,14 +13,14 @@ from libc.float cimport DBL_MIN, FLT_MIN
 from cython.parallel cimport prange
 
 from ._dist cimport _sqdist_wide
-from ._accumulate cimport _add_row, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
+from ._accumulate cimport _add_sample, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 
 
-cdef void _counting_sort(const int[::1] keys, Py_ssize_t n_keys, Py_ssize_t[::1] starts,
-                         Py_ssize_t[::1] order) noexcept nogil:
-    """``order`` lists positions grouped by key (ascending position inside a key);
-    ``starts[j]:starts[j + 1]`` is key ``j``'s range."""
-    cdef Py_ssize_t i, n = keys.shape[0]
+cdef void _counting_sort(const int* keys, Py_ssize_t n, Py_ssize_t n_keys,
+                         Py_ssize_t[::1] starts, Py_ssize_t[::1] order) noexcept nogil:
+    """``order`` lists the positions of ``keys[:n]`` grouped by key (ascending position inside
+    a key); ``starts[j]:starts[j + 1]`` is key ``j``'s range."""
+    cdef Py_ssize_t i
     for i in range(n_keys + 1):
         starts[i] = 0
     for i in range(n):
@@ -35,44 +35,72 @@ cdef void _counting_sort(const int[::1] keys, Py_ssize_t n_keys, Py_ssize_t[::1]
     starts[0] = 0
 
 
-def accumulate_hard(const floating[:, ::1] X,              # IN
-                    const floating[::1] sample_weight,     # IN
-                    const int[::1] labels,                 # IN
-                    floating[:, ::1] centers_sum,          # OUT
-                    floating[::1] weight_in_clusters,      # OUT
-                    int n_threads):
-    """Weighted sums of the samples of every cluster (the hard M-step's statistics).
+def accumulate_statistics(const floating[:, ::1] X,              # IN
+                          const floating[::1] sample_weight,     # IN
+                          const int[:, ::1] winners,             # IN
+                          const floating[:, ::1] resp,           # IN, or None (hard)
+                          const double[::1] dist2,               # IN, or None
+                          floating[:, ::1] centers_sum,          # OUT
+                          floating[::1] weight_in_clusters,      # OUT
+                          double[::1] sse,                       # OUT, or None
+                          int n_threads):
+    """Per-cluster weighted sums, weights and squared errors (the M-steps' statistics).
+
+    ``S_j = sum_n w_n r_nj x_n``, ``W_j = sum_n w_n r_nj`` and ``E_j = sum_n w_n r_nj d2_n``
+    over the pairs ``(n, j)`` with ``j`` among the winners of sample ``n``. A hard assignment
+    is the one-winner case: pass the labels as ``labels[:, None]`` (a view) and
+    ``resp=None`` (``r_nj = 1``).
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features), dtype=floating
     sample_weight : ndarray of shape (n_samples,), dtype=floating
-    labels : ndarray of shape (n_samples,), dtype=int32
-        Cluster of each sample, in ``[0, n_clusters)``.
+    winners : ndarray of shape (n_samples, n_winners), dtype=int32
+        The clusters ``K(n)`` of each sample, in ``[0, n_clusters)`` and distinct within a
+        row; ``labels[:, None]`` for a hard assignment.
+    resp : ndarray of shape (n_samples, n_winners), dtype=floating, or None
+        Responsibilities ``r_nj`` for ``j`` in ``K(n)``; None for a hard assignment.
+    dist2 : ndarray of shape (n_samples,), dtype=float64, or None
+        Per-sample squared distances ``d2_n`` summed into ``sse``; None if ``sse`` is None.
     centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
-        Output: ``sum_{n: labels_n = c} w_n x_n``.
+        Output: ``S_j`` (Hirschberger et al., eq. 9, numerator).
     weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
-        Output: ``sum_{n: labels_n = c} w_n``.
+        Output: ``W_j`` (``U_c`` in eq. 9).
+    sse : ndarray of shape (n_clusters,), dtype=float64, or None
+        Output if given: ``E_j``, summed in float64 (the mini-batch rules' per-cluster error).
     n_threads : int
 
     Notes
     -----
-    Costs ``O(N D)``; no distances. Uses fixed blocks of rows (streaming the data) when their
-    partial sums fit in 64 MiB and hold no more rows than the data, else "owner computes"
-    (``O(N + C)`` extra integers). Either way the order of every sum depends only on the data,
-    so results are bit-identical for any ``n_threads``. Assumes valid input.
+    Costs ``O(N C' D)``, no distances. Uses fixed blocks of rows (streaming the data) when
+    :func:`blocks_fit`, else "owner computes" (``O(N C' + C)`` extra integers): samples are
+    counting-sorted by cluster and each cluster sums its own members in sample order. Either
+    way the order of every sum depends only on the data, so results are bit-identical for any
+    ``n_threads``, and the fused E-step kernels
+    (:func:`clusterkit._kernels._assign.assign_full_accumulate`,
+    :func:`clusterkit._kernels._elkan.elkan_assign`) give the same bits. ``E_j`` follows the
+    same order, so it differs at rounding level from a plain sum in sample order (it equals
+    one under "owner computes"); each term is ``(double) (w_n r_nj) * d2_n`` with ``w_n r_nj``
+    rounded to ``X``'s dtype, as it enters ``W_j``.
+
+    With responsibilities, contributions with ``w_n r_nj`` below the dtype's smallest normal
+    number (``1.2e-38`` for float32) are left out: truncated responsibilities often underflow
+    to such subnormal values, which hardly change a sum but run at the processor's slow
+    subnormal speed (they made the M-step five times slower on mnist). A cluster that only
+    gets such contributions has no weight and is relocated. Hard contributions are all kept.
+    Assumes valid input.
     """
     if _blocks_fit(X.shape[0], centers_sum.shape[0], X.shape[1], sizeof(floating)):
-        _accumulate_hard_blocks(X, sample_weight, labels, centers_sum, weight_in_clusters,
-                                n_threads)
+        _accumulate_blocks(X, sample_weight, winners, resp, dist2, centers_sum,
+                           weight_in_clusters, sse, n_threads)
     else:
-        _accumulate_hard_owner(X, sample_weight, labels, centers_sum, weight_in_clusters,
-                               n_threads)
+        _accumulate_owner(X, sample_weight, winners, resp, dist2, centers_sum,
+                          weight_in_clusters, sse, n_threads)
 
 
 def blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_features,
                Py_ssize_t itemsize):
-    """Whether the hard M-step's statistics are summed in fixed blocks of rows.
+    """Whether the M-steps' statistics are summed in fixed blocks of rows.
 
     Parameters
     ----------
@@ -91,147 +119,99 @@ def blocks_fit(Py_ssize_t n_samples, Py_ssize_t n_clusters, Py_ssize_t n_feature
     return bool(_blocks_fit(n_samples, n_clusters, n_features, itemsize))
 
 
-cdef _accumulate_hard_blocks(const floating[:, ::1] X, const floating[::1] sample_weight,
-                             const int[::1] labels, floating[:, ::1] centers_sum,
-                             floating[::1] weight_in_clusters, int n_threads):
-    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers_sum.shape[0]
-    cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
-    cdef Py_ssize_t rows = _block_rows(n_samples, n_blocks)
-    cdef Py_ssize_t b, i, j
-    dtype = np.float32 if floating is float else np.float64
-    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
-    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
-    with nogil:
-        for b in prange(n_blocks, schedule="static", num_threads=n_threads):
-            for i in range(b * rows, min((b + 1) * rows, n_samples)):
-                j = labels[i]
-                _add_row(&sums[b, j, 0], &weights[b, j], &X[i, 0], sample_weight[i],
-                         n_features)
-        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters, n_threads)
-
-
-cdef _accumulate_hard_owner(const floating[:, ::1] X, const floating[::1] sample_weight,
-                            const int[::1] labels, floating[:, ::1] centers_sum,
-                            floating[::1] weight_in_clusters, int n_threads):
-    cdef Py_ssize_t n_features = X.shape[1], n_clusters = centers_sum.shape[0]
-    cdef Py_ssize_t j, p, i, k
-    cdef floating w, wsum
-    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 1, dtype=np.intp)
-    cdef Py_ssize_t[::1] order = np.empty(X.shape[0], dtype=np.intp)
-    with nogil:
-        _counting_sort(labels, n_clusters, starts, order)
-        for j in prange(n_clusters, schedule="static", num_threads=n_threads):
-            wsum = 0
-            for k in range(n_features):
-                centers_sum[j, k] = 0
-            for p in range(starts[j], starts[j + 1]):
-                i = order[p]
-                w = sample_weight[i]
-                wsum = wsum + w
-                for k in range(n_features):
-                    centers_sum[j, k] += w * X[i, k]
-            weight_in_clusters[j] = wsum
-
-
-def accumulate_soft(const floating[:, ::1] X,              # IN
-                    const floating[::1] sample_weight,     # IN
-                    const int[:, ::1] winners,             # IN
-                    const floating[:, ::1] resp,           # IN
-                    floating[:, ::1] centers_sum,          # OUT
-                    floating[::1] weight_in_clusters,      # OUT
-                    int n_threads):
-    """Weighted, responsibility-weighted sums for a truncated (sparse) soft M-step.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
-    sample_weight : ndarray of shape (n_samples,), dtype=floating
-    winners : ndarray of shape (n_samples, n_winners), dtype=int32
-        The clusters ``K(n)`` of each sample (distinct within a row).
-    resp : ndarray of shape (n_samples, n_winners), dtype=floating
-        Responsibilities ``r_nc`` for ``c`` in ``K(n)``.
-    centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
-        Output: ``sum_n w_n r_nc x_n`` (Hirschberger et al., eq. 9, numerator).
-    weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
-        Output: ``U_c = sum_n w_n r_nc``.
-    n_threads : int
-
-    Notes
-    -----
-    Costs ``O(N C' D)``. Uses fixed blocks of rows or "owner computes" (``O(N C' + C)`` extra
-    integers) by the same rule as :func:`accumulate_hard`, so results are bit-identical for any
-    ``n_threads``. Contributions with ``w_n r_nc`` below the dtype's smallest normal number
-    (``1.2e-38`` for float32) are left out: truncated responsibilities often underflow to such
-    subnormal values, which hardly change a sum but run at the processor's slow subnormal
-    speed (they made the M-step five times slower on mnist). A cluster that only gets such
-    contributions has no weight and is relocated. Assumes valid input.
-    """
-    if _blocks_fit(X.shape[0], centers_sum.shape[0], X.shape[1], sizeof(floating)):
-        _accumulate_soft_blocks(X, sample_weight, winners, resp, centers_sum,
-                                weight_in_clusters, n_threads)
-    else:
-        _accumulate_soft_owner(X, sample_weight, winners, resp, centers_sum,
-                               weight_in_clusters, n_threads)
-
-
-cdef _accumulate_soft_blocks(const floating[:, ::1] X, const floating[::1] sample_weight,
-                             const int[:, ::1] winners, const floating[:, ::1] resp,
-                             floating[:, ::1] centers_sum, floating[::1] weight_in_clusters,
-                             int n_threads):
+cdef _accumulate_blocks(const floating[:, ::1] X, const floating[::1] sample_weight,
+                        const int[:, ::1] winners, const floating[:, ::1] resp,
+                        const double[::1] dist2, floating[:, ::1] centers_sum,
+                        floating[::1] weight_in_clusters, double[::1] sse, int n_threads):
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers_sum.shape[0], n_winners = winners.shape[1]
     cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
     cdef Py_ssize_t rows = _block_rows(n_samples, n_blocks)
-    cdef Py_ssize_t b, i, j, m
+    cdef Py_ssize_t b, i, m, start, end
+    cdef bint hard = resp is None, with_sse = sse is not None
     cdef floating w
+    cdef floating* block_sums
+    cdef floating* block_weights
+    cdef double* block_sse
     cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
     with nogil:
         for b in prange(n_blocks, schedule="static", num_threads=n_threads):
-            for i in range(b * rows, min((b + 1) * rows, n_samples)):
+            # per-block pointers and one loop per case: nothing is re-tested per sample that
+            # could be tested per block (the hard case with few features is cheap per sample)
+            block_sums = &sums[b, 0, 0]
+            block_weights = &weights[b, 0]
+            block_sse = &sse_parts[b, 0] if with_sse else NULL
+            start = b * rows
+            end = min(start + rows, n_samples)
+            if hard:
+                for i in range(start, end):
+                    _add_sample(block_sums, block_weights, block_sse, winners[i, 0], &X[i, 0],
+                                sample_weight[i], dist2[i] if block_sse != NULL else 0,
+                                n_features)
+            else:
+                for i in range(start, end):
+                    for m in range(n_winners):
+                        w = sample_weight[i] * resp[i, m]
+                        if w >= tiny:  # see the Notes of accumulate_statistics
+                            _add_sample(block_sums, block_weights, block_sse, winners[i, m],
+                                        &X[i, 0], w, dist2[i] if block_sse != NULL else 0,
+                                        n_features)
+        _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
+                       &sse[0] if with_sse else NULL, n_threads)
+
+
+cdef _accumulate_owner(const floating[:, ::1] X, const floating[::1] sample_weight,
+                       const int[:, ::1] winners, const floating[:, ::1] resp,
+                       const double[::1] dist2, floating[:, ::1] centers_sum,
+                       floating[::1] weight_in_clusters, double[::1] sse, int n_threads):
+    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers_sum.shape[0], n_winners = winners.shape[1]
+    cdef Py_ssize_t n_entries = n_samples * n_winners
+    cdef Py_ssize_t j, p, e, i, k, m
+    cdef bint hard = resp is None, with_sse = sse is not None
+    cdef floating w, wsum
+    cdef double esum
+    cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
+    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 2, dtype=np.intp)
+    cdef Py_ssize_t[::1] order = np.empty(n_entries, dtype=np.intp)
+    # the winners are the sort keys; with responsibilities, entries left out (see the Notes
+    # of accumulate_statistics) go to an extra key that no cluster reads
+    cdef int[::1] keys = np.empty(0 if hard else n_entries, dtype=np.int32)
+    cdef const int* key_ptr = NULL
+    if n_entries > 0:
+        key_ptr = &winners[0, 0] if hard else &keys[0]
+    with nogil:
+        if not hard:
+            for i in range(n_samples):
                 for m in range(n_winners):
                     w = sample_weight[i] * resp[i, m]
-                    if w >= tiny:  # see accumulate_soft's Notes
-                        j = winners[i, m]
-                        _add_row(&sums[b, j, 0], &weights[b, j], &X[i, 0], w, n_features)
-        _reduce_blocks(sums, weights, centers_sum, weight_in_clusters, n_threads)
-
-
-cdef _accumulate_soft_owner(const floating[:, ::1] X, const floating[::1] sample_weight,
-                            const int[:, ::1] winners, const floating[:, ::1] resp,
-                            floating[:, ::1] centers_sum, floating[::1] weight_in_clusters,
-                            int n_threads):
-    cdef Py_ssize_t n_winners = winners.shape[1], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers_sum.shape[0]
-    cdef Py_ssize_t n_samples = X.shape[0]
-    cdef Py_ssize_t j, p, e, i, k, m
-    cdef floating w, wsum
-    cdef floating tiny = FLT_MIN if floating is float else DBL_MIN
-    # entries left out (accumulate_soft's Notes) go to an extra key that no cluster reads
-    cdef int[::1] keys = np.empty(n_samples * n_winners, dtype=np.int32)
-    cdef Py_ssize_t[::1] starts = np.empty(n_clusters + 2, dtype=np.intp)
-    cdef Py_ssize_t[::1] order = np.empty(n_samples * n_winners, dtype=np.intp)
-    with nogil:
-        for i in range(n_samples):
-            for m in range(n_winners):
-                w = sample_weight[i] * resp[i, m]
-                keys[i * n_winners + m] = winners[i, m] if w >= tiny else <int> n_clusters
-        _counting_sort(keys, n_clusters + 1, starts, order)
+                    keys[i * n_winners + m] = winners[i, m] if w >= tiny else <int> n_clusters
+        _counting_sort(key_ptr, n_entries, n_clusters + 1, starts, order)
         for j in prange(n_clusters, schedule="static", num_threads=n_threads):
             wsum = 0
+            esum = 0
             for k in range(n_features):
                 centers_sum[j, k] = 0
             for p in range(starts[j], starts[j + 1]):
                 e = order[p]
-                i = e // n_winners
-                w = sample_weight[i] * resp[i, e - i * n_winners]
+                if hard:  # one winner per sample: entry e is sample e (no division)
+                    i = e
+                    w = sample_weight[i]
+                else:
+                    i = e // n_winners
+                    w = sample_weight[i] * resp[i, e - i * n_winners]
                 wsum = wsum + w
+                if with_sse:
+                    esum = esum + w * dist2[i]
                 for k in range(n_features):
                     centers_sum[j, k] += w * X[i, k]
             weight_in_clusters[j] = wsum
+            if with_sse:
+                sse[j] = esum
 
 
 def soft_sse(const floating[:, ::1] X,              # IN

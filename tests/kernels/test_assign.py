@@ -162,8 +162,10 @@ def test_gemm_nt_matches_reference(m, n, k, dtype):
     np.testing.assert_allclose(C, expected, rtol=rtol_for(dtype) * 100, atol=rtol_for(dtype) * 100)
 
 
+@pytest.mark.parametrize("with_sse", [False, True], ids=["no_sse", "sse"])
 @pytest.mark.parametrize("shape", [(20_001, 3, 17), (9000, 12, 5)])
-def test_assign_full_accumulate_equals_assign_then_accumulate(shape, dtype, n_threads):
+def test_assign_full_accumulate_equals_assign_then_accumulate(shape, with_sse, dtype,
+                                                              n_threads):
     from clusterkit._kernels import _mstep
     X, centers = _data(shape, dtype, seed=5)
     n, c = len(X), len(centers)
@@ -173,13 +175,16 @@ def test_assign_full_accumulate_equals_assign_then_accumulate(shape, dtype, n_th
     for fused in (True, False):
         labels, dist2 = np.empty(n, np.int32), np.empty(n, dtype)
         sums, weight = np.empty((c, X.shape[1]), dtype), np.empty(c, dtype)
+        sse = np.empty(c) if with_sse else None
         if fused:
             n_evals = _assign.assign_full_accumulate(X, w, centers, labels, dist2, sums, weight,
-                                                     n_threads)
+                                                     n_threads, sse)
         else:
             n_evals = _assign.assign_full(X, centers, labels, dist2, n_threads)
-            _mstep.accumulate_hard(X, w, labels, sums, weight, 1)
-        out[fused] = (labels, dist2, sums, weight, n_evals)
+            _mstep.accumulate_statistics(X, w, labels[:, None], None,
+                                         dist2.astype(np.float64) if with_sse else None,
+                                         sums, weight, sse, 1)
+        out[fused] = (labels, dist2, sums, weight, sse, n_evals)
     for a, b in zip(out[True], out[False]):
         np.testing.assert_array_equal(a, b)
 
