@@ -1,4 +1,6 @@
 """k-nearest-neighbour affinity graphs (the sparse ``W`` of Laplacian K-modes)."""
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
@@ -13,6 +15,30 @@ __all__ = ["knn_graph", "EXACT_BELOW"]
 #: Below this many samples :func:`knn_graph` finds the neighbours exactly (brute force, about
 #: ``N^2 D / 2`` flops, under a second); from it on approximately with pynndescent.
 EXACT_BELOW = 10_000
+
+
+def interruptible(func, *args, **kwargs):
+    """``func(*args, **kwargs)``, run in a worker thread while this thread waits for it in
+    short slices, so that Ctrl-C, which Python delivers to the main thread, ends the wait at
+    once even when ``func`` runs compiled code that never checks for it. After an interrupt
+    the worker finishes in the background and its result is dropped."""
+    if threading.current_thread() is not threading.main_thread():
+        return func(*args, **kwargs)  # only the main thread receives Ctrl-C
+    outcome = {}
+
+    def work():
+        try:
+            outcome["value"] = func(*args, **kwargs)
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, name="clusterkit-interruptible", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None):
@@ -58,10 +84,10 @@ def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None
     different approximate graph than with 1 (and SLK then different clusters); it is
     therefore always run with ``n_jobs=1``, a fixed seed and its default ``low_memory``
     mode, which is deterministic. On 2 cores this is also the faster setting
-    (``benchmarks/RESULTS.md``). Ctrl-C takes effect only when the search returns:
-    pynndescent's compiled stages and scikit-learn's brute-force search hold the
-    interpreter (the exact search of the default, below :data:`EXACT_BELOW` samples, takes
-    under a second).
+    (``benchmarks/RESULTS.md``). pynndescent's compiled stages never check for Ctrl-C, so the
+    approximate search runs in a worker thread that this one waits for: Ctrl-C stops the
+    wait at once (the worker then finishes in the background and its result is dropped).
+    The exact search, below :data:`EXACT_BELOW` samples, takes under a second.
 
     Examples
     --------
@@ -90,8 +116,8 @@ def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None
         from pynndescent import NNDescent
         seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
         # one thread: pynndescent's parallel descent depends on its thread count (Notes)
-        index = NNDescent(X, n_neighbors=n_neighbors + 1, random_state=seed, n_jobs=1)
-        found, _ = index.neighbor_graph
+        found, _ = interruptible(lambda: NNDescent(X, n_neighbors=n_neighbors + 1,
+                                                   random_state=seed, n_jobs=1).neighbor_graph)
         neighbours = _without_self(found, n_neighbors)
     rows = np.repeat(np.arange(n_samples), n_neighbors)
     return sp.csr_matrix((np.ones(rows.size), (rows, neighbours.ravel())),

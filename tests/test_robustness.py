@@ -224,6 +224,46 @@ def test_ctrl_c_in_seeding_stops_quickly(preset, n_features):
     assert elapsed < 3.0
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_ends_a_wait_for_code_that_never_checks_for_it():
+    """The approximate kNN graph runs pynndescent's compiled code in a worker thread: Ctrl-C
+    stops the caller at once (here a worker that waits 30 s, as compiled code that ignores
+    signals would)."""
+    code = textwrap.dedent("""
+        import sys, threading
+        from clusterkit._graph import interruptible
+        never = threading.Event()
+        print("start", flush=True)
+        try:
+            interruptible(never.wait, 30)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert proc.stdout.readline().strip() == "start"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, _ = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert out.strip() == "interrupted" and proc.returncode == 0
+    assert elapsed < 3.0
+
+
+def test_interruptible_returns_and_raises_like_the_call():
+    from clusterkit._graph import interruptible
+    assert interruptible(divmod, 7, 2) == (3, 1)
+    with pytest.raises(ZeroDivisionError):
+        interruptible(divmod, 1, 0)
+
+
 # --- bounded fuzz ---------------------------------------------------------------------------------
 
 def _check_fit(model, X, sample_weight):
