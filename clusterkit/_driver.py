@@ -6,7 +6,6 @@ schedule chose -- until the schedule stops the run or ``max_iter`` steps have ru
 run is kept and the training data are labelled with its centres. ``partial_fit`` runs the
 very same step on each batch of a stream (:meth:`Driver.stream`).
 """
-import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -125,10 +124,10 @@ class Driver:
         ``sample_weight`` and ``x_mean`` are ``None``: the first pass over the chunks gives
         the mean). Returns a :class:`Result`.
         """
-        state, strategies = self.state, self.composition
         if isinstance(X, _chunked.ChunkedData):
-            x_mean = self._scan(X)
+            x_mean = self._scan(X)  # (moves given initial centres into the data's frame)
         self.x_mean = x_mean
+        state, strategies = self.state, self.composition
         X_fit, w_fit, reduced = self.prepare(X, sample_weight)
         best = None
         for run in range(1, n_init + 1):

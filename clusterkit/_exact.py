@@ -1,6 +1,8 @@
 """Exact E-steps: Lloyd's assignment and full responsibilities (:class:`FullEStep`),
 Elkan's bounded assignment (:class:`ElkanEStep`) and the exact truncated E-step
 (:class:`TruncatedEStep`), with the helpers the variational E-step shares."""
+import math
+
 import numpy as np
 
 from ._base import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, EStep
@@ -137,17 +139,27 @@ def batch_rows(state, n_batch, n_rows):
                      f"{n_rows} rows the E-step's state was made for.")
 
 
+#: Data whose diagonal times this margin (for the centres' moves over many steps) reaches
+#: float32's largest number are assigned in rescaled coordinates, whose diagonal is then
+#: about :data:`_BOUND_TARGET` / margin.
+_BOUND_MARGIN = 1e6
+_BOUND_TARGET = 1e30
+
+
 class _ElkanBounds:
     """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
-    centre, and the centre-centre half distances of the current step."""
+    centre, the centre-centre half distances of the current step, and the power of two
+    (``scale``) the E-step multiplies the coordinates by (1 unless the distances could reach
+    float32's range, where the bounds are stored)."""
 
-    def __init__(self, n_samples, n_clusters, dtype):
+    def __init__(self, n_samples, n_clusters, dtype, scale):
         self.lower = np.empty((n_samples, n_clusters), dtype=np.float32)
         self.last_dist2 = np.empty(n_samples, dtype=dtype)
         self.visit_shift = np.empty(n_samples)
         self.shift_sum = np.zeros(n_clusters)
         self.half_cc = np.empty((n_clusters, n_clusters))
         self.half_min = np.empty(n_clusters)
+        self.scale = scale
 
 
 def elkan_memory(n_samples, n_clusters):
@@ -241,8 +253,19 @@ class ElkanEStep(EStep):
                      "use FullEStep (Lloyd, no bounds) or PartialEStep.")
 
     def init_state(self, X, sample_weight, centers, state):
-        """Allocate the bounds for all rows (set at each row's first visit)."""
-        return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype)
+        """Allocate the bounds for all rows (set at each row's first visit).
+
+        A bound is a distance plus the centre's total move, each at most the data's diagonal.
+        float32 bounds would overflow to ``inf`` (and skip their centre for ever) on float64
+        data near float32's range, so such data are assigned in coordinates multiplied by a
+        power of two (exact: labels are the same, distances and sums are scaled back), with a
+        wide margin for the moves of many steps.
+        """
+        extent = 2.0 * float(np.abs(X).max(initial=0.0)) * math.sqrt(X.shape[1])
+        scale = 1.0
+        if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
+            scale = 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
+        return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
 
     def assign(self, X, sample_weight, centers, state):
         """Return the exact nearest-centre assignment of the batch ``state.rows``.
@@ -251,7 +274,10 @@ class ElkanEStep(EStep):
         ``"estep"``.
         """
         bounds = state.estep_state
-        bounds.shift_sum += state.center_shift  # the moves since the last E-step
+        scale = bounds.scale
+        if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
+            X, centers = X * scale, centers * scale
+        bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
         state.count("estep", _elkan.center_half_distances(
             centers, bounds.half_cc, bounds.half_min, state.n_threads))
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
@@ -273,6 +299,10 @@ class ElkanEStep(EStep):
             bounds.half_min, bounds.shift_sum, bounds.lower,
             np.ascontiguousarray(state.labels[rows]), bounds.last_dist2, bounds.visit_shift,
             labels, dist2, centers_sum, weight, slack, state.n_threads))
+        if scale != 1.0:
+            dist2 /= scale * scale
+            if centers_sum is not None:
+                centers_sum /= scale
         qe = weighted_sum(dist2, sample_weight)
         return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                           centers_sum=centers_sum, weight_in_clusters=weight)

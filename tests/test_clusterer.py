@@ -15,8 +15,7 @@ from sklearn.utils.estimator_checks import check_estimator
 from threadpoolctl import threadpool_info
 
 from clusterkit import (AFKMC2, LWCS, Clusterer, DataReducer, FullBatch, FullEStep, HardMStep,
-                        KMeansPlusPlus, PartialEStep, RandomSeeder, Seeder, SoftMStep,
-                        TruncatedEStep)
+                        KMeansPlusPlus, RandomSeeder, Seeder, SoftMStep)
 
 from ._helpers import fixed_iterations
 

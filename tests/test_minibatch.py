@@ -4,8 +4,8 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
-from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, HardMStep, MiniBatch,
-                        NestedDoubling, PartialEStep, Schedule, presets)
+from clusterkit import (LWCS, Clusterer, ElkanEStep, HardMStep, MiniBatch, NestedDoubling,
+                        PartialEStep, Schedule, presets)
 
 from .test_elkan import _CheckedElkan
 

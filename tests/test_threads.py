@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-import clusterkit
 from clusterkit import effective_n_threads, openmp_enabled, presets
 
 needs_openmp = pytest.mark.skipif(not openmp_enabled(), reason="built without OpenMP")

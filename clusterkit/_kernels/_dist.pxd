@@ -108,6 +108,23 @@ cdef inline void _dist2_tile(const floating* X,              # IN  (n_rows, n_fe
                     row[j] += (xk - centers_T[k * n_clusters + j]) * (xk - centers_T[k * n_clusters + j])
 
 
+cdef inline Py_ssize_t _settle_exactly(const floating* row, Py_ssize_t n_clusters, Py_ssize_t best,
+                                       const floating* x, Py_ssize_t n_features,
+                                       const floating* centers, floating limit,
+                                       floating* dist2) noexcept nogil:
+    """The rare path of :func:`_settle_near_ties`: rank the near-ties by direct distances."""
+    cdef Py_ssize_t j
+    cdef floating d, d_best = _sqdist_wide(x, centers + best * n_features, n_features)
+    for j in range(n_clusters):
+        if j != best and row[j] <= limit:
+            d = _sqdist_wide(x, centers + j * n_features, n_features)
+            if d < d_best or (d == d_best and j < best):
+                best = j
+                d_best = d
+    dist2[0] = d_best
+    return best
+
+
 cdef inline Py_ssize_t _settle_near_ties(const floating* row,            # IN  (n_clusters,)
                                         Py_ssize_t n_clusters,
                                         Py_ssize_t best,
@@ -133,23 +150,18 @@ cdef inline Py_ssize_t _settle_near_ties(const floating* row,            # IN  (
     cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef double window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
     cdef floating limit = <floating> (row[best] + window)
-    cdef Py_ssize_t j, n_near = 0
+    cdef Py_ssize_t j
+    cdef unsigned char near = 0  # an or-reduction without branches: the loops vectorise
     cdef floating d, d_best
-    for j in range(n_clusters):
-        n_near += row[j] <= limit
-    if n_near <= 1:
+    for j in range(best):
+        near |= row[j] <= limit
+    for j in range(best + 1, n_clusters):
+        near |= row[j] <= limit
+    if not near:
         d = row[best] + xn
         dist2[0] = d if d > 0 else 0
         return best
-    d_best = _sqdist_wide(x, centers + best * n_features, n_features)
-    for j in range(n_clusters):
-        if j != best and row[j] <= limit:
-            d = _sqdist_wide(x, centers + j * n_features, n_features)
-            if d < d_best or (d == d_best and j < best):
-                best = j
-                d_best = d
-    dist2[0] = d_best
-    return best
+    return _settle_exactly(row, n_clusters, best, x, n_features, centers, limit, dist2)
 
 
 cdef inline double _max_sqnorm(const floating* centers_sqnorm, Py_ssize_t n_clusters) noexcept nogil:

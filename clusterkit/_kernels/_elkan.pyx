@@ -10,7 +10,6 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.float cimport FLT_MAX
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
@@ -19,14 +18,10 @@ from ._dist cimport _sqdist_wide
 
 cdef inline float _store(double value, double keep) noexcept nogil:
     """A float32 lower bound no larger than ``value``: ``keep = 1 - slack`` absorbs the
-    rounding of the distances and of the float32 conversion.
-
-    Beyond float32's range (float64 data with distances above about ``3.4e38``) the bound
-    saturates at ``FLT_MAX``: lowering a lower bound keeps it valid (it only prunes less),
-    whereas the ``inf`` of a plain conversion would skip the centre for ever and give wrong
-    labels."""
-    cdef double bound = value * keep
-    return <float> (bound if bound < FLT_MAX else FLT_MAX)
+    rounding of the distances and of the float32 conversion. ``value`` must be below float32's
+    largest number (the caller scales data whose distances could reach it, see
+    ``ElkanEStep``): an ``inf`` bound would skip its centre for ever."""
+    return <float> (value * keep)
 
 
 cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
