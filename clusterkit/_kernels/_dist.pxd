@@ -108,6 +108,11 @@ cdef inline void _dist2_tile(const floating* X,              # IN  (n_rows, n_fe
                     row[j] += (xk - centers_T[k * n_clusters + j]) * (xk - centers_T[k * n_clusters + j])
 
 
+cdef extern from "_nearest.h" nogil:
+    Py_ssize_t ck_count_at_most_double(const double* row, Py_ssize_t n, double limit)
+    Py_ssize_t ck_count_at_most_float(const float* row, Py_ssize_t n, float limit)
+
+
 cdef inline Py_ssize_t _settle_exactly(const floating* row, Py_ssize_t n_clusters, Py_ssize_t best,
                                        const floating* x, Py_ssize_t n_features,
                                        const floating* centers, floating limit,
@@ -150,14 +155,13 @@ cdef inline Py_ssize_t _settle_near_ties(const floating* row,            # IN  (
     cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef double window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
     cdef floating limit = <floating> (row[best] + window)
-    cdef Py_ssize_t j
-    cdef unsigned char near = 0  # an or-reduction without branches: the loops vectorise
-    cdef floating d, d_best
-    for j in range(best):
-        near |= row[j] <= limit
-    for j in range(best + 1, n_clusters):
-        near |= row[j] <= limit
-    if not near:
+    cdef Py_ssize_t n_near
+    cdef floating d
+    if floating is float:
+        n_near = ck_count_at_most_float(row, n_clusters, limit)
+    else:
+        n_near = ck_count_at_most_double(row, n_clusters, limit)
+    if n_near <= 1:
         d = row[best] + xn
         dist2[0] = d if d > 0 else 0
         return best

@@ -31,6 +31,11 @@
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
+/* Every kernel module includes this header (through _dist.pxd) and uses only some of it. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
 
 #define CK_FIND_BLOCK 16
 
@@ -64,6 +69,20 @@ static ptrdiff_t NAME(const T* row, ptrdiff_t n)                                
 
 CK_DEFINE_ARGMIN(ck_argmin_double, double)
 CK_DEFINE_ARGMIN(ck_argmin_float, float)
+
+/* Number of entries of row[0:n] at most limit (the near-ties of a gemm row's minimum). */
+#define CK_DEFINE_COUNT_AT_MOST(NAME, T)                                                    \
+CK_TARGET_CLONES                                                                            \
+static ptrdiff_t NAME(const T* row, ptrdiff_t n, T limit)                                   \
+{                                                                                           \
+    ptrdiff_t count = 0;                                                                    \
+    _Pragma("omp simd reduction(+:count)")                                                  \
+    for (ptrdiff_t j = 0; j < n; j++) count += row[j] <= limit;                             \
+    return count;                                                                           \
+}
+
+CK_DEFINE_COUNT_AT_MOST(ck_count_at_most_double, double)
+CK_DEFINE_COUNT_AT_MOST(ck_count_at_most_float, float)
 
 /* FIXED_D > 0 makes the feature count a compile-time constant (the feature loop unrolls);
  * FIXED_D = 0 reads it from the argument. */
@@ -346,6 +365,9 @@ static ck_nearest_float_fn ck_nearest_float_for(ptrdiff_t n_features) {
     }
 }
 
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif
