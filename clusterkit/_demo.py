@@ -6,7 +6,6 @@ fitted centres (also relative to the true means), the distance evaluations the f
 (seeding, reduction, E-steps, final labels) and the number of iterations. Warnings the fits
 raise are listed after the table.
 """
-import argparse
 import platform
 import time
 import warnings
@@ -24,7 +23,8 @@ COLUMNS = ("variant", "seconds", "quant. error", "QE / truth", "distance evals",
 
 
 def _build_parser(prog="python -m clusterkit demo"):
-    parser = argparse.ArgumentParser(
+    from .__main__ import _ArgumentParser  # the command line's one-line errors
+    parser = _ArgumentParser(
         prog=prog,
         description="Fit k-means and GMM variants on a BIRCH grid (Forster & Lücke 2018, §4) "
                     "and print one table: seconds, quantization error, distance evaluations "

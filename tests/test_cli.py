@@ -294,6 +294,12 @@ def test_help_of_every_command_documents_the_exit_statuses(capsys):
     assert status == 0 and "--n-side" in out
 
 
+def test_demo_argument_errors_are_one_line(capsys):
+    status, out, err = _run(["demo", "--n-side", "x"], capsys)
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "argument --n-side: invalid int value: 'x'" in err
+
+
 def test_presets_lists_every_preset(capsys):
     status, out, _ = _run(["presets"], capsys)
     assert status == 0
