@@ -39,13 +39,9 @@ hooks, which see the five resolved strategies. A schedule and its M-step's batch
 through one documented channel, ``state.channel`` (:class:`~clusterkit.FitState`): the step
 size of an implicit rule one way, the running per-cluster statistics the other.
 
-Data that do not fit in memory -- a ``dask.array`` in row chunks, or a NumPy memmap -- are
-never loaded as a whole: a reducer that declares :attr:`DataReducer.chunked` builds its
-reduced set from one chunk of rows at a time (:meth:`DataReducer.reduce_chunked`), the fit
-runs in memory on that set, and the labels of the data are computed chunk by chunk (lazily,
-for a dask array). The driver refuses such data before any work when the reducer is not
-chunked; the other strategies only ever see the reduced set (their ``_validate`` hooks get an
-object with the data's ``shape`` and ``dtype``).
+Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that declares
+:attr:`DataReducer.chunked`; the other strategies see its reduced set (their ``_validate``
+hooks get an object with the data's ``shape`` and ``dtype``).
 
 Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
 view of C-contiguous rows) and of one floating dtype (float32 or float64); ``sample_weight``

@@ -1,7 +1,6 @@
 """The :class:`Clusterer` estimator: validation at the public boundary, the strategies it
 assembles, and the fitted attributes; the loop itself is the driver's (:mod:`._driver`)."""
 import numbers
-import time
 import warnings
 
 import numpy as np
@@ -20,7 +19,7 @@ from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._reduction import NoReduction
 from ._registry import resolve, strategy_class
-from ._state import FitState, weighted_sum
+from ._state import weighted_sum
 from ._validation import check_int, check_n_clusters, check_representable, check_sample_weight
 
 __all__ = ["Clusterer"]
@@ -257,19 +256,11 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         return data
 
     def _driver(self, composition, n_features):
-        """A driver for the composition, with a new :class:`FitState`."""
-        mstep, schedule = composition.mstep, composition.schedule
-        state = FitState(
-            n_clusters=self.n_clusters, n_features=n_features,
-            random_state=check_random_state(self.random_state),
-            n_threads=effective_n_threads(self.n_threads), needs_resp=mstep.needs_resp,
-            objective=mstep.objective, center_update=schedule.center_update,
-            strict_convergence=(composition.estep.exact
-                                and schedule.center_update in mstep.fixed_point_rules))
-        if self.verbose:
-            state.on_progress = self._progress_printer()
-        return Driver(composition, state, n_clusters=self.n_clusters, max_iter=self.max_iter,
-                      tol=self.tol, say=self._say, callback=self.callback)
+        """A driver for the composition, with this estimator's settings."""
+        return Driver(composition, n_clusters=self.n_clusters, n_features=n_features,
+                      random_state=check_random_state(self.random_state),
+                      n_threads=effective_n_threads(self.n_threads), max_iter=self.max_iter,
+                      tol=self.tol, verbose=self.verbose, callback=self.callback)
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -341,11 +332,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self._set_fitted(result, driver)
         self.converged_ = result.end in ("converged", "budget")
         self._cluster_weight = result.cluster_weight
-        self._say(1, f"Done: {self.n_iter_} iterations ({result.end}), "
-                     f"{composition.mstep.objective.name} {self.objective_:.6g}, "
-                     f"{self.n_distance_evals_} distance evaluations "
-                     f"({', '.join(f'{k} {v}' for k, v in self.cost_.items())}), "
-                     f"{self.seconds_['total']:.3g} s")
         return self
 
     def _set_fitted(self, result, driver):
@@ -369,23 +355,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             self.sigma2_ = result.sigma2
         elif hasattr(self, "sigma2_"):
             del self.sigma2_
-
-    def _say(self, level, message):
-        """Print a progress line when ``verbose >= level`` (the only place that prints)."""
-        if self.verbose >= level:
-            print(message, flush=True)
-
-    def _progress_printer(self):
-        """``state.on_progress`` for verbose fits: a line at most every second, so that only
-        long phases report progress (and their end)."""
-        last = {"time": time.perf_counter(), "printed": False}
-
-        def report(phase, done, total):
-            now = time.perf_counter()
-            if now - last["time"] >= 1.0 or (done == total and last["printed"]):
-                self._say(1, f"  {phase}: {done}/{total}")
-                last.update(time=now, printed=done < total)
-        return report
 
     # -- streaming ---------------------------------------------------------------------------
 

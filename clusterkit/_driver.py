@@ -6,6 +6,7 @@ schedule chose -- until the schedule stops the run or ``max_iter`` steps have ru
 run is kept and the training data are labelled with its centres. ``partial_fit`` runs the
 very same step on each batch of a stream (:meth:`Driver.stream`).
 """
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from ._base import Assignment, Seeder
 from ._kernels import _assign
 from ._kernels._dist import center_rows
 from ._nearest import nearest, single_threaded_blas
-from ._state import weighted_sum
+from ._state import FitState, weighted_sum
 from ._validation import check_n_clusters, check_representable
 
 __all__ = ["Driver", "GivenCenters", "Result", "check_composition"]
@@ -95,25 +96,54 @@ class Driver:
     ----------
     composition : Composition
         The five resolved, validated strategies.
-    state : FitState
-    n_clusters, max_iter, tol : int, int, float
-    say : callable
-        ``say(level, message)``: the estimator's verbose output.
+    n_clusters, n_features : int
+    random_state : numpy.random.RandomState
+    n_threads, max_iter : int
+    tol : float
+    verbose : int
+        ``1``: a line per phase and step, and progress of long phases; ``2``: also the
+        step's detail. The driver is the only place that prints.
     callback : callable or None
         Called after every step with the history entry plus ``"centers"`` (in the user's
         coordinates); ``True`` stops the fit.
     """
 
-    def __init__(self, composition, state, *, n_clusters, max_iter, tol, say, callback):
+    def __init__(self, composition, *, n_clusters, n_features, random_state, n_threads,
+                 max_iter, tol, verbose, callback):
+        mstep, schedule = composition.mstep, composition.schedule
+        self.state = FitState(
+            n_clusters=n_clusters, n_features=n_features, random_state=random_state,
+            n_threads=n_threads, needs_resp=mstep.needs_resp, objective=mstep.objective,
+            center_update=schedule.center_update,
+            strict_convergence=(composition.estep.exact
+                                and schedule.center_update in mstep.fixed_point_rules))
+        if verbose:
+            self.state.on_progress = self._progress_printer()
         self.composition = composition
-        self.state = state
         self.n_clusters = n_clusters
         self.max_iter = max_iter
         self.tol = tol
-        self.say = say
+        self.verbose = verbose
         self.callback = callback
         self.x_mean = None
         self.centers = None  # a stream's current centres
+
+    def say(self, level, message):
+        """Print a progress line when ``verbose >= level``."""
+        if self.verbose >= level:
+            print(message, flush=True)
+
+    def _progress_printer(self):
+        """``state.on_progress`` for verbose fits: a line at most every second, so that only
+        long phases report progress (and their end)."""
+        last = {"time": time.perf_counter(), "printed": False}
+
+        def report(phase, done, total):
+            now = time.perf_counter()
+            if now - last["time"] >= 1.0 or (done == total and last["printed"]):
+                self.say(1, f"  {phase}: {done}/{total}")
+                last.update(time=now, printed=done < total)
+        return report
 
     # -- a fit -------------------------------------------------------------------------------
 
@@ -160,6 +190,11 @@ class Driver:
                         f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
         result.attributes = {name: value for strategy in strategies
                              for name, value in strategy.fitted_attributes(state).items()}
+        self.say(1, f"Done: {len(result.history)} iterations ({result.end}), "
+                    f"{strategies.mstep.objective.name} {result.history[-1]['objective']:.6g}, "
+                    f"{state.n_distance_evals} distance evaluations "
+                    f"({', '.join(f'{k} {v}' for k, v in state.cost.items())}), "
+                    f"{state.seconds:.3g} s")
         return result
 
     def _scan(self, data):

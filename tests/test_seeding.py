@@ -388,10 +388,13 @@ def test_afkmc2_reports_progress_and_slices_do_not_change_the_centres():
 
 def test_verbose_progress_is_printed_only_for_long_phases(monkeypatch, capsys):
     from clusterkit import Clusterer
-    from clusterkit import _clusterer as module
-    clock = iter([0.0, 0.2, 1.5, 1.7, 1.8])
+    from clusterkit import _driver as module
+    X = _blobs(n_features=2)
+    km = Clusterer(3, verbose=1)
+    composition = km._strategies(X, X.mean(axis=0))
+    clock = iter([0.0, 0.0, 0.2, 1.5, 1.7, 1.8])  # the fit's clock, then the printer's
     monkeypatch.setattr(module.time, "perf_counter", lambda: next(clock))
-    report = Clusterer(3, verbose=1)._progress_printer()  # starts at t = 0
+    report = km._driver(composition, 2).state.on_progress  # starts at t = 0
     report("seeding", 10, 100)   # t = 0.2: too soon
     report("seeding", 50, 100)   # t = 1.5: printed
     report("seeding", 70, 100)   # t = 1.7: too soon
