@@ -190,6 +190,23 @@ def test_exact_ties_give_identical_runs(dtype, n_features, n_threads):
 
 # --- Ctrl-C (#10) -------------------------------------------------------------------------------
 
+def _interrupt(code, after):
+    """Run ``code`` in a new interpreter, send it SIGINT ``after`` seconds past its "start"
+    line; its output, exit status and the seconds it took to end after the signal."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        assert proc.stdout.readline().strip() == "start"
+        time.sleep(after)
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, _ = proc.communicate(timeout=30)
+        return out, proc.returncode, time.monotonic() - sent
+    finally:
+        proc.kill()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 @pytest.mark.parametrize("preset,n_features", [("lloyd", 16), ("vc_gmm", 100)])
@@ -208,19 +225,8 @@ def test_ctrl_c_in_seeding_stops_quickly(preset, n_features):
             sys.exit(0)
         print("finished", flush=True)
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env=env)
-    try:
-        assert proc.stdout.readline().strip() == "start"
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, _ = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert out.strip() == "interrupted" and proc.returncode == 0
+    out, status, elapsed = _interrupt(code, after=1.0)
+    assert out.strip() == "interrupted" and status == 0
     assert elapsed < 3.0
 
 
@@ -241,19 +247,8 @@ def test_ctrl_c_ends_a_wait_for_code_that_never_checks_for_it():
             sys.exit(0)
         print("finished", flush=True)
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env=env)
-    try:
-        assert proc.stdout.readline().strip() == "start"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, _ = proc.communicate(timeout=30)
-        elapsed = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert out.strip() == "interrupted" and proc.returncode == 0
+    out, status, elapsed = _interrupt(code, after=0.5)
+    assert out.strip() == "interrupted" and status == 0
     assert elapsed < 3.0
 
 
