@@ -13,7 +13,7 @@ from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._variational import PartialEStep
 
-__all__ = ["SHORTCUTS", "build_preset", "preset_names", "resolve"]
+__all__ = ["SHORTCUTS", "build_preset", "preset_names", "resolve", "strategy_class"]
 
 #: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
 #: for, and the string shortcuts.
@@ -30,6 +30,18 @@ SHORTCUTS = {
 }
 
 
+def strategy_class(name, value):
+    """The class ``value`` stands for as ``Clusterer``'s parameter ``name`` (an instance's
+    class, a shortcut's class, the default for ``None``), or ``None`` if it is neither;
+    never raises, never builds anything."""
+    base, default, aliases = SHORTCUTS[name]
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return aliases.get(value)
+    return type(value) if isinstance(value, base) else None
+
+
 def resolve(name, value):
     """The strategy object for ``Clusterer``'s parameter ``name`` given as ``value``: an
     instance as is, a string shortcut or ``None`` (the default) as a new object.
@@ -41,30 +53,18 @@ def resolve(name, value):
     TypeError
         For anything else than an instance of the parameter's base class or a string.
     """
-    base, default, aliases = SHORTCUTS[name]
-    if value is None:
-        return default()
+    base, _, aliases = SHORTCUTS[name]
     if isinstance(value, base):
         return value
+    cls = strategy_class(name, value)
+    if cls is not None:
+        return cls()
     if isinstance(value, str):
-        if value in aliases:
-            return aliases[value]()
         expected = ", ".join(repr(a) for a in aliases)
         raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
                          f"instance of {base.__name__}.")
     raise TypeError(f"{name} must be an instance of {base.__name__} or a string, got "
                     f"{type(value).__name__}.")
-
-
-def strategy_class(name, value):
-    """The class ``value`` stands for (an instance's class, a shortcut's class, the default
-    for ``None``), or ``None`` if it is neither; never raises, never builds anything."""
-    base, default, aliases = SHORTCUTS[name]
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return aliases.get(value)
-    return type(value) if isinstance(value, base) else None
 
 
 def preset_names():
