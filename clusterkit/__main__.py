@@ -71,6 +71,16 @@ def _read_array(path):
         raise CommandError(f"{path}: not {kind}: {detail}") from None
 
 
+def _existing_file(path, what):
+    """``path`` as a Path; a user error if it is a folder or missing."""
+    path = Path(path)
+    if path.is_dir():
+        raise CommandError(f"{path}: is a folder, not {what}")
+    if not path.exists():
+        raise CommandError(f"{path}: no such file")
+    return path
+
+
 def load_data(path):
     """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers
     only, comma-separated, no header).
@@ -91,11 +101,7 @@ def load_data(path):
         If the file is missing, unreadable, malformed, empty or not a 2-D numeric array; the
         message names the file.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise CommandError(f"{path}: is a folder, not a data file")
-    if not path.exists():
-        raise CommandError(f"{path}: no such file")
+    path = _existing_file(path, "a data file")
     if path.suffix not in (".npy", ".npz", ".csv"):
         raise CommandError(f"{path}: unknown file type; use .npy, .npz or .csv")
     X = _read_array(path)
@@ -256,11 +262,7 @@ def load_model(path):
         file and the problem.
     """
     from ._clusterer import Clusterer
-    path = Path(path)
-    if path.is_dir():
-        raise CommandError(f"{path}: is a folder, not a model file")
-    if not path.exists():
-        raise CommandError(f"{path}: no such file")
+    path = _existing_file(path, "a model file")
     config, centers, x_mean = _model_arrays(path)
 
     def invalid(problem):
