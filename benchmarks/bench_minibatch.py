@@ -237,6 +237,123 @@ def run(args):
     return format_table(headers, table) + f"\n\n![time to energy]({PLOT_PATH.name})", notes
 
 
+# -- default fits at large k (--defaults) ---------------------------------------------------
+
+DEFAULTS_TITLE = "Mini-batch k-means: default fits at large k (bench_minibatch.py --defaults)"
+DEFAULT_METHODS = ("Lloyd", "Lloyd (Elkan)", "sklearn MBK", "minibatch", "nmbatch")
+
+
+def large_k_datasets(folder):
+    """A mixture in the regime of the paper (many overlapping clusters of unequal weights and
+    spreads, N >> k) and MNIST, as shipped (float32)."""
+    rng = np.random.RandomState(1)
+    means = rng.normal(scale=1.0, size=(2000, 32))
+    weights = rng.lognormal(sigma=1.0, size=2000)
+    component = rng.choice(2000, size=300_000, p=weights / weights.sum())
+    spreads = rng.uniform(0.1, 0.4, size=2000)
+    X = means[component] + spreads[component, None] * rng.normal(size=(300_000, 32))
+    rows = [("2000 Gaussians 300000x32", X)]
+    try:
+        X, _ = load_benchmark("mnist", folder)
+    except FileNotFoundError as error:
+        print(f"MNIST skipped: {error}", file=sys.stderr)
+    else:
+        rows.append(("MNIST 70000x784", np.ascontiguousarray(X)))
+    return rows
+
+
+def default_fit(method, X, init, seed, n_threads):
+    """One default fit from the given start: ``(seconds, energy per sample, steps)``."""
+    k = init.shape[0]
+    if method == "sklearn MBK":
+        model = MiniBatchKMeans(k, init=init, n_init=1, random_state=seed)
+    elif method == "Lloyd":  # to its fixed point
+        model = presets.lloyd(k, seed=init, tol=0, max_iter=10_000, n_threads=n_threads)
+    elif method == "Lloyd (Elkan)":  # the same iterations, with Elkan's bounds
+        model = presets.elkan(k, seed=init, tol=0, max_iter=10_000, n_threads=n_threads)
+    else:
+        model = getattr(presets, method)(k, seed=init, random_state=seed, n_threads=n_threads)
+    with threadpool_limits(limits=n_threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        model.fit(X)
+        seconds = time.perf_counter() - start
+    steps = getattr(model, "n_steps_", model.n_iter_)
+    return seconds, model.inertia_ / X.shape[0], steps
+
+
+def run_defaults(args):
+    """Default fits of every method from one k-means++ start per seed, same run."""
+    from clusterkit import KMeansPlusPlus
+    from clusterkit._state import FitState
+    methods = DEFAULT_METHODS
+    seeds_per_k = dict(zip(args.large_k, args.seeds_per_k or [args.seeds] * len(args.large_k)))
+    table, notes, verdicts = [], [], []
+    for name, X in large_k_datasets(args.data):
+        if args.only is not None and args.only.lower() not in name.lower():
+            continue
+        _warm_up_memory(2 * X.nbytes)
+        for k in args.large_k:
+            runs = {m: [] for m in methods}
+            for seed in range(seeds_per_k[k]):
+                state = FitState(n_clusters=k, n_features=X.shape[1],
+                                 random_state=np.random.RandomState(seed),
+                                 n_threads=args.n_threads)
+                init = KMeansPlusPlus().seed(X, np.ones(X.shape[0], X.dtype), k, state)
+                for method in methods:
+                    runs[method].append(default_fit(method, X, init, seed, args.n_threads))
+                print(f"{name} k={k} seed {seed}: " + ", ".join(
+                    f"{m} {r[-1][1]:.5g} in {r[-1][0]:.1f} s ({r[-1][2]} steps)"
+                    for m, r in runs.items()), flush=True)
+            def median_ratio(rs, refs, column):
+                return float(np.median([r[column] / f[column] for r, f in zip(rs, refs)]))
+
+            ratio = {m: {(ref, what): median_ratio(rs, runs[ref], column)
+                         for ref in ("Lloyd", "Lloyd (Elkan)", "sklearn MBK")
+                         for what, column in (("time", 0), ("energy", 1))}
+                     for m, rs in runs.items()}
+            for m, rs in runs.items():
+                r = ratio[m]
+                table.append([name, str(k), m, f"{np.median([x[0] for x in rs]):.3g}",
+                              f"{np.median([x[1] for x in rs]):.5g}",
+                              f"{np.median([x[2] for x in rs]):.0f}",
+                              f"{r['Lloyd', 'energy']:.4f}", f"{r['Lloyd', 'time']:.3f}",
+                              f"{r['Lloyd (Elkan)', 'time']:.3f}",
+                              f"{r['sklearn MBK', 'energy']:.4f}",
+                              f"{r['sklearn MBK', 'time']:.3f}"])
+            mb, nm = ratio["minibatch"], ratio["nmbatch"]
+            mb_ok = mb["sklearn MBK", "energy"] <= 1.02 and mb["sklearn MBK", "time"] <= 1
+            nm_ok = nm["Lloyd", "energy"] <= 1.01 and nm["Lloyd", "time"] <= 0.25
+            verdicts.append(
+                f"{name}, k = {k}: minibatch ends at {mb['sklearn MBK', 'energy']:.4f} x "
+                f"scikit-learn's energy in {mb['sklearn MBK', 'time']:.3f} x its time (target "
+                f"<= 1.02 in <= 1: {'ok' if mb_ok else 'MISSED'}); nmbatch ends at "
+                f"{nm['Lloyd', 'energy']:.4f} x Lloyd's converged energy in "
+                f"{nm['Lloyd', 'time']:.3f} x Lloyd's time (target <= 1.01 in <= 0.25: "
+                f"{'ok' if nm_ok else 'MISSED'}; {nm['Lloyd (Elkan)', 'time']:.3f} x the time "
+                "of the same Lloyd iterations with Elkan's bounds).")
+    headers = ["data", "k", "method", "seconds", "energy", "steps", "energy / Lloyd's",
+               "time / Lloyd's", "time / Lloyd (Elkan)'s", "energy / sklearn MBK's",
+               "time / sklearn MBK's"]
+    notes = verdicts + [
+        "Default `fit` calls from the same start, seeds per k: "
+        + ", ".join(f"k = {k}: {n}" for k, n in seeds_per_k.items())
+        + f" (medians; ratios are medians of the per-seed ratios), {args.n_threads} "
+        "threads: the start is one "
+        "k-means++ seeding per seed (not timed), given to every method as its initial "
+        "centres. Energy: the fit's `inertia_` (every sample's nearest final centre) per "
+        "sample, on all the data. Time: the whole `fit` call, final labelling included (both "
+        "libraries label by default). Lloyd: `presets.lloyd` to its fixed point (tol=0); "
+        "Lloyd (Elkan): the same iterations with Elkan's bounds (`presets.elkan`, tol=0, the "
+        "same fixed point); sklearn MBK: `MiniBatchKMeans(k, init=start, n_init=1)` with its other "
+        "defaults; minibatch and nmbatch: `presets.minibatch(k, seed=start)` and "
+        "`presets.nmbatch(k, seed=start)` with their other defaults. Steps: batches for the "
+        "mini-batch methods (`n_steps_`), iterations otherwise.",
+        command_note(),
+    ]
+    return format_table(headers, table), notes
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=data_home(), help="folder with mnist.npz")
@@ -248,11 +365,21 @@ def main():
     parser.add_argument("--snapshots", type=int, default=40)
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--only", help="run the data sets whose name contains this")
+    parser.add_argument("--defaults", action="store_true",
+                        help="default fits at large k against Lloyd and scikit-learn instead")
+    parser.add_argument("--large-k", type=int, nargs="+", default=[1024, 4096],
+                        help="k of the --defaults rows")
+    parser.add_argument("--seeds-per-k", type=int, nargs="+",
+                        help="--defaults: seeds of each --large-k row (default: --seeds)")
     parser.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     args = parser.parse_args()
     warn_openblas_overrides()
-    markdown, notes = run(args)
-    publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))
+    if args.defaults:
+        markdown, notes = run_defaults(args)
+        publish(DEFAULTS_TITLE, markdown, notes, args.write, machine_info(args.n_threads))
+    else:
+        markdown, notes = run(args)
+        publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))
 
 
 if __name__ == "__main__":

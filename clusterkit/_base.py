@@ -14,10 +14,11 @@ A fit is assembled from five small strategy objects, each with one verb:
 Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
 stores its arguments, so ``get_params``/``set_params`` (also nested, as
 ``Clusterer.set_params(estep__G=3)``), ``clone`` and pickling work, and nothing is kept on
-``self`` between fits. Whatever an E-step or M-step must carry from one step to the next
-(bounds, winners, neighbourhoods, running sums) is its own per-run state: an object its
-optional ``init_state`` hook returns, which the driver keeps for it (``state.estep_state``,
-``state.mstep_state``) and no other strategy reads. A strategy whose model has more to report
+``self`` between fits. Whatever an E-step, M-step or schedule must carry from one step to
+the next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own
+per-run state: an object its optional ``init_state`` hook returns, which the driver keeps for
+it (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``) and no other
+strategy reads. A strategy whose model has more to report
 than centres and labels (soft assignments, modes as training rows, a kernel bandwidth) returns
 it from ``fitted_attributes``, and the estimator gets those attributes.
 
@@ -328,14 +329,14 @@ class DataReducer(_Strategy, ABC):
 
 
 class _RunStrategy(_Strategy):
-    """An E-step or M-step: a strategy with its own per-run state."""
+    """An E-step, M-step or schedule: a strategy with its own per-run state."""
 
     def init_state(self, X, sample_weight, centers, state):
         """Create the strategy's own per-run state.
 
         Called once per run after seeding, with all rows; the driver keeps the result as
-        ``state.estep_state`` (E-steps) or ``state.mstep_state`` (M-steps), which no other
-        strategy reads. Per-sample state is indexed by row of this ``X``. In a
+        ``state.estep_state`` (E-steps), ``state.mstep_state`` (M-steps) or
+        ``state.schedule_state`` (schedules), which no other strategy reads. Per-sample state is indexed by row of this ``X``. In a
         ``partial_fit`` stream an E-step's is created for every batch (its rows are new
         samples), an M-step's once, with the first batch. An M-step that reads the
         per-cluster sums an E-step can compute in its pass over the data
@@ -479,7 +480,7 @@ class MStep(_RunStrategy, ABC):
         """
 
 
-class Schedule(_Strategy, ABC):
+class Schedule(_RunStrategy, ABC):
     """Decides which rows each step works on and when to stop.
 
     Attributes
@@ -562,6 +563,38 @@ class Schedule(_Strategy, ABC):
             rows, a prefix ``slice(0, b)`` nested batches) or an array of row indices; a
             list of such batches for a step of inner steps.
         """
+
+    def batch_weight(self, sample_weight, rows, state):
+        """The weights the E-step and M-step of a batch see: ``sample_weight[rows]`` by
+        default. A schedule that draws rows in proportion to their weight returns equal
+        weights instead, so that the weights are not counted twice.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,)
+            The weights of all rows of the fit data.
+        rows : slice or ndarray of int
+            One batch, as :meth:`batches` yielded it.
+        state : FitState
+
+        Returns
+        -------
+        batch_weight : ndarray of shape (n_batch,), dtype of ``sample_weight``
+        """
+        return sample_weight[rows]
+
+    def n_iter(self, state):
+        """Iterations so far, in the unit of the estimator's ``max_iter`` and ``n_iter_``:
+        steps by default (``len(state.history)``). A mini-batch schedule counts passes over
+        the data instead, as scikit-learn's ``MiniBatchKMeans`` counts ``max_iter`` in
+        epochs. The driver ends the run once this reaches ``max_iter``; ``n_iter_`` is it
+        rounded up.
+
+        Returns
+        -------
+        n_iter : float
+        """
+        return len(state.history)
 
     def should_stop(self, state, tol):
         """Decide after each step whether the fit has converged.

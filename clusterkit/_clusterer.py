@@ -64,12 +64,14 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         given in ``seed`` there is one run (with a warning), as in scikit-learn.
     max_iter : int, default=200
         Maximum number of iterations (E-step plus M-step) per run (the budget Forster & Lücke
-        used for BIRCH and KDD).
+        used for BIRCH and KDD); for a mini-batch schedule (:class:`MiniBatch`) passes over
+        the data, as scikit-learn's ``MiniBatchKMeans`` counts it (see ``n_iter_``).
     tol : float, default=1e-4
         Stop when the objective changes by at most ``tol`` relative to its value (a hard
         fit's quantization error counts as at least its rounding level, so a fit with more
         clusters than distinct points stops). ``tol=0`` runs until the objective stops
-        changing or ``max_iter``.
+        changing or ``max_iter``. A mini-batch schedule applies it to its smoothed batch
+        objective (see :class:`MiniBatch`).
     random_state : int, RandomState instance or None, default=None
         Seeds every random choice of the fit (seeding, reduction, exploration).
     n_threads : int or None, default=None
@@ -100,7 +102,13 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         centre (``compute_labels=True``); after a fit on a dask array a lazy 0-d dask array
         (``float(inertia_)`` computes it).
     n_iter_ : int
-        Iterations of the kept run.
+        Iterations of the kept run, in the unit of ``max_iter``: steps, except for mini-batch
+        schedules (:class:`MiniBatch`), which count passes over the data, rounded up, as
+        scikit-learn's ``MiniBatchKMeans`` counts epochs; stochastic backward Euler counts
+        outer steps. After ``partial_fit``: the stream's batches so far.
+    n_steps_ : int
+        Steps of the kept run (entries of ``history_``): batches for a mini-batch schedule,
+        iterations otherwise.
     converged_ : bool
         Whether the kept run ended by the schedule's stopping rule (the relative change of the
         objective at most ``tol``) or its last batch, rather than by ``max_iter`` or the
@@ -122,7 +130,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         that changed since the sample's previous visit; a first visit counts),
         ``"max_center_shift"`` (largest centre move of the M-step), ``"sigma2"`` (mixtures
         only), ``"distance_evals"`` (total of the fit so far, earlier runs, seeding and
-        reduction included) and ``"seconds"`` (since the start of ``fit``).
+        reduction included) and ``"seconds"`` (since the start of ``fit``); strategies add
+        their own (a mini-batch M-step ``"n_relocated"``, the starved clusters it moved).
     n_distance_evals_ : int
         Distance evaluations of the whole fit (the sum of ``cost_``), including the final
         ``"labels"`` pass; the papers' counts leave that pass out (coreset, seeding and
@@ -348,7 +357,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.cost_ = dict(state.cost)
         self.n_distance_evals_ = state.n_distance_evals
         self.history_ = result.history
-        self.n_iter_ = len(result.history)
+        self.n_iter_ = result.n_iter
+        self.n_steps_ = len(result.history)
         self.objective_ = result.history[-1]["objective"]
         self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
         if result.sigma2 is not None:

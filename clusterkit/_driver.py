@@ -6,6 +6,7 @@ schedule chose -- until the schedule stops the run or ``max_iter`` steps have ru
 run is kept and the training data are labelled with its centres. ``partial_fit`` runs the
 very same step on each batch of a stream (:meth:`Driver.stream`).
 """
+import math
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -76,7 +77,9 @@ class Result:
 
     ``centers`` are in the fit's centred frame; ``labels``/``inertia`` are ``None`` unless the
     training data were labelled; ``cluster_weight`` is the weight of the fitted data each
-    centre explains (what a ``partial_fit`` stream that continues the fit starts from).
+    centre explains (what a ``partial_fit`` stream that continues the fit starts from);
+    ``n_iter`` the run's iterations as its schedule counts them (:meth:`Schedule.n_iter`,
+    rounded up), or a stream's batches so far.
     """
 
     centers: np.ndarray
@@ -86,6 +89,7 @@ class Result:
     labels: object = None
     inertia: object = None
     cluster_weight: object = None
+    n_iter: int = 0
     attributes: dict = field(default_factory=dict)
 
 
@@ -113,7 +117,8 @@ class Driver:
         mstep, schedule = composition.mstep, composition.schedule
         self.state = FitState(
             n_clusters=n_clusters, n_features=n_features, random_state=random_state,
-            n_threads=n_threads, needs_resp=mstep.needs_resp, objective=mstep.objective,
+            n_threads=n_threads, max_iter=max_iter, needs_resp=mstep.needs_resp,
+            objective=mstep.objective,
             center_update=schedule.center_update,
             strict_convergence=(composition.estep.exact
                                 and schedule.center_update in mstep.fixed_point_rules))
@@ -172,7 +177,8 @@ class Driver:
             if best is None or strategies.mstep.objective.better(objective, best[0]):
                 settled = state.labels.copy() if state.at_fixed_point else None
                 best = (objective, Result(centers, end, state.history, state.sigma2,
-                                          cluster_weight=self._cluster_weight(w_fit)),
+                                          cluster_weight=self._cluster_weight(w_fit),
+                                          n_iter=math.ceil(strategies.schedule.n_iter(state))),
                         state.estep_state, state.mstep_state, settled)
             if end == "callback":  # the callback ends the whole fit
                 break
@@ -284,10 +290,12 @@ class Driver:
         return centers
 
     def start(self, X, sample_weight, centers):
-        """The strategies' per-run state (winners, neighbourhoods, bounds, running sums)."""
-        state = self.state
-        state.estep_state = self.composition.estep.init_state(X, sample_weight, centers, state)
-        state.mstep_state = self.composition.mstep.init_state(X, sample_weight, centers, state)
+        """The strategies' per-run state (winners, neighbourhoods, bounds, running sums, the
+        schedule's stopping rule)."""
+        state, strategies = self.state, self.composition
+        state.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
+        state.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
+        state.schedule_state = strategies.schedule.init_state(X, sample_weight, centers, state)
 
     def run(self, X, sample_weight):
         """One run on the centred data; returns the centres and why it ended:
@@ -298,7 +306,8 @@ class Driver:
         centers = self.seed(X, sample_weight)
         self.start(X, sample_weight, centers)
         batches = schedule.batches(X.shape[0], state)
-        for iteration in range(1, self.max_iter + 1):
+        # max_iter counts the schedule's iterations (steps, or passes for mini-batches)
+        while schedule.n_iter(state) < self.max_iter:
             state.step_info = {}
             rows = next(batches, None)
             if rows is None:
@@ -307,7 +316,7 @@ class Driver:
                                      "fit needs at least one iteration.")
                 return centers, "budget"
             centers, first, first_weight = self.step(X, sample_weight, rows, centers)
-            if self.record(iteration, first, first_weight, centers):
+            if self.record(len(state.history) + 1, first, first_weight, centers):
                 return centers, "callback"
             if schedule.should_stop(state, self.tol):
                 return centers, "converged"
@@ -319,14 +328,17 @@ class Driver:
         Returns the new centres, and the first inner batch's assignment and weights: the
         step's objective is at the parameters it started from.
         """
-        state, estep, mstep = self.state, self.composition.estep, self.composition.mstep
+        state, strategies = self.state, self.composition
+        estep, mstep, schedule = strategies.estep, strategies.mstep, strategies.schedule
         inner = rows if isinstance(rows, list) else [rows]
         if not inner:
-            raise ValueError(f"{type(self.composition.schedule).__name__}.batches yielded an "
-                             "empty list of batches.")
+            raise ValueError(f"{type(schedule).__name__}.batches yielded an empty list of "
+                             "batches.")
         state.n_inner_steps = len(inner)
         for state.inner_step, state.rows in enumerate(inner):
-            Xb, wb = X[state.rows], sample_weight[state.rows]
+            Xb = X[state.rows]
+            wb = strategy_array(schedule.batch_weight(sample_weight, state.rows, state),
+                                schedule, "batch weights", (Xb.shape[0],), X.dtype)
             # E-step: assignment / (truncated) responsibilities with the current parameters.
             with state.timed("estep"):
                 assignment = estep.assign(Xb, wb, centers, state)
@@ -420,6 +432,7 @@ class Driver:
         ``MiniBatchKMeans.partial_fit`` computes them).
         """
         state = self.state
+        state.streaming = True
         Xc = X - self.x_mean
         with single_threaded_blas():
             if self.centers is None:  # the stream's first batch
@@ -427,6 +440,8 @@ class Driver:
                     centers = self.seed(Xc, sample_weight)
                 state.mstep_state = self.composition.mstep.init_state(Xc, sample_weight,
                                                                       centers, state)
+                state.schedule_state = self.composition.schedule.init_state(
+                    Xc, sample_weight, centers, state)
                 if cluster_weight is not None:
                     self._absorb(centers, cluster_weight)
                 self.centers = centers
@@ -435,7 +450,8 @@ class Driver:
                                                                   self.centers, state)
             self.centers, assignment, _ = self.step(Xc, sample_weight, slice(0, X.shape[0]),
                                                     self.centers)
-            result = Result(self.centers, "batch", state.history)
+            result = Result(self.centers, "batch", state.history,
+                            n_iter=len(state.history) + 1)
             if compute_labels:
                 with state.timed("labels"):
                     result.labels, dist2, n_evals = nearest(Xc, None, self.centers,

@@ -104,12 +104,16 @@ class _Running:
         self.sums = np.zeros((n_clusters, n_features))
         self.weight = np.zeros(n_clusters)
         self.sse = np.zeros(n_clusters)
-        # rows seen when each cluster was last (re)placed: a cluster that a whole pass over
-        # the data has not voted for is starved
+        # the starved rule's window: when it began, the weight of its votes (all, and per
+        # cluster), and when each cluster was last (re)placed
+        self.window_start = 0
+        self.window_weight = 0.0
+        self.recent = np.zeros(n_clusters)
         self.placed_at = np.zeros(n_clusters, dtype=np.int64)
 
     def add(self, X, sample_weight, labels, dist2, sign, n_threads, sums=None, weight=None):
-        """Add (``sign=1``) or withdraw (``sign=-1``) the votes of these samples."""
+        """Add (``sign=1``) or withdraw (``sign=-1``) the votes of these samples; returns
+        their per-cluster sums and weights."""
         if sums is None:
             sums = np.empty((self.sums.shape[0], X.shape[1]), dtype=X.dtype)
             weight = np.empty(self.sums.shape[0], dtype=X.dtype)
@@ -122,12 +126,16 @@ class _Running:
         self.sums += sign * sums.astype(np.float64)
         self.weight += sign * weight.astype(np.float64)
         self.sse += sign * sse
+        return sums, weight
 
     def vote(self, X, sample_weight, assignment, centers, state):
         """Add the batch's votes (every visit counts), with the sums the E-step computed in its
-        pass if it did."""
-        self.add(X, sample_weight, assignment.labels, assignment.dist2.astype(np.float64), 1,
-                 state.n_threads, assignment.centers_sum, assignment.weight_in_clusters)
+        pass if it did; returns the batch's per-cluster sums and weights."""
+        sums, weight = self.add(X, sample_weight, assignment.labels,
+                                assignment.dist2.astype(np.float64), 1, state.n_threads,
+                                assignment.centers_sum, assignment.weight_in_clusters)
+        self.recent += weight
+        return sums, weight
 
     def update(self, X, sample_weight, assignment, centers, state):
         self.vote(X, sample_weight, assignment, centers, state)
@@ -135,16 +143,75 @@ class _Running:
         voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
         centers_new = centers.copy()
         centers_new[voted] = (self.sums[voted] / self.weight[voted, None]).astype(X.dtype)
-        seen_rows = state.n_samples_seen + X.shape[0]
-        starved = ~voted & (seen_rows - self.placed_at >= state.n_samples)
-        if starved.any():
-            starved_weight = np.where(starved, 0.0, 1.0)
-            moved = relocate_empty_clusters(centers_new, starved_weight, X, sample_weight,
-                                            assignment)
-            if moved:
-                self.placed_at[np.flatnonzero(starved)[:moved]] = seen_rows
+        return self.finish(X, sample_weight, assignment, centers_new, voted, state)
+
+    def finish(self, X, sample_weight, assignment, centers_new, voted, state):
+        """Relocate the starved clusters and publish the running statistics."""
+        self.window_weight += float(sample_weight.sum(dtype=np.float64))
+        state.step_info["n_relocated"] = self.relocate_starved(X, sample_weight, assignment,
+                                                               centers_new, voted, state)
         state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
         return centers_new
+
+    def held(self, voted):
+        """The weight each cluster collected in the window (every visit votes)."""
+        return self.recent
+
+    def relocate_starved(self, X, sample_weight, assignment, centers_new, voted, state):
+        """Move the starved clusters onto samples of the batch drawn by D^2 sampling.
+
+        Checked at the end of every window of ``state.channel.reassignment_window`` rows (a
+        pass over the data if unset): a cluster placed before the window began is starved
+        if it :meth:`held` at most ``state.channel.reassignment_ratio`` (0 if unset) times an
+        average cluster's share of the window's weight. At most half the batch's rows are
+        used per step, the most starved clusters first. A moved cluster starts afresh, with
+        no votes. Returns the number of moved clusters.
+        """
+        channel = state.channel
+        seen_rows = state.n_samples_seen + X.shape[0]
+        if seen_rows - self.window_start < (channel.reassignment_window or state.n_samples):
+            return 0
+        held = self.held(voted)
+        share = self.window_weight / held.shape[0]
+        eligible = self.placed_at <= self.window_start
+        starved = np.flatnonzero(eligible & (held <= (channel.reassignment_ratio or 0.0) * share))
+        self.window_start, self.window_weight = seen_rows, 0.0
+        self.recent[:] = 0.0
+        score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
+        candidates = np.flatnonzero(score > 0)
+        n_moves = min(starved.size, candidates.size, max(X.shape[0] // 2, 1))
+        if n_moves == 0:
+            return 0  # none starved, or every sample of the batch sits on a centre
+        p = score[candidates] / score[candidates].sum()
+        chosen = state.random_state.choice(candidates, n_moves, replace=False, p=p)
+        # duplicated samples: one centre per position (a second would get no vote)
+        chosen = np.sort(chosen[np.unique(X[chosen], axis=0, return_index=True)[1]])
+        n_moves = chosen.size
+        starved = starved[np.argsort(held[starved], kind="stable")[:n_moves]]
+        centers_new[starved] = X[chosen]
+        self.sums[starved] = 0.0
+        self.weight[starved] = self.sse[starved] = 0.0
+        self.placed_at[starved] = seen_rows
+        return n_moves
+
+
+class _Adaptive(_Running):
+    """Rule ``"adaptive"`` (Schwartzman 2023): each centre moves towards the mean of its
+    batch samples by the learning rate ``sqrt(W_j / W)`` (``W_j`` the batch weight of its
+    cluster, ``W`` the batch's); running weights are kept for the starved rule."""
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        sums, weight = self.vote(X, sample_weight, assignment, centers, state)
+        weight = weight.astype(np.float64)
+        total = float(weight.sum())
+        has = weight > 0
+        centers_new = centers.copy()
+        if total > 0:
+            rate = np.sqrt(weight[has] / total)[:, None]
+            means = sums[has].astype(np.float64) / weight[has, None]
+            centers_new[has] = ((1 - rate) * centers[has] + rate * means).astype(X.dtype)
+        voted = self.weight > 0
+        return self.finish(X, sample_weight, assignment, centers_new, voted, state)
 
 
 class _Latest(_Running):
@@ -157,6 +224,10 @@ class _Latest(_Running):
     def __init__(self, n_samples, centers):
         super().__init__(n_samples, centers)
         self.last_dist2 = np.zeros(n_samples)
+
+    def held(self, voted):
+        """The weight of the samples whose latest vote is for each cluster."""
+        return np.where(voted, self.weight, 0.0)
 
     def vote(self, X, sample_weight, assignment, centers, state):
         dist2 = assignment.dist2.astype(np.float64)
@@ -230,8 +301,8 @@ class _BackwardEuler:
 
 
 #: The batch rules of :class:`HardMStep`, each a small object holding its running state.
-_HARD_RULES = {"replace": _Replace, "running": _Running, "latest": _Latest,
-               "backward_euler": _BackwardEuler}
+_HARD_RULES = {"replace": _Replace, "running": _Running, "adaptive": _Adaptive,
+               "latest": _Latest, "backward_euler": _BackwardEuler}
 
 
 class HardMStep(MStep):
@@ -249,6 +320,11 @@ class HardMStep(MStep):
     * ``"running"`` (:class:`~clusterkit.MiniBatch`, Sculley 2010): the means of every
       sample assigned so far, a sample counted at every visit (Sculley's per-centre learning
       rate ``1 / v(j)``);
+    * ``"adaptive"`` (:class:`~clusterkit.MiniBatch` with ``learning_rate="adaptive"``,
+      Schwartzman 2023): each centre moves from where it is towards the mean ``m_j`` of its
+      batch samples, ``c_j <- (1 - a_j) c_j + a_j m_j``, by the learning rate ``a_j =
+      sqrt(W_j / W)`` (``W_j`` the batch weight of cluster ``j``, ``W`` the batch's), which
+      does not decay with the number of visits;
     * ``"latest"`` (:class:`~clusterkit.NestedDoubling`, Newling & Fleuret 2016, §3.1): the
       means of the samples visited so far, each by its latest assignment only: a revisited
       sample first withdraws its previous vote (one sample, one vote);
@@ -269,12 +345,15 @@ class HardMStep(MStep):
     the largest weighted squared distance to their centre, farthest first, each sample used
     once (as in scikit-learn). Under a mini-batch rule a cluster keeps its centre until it
     gets a vote (the seed does not count as one, unlike the papers' ``v(j) = 1``, so that a
-    full batch gives Lloyd's means exactly and only the ratios of the weights matter); a
-    cluster that no sample voted for during a whole pass over the data since it was placed
-    ("starved") is moved in the same way, onto the batch's worst-explained samples, so a
-    mini-batch fit does not end with fewer clusters than the data support. The running sums
-    are float64; they are published in ``state.channel`` (``cluster_weight``, ``cluster_sse``)
-    for the schedule.
+    full batch gives Lloyd's means exactly and only the ratios of the weights matter). A
+    *starved* cluster is moved onto a sample of the current batch drawn with probability
+    proportional to its weighted squared distance to its centre (D^2 sampling, as k-means++
+    seeds), so that a mini-batch fit does not end with fewer useful clusters than the data
+    support: a cluster that, during a whole window of rows, collected at most a ratio of an
+    average cluster's share of their weight (the window and ratio are the schedule's, see
+    :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``; without them, a pass over the
+    data and no vote at all). A moved cluster starts afresh, without votes. The running sums are float64; they are published in ``state.channel``
+    (``cluster_weight``, ``cluster_sse``) for the schedule.
 
     State (``state.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
     ``center_update`` (running sums, or the implicit step's anchor and average).

@@ -58,10 +58,7 @@ class FullBatch(Schedule):
         if self.kmeans_objective not in ("qe", "free_energy"):
             raise ValueError(f"Unknown kmeans_objective={self.kmeans_objective!r}; expected "
                              "'qe' or 'free_energy'.")
-        if self.center_tol is not None and not (_real(self.center_tol)
-                                                and 0 <= self.center_tol < math.inf):
-            raise ValueError(f"center_tol={self.center_tol!r} must be None or a number "
-                             ">= 0, finite.")
+        _check_center_tol(self.center_tol)
 
     def batches(self, n_samples, state):
         """Yield all rows, forever (the driver's ``max_iter`` and :meth:`should_stop` end
@@ -74,9 +71,7 @@ class FullBatch(Schedule):
         instead of the quantization error if ``kmeans_objective="free_energy"``; or the
         centres' rule if ``center_tol`` is set."""
         history = state.history
-        if self.center_tol is not None and history and (
-                math.sqrt(float(np.dot(state.center_shift, state.center_shift)))
-                <= self.center_tol * state.center_norm):
+        if _centers_settled(state, self.center_tol):
             return True
         if (self.kmeans_objective == "qe" or len(history) < 2
                 or state.objective != QUANTIZATION_ERROR):
@@ -97,22 +92,48 @@ def _kmeans_free_energy(entry, state):
 
 
 class MiniBatch(Schedule):
-    """Sculley's mini-batch k-means: uniform random batches, running means.
+    """Sculley's mini-batch k-means: random batches, running means, an early stop.
 
-    Every step draws ``batch_size`` rows uniformly at random (without replacement within a
-    batch), assigns them with the current centres and adds them to the centres' running
-    sums: each centre is the mean of every sample ever assigned to it, a sample counted at
-    every visit (Sculley 2010; Newling & Fleuret 2016, Alg. 4). The M-step rule is
-    ``center_update = "running"``.
+    Every step draws ``batch_size`` rows at random (with replacement, as scikit-learn's
+    ``MiniBatchKMeans`` since 1.9: a duplicate is rare when the batch is much smaller than
+    the data, and the draw costs ``O(batch_size)``), assigns them with the current centres
+    and adds them to the centres' running sums: each centre is the mean of every sample ever
+    assigned to it, a sample counted at every visit (Sculley 2010; Newling & Fleuret 2016,
+    Alg. 4; the M-step rule ``center_update = "running"``).
 
     Parameters
     ----------
     batch_size : int, default=1024
         Rows per step (all rows if larger than the data).
     max_passes : float, default=10.0
-        Budget: the run ends after this many passes over the data (``max_iter`` steps at the
-        most). Mini-batch k-means has no reliable convergence test; scikit-learn's
-        ``MiniBatchKMeans`` uses a budget in passes too (``max_iter`` epochs).
+        Budget: the run ends after this many passes over the data, ``> 0``. ``inf`` leaves
+        the end to the early stop and the estimator's ``max_iter``, which counts passes too.
+    max_no_improvement : int or None, default=10
+        Early stop (scikit-learn's ``MiniBatchKMeans`` rule): stop when this many steps in a
+        row did not lower the smoothed batch objective below its lowest value so far by more
+        than the estimator's ``tol`` relative to it. The smoothed objective is an
+        exponentially weighted average of the batch objective per unit of weight, weight
+        ``min(1, 2 batch_size / (n_samples + 1))`` on the newest batch (the first step,
+        whose objective is at the seeds, is left out). ``None`` disables it.
+    center_tol : float or None, default=None
+        Also stop when a step moved the centres by at most this fraction of their norm,
+        ``||C_t - C_{t-1}||_F <= center_tol ||C_{t-1}||_F`` (as :class:`FullBatch`).
+    reassignment_ratio : float, default=0.01
+        Every ``min(100 n_clusters, n_samples)`` rows (a *window*; ``100 n_clusters`` in a
+        ``partial_fit`` stream), a centre placed before the window began is *starved* if
+        its cluster collected at most this ratio times an average cluster's share of the
+        window's weight (0: no vote at all); it is moved onto a sample of the current batch
+        drawn by D^2 sampling. See the Notes.
+    sampling : {"uniform", "weighted"}, default="uniform"
+        ``"uniform"``: every row equally likely, counting with its weight. ``"weighted"``:
+        rows drawn with probability proportional to their weight, each then counting with
+        the mean weight (scikit-learn 1.9's batches): the same expected batch statistics,
+        with less variance when the weights are very unequal (e.g. coresets).
+    learning_rate : {"count", "adaptive"}, default="count"
+        ``"count"``: Sculley's running means (rate ``1 / v(j)`` after ``v(j)`` votes).
+        ``"adaptive"``: the rate ``sqrt(W_j / W)`` of the batch's share of the cluster
+        (Schwartzman 2023; M-step rule ``"adaptive"``), which does not decay, so the centres
+        keep following the batches.
 
     Notes
     -----
@@ -121,38 +142,158 @@ class MiniBatch(Schedule):
     :class:`PartialEStep` searches ``G`` neighbourhoods instead of all ``C`` centres. Works
     with coresets (the batches are drawn from the coreset's rows, with its weights).
 
+    The run's iterations are passes over the data (``n_iter_``, rounded up, and
+    ``max_iter``, as scikit-learn's epochs); ``n_steps_`` counts batches. The run makes as
+    many batches as fit into ``min(max_passes, max_iter)`` passes, ``floor(passes N /
+    batch_size)``, as scikit-learn. The early stop and ``center_tol`` end a run as
+    converged, the budget without a warning.
+
+    Starved centres, compared with scikit-learn's ``reassignment_ratio``, which moves every
+    centre whose count is below that ratio of the largest count, every ``10 C`` rows and at
+    every step while some count is zero, onto uniformly drawn samples: here a centre is
+    judged by the weight it collected in the last window (a centre that lost its cluster is
+    found even if it had many votes before, and one moved recently is not compared with
+    counts accumulated over the whole run), only once it had a whole window, long enough
+    for an average cluster to expect 100 votes (so with ``C`` larger than the batch,
+    centres that no batch reached yet are not moved, and a small real cluster is rarely
+    taken for a starved one), against an average share (not the largest cluster's), and it
+    moves to where the batch's error is large (D^2 sampling) rather than to a uniform
+    sample. The documentation's mini-batch page has the measurements.
+
     Examples
     --------
     >>> from clusterkit import Clusterer, MiniBatch
-    >>> Clusterer(8, schedule=MiniBatch(batch_size=256)).schedule
-    MiniBatch(batch_size=256, max_passes=10.0)
+    >>> Clusterer(8, schedule=MiniBatch(batch_size=256)).schedule  # doctest: +NORMALIZE_WHITESPACE
+    MiniBatch(batch_size=256, max_passes=10.0, max_no_improvement=10, center_tol=None,
+              reassignment_ratio=0.01, sampling='uniform', learning_rate='count')
     """
 
-    center_update = "running"
     streams = True
 
-    def __init__(self, batch_size=1024, max_passes=10.0):
+    def __init__(self, batch_size=1024, max_passes=10.0, max_no_improvement=10,
+                 center_tol=None, reassignment_ratio=0.01, sampling="uniform",
+                 learning_rate="count"):
         self.batch_size = batch_size
         self.max_passes = max_passes
+        self.max_no_improvement = max_no_improvement
+        self.center_tol = center_tol
+        self.reassignment_ratio = reassignment_ratio
+        self.sampling = sampling
+        self.learning_rate = learning_rate
+
+    @property
+    def center_update(self):
+        """``"running"``, or ``"adaptive"`` with ``learning_rate="adaptive"``."""
+        return "adaptive" if self.learning_rate == "adaptive" else "running"
 
     def _validate(self, X, n_clusters, composition):
-        """``batch_size >= 1`` and a finite ``max_passes > 0`` (the budget is the only end
-        of the run)."""
+        """Sizes ``>= 1``, ``max_passes > 0`` (``inf`` allowed: ``max_iter`` bounds it),
+        ``reassignment_ratio >= 0``, known options."""
         check_int(self.batch_size, "batch_size", minimum=1)
-        if not (isinstance(self.max_passes, numbers.Real)
-                and 0 < self.max_passes < math.inf):
-            raise ValueError(f"max_passes={self.max_passes!r} must be a positive number, "
-                             "finite.")
+        if self.max_no_improvement is not None:
+            check_int(self.max_no_improvement, "max_no_improvement", minimum=1)
+        if not (isinstance(self.max_passes, numbers.Real) and not isinstance(self.max_passes, bool)
+                and self.max_passes > 0):
+            raise ValueError(f"max_passes={self.max_passes!r} must be a number > 0 (inf: "
+                             "until the early stop or max_iter passes).")
+        _check_center_tol(self.center_tol)
+        if not (_real(self.reassignment_ratio) and self.reassignment_ratio >= 0):
+            raise ValueError(f"reassignment_ratio={self.reassignment_ratio!r} must be a "
+                             "number >= 0, finite.")
+        if self.sampling not in ("uniform", "weighted"):
+            raise ValueError(f"Unknown sampling={self.sampling!r}; expected 'uniform' or "
+                             "'weighted'.")
+        if self.learning_rate not in ("count", "adaptive"):
+            raise ValueError(f"Unknown learning_rate={self.learning_rate!r}; expected "
+                             "'count' or 'adaptive'.")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The smoothed objective of the early stop, the starved rule's setting and, for
+        weighted sampling, the rows' probabilities."""
+        state.channel.reassignment_ratio = float(self.reassignment_ratio)
+        # an average cluster expects 100 votes per window (or a pass's worth): few real,
+        # small clusters are then mistaken for starved ones (10 C rows moved hundreds of
+        # healthy centres per pass at C = 1024, each move undoing what it had learnt)
+        window = 100 * state.n_clusters
+        state.channel.reassignment_window = window if state.streaming else min(window,
+                                                                               X.shape[0])
+        n_samples = X.shape[0]
+        size = min(int(self.batch_size), n_samples)
+        weight = sample_weight.astype(np.float64)
+        cumulative = None
+        if self.sampling == "weighted":
+            cumulative = np.cumsum(weight)
+            cumulative /= cumulative[-1]
+        return _MiniBatchRun(smoothing=min(1.0, 2.0 * size / (n_samples + 1)),
+                             cumulative=cumulative, mean_weight=float(weight.mean()))
 
     def batches(self, n_samples, state):
-        """Random batches until ``max_passes`` passes have been made."""
+        """Random batches while one more fits into the budget, ``max_passes`` or the
+        estimator's ``max_iter`` passes (at least one batch): rows drawn uniformly (or in
+        proportion to their weight) with replacement, in increasing order; all rows if
+        ``batch_size`` is at least the data's."""
         size = min(int(self.batch_size), n_samples)
-        while state.n_passes < self.max_passes:
-            yield np.sort(state.random_state.choice(n_samples, size, replace=False))
+        cumulative = state.schedule_state.cumulative
+        draw = state.random_state
+        passes = min(self.max_passes, math.inf if state.max_iter is None else state.max_iter)
+        while not state.history or state.n_samples_seen + size <= passes * n_samples:
+            if size == n_samples and cumulative is None:
+                yield slice(0, n_samples)
+            elif cumulative is None:
+                yield np.sort(draw.randint(n_samples, size=size))
+            else:  # (the search can only pass the end by rounding of the last sum)
+                rows = np.searchsorted(cumulative, draw.random_sample(size), side="right")
+                yield np.sort(np.minimum(rows, n_samples - 1))
+
+    def batch_weight(self, sample_weight, rows, state):
+        """The rows' weights; the mean weight for every row with ``sampling="weighted"``."""
+        if state.schedule_state.cumulative is None:
+            return sample_weight[rows]
+        return np.full(len(rows), state.schedule_state.mean_weight, sample_weight.dtype)
+
+    def n_iter(self, state):
+        """Passes over the data so far."""
+        return state.n_passes
 
     def should_stop(self, state, tol):
-        """Never: the budget in passes ends the run."""
-        return False
+        """``center_tol``, or the early stop on the smoothed batch objective (see the
+        parameters)."""
+        if _centers_settled(state, self.center_tol):
+            return True
+        run, entry = state.schedule_state, state.history[-1]
+        if len(state.history) < 2 or self.max_no_improvement is None or entry["weight"] <= 0:
+            return False  # the first step's objective is at the seeds
+        value = entry["objective"] / entry["weight"]
+        run.smoothed = (value if run.smoothed is None
+                        else run.smoothed + run.smoothing * (value - run.smoothed))
+        if run.lowest is None or run.smoothed < run.lowest - tol * abs(run.lowest):
+            run.lowest, run.stalled = run.smoothed, 0
+        else:
+            run.stalled += 1
+        return run.stalled >= self.max_no_improvement
+
+
+class _MiniBatchRun:
+    """Per-run state of :class:`MiniBatch`."""
+
+    def __init__(self, smoothing, cumulative, mean_weight):
+        self.smoothing = smoothing
+        self.cumulative = cumulative  # of the rows' weights, for weighted sampling
+        self.mean_weight = mean_weight
+        self.smoothed = self.lowest = None
+        self.stalled = 0
+
+
+def _check_center_tol(center_tol):
+    if center_tol is not None and not (_real(center_tol) and center_tol >= 0):
+        raise ValueError(f"center_tol={center_tol!r} must be None or a number >= 0, finite.")
+
+
+def _centers_settled(state, center_tol):
+    """Whether the last step moved the centres by at most ``center_tol`` of their norm."""
+    return (center_tol is not None and bool(state.history)
+            and math.sqrt(float(np.dot(state.center_shift, state.center_shift)))
+            <= center_tol * state.center_norm)
 
 
 class NestedDoubling(Schedule):
@@ -170,21 +311,26 @@ class NestedDoubling(Schedule):
 
     Parameters
     ----------
-    initial_batch : int, default=5000
-        Rows of the first prefix (the paper's experiments use 5000; clamped to the data).
+    initial_batch : int or "auto", default="auto"
+        Rows of the first prefix (clamped to the data). ``"auto"``: ``max(5000, 20
+        n_clusters)``: the paper's 5000 (its experiments have ``k = 50``, 100 rows per
+        centre), but at least 20 rows per centre, since a first prefix with a few rows per
+        centre settles in a poor local minimum that later prefixes keep (at ``k = 1024``,
+        5000 rows ended 1.7 % above Lloyd's fixed point, 20,000 rows 0.1 %; see the
+        documentation's nmbatch page).
     rho : float, default=100.0
         Doubling threshold, ``>= 0``: ``inf`` never doubles, 0 doubles after every step.
-    spread : {"standard_error", "deviation"}, default="standard_error"
+    spread : {"deviation", "standard_error"}, default="deviation"
         The ``sigma_C(j)`` of the rule, from the ``v(j)`` votes of centre ``j`` and their
-        squared distances ``sse(j)``. ``"standard_error"``: ``sqrt(sse(j) / (v(j) (v(j) -
-        1)))``, the standard error of the centre, as the paper writes it (eq. 4, Alg. 5).
-        ``"deviation"``: ``sqrt(sse(j) / (v(j) - 1))``, the spread of the cluster itself, as
-        the authors' code computes it (``sqrt(v(j))`` times larger, so prefixes double
-        sooner). With ``"standard_error"`` and ``rho = 100`` one sample changing cluster
-        moves a centre by about ``sigma / v(j)``, more than the threshold ``sigma / (100
-        sqrt(v(j)))`` until clusters hold about 10,000 samples: each prefix is in effect run
-        to its own fixed point. See the nmbatch page of the documentation for the measured
-        difference.
+        squared distances ``sse(j)``. ``"deviation"``: ``sqrt(sse(j) / (v(j) - 1))``, the
+        spread of the cluster itself, as the authors' code computes it.
+        ``"standard_error"``: ``sqrt(sse(j) / (v(j) (v(j) - 1)))``, the standard error of
+        the centre, as the paper writes it (eq. 4, Alg. 5), ``sqrt(v(j))`` times smaller.
+        With it and ``rho = 100`` one sample changing cluster moves a centre by about
+        ``sigma / v(j)``, more than the threshold ``sigma / (100 sqrt(v(j)))`` until
+        clusters hold about 10,000 samples: each prefix is in effect run to its own fixed
+        point, which costs time and buys no lower energy (see the documentation's nmbatch
+        page for the measured difference).
 
     Notes
     -----
@@ -199,19 +345,20 @@ class NestedDoubling(Schedule):
     --------
     >>> from clusterkit import NestedDoubling
     >>> NestedDoubling(initial_batch=1000, rho=10.0)
-    NestedDoubling(initial_batch=1000, rho=10.0, spread='standard_error')
+    NestedDoubling(initial_batch=1000, rho=10.0, spread='deviation')
     """
 
     center_update = "latest"
 
-    def __init__(self, initial_batch=5000, rho=100.0, spread="standard_error"):
+    def __init__(self, initial_batch="auto", rho=100.0, spread="deviation"):
         self.initial_batch = initial_batch
         self.rho = rho
         self.spread = spread
 
     def _validate(self, X, n_clusters, composition):
-        """``initial_batch >= 1``, ``rho >= 0``, a known ``spread``."""
-        check_int(self.initial_batch, "initial_batch", minimum=1)
+        """``initial_batch >= 1`` or ``"auto"``, ``rho >= 0``, a known ``spread``."""
+        if not (isinstance(self.initial_batch, str) and self.initial_batch == "auto"):
+            check_int(self.initial_batch, "initial_batch", minimum=1)
         # rho = inf is meaningful (never double); NaN fails the comparison
         if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
             raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
@@ -225,7 +372,9 @@ class NestedDoubling(Schedule):
 
     def batches(self, n_samples, state):
         """Nested prefixes ``slice(0, b)`` of the run's order, doubled by the rule above."""
-        size = min(int(self.initial_batch), n_samples)
+        size = (max(5000, 20 * state.n_clusters) if self.initial_batch == "auto"
+                else int(self.initial_batch))
+        size = min(size, n_samples)
         while True:
             yield slice(0, size)
             if size < n_samples and self._should_double(state):

@@ -26,6 +26,14 @@ class FitState:
         The only source of randomness of the fit.
     n_threads : int
         Number of OpenMP threads every kernel is called with.
+    max_iter : int or None
+        The estimator's ``max_iter``: the driver ends a run once ``Schedule.n_iter`` reaches
+        it; a schedule whose iteration spans several steps (a pass of mini-batches) may end
+        its batches before a step would cross it. ``None``: no limit.
+    streaming : bool
+        Whether this is a ``partial_fit`` stream: the caller chooses the batches, every
+        batch's rows are new samples (``n_samples`` is the current batch's size) and the
+        size of the data is unknown.
     needs_resp : bool
         Whether the M-step needs responsibilities (:attr:`MStep.needs_resp`).
     objective : Objective
@@ -85,9 +93,9 @@ class FitState:
     order : ndarray of shape (n_samples,), dtype=intp, or None
         The order of the rows every run of the fit works in (``Schedule.order``; the
         centred copy of the data is made in it); ``None``: the data's.
-    estep_state, mstep_state : object or None
-        What the E-step's and the M-step's ``init_state`` hooks returned: their own per-run
-        state, read by no other strategy.
+    estep_state, mstep_state, schedule_state : object or None
+        What the E-step's, the M-step's and the schedule's ``init_state`` hooks returned:
+        their own per-run state, read by no other strategy.
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``.
@@ -98,11 +106,13 @@ class FitState:
         One entry per step (see ``Clusterer.history_``).
     """
 
-    def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, needs_resp=False,
-                 objective=QUANTIZATION_ERROR, center_update="replace",
+    def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, max_iter=None,
+                 needs_resp=False, objective=QUANTIZATION_ERROR, center_update="replace",
                  strict_convergence=False, sigma2_floor=0.0, qe_resolution=0.0):
         self.n_clusters = n_clusters
         self.n_features = n_features
+        self.max_iter = max_iter
+        self.streaming = False
         self.random_state = random_state
         self.n_threads = n_threads
         self.needs_resp = needs_resp
@@ -125,7 +135,7 @@ class FitState:
         ``n_samples`` rows; the data, costs, random stream and clock carry on."""
         self.sigma2 = None
         self.seed_labels = None
-        self.estep_state = self.mstep_state = None
+        self.estep_state = self.mstep_state = self.schedule_state = None
         self.channel = Channel()
         self.history = []
         self.n_samples_seen = 0
@@ -269,11 +279,17 @@ class Channel:
         Written by an M-step that keeps running sums (a mini-batch rule): the weight of the
         samples each centre averages and their weighted squared distances at assignment. A
         schedule may read them (the nested mini-batch doubling rule does).
+    reassignment_ratio, reassignment_window : float, int or None
+        Written by a mini-batch schedule, read by the M-step's running sums: when a cluster
+        that collects too little weight counts as starved and is moved (see
+        :class:`~clusterkit.MiniBatch`). ``None``: only a cluster without votes for a whole
+        pass is.
     """
 
     def __init__(self):
         self.step_size = self.averaging = None
         self.cluster_weight = self.cluster_sse = None
+        self.reassignment_ratio = self.reassignment_window = None
 
 
 def weighted_sum(values, sample_weight):

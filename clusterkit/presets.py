@@ -162,7 +162,8 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
     n_clusters : int
     batch_size : int, default=1024
     max_passes : float, default=10.0
-        Passes over the data before the run ends (see :class:`~clusterkit.MiniBatch`).
+        Passes over the data at most; the run usually ends sooner, by the early stop on the
+        smoothed batch objective (see :class:`~clusterkit.MiniBatch`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding).
 
@@ -174,27 +175,29 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
     Examples
     --------
     >>> from clusterkit.presets import minibatch
-    >>> minibatch(10, batch_size=256).schedule
-    MiniBatch(batch_size=256, max_passes=10.0)
+    >>> minibatch(10, batch_size=256).schedule  # doctest: +NORMALIZE_WHITESPACE
+    MiniBatch(batch_size=256, max_passes=10.0, max_no_improvement=10, center_tol=None,
+              reassignment_ratio=0.01, sampling='uniform', learning_rate='count')
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
-    kwargs.setdefault("max_iter", 10**9)  # the budget in passes ends the run
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep(),
                       schedule=MiniBatch(batch_size, max_passes))
 
 
-def nmbatch(n_clusters, initial_batch=5000, rho=100.0, spread="standard_error", **kwargs):
+def nmbatch(n_clusters, initial_batch="auto", rho=100.0, spread="deviation", **kwargs):
     """Nested mini-batch k-means (Newling & Fleuret 2016): nested prefixes with Elkan bounds.
 
     Parameters
     ----------
     n_clusters : int
-    initial_batch : int, default=5000
+    initial_batch : int or "auto", default="auto"
+        Rows of the first prefix; ``"auto"``: ``max(5000, 20 n_clusters)`` (see
+        :class:`~clusterkit.NestedDoubling`).
     rho : float, default=100.0
         The doubling threshold (see :class:`~clusterkit.NestedDoubling`).
-    spread : {"standard_error", "deviation"}, default="standard_error"
-        What the threshold is relative to: the centre's standard error (the paper's eq. 4)
-        or the cluster's deviation (the authors' code; see
+    spread : {"deviation", "standard_error"}, default="deviation"
+        What the threshold is relative to: the cluster's deviation (the authors' code) or
+        the centre's standard error (the paper's eq. 4; see
         :class:`~clusterkit.NestedDoubling`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding).
@@ -208,7 +211,7 @@ def nmbatch(n_clusters, initial_batch=5000, rho=100.0, spread="standard_error", 
     --------
     >>> from clusterkit.presets import nmbatch
     >>> nmbatch(10, initial_batch=1000).schedule
-    NestedDoubling(initial_batch=1000, rho=100.0, spread='standard_error')
+    NestedDoubling(initial_batch=1000, rho=100.0, spread='deviation')
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
     return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),

@@ -1,4 +1,6 @@
 """Mini-batch schedules (MiniBatch, NestedDoubling), their M-step rules and partial_fit."""
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
@@ -176,7 +178,10 @@ def test_partial_fit_matches_scikit_learn_on_the_same_stream(seed):
         ours.partial_fit(batch)
         theirs.partial_fit(batch)
     ours_error, theirs_error = -ours.score(X), -theirs.score(X)
-    assert abs(ours_error - theirs_error) <= 0.01 * theirs_error
+    # the same running means; the rules for starved centres differ (ours moved one on seed 1)
+    assert ours_error <= 1.01 * theirs_error
+    if not any(h["n_relocated"] for h in ours.history_):
+        assert ours_error == pytest.approx(theirs_error, rel=1e-9)
 
 
 @pytest.mark.parametrize("make", [lambda: presets.lloyd(20, random_state=0),
@@ -213,8 +218,9 @@ def test_results_do_not_depend_on_threads(blobs, make):
 
 
 def test_minibatch_runs_its_budget_in_passes(blobs):
-    km = presets.minibatch(12, batch_size=400, max_passes=3, random_state=0).fit(blobs)
-    assert km.converged_ and km.n_iter_ == 30
+    km = Clusterer(12, schedule=MiniBatch(batch_size=400, max_passes=3,
+                                          max_no_improvement=None), random_state=0).fit(blobs)
+    assert km.converged_ and km.n_iter_ == 3 and km.n_steps_ == 30
     assert km.history_[-1]["passes"] == pytest.approx(3.0)
     assert km.cost_["estep"] == 30 * 400 * 12
     lloyd = presets.lloyd(12, random_state=0).fit(blobs)
@@ -237,7 +243,7 @@ def test_starved_centres_are_moved(schedule):
 @pytest.mark.parametrize("schedule,error,match", [
     (MiniBatch(batch_size=0), ValueError, r"batch_size=0 must be >= 1"),
     (MiniBatch(batch_size=2.5), TypeError, r"batch_size must be an integer"),
-    (MiniBatch(max_passes=0), ValueError, r"max_passes=0 must be a positive number"),
+    (MiniBatch(max_passes=0), ValueError, r"max_passes=0 must be a number > 0"),
     (NestedDoubling(initial_batch=0), ValueError, r"initial_batch=0 must be >= 1"),
     (NestedDoubling(rho=-1.0), ValueError, r"rho=-1.0 must be a number >= 0"),
     (NestedDoubling(spread="sd"), ValueError, r"Unknown spread='sd'"),
@@ -262,3 +268,191 @@ def test_incompatible_compositions_are_refused(blobs):
                                          r"which SoftMStep does not implement \(it implements "
                                          r"'replace'\); use a schedule with full batches"):
         Clusterer(4, schedule="minibatch", mstep="soft").fit(blobs)
+
+
+# -- stopping, budgets, sampling and starved centres of MiniBatch -----------------------------
+
+def _fake_run(schedule, objectives, tol=0.0, n_samples=1000):
+    """Feed ``schedule.should_stop`` a run whose batches have these objectives (unit total
+    weight each, centres moving by their norm); returns the 1-based step it stopped at, or
+    None."""
+    from clusterkit._state import FitState
+    state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
+    state.start_run(n_samples)
+    X = np.zeros((n_samples, 2))
+    state.schedule_state = schedule.init_state(X, np.ones(n_samples), X[:3], state)
+    state.center_norm, state.center_shift = 1.0, np.ones(3) / np.sqrt(3)
+    for step, objective in enumerate(objectives, 1):
+        state.history.append({"objective": objective, "weight": 1.0})
+        if schedule.should_stop(state, tol):
+            return step
+    return None
+
+
+def test_early_stop_follows_the_smoothed_objective():
+    # batch_size >= N: the smoothed objective is the newest batch's
+    schedule = MiniBatch(batch_size=1000, max_no_improvement=3)
+    # the first step (at the seeds) is left out; then 3 steps without a new low stop
+    assert _fake_run(schedule, [9.0, 5.0, 4.0, 4.0, 4.5, 4.2, 3.0]) == 6
+    assert _fake_run(schedule, [9.0] + list(np.linspace(5, 1, 30))) is None
+    # tol: an improvement must be larger than tol times the lowest value so far
+    assert _fake_run(schedule, [9.0, 5.0, 4.9, 4.8, 4.7, 4.0], tol=0.1) == 5
+    assert _fake_run(schedule, [9.0, 5.0, 4.9, 4.8, 4.7, 4.0], tol=0.0) is None
+    assert _fake_run(MiniBatch(max_no_improvement=None), [1.0] * 50) is None
+    # the smoothing: weight 2 b / (N + 1) ~ 0.1 on the newest batch, so one bad batch
+    # moves the smoothed value by a tenth of its excess
+    smooth = MiniBatch(batch_size=50, max_no_improvement=2)
+    assert _fake_run(smooth, [9.0, 5.0, 5.0, 6.0, 6.0, 6.0]) == 4
+    assert _fake_run(smooth, [9.0, 5.0, 4.0, 3.0, 5.0, 2.0, 2.0]) is None
+
+
+def test_center_tol_stops_when_the_centres_settle():
+    # the fake run moves the centres by exactly their norm
+    assert _fake_run(MiniBatch(max_no_improvement=None, center_tol=1.0), [5.0, 4.0]) == 1
+    assert _fake_run(MiniBatch(max_no_improvement=None, center_tol=0.99), [5.0] * 9) is None
+
+
+def test_minibatch_stops_early_by_default_and_runs_its_budget_without(blobs):
+    budget = dict(batch_size=100, max_passes=20)
+    early = Clusterer(12, schedule=MiniBatch(**budget), random_state=0).fit(blobs)
+    full = Clusterer(12, schedule=MiniBatch(**budget, max_no_improvement=None),
+                     random_state=0).fit(blobs)
+    assert early.converged_ and full.converged_
+    assert early.n_steps_ < 0.5 * full.n_steps_ and early.n_iter_ < 20
+    assert full.n_iter_ == 20 and full.n_steps_ == 20 * 40
+    assert early.inertia_ <= 1.05 * full.inertia_
+    assert [h["iteration"] for h in early.history_] == list(range(1, early.n_steps_ + 1))
+
+
+@pytest.mark.parametrize("schedule", [
+    MiniBatch(batch_size=64, max_passes=np.inf, max_no_improvement=None),
+    MiniBatch(batch_size=64, max_passes=np.inf),
+    NestedDoubling(initial_batch=64, rho=np.inf),
+])
+def test_no_budget_hangs(blobs, schedule):
+    """An infinite budget ends by the early stop or max_iter (passes for MiniBatch); on
+    constant data the objective is zero at once and the early stop ends the run."""
+    def bounded(info):
+        assert info["iteration"] < 10_000, "the run does not end"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = Clusterer(12, schedule=schedule, max_iter=3, tol=0, random_state=0,
+                       callback=bounded).fit(blobs)
+    assert km.n_iter_ <= 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (fewer distinct points than clusters)
+        km = Clusterer(4, schedule=MiniBatch(batch_size=50, max_passes=np.inf),
+                       callback=bounded, random_state=0).fit(np.ones((500, 2)))
+    assert km.converged_ and km.n_steps_ <= 20
+
+
+def test_weighted_sampling_equals_repetition_in_distribution():
+    """Rows drawn in proportion to integer weights are drawn as often as the copies of a
+    repeated data set are; each counts with the mean weight."""
+    from scipy.stats import chisquare
+    from clusterkit._state import FitState
+    weights = np.array([1, 2, 3, 4, 10], dtype=np.float64)
+    X = np.arange(5, dtype=np.float64)[:, None]
+    schedule = MiniBatch(batch_size=4, sampling="weighted")
+    state = FitState(n_clusters=1, n_features=1, random_state=np.random.RandomState(0))
+    state.start_run(5)
+    state.schedule_state = schedule.init_state(X, weights, X[:1], state)
+    batches = schedule.batches(5, state)
+    counts = np.zeros(5)
+    for _ in range(5000):
+        rows = next(batches)
+        counts += np.bincount(rows, minlength=5)
+        np.testing.assert_array_equal(schedule.batch_weight(weights, rows, state),
+                                      np.full(4, weights.mean()))
+    expected = counts.sum() * weights / weights.sum()
+    assert chisquare(counts, expected).pvalue > 1e-3
+    # uniform sampling of the repeated data gives the same frequencies per distinct row
+    repeated = np.repeat(np.arange(5), weights.astype(int))
+    uniform = MiniBatch(batch_size=4)
+    state = FitState(n_clusters=1, n_features=1, random_state=np.random.RandomState(1))
+    state.start_run(repeated.size)
+    state.schedule_state = uniform.init_state(X[repeated], np.ones(repeated.size),
+                                              X[:1], state)
+    batches = uniform.batches(repeated.size, state)
+    counts_repeated = np.zeros(5)
+    for _ in range(5000):
+        counts_repeated += np.bincount(repeated[next(batches)], minlength=5)
+    assert chisquare(counts_repeated, expected).pvalue > 1e-3
+
+
+def test_weighted_sampling_fits_like_the_repeated_data(blobs):
+    rng = np.random.RandomState(0)
+    X = blobs[:1000]
+    weights = rng.randint(1, 5, size=1000)
+    repeated = np.repeat(X, weights, axis=0)
+    errors = {"weighted": [], "repeated": []}
+    for seed in range(8):
+        init = X[rng.choice(1000, 12, replace=False)]
+        weighted = Clusterer(12, seed=init, random_state=seed, schedule=MiniBatch(
+            batch_size=100, sampling="weighted")).fit(X, sample_weight=weights)
+        plain = Clusterer(12, seed=init, random_state=seed,
+                          schedule=MiniBatch(batch_size=100)).fit(repeated)
+        errors["weighted"].append(-weighted.score(repeated))
+        errors["repeated"].append(-plain.score(repeated))
+    assert np.mean(errors["weighted"]) == pytest.approx(np.mean(errors["repeated"]), rel=0.05)
+
+
+@pytest.mark.parametrize("learning_rate", ["count", "adaptive"])
+def test_starved_rule_keeps_every_centre_alive_near_the_number_of_distinct_points(
+        learning_rate):
+    """60 distinct points, 56 clusters, seeds on duplicates of a few points: every cluster
+    ends with samples of its own."""
+    rng = np.random.RandomState(0)
+    points = rng.uniform(-10, 10, size=(60, 2))
+    X = points[rng.randint(60, size=6000)]
+    init = np.repeat(points[:8], 7, axis=0)  # 56 seeds on 8 distinct points
+    km = Clusterer(56, seed=init, random_state=0, schedule=MiniBatch(
+        batch_size=200, learning_rate=learning_rate)).fit(X)
+    assert np.unique(km.labels_).size == 56
+    assert len(np.unique(km.cluster_centers_, axis=0)) == 56
+    assert sum(h["n_relocated"] for h in km.history_) > 0
+
+
+def test_starved_rule_waits_for_a_whole_window():
+    """k larger than the batch: centres no batch reached yet are not starved. Checks come at
+    the end of each window (min(100 k, N) rows, a pass here) and, on data without empty
+    regions, move few centres (scikit-learn moves up to half a batch per step while some
+    count is zero)."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(20000, 4))
+    km = Clusterer(500, seed=X[:500].copy(), random_state=0,
+                   schedule=MiniBatch(batch_size=100, max_passes=3,
+                                      max_no_improvement=None)).fit(X)
+    moved = np.array([h["n_relocated"] for h in km.history_])
+    assert km.n_steps_ == 600
+    assert set(np.flatnonzero(moved)) <= {199, 399, 599}  # the ends of the windows
+    assert moved.sum() <= 25
+
+
+def test_adaptive_learning_rate_moves_by_the_square_root_of_the_batch_share():
+    X = np.array([[0.0], [1.0], [2.0], [10.0]])
+    rows = [np.array([0, 1, 2, 3])]
+
+    class Once(MiniBatch):
+        def batches(self, n_samples, state):
+            yield from rows
+
+    km = Clusterer(2, seed=np.array([[0.0], [9.0]]), max_iter=10,
+                   schedule=Once(learning_rate="adaptive", max_no_improvement=None)).fit(X)
+    # cluster 0: three of four samples, mean 1, rate sqrt(3/4); cluster 1: mean 10, rate 1/2
+    expected = [np.sqrt(0.75) * 1.0, 0.5 * 9.0 + 0.5 * 10.0]
+    np.testing.assert_allclose(km.cluster_centers_[:, 0], expected)
+    assert km.n_steps_ == 1
+
+
+def test_minibatch_parameters_are_checked(blobs):
+    for schedule, match in [
+            (MiniBatch(max_no_improvement=0), "max_no_improvement=0 must be >= 1"),
+            (MiniBatch(center_tol=-1.0), "center_tol=-1.0 must be None or a number >= 0"),
+            (MiniBatch(reassignment_ratio=-0.1), "reassignment_ratio=-0.1 must be a number"),
+            (MiniBatch(sampling="stratified"), "Unknown sampling='stratified'"),
+            (MiniBatch(learning_rate="sgd"), "Unknown learning_rate='sgd'"),
+            (MiniBatch(max_passes=float("nan")), "max_passes=nan must be a number > 0")]:
+        with pytest.raises(ValueError, match=match):
+            Clusterer(4, schedule=schedule).fit(blobs)
