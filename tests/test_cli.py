@@ -413,6 +413,8 @@ def test_ablate_table(data):
         assert by[("lloyd", seed)]["qe"] == pytest.approx(lloyd.inertia_, rel=1e-9)
     for r in rows:
         assert r["seconds"] >= r["seconds_iterations"] > 0 and r["n_iter"] == len(r["history"])
+        assert r["objective_name"] == ("free energy" if r["variant"] == "gmm" else
+                                       "quantization error")
     held_out = ablate(data, 16, {"lloyd": "lloyd"}, seeds=1, X_test=data[:50], verbose=0)
     rows = held_out.to_dict("records") if hasattr(held_out, "to_dict") else held_out
     centers = presets.lloyd(16, random_state=0).fit(data).cluster_centers_
@@ -435,11 +437,40 @@ def test_plots_show_one_curve_per_variant(data):
     left, right = figure.axes
     assert [line.get_label() for line in left.get_lines()] == ["lloyd", "lwcs"]
     assert left.get_xlabel() == "seconds" and right.get_xlabel() == "distance evaluations"
-    assert left.get_ylabel() == "objective"
+    assert left.get_ylabel() == "quantization error"
     figure = plot_tradeoff(table)
     (axis,) = figure.axes
     assert axis.get_xlabel().startswith("relative error") and "speed-up" in axis.get_ylabel()
     assert [t.get_text() for t in axis.get_legend().get_texts()] == ["lloyd", "lwcs"]
+
+
+def test_history_plot_gives_each_kind_of_objective_its_own_row(data):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    # k-means minimises a quantization error, the mixture maximises a (negative) free
+    # energy: on one axis the scales and directions would not compare
+    table = ablate(data, 16, {"lloyd": "lloyd", "gmm": "gmm", "elkan": "elkan"}, seeds=1,
+                   verbose=0)
+    figure = plot_history(table)
+    assert len(figure.axes) == 4
+    (qe_left, qe_right), (fe_left, fe_right) = np.reshape(figure.axes, (2, 2))
+    for axis in (qe_left, qe_right):
+        assert axis.get_ylabel() == "quantization error"
+        assert [line.get_label() for line in axis.get_lines()] == ["lloyd", "elkan"]
+        assert axis.get_yscale() == "log"
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    gmm_objective = [h["objective"] for h in rows[1]["history"]]
+    for axis in (fe_left, fe_right):
+        assert axis.get_ylabel() == "free energy"
+        (line,) = axis.get_lines()
+        assert line.get_label() == "gmm"
+        np.testing.assert_allclose(line.get_ydata(), gmm_objective)
+    assert fe_left.get_yscale() == "linear" or min(gmm_objective) > 0
+    # the quantization error every fit records is comparable: one row
+    (left, right) = plot_history(table, objective="qe").axes
+    assert left.get_ylabel() == "qe"
+    assert [line.get_label() for line in left.get_lines()] == ["lloyd", "gmm", "elkan"]
+    matplotlib.pyplot.close("all")
 
 
 def test_eta_against_a_zero_reference_error(capsys):
