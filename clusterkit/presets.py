@@ -461,12 +461,12 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     """vc-GMM: var-GMM-S on a lightweight coreset (Hirschberger, Forster & Lücke, Alg. 1).
 
     :class:`~clusterkit.LWCS` of ``coreset_size`` draws, seeding on the coreset (greedy
-    k-means++ for data with at most 64 features, :class:`~clusterkit.AFKMC2` above; the paper
-    uses AFK-MC² throughout), then the partial E-step with estimated neighbourhoods and
-    ``C' = G`` winners and the weighted soft M-step (eq. 9), until the relative change of the
-    merged free energy (eq. 10, the coreset-weighted truncated free energy) is at most
-    ``tol`` (``1e-4`` by default, as in the paper's Suppl. F). The first E-step sets the
-    variance by eq. 12.
+    k-means++, on a sample of the coreset above 16 features, :class:`~clusterkit.AFKMC2`
+    above 64; the paper uses AFK-MC² throughout), then the partial E-step with estimated
+    neighbourhoods and ``C' = G`` winners and the weighted soft M-step (eq. 9), until the
+    relative change of the merged free energy (eq. 10, the coreset-weighted truncated free
+    energy) is at most ``tol`` (``1e-4`` by default, as in the paper's Suppl. F). The first
+    E-step sets the variance by eq. 12.
 
     Parameters
     ----------
