@@ -18,6 +18,7 @@ import importlib.util
 import io
 import re
 import shlex
+import sys
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -308,7 +309,7 @@ def _close_resources(namespace):
     for value in namespace.values():
         if type(value).__module__.startswith("distributed") and hasattr(value, "close"):
             value.close()
-    if "matplotlib.pyplot" in __import__("sys").modules:
+    if "matplotlib.pyplot" in sys.modules:
         import matplotlib.pyplot as plt
         plt.close("all")
 
@@ -343,6 +344,15 @@ def test_python_examples_run(path, tmp_path, monkeypatch):
             assert holds(namespace), f"{path.name}: {claim}"
     finally:
         _close_resources(namespace)
+
+
+def test_an_example_needing_a_missing_extra_is_skipped_with_the_extra_named(monkeypatch):
+    assert _missing_extra("x = 1\n") is None
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert _missing_extra("import dask.array as da\n") == \
+        "needs dask, distributed: pip install 'clusterkit[dask]'"
+    assert _missing_extra("plot_history(table)\n") == \
+        "needs matplotlib: pip install 'clusterkit[plot]'"
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.skip],
