@@ -152,30 +152,92 @@ def _parse_params(pairs):
     return params
 
 
+def _unknown_parameter(key, preset, known):
+    close = difflib.get_close_matches(key, known, n=1)
+    nested = [k for k in known if "__" in k][:1]
+    hint = f"did you mean {close[0]}?" if close else "its parameters are " + \
+        ", ".join(k for k in known if "__" not in k) + \
+        "".join(f" and its strategies' such as {k}" for k in nested)
+    return CommandError(f"--param {key}: not a parameter of preset {preset}; {hint}")
+
+
 def _build(preset, n_clusters, params):
+    """The preset's estimator with the ``--param`` settings.
+
+    Top-level settings go to the preset function as keywords, as in Python, so a strategy
+    that defines the preset (vc_gmm's ``reduce``, lloyd's ``estep``, ...) is refused the way
+    ``presets.vc_gmm(C, reduce=...)`` refuses it; strategies' own parameters
+    (``estep__G``) and the rest are then set with ``set_params``. What the settings make of
+    the preset is recorded by :func:`composition`.
+    """
     from ._kernels._openmp import effective_n_threads
-    from ._registry import build_preset, preset_names
+    from ._registry import SHORTCUTS, build_preset, preset_names, resolve
     if preset not in preset_names():
         raise CommandError(f"unknown preset {preset!r}; the presets are "
                            f"{', '.join(preset_names())}")
-    estimator = build_preset(preset, n_clusters)
-    known = estimator.get_params(deep=True)
+    default = build_preset(preset, n_clusters)
+    known = default.get_params(deep=False)
     for key in params:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            nested = [k for k in known if "__" in k][:1]
-            hint = f"did you mean {close[0]}?" if close else "its parameters are " + \
-                ", ".join(k for k in known if "__" not in k) + \
-                "".join(f" and its strategies' such as {k}" for k in nested)
-            raise CommandError(f"--param {key}: not a parameter of preset {preset}; {hint}")
+        if "__" not in key and key not in known:
+            raise _unknown_parameter(key, preset, default.get_params(deep=True))
     n_threads = params.get("n_threads")
     if type(n_threads) is int and n_threads > 0:
         # threads beyond the cores gain nothing; OpenMP aborts on n_threads=10**9
         params = {**params, "n_threads": min(n_threads, effective_n_threads())}
+    keywords = {k: v for k, v in params.items() if "__" not in k and k != "n_clusters"}
+    for key in SHORTCUTS:
+        if key not in keywords:
+            continue
+        try:
+            build_preset(preset, n_clusters, **{key: keywords[key]})
+        except TypeError:
+            raise CommandError(
+                f"--param {key}: preset {preset} sets {key} itself, to "
+                f"{composition(default)[key]}, as part of what {preset} is; choose a preset "
+                f"with the {key} you want (see 'clusterkit presets'), or compose a Clusterer "
+                "in Python") from None
+        if isinstance(keywords[key], str):  # the object, so that its parameters can be set
+            try:
+                keywords[key] = resolve(key, keywords[key])
+            except ValueError as error:
+                raise CommandError(f"--param {key}: {error}") from None
+    estimator = build_preset(preset, n_clusters, **keywords)
+    nested = {k: v for k, v in params.items() if k not in keywords}
+    known = estimator.get_params(deep=True)
+    for key in nested:
+        if key not in known:
+            raise _unknown_parameter(key, preset, known)
     try:
-        return estimator.set_params(**params)
+        return estimator.set_params(**nested)
     except (TypeError, ValueError) as error:
         raise CommandError(f"preset {preset}: {error}") from None
+
+
+def composition(estimator):
+    """The five strategies of ``estimator`` as one-line reprs, by parameter name.
+
+    String shortcuts and ``None`` appear as the strategy they stand for; initial centres
+    given as an array (``seed``) by their shape.
+    """
+    from ._registry import SHORTCUTS, resolve
+    strategies = {}
+    for name in SHORTCUTS:
+        value = getattr(estimator, name)
+        try:
+            text = repr(resolve(name, value))
+        except (TypeError, ValueError):  # only seed takes anything else: initial centres
+            text = f"initial centres of shape {np.shape(value)}"
+        strategies[name] = " ".join(text.split())
+    return strategies
+
+
+def changed_strategies(estimator, preset):
+    """The names of the strategies of ``estimator`` that differ from those of ``preset``
+    with its defaults (``--param`` replaced them, or changed their parameters)."""
+    from ._registry import build_preset
+    mine = composition(estimator)
+    default = composition(build_preset(preset, estimator.n_clusters))
+    return [name for name in mine if mine[name] != default[name]]
 
 
 def _user_errors(action):
@@ -194,11 +256,16 @@ def save_model(path, estimator, preset, params):
     """Write a fitted estimator's centres, configuration and history to ``path`` (``.npz``):
     arrays and one JSON string, so that loading it never executes code.
 
-    ``inertia`` is ``null`` when the fit computed no final labels (``compute_labels=False``).
+    The configuration names the ``preset`` the estimator was built from, the ``params`` it
+    was given, its ``composition`` (every strategy's repr, see :func:`composition`) and
+    which strategies ``changed`` from the preset's own. ``inertia`` is ``null`` when the
+    fit computed no final labels (``compute_labels=False``).
     """
     history = [{k: float(v) for k, v in h.items()} for h in estimator.history_]
     inertia = getattr(estimator, "inertia_", None)
     config = {"format": MODEL_FORMAT, "preset": preset, "params": params,
+              "composition": composition(estimator),
+              "changed": changed_strategies(estimator, preset),
               "n_clusters": int(estimator.n_clusters), "history": history,
               "n_iter": int(estimator.n_iter_),
               "inertia": None if inertia is None else float(inertia),
@@ -302,9 +369,14 @@ def _command_fit(args):
     save_model(args.out, estimator, args.preset, params)
     inertia = getattr(estimator, "inertia_", None)
     error = "no final labels" if inertia is None else f"inertia {inertia:.6g}"
-    print(f"{args.preset}: {X.shape[0]} samples, {args.k} clusters, {estimator.n_iter_} "
+    changed = changed_strategies(estimator, args.preset)
+    name = args.preset + (f" with {' and '.join(changed)} changed by --param" if changed
+                          else "")
+    print(f"{name}: {X.shape[0]} samples, {estimator.n_clusters} clusters, {estimator.n_iter_} "
           f"iterations, {error}, {estimator.n_distance_evals_} distance evaluations "
           f"-> {args.out}")
+    for key, text in composition(estimator).items():
+        print(f"  {key:9s}{text}{'  (changed)' if key in changed else ''}")
     return 0
 
 
@@ -408,6 +480,7 @@ def _parser():
                                                        "(default: %(default)s)")
     fit.add_argument("--param", action="append", metavar="KEY=VALUE",
                      help="an estimator parameter, e.g. max_iter=50 or estep__G=3 (repeat); "
+                          "the strategies that define the preset cannot be replaced; "
                           "n_threads is capped at the available cores")
     fit.add_argument("--out", required=True, help="the model file to write (.npz)")
     predict = command("predict", help="label a data file with a saved model",

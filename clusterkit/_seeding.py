@@ -423,11 +423,8 @@ class ByDimension(Seeder):
     Notes
     -----
     Cost, memory and state are those of the seeder that runs (``state.seed_labels`` too).
-    Measured with ``C = 500`` on 2 threads (``benchmarks/bench_defaults.py``): greedy
-    k-means++ with 15 candidates per step took 0.6 s on all of cod_rna (331,152 x 8) but
-    7.6 s on a 300,000 x 32 mixture of Gaussians, where seeding a sample of 10,000 rows took
-    0.4 s; on a coreset of ``2^15`` MNIST points (784 features) the greedy seeding took 22 s,
-    AFK-MC² 0.1 s.
+    The documentation's page on the defaults has the measurements behind the presets' split
+    at 16 and 64 features.
 
     Examples
     --------

@@ -131,11 +131,9 @@ class PartialEStep(EStep):
     per sample and ``G_c`` = ``c`` plus ``G - 1`` distinct uniformly random others, and
     ``n_init_esteps`` repair this before the first M-step (``init="random"``). A random
     ``K(n)`` is far from the sample's clusters: the first searches find distances far above
-    the seeds' own, a soft fit's first variance (eq. 12) is inflated (about 500 times on
-    birch2 from AFK-MC² seeds) and the fit can settle far above k-means (var-k-means from
-    AFK-MC² seeds on a coreset of cod_rna, ``C = 500``: +23 % above scikit-learn's error;
-    from the informed start below, +13 %). So by default (``"auto"``) ``K(n)`` starts at
-    each sample's nearest seed:
+    the seeds' own, a soft fit's first variance (eq. 12) is inflated, and the fit can settle
+    far above k-means (the var-GMM and vc-GMM pages of the documentation have the
+    measurements). So by default (``"auto"``) ``K(n)`` starts at each sample's nearest seed:
 
     * k-means++ seeding (:class:`~clusterkit.KMeansPlusPlus` on the data the fit runs on)
       knows each sample's nearest seed as a by-product (``state.seed_labels``). ``G_c``

@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ._clusterer import Clusterer
-from ._registry import build_preset, preset_names
+from ._registry import build_preset, preset_names, resolve
 from .metrics import quantization_error
 
 __all__ = ["ablate", "plot_history", "plot_tradeoff"]
@@ -22,7 +22,7 @@ __all__ = ["ablate", "plot_history", "plot_tradeoff"]
 COLUMNS = ("variant", "seed", "seconds", "seconds_seeding", "seconds_reduction",
            "seconds_iterations", "seconds_labels", "qe", "eta", "evals_seeding",
            "evals_reduction", "evals_estep", "evals_labels", "n_distance_evals", "n_iter",
-           "converged", "history")
+           "converged", "objective_name", "history")
 
 
 def _relative_error(qe, qe_ref):
@@ -102,7 +102,10 @@ def ablate(X, n_clusters, variants, seeds=5, reference=None, X_test=None, sample
         the relative error ``qe / qe_ref - 1`` against the reference variant with the same
         seed (the vc-GMM paper's η; when the reference's error is 0, ``eta`` is 0 for an
         error of 0 and ``inf`` otherwise); distance evaluations per phase and in total;
-        ``n_iter``; ``converged``; ``history``, the fit's ``history_``.
+        ``n_iter``; ``converged``; ``objective_name``, what the ``"objective"`` of the
+        fit's history is (the name of the M-step's :class:`~clusterkit.Objective`, e.g.
+        ``"quantization error"`` or ``"free energy"``); ``history``, the fit's
+        ``history_``.
 
     Examples
     --------
@@ -149,7 +152,9 @@ def ablate(X, n_clusters, variants, seeds=5, reference=None, X_test=None, sample
                 "evals_reduction": model.cost_["reduction"],
                 "evals_estep": model.cost_["estep"], "evals_labels": model.cost_["labels"],
                 "n_distance_evals": model.n_distance_evals_, "n_iter": model.n_iter_,
-                "converged": bool(model.converged_), "history": model.history_,
+                "converged": bool(model.converged_),
+                "objective_name": resolve("mstep", model.mstep).objective.name,
+                "history": model.history_,
             })
             progress.step(f"{name}, seed {seed}")
     reference_qe = {row["seed"]: row["qe"] for row in rows if row["variant"] == reference}
@@ -179,47 +184,55 @@ def plot_history(table, objective="objective"):
     """The objective against time and against distance evaluations, one curve per variant.
 
     Each variant's curve is the median over its seeds at every iteration (runs that stopped
-    earlier keep their last value), with the range over the seeds shaded.
+    earlier keep their last value), with the range over the seeds shaded. Objectives of
+    different kinds (a k-means quantization error, a mixture's free energy, ...) are not
+    comparable, so each kind gets its own row of panels, labelled with its name.
 
     Parameters
     ----------
     table : pandas.DataFrame or list of dict
         The output of :func:`ablate`.
     objective : str, default="objective"
-        The history entry to plot: ``"objective"`` (the fit's objective) or ``"qe"``.
+        The history entry to plot: ``"objective"`` (what each fit optimises; a row of panels
+        per kind, by the table's ``objective_name``) or ``"qe"`` (the quantization error,
+        which every fit records; one row).
 
     Returns
     -------
     figure : matplotlib.figure.Figure
-        Two panels (seconds, distance evaluations on a log axis; the objective on a log axis
-        when it is positive throughout); never shown.
+        Two panels per row (seconds; distance evaluations on a log axis), the objective on
+        a log axis where it is positive throughout its row; never shown.
     """
     plt = _pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4), squeeze=True)
-    by_variant = {}
+    by_kind = {}
     for row in _records(table):
-        by_variant.setdefault(row["variant"], []).append(row["history"])
-    for name, histories in by_variant.items():
-        length = max(len(h) for h in histories)
+        kind = row.get("objective_name", objective) if objective == "objective" else objective
+        by_kind.setdefault(kind, {}).setdefault(row["variant"], []).append(row["history"])
+    figure, axes = plt.subplots(len(by_kind), 2, figsize=(10, 4 * len(by_kind)),
+                                squeeze=False)
+    for (kind, by_variant), row_axes in zip(by_kind.items(), axes):
+        for name, histories in by_variant.items():
+            length = max(len(h) for h in histories)
 
-        def padded(key):
-            return np.array([[h[min(i, len(h) - 1)][key] for i in range(length)]
-                             for h in histories], dtype=float)
-        values = padded(objective)
-        for axis, key in zip(axes, ("seconds", "distance_evals")):
-            x = np.median(padded(key), axis=0)
-            line, = axis.plot(x, np.median(values, axis=0), label=name)
-            axis.fill_between(x, values.min(axis=0), values.max(axis=0), alpha=0.2,
-                              color=line.get_color(), linewidth=0)
-    axes[0].set_xlabel("seconds")
-    axes[1].set_xlabel("distance evaluations")
-    axes[1].set_xscale("log")
-    positive = all(h[objective] > 0 for hs in by_variant.values() for run in hs for h in run)
-    for axis in axes:
-        axis.set_ylabel(objective)
-        if positive:  # errors span decades between the seeding and the end
-            axis.set_yscale("log")
-        axis.legend()
+            def padded(key):
+                return np.array([[h[min(i, len(h) - 1)][key] for i in range(length)]
+                                 for h in histories], dtype=float)
+            values = padded(objective)
+            for axis, key in zip(row_axes, ("seconds", "distance_evals")):
+                x = np.median(padded(key), axis=0)
+                line, = axis.plot(x, np.median(values, axis=0), label=name)
+                axis.fill_between(x, values.min(axis=0), values.max(axis=0), alpha=0.2,
+                                  color=line.get_color(), linewidth=0)
+        row_axes[0].set_xlabel("seconds")
+        row_axes[1].set_xlabel("distance evaluations")
+        row_axes[1].set_xscale("log")
+        positive = all(h[objective] > 0 for runs in by_variant.values() for run in runs
+                       for h in run)
+        for axis in row_axes:
+            axis.set_ylabel(kind)
+            if positive:  # errors span decades between the seeding and the end
+                axis.set_yscale("log")
+            axis.legend()
     figure.tight_layout()
     return figure
 

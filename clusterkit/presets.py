@@ -46,8 +46,8 @@ and the documentation's page on the defaults), not as in the papers:
   step, on all the data when it has at most 16 features (pruning makes it cheap there, and
   it labels every sample with its nearest seed), on a sample of ``max(20 C, 10000)`` rows up
   to 64 features (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`),
-  and with AFK-MC² (chains of 200) on all the data above: on MNIST (784 features) greedy
-  seeding of the sample took 13 s, more than the rest of the fit, for 0.4 points less error;
+  and with AFK-MC² (chains of 200) on all the data above, where greedy seeding even of the
+  sample costs more than the rest of the fit for little less error;
 * the coreset presets seed with greedy k-means++ on the coreset up to 16 features, on a
   sample of the coreset up to 64, and with AFK-MC² (chains of 2) above, where greedy
   seeding would cost many times the rest of the fit;
@@ -442,10 +442,10 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
     -----
     The fit stops when the quantization error of the coreset changes by at most ``1e-3`` of
     itself, not ``1e-4`` as :class:`~clusterkit.Clusterer` by default: the coreset's own error
-    against the full data is several percent, and the iterations between the two thresholds
-    lowered the full data's error by 0.0-0.6 points while they took half of the fit (MNIST,
-    a 32-D Gaussian mixture, cod_rna, ``C = 500``, ``2^15`` draws: 23 against 12, 11 against
-    6 and 13 against 11 iterations). Pass ``tol=1e-4`` for the paper's threshold.
+    against the full data is several percent, far above what the iterations between the two
+    thresholds still gain on the full data, while they can take half of the fit (the
+    documentation's page on the defaults has the measurements). Pass ``tol=1e-4`` for the
+    paper's threshold.
 
     Examples
     --------
@@ -463,12 +463,13 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
            init="auto", **kwargs):
     """vc-GMM: var-GMM-S on a lightweight coreset (Hirschberger, Forster & Lücke, Alg. 1).
 
-    :class:`~clusterkit.LWCS` of ``coreset_size`` draws, :class:`~clusterkit.AFKMC2` seeding
-    on the coreset, then the partial E-step with estimated neighbourhoods and ``C' = G``
-    winners and the weighted soft M-step (eq. 9), until the relative change of the merged
-    free energy (eq. 10, the coreset-weighted truncated free energy) is at most ``tol``
-    (``1e-4`` by default, as in the paper's Suppl. F). The first E-step sets the variance by
-    eq. 12.
+    :class:`~clusterkit.LWCS` of ``coreset_size`` draws, seeding on the coreset (greedy
+    k-means++, on a sample of the coreset above 16 features, :class:`~clusterkit.AFKMC2`
+    above 64; the paper uses AFK-MC² throughout), then the partial E-step with estimated
+    neighbourhoods and ``C' = G`` winners and the weighted soft M-step (eq. 9), until the
+    relative change of the merged free energy (eq. 10, the coreset-weighted truncated free
+    energy) is at most ``tol`` (``1e-4`` by default, as in the paper's Suppl. F). The first
+    E-step sets the variance by eq. 12.
 
     Parameters
     ----------
@@ -499,9 +500,10 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     Returns
     -------
     Clusterer
-        Unfitted. Cost: ``N`` distance evaluations once for the coreset, ``N' + m C (C-1)/2``
-        for the seeding, then at most ``N' (G^2 + n_explore)`` per iteration
-        (``O(N' G^2 D)`` time).
+        Unfitted. Cost: ``N`` distance evaluations once for the coreset; the seeding on the
+        coreset, at most ``N' C L`` for greedy k-means++ with ``L`` candidates per step (far
+        fewer with few features, where its pruning skips most) or ``N' + m C (C-1)/2`` for
+        AFK-MC²; then at most ``N' (G^2 + n_explore)`` per iteration (``O(N' G^2 D)`` time).
 
     See Also
     --------

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterkit import ablate, plot_history, plot_tradeoff, presets
+from clusterkit import AFKMC2, MiniBatch, ablate, plot_history, plot_tradeoff, presets
 from clusterkit import __main__ as cli
+from clusterkit._registry import resolve
 from clusterkit.datasets import make_birch_grid
 
 
@@ -121,8 +122,13 @@ def _assert_user_error(status, out, err, message):
     (["fit", "{d}/X.npy", "-k", "100000", "--out", "{d}/m.npz"], "must be <= n_samples"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "max_iter=-1", "--out", "{d}/m.npz"],
      "max_iter=-1 must be >= 1"),
-    (["fit", "{d}/X.npy", "-k", "3", "--param", "estep=3", "--out", "{d}/m.npz"],
-     "estep must be an instance of EStep"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "schedule=3", "--out", "{d}/m.npz"],
+     "schedule must be an instance of Schedule"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "seed=nope", "--out", "{d}/m.npz"],
+     "--param seed: Unknown seed='nope'; expected one of 'k-means++'"),
+    (["fit", "{d}/X.npy", "-k", "3", "--preset", "vc_gmm", "--param", "reduce=none", "--out",
+      "{d}/m.npz"], "--param reduce: preset vc_gmm sets reduce itself, to LWCS(size=None), as "
+                   "part of what vc_gmm is; choose a preset with the reduce you want"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "n_threads=0", "--out", "{d}/m.npz"],
      "n_threads=0 must be"),
     (["fit", "{d}/nan.npy", "-k", "3", "--out", "{d}/m.npz"], "Input X contains NaN"),
@@ -223,6 +229,78 @@ def test_tampered_model_files_are_refused(files, model, change, message, capsys)
     assert message in err
     with pytest.raises(cli.CommandError, match="tampered.npz"):
         cli.load_model(tampered)
+
+
+# a valid shortcut for every strategy parameter
+SHORTCUT = {"seed": "k-means++", "reduce": "none", "estep": "full", "mstep": "hard",
+            "schedule": "full"}
+
+
+@pytest.mark.parametrize("preset", presets.PRESETS)
+def test_param_refuses_a_preset_strategy_exactly_when_python_does(files, preset, capsys):
+    # an output folder that does not exist: a --param that is accepted fails there, before
+    # any fit, and one that is refused fails before it
+    for name, value in SHORTCUT.items():
+        try:
+            getattr(presets, preset)(3, **{name: value})
+            refused = False
+        except TypeError:
+            refused = True
+        status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--preset", preset,
+                                 "--param", f"{name}={value}", "--out",
+                                 str(files / "no" / "m.npz")], capsys)
+        expected = f"--param {name}: preset {preset} sets {name} itself" if refused else \
+            f"{files / 'no'} does not exist"
+        _assert_user_error(status, out, err, expected)
+
+
+def _config(path):
+    with np.load(path, allow_pickle=False) as archive:
+        return json.loads(str(archive["config"]))
+
+
+def _reprs(estimator):
+    """Every strategy's one-line repr, shortcuts and None resolved to their strategy."""
+    return {name: " ".join(repr(resolve(name, getattr(estimator, name))).split())
+            for name in ("seed", "reduce", "estep", "mstep", "schedule")}
+
+
+@pytest.mark.parametrize("preset, params, in_python, changed", [
+    ("lloyd", [], lambda: presets.lloyd(16), []),
+    # vc-GMM with the exhaustive neighbourhoods of the -X variants
+    ("vc_gmm", ["estep__neighbourhoods='exhaustive'"],
+     lambda: presets.vc_gmm(16).set_params(estep__neighbourhoods="exhaustive"), ["estep"]),
+    # lloyd turned into mini-batch k-means
+    ("lloyd", ["schedule=minibatch"], lambda: presets.lloyd(16, schedule=MiniBatch()),
+     ["schedule"]),
+    # a shortcut, then its parameter
+    ("gmm", ["seed=afkmc2", "seed__chain_length=5"],
+     lambda: presets.gmm(16, seed=AFKMC2(chain_length=5)), ["seed"]),
+])
+def test_fit_records_the_composition_it_fitted(files, data, preset, params, in_python,
+                                               changed, capsys):
+    model = files / "m.npz"
+    argv = ["fit", str(files / "X.npy"), "-k", "16", "--preset", preset, "--param",
+            "random_state=0"]
+    for param in params:
+        argv += ["--param", param]
+    status, out, err = _run(argv + ["--out", str(model)], capsys)
+    assert status == 0 and err == ""
+    expected = in_python().set_params(random_state=0).fit(data)
+    config = _config(model)
+    assert config["preset"] == preset and config["changed"] == changed
+    assert config["composition"] == _reprs(expected)
+    np.testing.assert_array_equal(cli.load_model(model).cluster_centers_,
+                                  expected.cluster_centers_)
+    # the printed summary says the same
+    lines = out.splitlines()
+    title = preset + (f" with {' and '.join(changed)} changed by --param" if changed else "")
+    assert lines[0].startswith(f"{title}: 480 samples, 16 clusters")
+    shown = dict(line.split(None, 1) for line in lines[1:])
+    assert {name: text.removesuffix("  (changed)") for name, text in shown.items()} == \
+        _reprs(expected)
+    assert sorted(n for n, text in shown.items() if text.endswith("(changed)")) == \
+        sorted(changed)
 
 
 def test_fit_without_final_labels(files, capsys):
@@ -335,6 +413,8 @@ def test_ablate_table(data):
         assert by[("lloyd", seed)]["qe"] == pytest.approx(lloyd.inertia_, rel=1e-9)
     for r in rows:
         assert r["seconds"] >= r["seconds_iterations"] > 0 and r["n_iter"] == len(r["history"])
+        assert r["objective_name"] == ("free energy" if r["variant"] == "gmm" else
+                                       "quantization error")
     held_out = ablate(data, 16, {"lloyd": "lloyd"}, seeds=1, X_test=data[:50], verbose=0)
     rows = held_out.to_dict("records") if hasattr(held_out, "to_dict") else held_out
     centers = presets.lloyd(16, random_state=0).fit(data).cluster_centers_
@@ -357,11 +437,40 @@ def test_plots_show_one_curve_per_variant(data):
     left, right = figure.axes
     assert [line.get_label() for line in left.get_lines()] == ["lloyd", "lwcs"]
     assert left.get_xlabel() == "seconds" and right.get_xlabel() == "distance evaluations"
-    assert left.get_ylabel() == "objective"
+    assert left.get_ylabel() == "quantization error"
     figure = plot_tradeoff(table)
     (axis,) = figure.axes
     assert axis.get_xlabel().startswith("relative error") and "speed-up" in axis.get_ylabel()
     assert [t.get_text() for t in axis.get_legend().get_texts()] == ["lloyd", "lwcs"]
+
+
+def test_history_plot_gives_each_kind_of_objective_its_own_row(data):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    # k-means minimises a quantization error, the mixture maximises a (negative) free
+    # energy: on one axis the scales and directions would not compare
+    table = ablate(data, 16, {"lloyd": "lloyd", "gmm": "gmm", "elkan": "elkan"}, seeds=1,
+                   verbose=0)
+    figure = plot_history(table)
+    assert len(figure.axes) == 4
+    (qe_left, qe_right), (fe_left, fe_right) = np.reshape(figure.axes, (2, 2))
+    for axis in (qe_left, qe_right):
+        assert axis.get_ylabel() == "quantization error"
+        assert [line.get_label() for line in axis.get_lines()] == ["lloyd", "elkan"]
+        assert axis.get_yscale() == "log"
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    gmm_objective = [h["objective"] for h in rows[1]["history"]]
+    for axis in (fe_left, fe_right):
+        assert axis.get_ylabel() == "free energy"
+        (line,) = axis.get_lines()
+        assert line.get_label() == "gmm"
+        np.testing.assert_allclose(line.get_ydata(), gmm_objective)
+    assert fe_left.get_yscale() == "linear" or min(gmm_objective) > 0
+    # the quantization error every fit records is comparable: one row
+    (left, right) = plot_history(table, objective="qe").axes
+    assert left.get_ylabel() == "qe"
+    assert [line.get_label() for line in left.get_lines()] == ["lloyd", "gmm", "elkan"]
+    matplotlib.pyplot.close("all")
 
 
 def test_eta_against_a_zero_reference_error(capsys):

@@ -1,4 +1,5 @@
-"""The documentation: the API reference lists every public name, and Sphinx builds it with -W.
+"""The documentation: the API reference lists every public name, and Sphinx builds it with -W
+(its code examples run in tests/test_docs_examples.py).
 
 The build runs offline (intersphinx is off unless ``CLUSTERKIT_DOCS_INTERSPHINX=1``) and is
 skipped only when Sphinx itself is not installed.
@@ -9,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -142,13 +142,3 @@ def test_docs_build_without_warnings(tmp_path):
         assert (tmp_path / "html" / "generated" / f"clusterkit.{name}.html").is_file(), (
             f"no API page was generated for clusterkit.{name}")
 
-
-def test_strategies_page_examples_run():
-    """The complete examples of docs/strategies.rst run as written, in order."""
-    text = (DOCS / "strategies.rst").read_text()
-    blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", text)
-    assert len(blocks) >= 3
-    namespace = {}
-    exec("\n".join(textwrap.dedent(block) for block in blocks), namespace)
-    km = namespace["km"]
-    assert km.history_[-1]["passes"] == 3.0 and km.converged_
