@@ -3,7 +3,7 @@
 For every data set and seed the rows are shuffled; the last ``--n-val`` rows are held out
 and the first ``k`` rows of the rest are the initial centres of every method (as in Newling &
 Fleuret 2016, §4). Methods: clusterkit ``lloyd`` and ``elkan`` (to convergence, ``tol=0``),
-``minibatch`` (b = 5000, ``--passes`` passes), ``nmbatch`` (b0 = 5000, rho = 100, to
+``minibatch`` (b = 5000, ``--passes`` passes, early stop off), ``nmbatch`` (b0 = 5000, rho = 100, to
 convergence) and scikit-learn ``MiniBatchKMeans`` (b = 5000, its ``partial_fit`` on the same
 kind of uniform batches, as many as ours). The centres after every step are kept (at most
 ``--snapshots`` per run) and their energy on the held-out rows, ``E = mean ||x - c_a(x)||^2``,
@@ -15,10 +15,22 @@ the seed's start), its final energy and total time relative to Lloyd's, and when
 comes within 2 % of Lloyd's final energy. nmbatch runs with both ``spread`` rules. Targets:
 nmbatch within 2 % of ``E*`` at least 10 times sooner than our minibatch and sooner than
 scikit-learn's; nmbatch's final energy within 2 % of Lloyd's in at most 20 % of Lloyd's
-time. Run with the OpenBLAS
-override variables unset::
+time.
+
+``--defaults`` instead times default ``fit`` calls at large k (``--large-k``, 1024 and 4096)
+on a 2000-Gaussian mixture and MNIST, from one k-means++ start per seed: Lloyd to its fixed
+point (and the same iterations with Elkan's bounds), scikit-learn's ``MiniBatchKMeans`` with
+its defaults, and the ``minibatch`` and ``nmbatch`` presets with theirs. Targets: minibatch
+within 2 % of scikit-learn's energy in no more of its time; nmbatch within 1 % of Lloyd's
+converged energy in at most 25 % of Lloyd's time. ``--options`` measures the mini-batch
+options at the same k (early stop, starved-centre rule, weighted sampling, adaptive learning
+rate) against scikit-learn on the mixture. Run with the OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py --write
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py \
+        --defaults --seeds-per-k 2 1 --write
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py \
+        --options --seeds-per-k 3 1 --write
 """
 import argparse
 import sys
@@ -92,6 +104,7 @@ def run_ours(method, X, init, args):
     elif method == "minibatch":
         km = presets.minibatch(k, batch_size=BATCH, max_passes=args.passes, random_state=0,
                                compute_labels=False, **common)
+        km.set_params(schedule__max_no_improvement=None)  # the protocol: a fixed budget
     else:
         spread = "deviation" if method.endswith("deviation") else "standard_error"
         km = presets.nmbatch(k, initial_batch=BATCH, rho=100.0, spread=spread, tol=0,
@@ -223,10 +236,11 @@ def run(args):
     notes += [
         f"k = {args.k}, {args.seeds} seeds (medians over the seeds), {args.n_val} held-out "
         f"rows, {args.n_threads} threads; E* is the lowest held-out energy any method reached "
-        f"from the seed's start (the paper's Figure 2 takes the lowest over all runs). minibatch and scikit-learn run "
+        f"from the seed's start (the paper's Figure 2 takes the lowest over all runs). "
+        f"minibatch and scikit-learn run "
         f"{args.passes} passes of b = {BATCH}; Lloyd, Elkan and both nmbatch variants run to "
         f"their fixed point (tol=0, max_iter={args.max_iter}). nmbatch: b0 = {BATCH}, rho = "
-        "100, spread 'standard_error' (the paper's eq. 4, our default); 'nmbatch deviation': "
+        "100, spread 'standard_error' (the paper's eq. 4); 'nmbatch deviation': "
         "spread 'deviation' (the authors' code). Times are each fit's own clock at the step "
         "(clusterkit's `history_` seconds, which start after input validation; "
         "scikit-learn's summed `partial_fit` calls); energies are computed afterwards. "
@@ -354,6 +368,115 @@ def run_defaults(args):
     return format_table(headers, table), notes
 
 
+# -- the mini-batch options at large k (--options) ---------------------------------------------
+
+OPTIONS_TITLE = "Mini-batch k-means: options at large k (bench_minibatch.py --options)"
+OPTIONS = {  # label: (data, parameters); data "full" or "coreset"; None: scikit-learn's
+    "sklearn MBK": ("full", {}),
+    "sklearn MBK, early stop off, 10 passes": ("full", {"max_no_improvement": None,
+                                                        "max_iter": 10}),
+    "minibatch (defaults)": ("full", None),
+    "early stop off (10 passes)": ("full", {"max_no_improvement": None}),
+    "reassignment_ratio=0": ("full", {"reassignment_ratio": 0.0}),
+    "learning_rate='adaptive'": ("full", {"learning_rate": "adaptive"}),
+    "sklearn MBK, coreset": ("coreset", {}),
+    "coreset, sampling='uniform'": ("coreset", None),
+    "coreset, sampling='weighted'": ("coreset", {"sampling": "weighted"}),
+}
+
+
+def _sklearn_reassignments(model, X, sample_weight):
+    """Centres scikit-learn's MiniBatchKMeans moves in this fit (from its verbose output, in
+    a second, untimed fit)."""
+    import contextlib
+    import io
+    import re
+    from sklearn.base import clone
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clone(model).set_params(verbose=1).fit(X, sample_weight=sample_weight)
+    return sum(int(n) for n in re.findall(r"Reassigning (\d+) cluster centers", out.getvalue()))
+
+
+def run_options(args):
+    """The mini-batch options on the 2000-Gaussian mixture at each ``--large-k``, one k-means++
+    start per seed; the weighted rows run on an LWCS coreset of it (unequal weights)."""
+    from clusterkit import LWCS, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, MiniBatch
+    from clusterkit._state import FitState
+    name, X = large_k_datasets(args.data)[0]
+    _warm_up_memory(2 * X.nbytes)
+    Xc, wc = LWCS(2**15).reduce(X, np.ones(X.shape[0]), FitState(
+        n_clusters=1, n_features=X.shape[1], random_state=np.random.RandomState(0)))
+    seeds_per_k = dict(zip(args.large_k, args.seeds_per_k or [args.seeds] * len(args.large_k)))
+    table = []
+    for k, n_seeds in seeds_per_k.items():
+        rows = {label: [] for label in OPTIONS}
+        for seed in range(n_seeds):
+            state = FitState(n_clusters=k, n_features=X.shape[1],
+                             random_state=np.random.RandomState(seed), n_threads=args.n_threads)
+            init = KMeansPlusPlus().seed(X, np.ones(X.shape[0]), k, state)
+            stops = {}  # the data's scikit-learn stop time
+            for label, (data, params) in OPTIONS.items():
+                Xf, wf = (X, None) if data == "full" else (Xc, wc)
+                ours = not label.startswith("sklearn")
+                at_stop = {}  # our centres when scikit-learn's default fit had stopped
+
+                def keep(info, at_stop=at_stop, limit=stops.get(data, 0.0)):
+                    if info["seconds"] <= limit:
+                        at_stop["centers"] = info["centers"].copy()
+
+                if ours:
+                    model = Clusterer(k, seed=init, estep=FullEStep(), mstep=HardMStep(),
+                                      schedule=MiniBatch(**(params or {})), random_state=seed,
+                                      n_threads=args.n_threads, callback=keep)
+                else:
+                    model = MiniBatchKMeans(k, init=init, n_init=1, random_state=seed,
+                                            **params)
+                with threadpool_limits(limits=args.n_threads), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    start = time.perf_counter()
+                    model.fit(Xf, sample_weight=wf)
+                    seconds = time.perf_counter() - start
+                if label in ("sklearn MBK", "sklearn MBK, coreset"):
+                    stops[data] = seconds
+                energy = quantization_error(X, model.cluster_centers_) / X.shape[0]
+                early = (quantization_error(X, at_stop["centers"]) / X.shape[0]
+                         if "centers" in at_stop else np.nan)
+                moved = (sum(h["n_relocated"] for h in model.history_) if ours
+                         else _sklearn_reassignments(model, Xf, wf))
+                rows[label].append((seconds, energy, model.n_steps_, moved, early))
+            print(f"k = {k}, seed {seed}: " + ", ".join(
+                f"{m} {r[-1][1]:.5g} in {r[-1][0]:.1f} s" for m, r in rows.items()), flush=True)
+        for label, rs in rows.items():
+            reference = rows["sklearn MBK, coreset" if "coreset" in label else "sklearn MBK"]
+            table.append([str(k), label]
+                         + [f"{np.median([r[i] for r in rs]):.4g}" for i in range(4)]
+                         + [f"{np.median([r[1] / f[1] for r, f in zip(rs, reference)]):.4f}",
+                            f"{np.median([r[0] / f[0] for r, f in zip(rs, reference)]):.3f}",
+                            f"{np.median([r[4] / f[1] for r, f in zip(rs, reference)]):.4f}"])
+    headers = ["k", "method", "seconds", "energy (all data)", "steps", "centres moved",
+               "energy / sklearn's", "time / sklearn's",
+               "energy when sklearn stopped / sklearn's final"]
+    notes = [
+        f"{name}, seeds per k: " + ", ".join(f"k = {k}: {n}" for k, n in seeds_per_k.items())
+        + f" (medians), {args.n_threads} threads, one k-means++ start per seed given to every "
+        "fit; 'sklearn' is scikit-learn's MiniBatchKMeans with its defaults unless the row "
+        "says otherwise; the other rows are clusterkit's MiniBatch (batch 1024, like "
+        "scikit-learn's) with the row's setting. Energy: mean squared distance of all 300,000 "
+        "rows to their nearest final centre. Centres moved: our starved-centre relocations "
+        "(history `n_relocated`), scikit-learn's reassignments (counted from its verbose "
+        "output in a second, untimed fit). Last column: the energy of our centres at the "
+        "last step that ended before scikit-learn's default fit had (its wall time), over "
+        "scikit-learn's final energy. The coreset rows fit an LWCS coreset of "
+        f"{Xc.shape[0]} weighted rows (weights from {wc.min():.3g} to {wc.max():.3g}), "
+        "compared with scikit-learn's MiniBatchKMeans on the same coreset and weights "
+        "(which draws its batches in proportion to the weights).",
+        command_note(),
+    ]
+    return format_table(headers, table), notes
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=data_home(), help="folder with mnist.npz")
@@ -368,15 +491,20 @@ def main():
     parser.add_argument("--defaults", action="store_true",
                         help="default fits at large k against Lloyd and scikit-learn instead")
     parser.add_argument("--large-k", type=int, nargs="+", default=[1024, 4096],
-                        help="k of the --defaults rows")
+                        help="k of the --defaults and --options rows")
+    parser.add_argument("--options", action="store_true",
+                        help="the mini-batch options at large k against scikit-learn instead")
     parser.add_argument("--seeds-per-k", type=int, nargs="+",
-                        help="--defaults: seeds of each --large-k row (default: --seeds)")
+                        help="seeds of each --large-k row (default: --seeds)")
     parser.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     args = parser.parse_args()
     warn_openblas_overrides()
     if args.defaults:
         markdown, notes = run_defaults(args)
         publish(DEFAULTS_TITLE, markdown, notes, args.write, machine_info(args.n_threads))
+    elif args.options:
+        markdown, notes = run_options(args)
+        publish(OPTIONS_TITLE, markdown, notes, args.write, machine_info(args.n_threads))
     else:
         markdown, notes = run(args)
         publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))

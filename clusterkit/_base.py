@@ -18,9 +18,9 @@ stores its arguments, so ``get_params``/``set_params`` (also nested, as
 the next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own
 per-run state: an object its optional ``init_state`` hook returns, which the driver keeps for
 it (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``) and no other
-strategy reads. A strategy whose model has more to report
-than centres and labels (soft assignments, modes as training rows, a kernel bandwidth) returns
-it from ``fitted_attributes``, and the estimator gets those attributes.
+strategy reads. A strategy whose model has more to report than centres and labels (soft
+assignments, modes as training rows, a kernel bandwidth) returns it from
+``fitted_attributes``, and the estimator gets those attributes.
 
 What a strategy *is* is declared, never guessed from numbers, and the driver checks the
 declarations of the five strategies against each other when ``fit`` starts:
@@ -336,9 +336,10 @@ class _RunStrategy(_Strategy):
 
         Called once per run after seeding, with all rows; the driver keeps the result as
         ``state.estep_state`` (E-steps), ``state.mstep_state`` (M-steps) or
-        ``state.schedule_state`` (schedules), which no other strategy reads. Per-sample state is indexed by row of this ``X``. In a
-        ``partial_fit`` stream an E-step's is created for every batch (its rows are new
-        samples), an M-step's once, with the first batch. An M-step that reads the
+        ``state.schedule_state`` (schedules), which no other strategy reads. Per-sample
+        state is indexed by row of this ``X``. In a ``partial_fit`` stream an E-step's is
+        created for every batch (its rows are new samples), an M-step's and a schedule's
+        once, with the first batch. An M-step that reads the
         per-cluster sums an E-step can compute in its pass over the data
         (``Assignment.centers_sum``) sets ``state.fuse_sums = True`` here.
 
@@ -495,8 +496,10 @@ class Schedule(_RunStrategy, ABC):
         (Lloyd; the default). Mini-batch schedules declare the running-sum forms of the same
         update, e.g. ``"running"`` (every visit of a sample counts, Sculley's mini-batch
         k-means) or ``"latest"`` (only each sample's latest visit counts, nested mini-batch
-        k-means), or an implicit gradient step (``"backward_euler"``, stochastic backward
-        Euler, whose step size the schedule sets in ``state.channel``).
+        k-means), a step towards the batch's means (``"adaptive"``), or an implicit gradient
+        step (``"backward_euler"``, stochastic backward Euler, whose step size the schedule
+        sets in ``state.channel``). A schedule whose rule depends on its parameters defines
+        it as a property (:class:`~clusterkit.MiniBatch`'s ``learning_rate``).
     streams : bool
         Class attribute: ``True`` if ``Clusterer.partial_fit`` may run a composition with this
         schedule. A stream's batches are chosen by the caller and added to running means (the

@@ -2,9 +2,10 @@
 
 A fit prepares the data once (reduce, centre), then runs ``n_init`` times: seed, create the
 strategies' per-run state, and repeat one *step* -- E-step and M-step on the batch the
-schedule chose -- until the schedule stops the run or ``max_iter`` steps have run; the best
-run is kept and the training data are labelled with its centres. ``partial_fit`` runs the
-very same step on each batch of a stream (:meth:`Driver.stream`).
+schedule chose -- until the schedule stops the run or ``max_iter`` iterations (steps, or the
+schedule's unit: ``Schedule.n_iter``) have run; the best run is kept and the training data
+are labelled with its centres. ``partial_fit`` runs the very same step on each batch of a
+stream (:meth:`Driver.stream`).
 """
 import math
 import time
@@ -43,6 +44,12 @@ def check_composition(composition):
         raise ValueError(f"{type(estep).__name__} cannot compute the {mstep.objective.name} "
                          f"that {type(mstep).__name__} optimises; choose an E-step that "
                          "does (see the E-steps' objectives).")
+    if schedule.center_update not in mstep.update_rules and mstep.update_rules == ("replace",):
+        raise ValueError(f"{type(mstep).__name__} re-estimates the model from whole passes over "
+                         f"the data only, but {type(schedule).__name__} updates it batch by "
+                         f"batch (the rule {schedule.center_update!r}); use schedule='full' "
+                         "(reduce='lwcs' makes each pass cheap), or mstep='hard' for "
+                         "mini-batch k-means.")
     if schedule.center_update not in mstep.update_rules:
         rules = " or ".join(repr(rule) for rule in mstep.update_rules)
         raise ValueError(f"{type(schedule).__name__} combines batches by the rule "
@@ -118,8 +125,7 @@ class Driver:
         self.state = FitState(
             n_clusters=n_clusters, n_features=n_features, random_state=random_state,
             n_threads=n_threads, max_iter=max_iter, needs_resp=mstep.needs_resp,
-            objective=mstep.objective,
-            center_update=schedule.center_update,
+            objective=mstep.objective, center_update=schedule.center_update,
             strict_convergence=(composition.estep.exact
                                 and schedule.center_update in mstep.fixed_point_rules))
         if verbose:

@@ -184,17 +184,19 @@ class ElkanEStep(EStep):
 
     Parameters
     ----------
-    max_bounds_bytes : int, default=2**31
+    max_bounds_bytes : int or None, default=None
         Memory budget of the bounds (:func:`elkan_memory`: about ``4 N C + 8 C^2`` bytes). A fit
         that would need more is refused when it starts, before anything is allocated.
+        ``None``: the memory available when ``fit`` starts (a fit needing more is refused
+        in any case).
 
     Notes
     -----
     Memory: the lower bounds are an ``N x C`` float32 table (float32 also for float64 data:
     half the memory traffic, and a bound only has to be a little too small, never exact),
-    plus ``C x C`` float64 half distances. At the default budget, 2 GiB, that is for instance
-    ``N = 500,000`` with ``C = 1,000``; beyond it, use :class:`FullEStep` (Lloyd, ``O(N)``
-    memory) or, approximately, :class:`PartialEStep`.
+    plus ``C x C`` float64 half distances: 2 GiB for instance for ``N = 500,000`` with
+    ``C = 1,000``. Where that is too much, use :class:`FullEStep` (Lloyd, ``O(N)`` memory)
+    or, approximately, :class:`PartialEStep`.
 
     Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
     moved, and those the bounds do not rule out (at a sample's first visit all ``C``, pruned
@@ -221,28 +223,30 @@ class ElkanEStep(EStep):
     exact = True
     objectives = (QUANTIZATION_ERROR,)
 
-    def __init__(self, max_bounds_bytes=2**31):
+    def __init__(self, max_bounds_bytes=None):
         self.max_bounds_bytes = max_bounds_bytes
 
     def _validate(self, X, n_clusters, composition):
-        """Refuse soft M-steps and fits whose bounds exceed ``max_bounds_bytes``.
+        """Refuse soft M-steps and fits whose bounds exceed ``max_bounds_bytes`` or the
+        memory available.
 
         Raises
         ------
         TypeError
-            If ``max_bounds_bytes`` is not an integer.
+            If ``max_bounds_bytes`` is neither ``None`` nor an integer.
         ValueError
             If the M-step needs responsibilities, or the bounds would need more memory than
             ``max_bounds_bytes``.
         """
-        budget = check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0)
+        budget = (None if self.max_bounds_bytes is None
+                  else check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0))
         if composition.mstep.needs_resp:
             raise ValueError(f"ElkanEStep assigns hard labels; {type(composition.mstep).__name__}"
                              " needs responsibilities. Use FullEStep, TruncatedEStep or "
                              "PartialEStep for a Gaussian mixture.")
         n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
         need = elkan_memory(n_rows, n_clusters)
-        if need > budget:
+        if budget is not None and need > budget:
             raise ValueError(
                 f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
                 f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "

@@ -104,6 +104,7 @@ class _Running:
         self.sums = np.zeros((n_clusters, n_features))
         self.weight = np.zeros(n_clusters)
         self.sse = np.zeros(n_clusters)
+        self.touched = np.zeros(n_clusters, dtype=bool)  # clusters whose votes this step moved
         # the starved rule's window: when it began, the weight of its votes (all, and per
         # cluster), and when each cluster was last (re)placed
         self.window_start = 0
@@ -123,9 +124,13 @@ class _Running:
         else:  # sums from the E-step's pass, which did not sum the squared distances
             w = sample_weight.astype(np.float64)
             sse = np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
-        self.sums += sign * sums.astype(np.float64)
-        self.weight += sign * weight.astype(np.float64)
+        # only the clusters these samples voted for change: at many clusters a batch touches
+        # a few of them, and a pass over all C x D sums per step would cost more than it
+        touched = np.flatnonzero(weight)
+        self.sums[touched] += sign * sums[touched].astype(np.float64)
+        self.weight[touched] += sign * weight[touched].astype(np.float64)
         self.sse += sign * sse
+        self.touched[touched] = True
         return sums, weight
 
     def vote(self, X, sample_weight, assignment, centers, state):
@@ -138,11 +143,14 @@ class _Running:
         return sums, weight
 
     def update(self, X, sample_weight, assignment, centers, state):
+        self.touched[:] = False
         self.vote(X, sample_weight, assignment, centers, state)
         # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
         voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
+        # the other centres are their sums' means already (or keep their position)
+        moved = np.flatnonzero(self.touched & voted)
         centers_new = centers.copy()
-        centers_new[voted] = (self.sums[voted] / self.weight[voted, None]).astype(X.dtype)
+        centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)
         return self.finish(X, sample_weight, assignment, centers_new, voted, state)
 
     def finish(self, X, sample_weight, assignment, centers_new, voted, state):
@@ -174,7 +182,8 @@ class _Running:
         held = self.held(voted)
         share = self.window_weight / held.shape[0]
         eligible = self.placed_at <= self.window_start
-        starved = np.flatnonzero(eligible & (held <= (channel.reassignment_ratio or 0.0) * share))
+        ratio = channel.reassignment_ratio or 0.0
+        starved = np.flatnonzero(eligible & (held <= ratio * share))
         self.window_start, self.window_weight = seen_rows, 0.0
         self.recent[:] = 0.0
         score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
@@ -352,8 +361,9 @@ class HardMStep(MStep):
     support: a cluster that, during a whole window of rows, collected at most a ratio of an
     average cluster's share of their weight (the window and ratio are the schedule's, see
     :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``; without them, a pass over the
-    data and no vote at all). A moved cluster starts afresh, without votes. The running sums are float64; they are published in ``state.channel``
-    (``cluster_weight``, ``cluster_sse``) for the schedule.
+    data and no vote at all). A moved cluster starts afresh, without votes. The running sums
+    are float64; they are published in ``state.channel`` (``cluster_weight``,
+    ``cluster_sse``) for the schedule.
 
     State (``state.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
     ``center_update`` (running sums, or the implicit step's anchor and average).

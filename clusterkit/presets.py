@@ -148,7 +148,7 @@ def elkan(n_clusters, **kwargs):
     --------
     >>> from clusterkit.presets import elkan
     >>> elkan(10, random_state=0).estep
-    ElkanEStep(max_bounds_bytes=2147483648)
+    ElkanEStep(max_bounds_bytes=None)
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
     return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep())
@@ -184,7 +184,7 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
                       schedule=MiniBatch(batch_size, max_passes))
 
 
-def nmbatch(n_clusters, initial_batch="auto", rho=100.0, spread="deviation", **kwargs):
+def nmbatch(n_clusters, initial_batch="auto", rho=10.0, spread="deviation", **kwargs):
     """Nested mini-batch k-means (Newling & Fleuret 2016): nested prefixes with Elkan bounds.
 
     Parameters
@@ -193,7 +193,7 @@ def nmbatch(n_clusters, initial_batch="auto", rho=100.0, spread="deviation", **k
     initial_batch : int or "auto", default="auto"
         Rows of the first prefix; ``"auto"``: ``max(5000, 20 n_clusters)`` (see
         :class:`~clusterkit.NestedDoubling`).
-    rho : float, default=100.0
+    rho : float, default=10.0
         The doubling threshold (see :class:`~clusterkit.NestedDoubling`).
     spread : {"deviation", "standard_error"}, default="deviation"
         What the threshold is relative to: the cluster's deviation (the authors' code) or
@@ -211,7 +211,7 @@ def nmbatch(n_clusters, initial_batch="auto", rho=100.0, spread="deviation", **k
     --------
     >>> from clusterkit.presets import nmbatch
     >>> nmbatch(10, initial_batch=1000).schedule
-    NestedDoubling(initial_batch=1000, rho=100.0, spread='deviation')
+    NestedDoubling(initial_batch=1000, rho=10.0, spread='deviation')
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
     return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),

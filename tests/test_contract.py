@@ -173,9 +173,17 @@ def test_incompatible_composition_is_refused_before_any_work():
             raise AssertionError("fit did work before refusing the composition")
 
     X = _blobs()
-    with pytest.raises(ValueError, match="MiniBatch combines batches by the rule 'running', "
-                                         "which SoftMStep does not implement"):
+    with pytest.raises(ValueError, match="SoftMStep re-estimates the model from whole passes "
+                                         "over the data only, but MiniBatch updates it batch "
+                                         "by batch"):
         Clusterer(6, seed=Untouchable(), mstep="soft", schedule="minibatch").fit(X)
+
+    class RunningOnly(HardMStep):
+        update_rules = ("replace", "running")
+
+    with pytest.raises(ValueError, match="NestedDoubling combines batches by the rule "
+                                         "'latest', which RunningOnly does not implement"):
+        Clusterer(6, seed=Untouchable(), mstep=RunningOnly(), schedule="nmbatch").fit(X)
 
 
 def test_final_labels_hook_replaces_the_nearest_centre():

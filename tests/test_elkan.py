@@ -180,7 +180,7 @@ def test_elkan_relocates_empty_clusters_like_lloyd():
 class _CheckedElkan(ElkanEStep):
     """Checks after every E-step that every stored bound is below the exact distance."""
 
-    def __init__(self, max_bounds_bytes=2**31, checks=None):
+    def __init__(self, max_bounds_bytes=None, checks=None):
         super().__init__(max_bounds_bytes)
         self.checks = checks
 

@@ -264,9 +264,9 @@ def test_mini_batch_schedules_compose_with_the_partial_estep(blobs, schedule):
 
 
 def test_incompatible_compositions_are_refused(blobs):
-    with pytest.raises(ValueError, match=r"MiniBatch combines batches by the rule 'running', "
-                                         r"which SoftMStep does not implement \(it implements "
-                                         r"'replace'\); use a schedule with full batches"):
+    with pytest.raises(ValueError, match=r"batch by batch \(the rule 'running'\); use "
+                                         r"schedule='full' \(reduce='lwcs' makes each pass "
+                                         r"cheap\), or mstep='hard' for mini-batch k-means"):
         Clusterer(4, schedule="minibatch", mstep="soft").fit(blobs)
 
 
@@ -456,3 +456,19 @@ def test_minibatch_parameters_are_checked(blobs):
             (MiniBatch(max_passes=float("nan")), "max_passes=nan must be a number > 0")]:
         with pytest.raises(ValueError, match=match):
             Clusterer(4, schedule=schedule).fit(blobs)
+
+
+def test_nmbatch_first_prefix_is_auto_sized(blobs):
+    """initial_batch="auto": max(5000, 20 k) rows, clamped to the data; nmbatch then ends
+    at Lloyd's fixed point within tol."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(12000, 3))
+    for k, first in [(10, 5000), (400, 8000), (700, 12000)]:
+        km = Clusterer(k, estep="elkan", schedule=NestedDoubling(), random_state=0,
+                       max_iter=5, tol=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            km.fit(X)
+        assert km.history_[0]["batch_size"] == first
+    with pytest.raises(TypeError, match="initial_batch must be an integer"):
+        Clusterer(4, schedule=NestedDoubling(initial_batch="big")).fit(blobs)

@@ -130,8 +130,8 @@ def test_bad_parameters(blobs, params, match):
 
 
 def test_soft_mstep_is_refused(blobs):
-    with pytest.raises(ValueError, match="SBEDecay combines batches by the rule "
-                                         "'backward_euler', which SoftMStep does not implement"):
+    with pytest.raises(ValueError, match="SoftMStep re-estimates the model from whole passes "
+                                         "over the data only, but SBEDecay updates it"):
         Clusterer(3, mstep="soft", schedule="sbe").fit(blobs)
 
 
