@@ -454,6 +454,7 @@ def run_options(args):
                          + [f"{np.median([r[i] for r in rs]):.4g}" for i in range(4)]
                          + [f"{np.median([r[1] / f[1] for r, f in zip(rs, reference)]):.4f}",
                             f"{np.median([r[0] / f[0] for r, f in zip(rs, reference)]):.3f}",
+                            "—" if label.startswith("sklearn") else
                             f"{np.median([r[4] / f[1] for r, f in zip(rs, reference)]):.4f}"])
     headers = ["k", "method", "seconds", "energy (all data)", "steps", "centres moved",
                "energy / sklearn's", "time / sklearn's",

@@ -128,7 +128,7 @@ class MiniBatch(Schedule):
         ``"uniform"``: every row equally likely, counting with its weight. ``"weighted"``:
         rows drawn with probability proportional to their weight, each then counting with
         the mean weight (scikit-learn 1.9's batches): the same expected batch statistics,
-        with less variance when the weights are very unequal (e.g. coresets).
+        with less variance when a few rows carry most of the weight.
     learning_rate : {"count", "adaptive"}, default="count"
         ``"count"``: Sculley's running means (rate ``1 / v(j)`` after ``v(j)`` votes).
         ``"adaptive"``: the rate ``sqrt(W_j / W)`` of the batch's share of the cluster
@@ -192,8 +192,8 @@ class MiniBatch(Schedule):
         check_int(self.batch_size, "batch_size", minimum=1)
         if self.max_no_improvement is not None:
             check_int(self.max_no_improvement, "max_no_improvement", minimum=1)
-        if not (isinstance(self.max_passes, numbers.Real) and not isinstance(self.max_passes, bool)
-                and self.max_passes > 0):
+        if not (isinstance(self.max_passes, numbers.Real)
+                and not isinstance(self.max_passes, bool) and self.max_passes > 0):
             raise ValueError(f"max_passes={self.max_passes!r} must be a number > 0 (inf: "
                              "until the early stop or max_iter passes).")
         _check_center_tol(self.center_tol)
@@ -209,7 +209,7 @@ class MiniBatch(Schedule):
 
     def init_state(self, X, sample_weight, centers, state):
         """The smoothed objective of the early stop, the starved rule's setting and, for
-        weighted sampling, the rows' probabilities."""
+        weighted sampling, the rows' cumulative weights."""
         state.channel.reassignment_ratio = float(self.reassignment_ratio)
         # an average cluster expects 100 votes per window (or a pass's worth): few real,
         # small clusters are then mistaken for starved ones (10 C rows moved hundreds of
@@ -315,14 +315,12 @@ class NestedDoubling(Schedule):
         Rows of the first prefix (clamped to the data). ``"auto"``: ``max(5000, 20
         n_clusters)``: the paper's 5000 (its experiments have ``k = 50``, 100 rows per
         centre), but at least 20 rows per centre, since a first prefix with a few rows per
-        centre settles in a poor local minimum that later prefixes keep (at ``k = 1024``,
-        5000 rows ended 1.7 % above Lloyd's fixed point, 20,000 rows 0.1 %; see the
+        centre settles in a poor local minimum that later prefixes keep (measured on the
         documentation's nmbatch page).
     rho : float, default=10.0
         Doubling threshold, ``>= 0``: ``inf`` never doubles, 0 doubles after every step. The
         paper uses 100 and reports that values from 10 to 1000 make little difference; 10
-        reached the same energies sooner at ``k = 1024`` (see the documentation's nmbatch
-        page).
+        doubles sooner (see the documentation's nmbatch page).
     spread : {"deviation", "standard_error"}, default="deviation"
         The ``sigma_C(j)`` of the rule, from the ``v(j)`` votes of centre ``j`` and their
         squared distances ``sse(j)``. ``"deviation"``: ``sqrt(sse(j) / (v(j) - 1))``, the

@@ -87,7 +87,7 @@ class FitState:
         Euclidean distance each centre moved in the last M-step (zeros before the first).
     center_norm : float
         Frobenius norm of the centres before the last M-step (in the centred coordinates the
-        fit runs in), the scale of ``center_shift``.
+        fit runs in), the scale of ``center_shift`` (0 before the first step).
     n_samples_seen : int
         Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
     order : ndarray of shape (n_samples,), dtype=intp, or None
@@ -168,10 +168,25 @@ class FitState:
         self.n_changed = int(np.count_nonzero(previous != labels))
         self.labels[self.rows] = labels
         self.n_samples_seen += labels.shape[0]
-        moved = centers_new.astype(np.float64) - centers
-        np.sqrt(np.einsum("ij,ij->i", moved, moved), out=self.center_shift)
-        self.center_norm = float(np.sqrt(np.einsum("ij,ij->", centers, centers,
-                                                   dtype=np.float64)))
+        # only the centres that moved (a mini-batch step moves those its batch reached)
+        moved = np.flatnonzero(np.any(centers_new != centers, axis=1))
+        shift = centers_new[moved].astype(np.float64) - centers[moved]
+        self.center_shift[:] = 0.0
+        self.center_shift[moved] = np.sqrt(np.einsum("ij,ij->i", shift, shift))
+        self._centers_before, self._center_norm = centers, None
+
+    @property
+    def center_norm(self):
+        """Frobenius norm of the centres before the last M-step (in the centred coordinates
+        the fit runs in), the scale of ``center_shift``; computed when first read."""
+        if self._center_norm is None:
+            self._center_norm = float(np.sqrt(np.einsum(
+                "ij,ij->", self._centers_before, self._centers_before, dtype=np.float64)))
+        return self._center_norm
+
+    @center_norm.setter
+    def center_norm(self, value):
+        self._centers_before, self._center_norm = None, float(value)
 
     @contextmanager
     def timed(self, phase):
