@@ -142,7 +142,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     seconds_ : dict
         Wall time per phase: ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
         ``"labels"``, and the ``"total"`` of ``fit``; a fit on data in row chunks also has
-        ``"scan"``, the first pass over them (``"reduction"`` is then the second).
+        ``"scan"``, the first pass over them (``"reduction"`` is then the second), and an
+        SLK fit that builds its kNN graph ``"graph"``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.

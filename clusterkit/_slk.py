@@ -148,9 +148,11 @@ class LaplacianEStep(EStep):
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""
         graph = self.graph
-        if graph is None:
-            graph = knn_graph(X, self.n_neighbors, random_state=state.random_state,
-                              n_threads=state.n_threads)
+        if graph is None:  # timed as its own phase, "graph" in seconds_
+            state.seconds_by_phase.setdefault("graph", 0.0)
+            with state.timed("graph"):
+                graph = knn_graph(X, self.n_neighbors, random_state=state.random_state,
+                                  n_threads=state.n_threads)
         graph = sp.csr_matrix(graph)
         if state.order is not None:  # the run's order of the rows
             graph = graph[state.order][:, state.order].tocsr()

@@ -186,6 +186,9 @@ def test_a_graph_is_reused_across_fits(moons, moons_graph):
     built = presets.slk_bo(2, n_neighbors=10, random_state=0).fit(X)
     given = presets.slk_bo(2, graph=moons_graph, random_state=0).fit(X)
     np.testing.assert_array_equal(built.labels_, given.labels_)
+    # building the graph is a phase of its own in seconds_, within the total
+    assert 0 < built.seconds_["graph"] <= built.seconds_["total"]
+    assert "graph" not in given.seconds_
 
 
 def test_a_vanishing_cluster_reverts_and_is_flagged():
