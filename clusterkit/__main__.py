@@ -452,10 +452,15 @@ def _command_ablate(args):
 
 
 def _command_presets(args):
+    """Every preset with the whole summary of its docstring, without reST markup."""
+    import re
+    import textwrap
     from . import presets
     for name in presets.PRESETS:
-        summary = getattr(presets, name).__doc__.strip().splitlines()[0]
-        print(f"{name:14s} {summary}")
+        summary = " ".join(getattr(presets, name).__doc__.strip().split("\n\n")[0].split())
+        summary = re.sub(r":\w+:`~?([^`]+)`", r"\1", summary).replace("``", "")
+        print(textwrap.fill(summary, width=100, initial_indent=f"{name:14s} ",
+                            subsequent_indent=" " * 15))
     return 0
 
 

@@ -381,7 +381,12 @@ def test_demo_argument_errors_are_one_line(capsys):
 def test_presets_lists_every_preset(capsys):
     status, out, _ = _run(["presets"], capsys)
     assert status == 0
-    assert [line.split()[0] for line in out.splitlines()] == list(presets.PRESETS)
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines if not line.startswith(" ")] == list(presets.PRESETS)
+    assert max(map(len, lines)) <= 100 and "`" not in out
+    # each summary whole, not its first line only
+    text = " ".join(out.split())
+    assert "sublinear in C per iteration" in text and "(eq. 9); the modes are then" in text
 
 
 def test_ablate_prints_the_table_and_writes_csv_and_plots(files, capsys):
