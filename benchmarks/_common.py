@@ -259,10 +259,15 @@ def write_results(path, title, markdown_table, notes, info=None):
 
 def command_note():
     """The results note that gives the command of this run, with the OpenBLAS override
-    variables unset as every benchmark runs."""
+    variables unset as every benchmark runs; a data folder given by an absolute path is
+    written as ``$CLUSTERKIT_DATA`` (results name no paths of the machine)."""
     import shlex
+    args = [shlex.quote(a) for a in sys.argv]
+    for i in range(1, len(args)):
+        if args[i - 1] in ("--data", "--data-home") and os.path.isabs(sys.argv[i]):
+            args[i] = '"$CLUSTERKIT_DATA"'
     return ("Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE", "python"]
-                                    + [shlex.quote(a) for a in sys.argv]) + "`")
+                                    + args) + "`")
 
 
 def publish(title, markdown_table, notes, write, info=None):

@@ -7,8 +7,8 @@ variational E-steps, ...) can be combined and ablated. Ready-made configurations
 algorithms live in :mod:`clusterkit.presets`.
 """
 from . import datasets, metrics, presets  # public submodules, as attributes of the package
-from ._base import (FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Composition, DataReducer, EStep,
-                    MStep, Objective, Schedule, Seeder)
+from ._assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Objective
+from ._base import Composition, DataReducer, EStep, MStep, Schedule, Seeder
 from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
 from ._graph import knn_graph

@@ -12,7 +12,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _chunked
-from ._base import FREE_ENERGY, Composition, Seeder
+from ._assignment import FREE_ENERGY
+from ._base import Composition, Seeder
 from ._driver import Driver, GivenCenters, check_composition
 from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods

@@ -16,7 +16,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _chunked
-from ._base import Assignment, Seeder
+from ._assignment import Assignment
+from ._base import Seeder
 from ._kernels import _assign
 from ._kernels._dist import center_rows
 from ._nearest import nearest, single_threaded_blas

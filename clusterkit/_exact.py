@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from ._base import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, EStep
+from ._assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
+from ._base import EStep
 from ._kernels import _assign, _elkan, _mstep, _topk
 from ._mixture import free_energy
 from ._state import weighted_sum

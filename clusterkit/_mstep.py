@@ -3,7 +3,8 @@ shared variance) from an assignment."""
 
 import numpy as np
 
-from ._base import FREE_ENERGY, MStep
+from ._assignment import FREE_ENERGY
+from ._base import MStep
 from ._kernels import _mstep
 from ._state import weighted_sum
 
@@ -143,7 +144,6 @@ class _Running:
         return sums, weight
 
     def update(self, X, sample_weight, assignment, centers, state):
-        self.touched[:] = False
         self.vote(X, sample_weight, assignment, centers, state)
         # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
         voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
@@ -159,6 +159,7 @@ class _Running:
         state.step_info["n_relocated"] = self.relocate_starved(X, sample_weight, assignment,
                                                                centers_new, voted, state)
         state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
+        self.touched[:] = False  # (the next step's votes mark their own)
         return centers_new
 
     def held(self, voted):

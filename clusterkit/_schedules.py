@@ -4,8 +4,9 @@ import numbers
 
 import numpy as np
 
-from ._base import QUANTIZATION_ERROR, Schedule
-from ._validation import check_int
+from ._assignment import QUANTIZATION_ERROR
+from ._base import Schedule
+from ._validation import check_choice, check_int
 
 __all__ = ["FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay"]
 
@@ -55,9 +56,7 @@ class FullBatch(Schedule):
     def _validate(self, X, n_clusters, composition):
         """Raises ``ValueError`` for an unknown ``kmeans_objective`` or a negative
         ``center_tol``."""
-        if self.kmeans_objective not in ("qe", "free_energy"):
-            raise ValueError(f"Unknown kmeans_objective={self.kmeans_objective!r}; expected "
-                             "'qe' or 'free_energy'.")
+        check_choice(self.kmeans_objective, "kmeans_objective", ("qe", "free_energy"))
         _check_center_tol(self.center_tol)
 
     def batches(self, n_samples, state):
@@ -200,12 +199,8 @@ class MiniBatch(Schedule):
         if not (_real(self.reassignment_ratio) and self.reassignment_ratio >= 0):
             raise ValueError(f"reassignment_ratio={self.reassignment_ratio!r} must be a "
                              "number >= 0, finite.")
-        if self.sampling not in ("uniform", "weighted"):
-            raise ValueError(f"Unknown sampling={self.sampling!r}; expected 'uniform' or "
-                             "'weighted'.")
-        if self.learning_rate not in ("count", "adaptive"):
-            raise ValueError(f"Unknown learning_rate={self.learning_rate!r}; expected "
-                             "'count' or 'adaptive'.")
+        check_choice(self.sampling, "sampling", ("uniform", "weighted"))
+        check_choice(self.learning_rate, "learning_rate", ("count", "adaptive"))
 
     def init_state(self, X, sample_weight, centers, state):
         """The smoothed objective of the early stop, the starved rule's setting and, for
@@ -363,9 +358,7 @@ class NestedDoubling(Schedule):
         # rho = inf is meaningful (never double); NaN fails the comparison
         if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
             raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
-        if self.spread not in ("standard_error", "deviation"):
-            raise ValueError(f"Unknown spread={self.spread!r}; expected 'standard_error' or "
-                             "'deviation'.")
+        check_choice(self.spread, "spread", ("standard_error", "deviation"))
 
     def order(self, n_samples, state):
         """One random order of the rows: the driver runs in it, so prefixes are views."""

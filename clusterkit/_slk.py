@@ -6,13 +6,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from ._base import Assignment, EStep, MStep, Objective
+from ._assignment import Assignment, Objective
+from ._base import EStep, MStep
 from ._graph import knn_graph
 from ._kernels import _laplacian
 from ._nearest import all_dist2
 from ._reduction import NoReduction
 from ._state import weighted_sum
-from ._validation import check_bandwidth, check_int, check_memory
+from ._validation import check_bandwidth, check_choice, check_int, check_memory
 
 __all__ = ["LaplacianEStep", "ModeMStep", "SLK_ENERGY"]
 
@@ -317,8 +318,7 @@ class ModeMStep(MStep):
 
     def _validate(self, X, n_clusters, composition):
         """A known method and positive mean-shift settings."""
-        if self.method not in ("bo", "ms"):
-            raise ValueError(f"Unknown method={self.method!r}; expected 'bo' or 'ms'.")
+        check_choice(self.method, "method", ("bo", "ms"))
         if not (isinstance(self.ms_tol, numbers.Real) and self.ms_tol > 0):
             raise ValueError(f"ms_tol={self.ms_tol!r} must be a number > 0.")
         check_int(self.ms_max_iter, "ms_max_iter", minimum=1)

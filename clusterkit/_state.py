@@ -4,7 +4,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ._base import QUANTIZATION_ERROR
+from ._assignment import QUANTIZATION_ERROR
 
 __all__ = ["Channel", "FitState"]
 

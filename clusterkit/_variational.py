@@ -6,7 +6,7 @@ import numpy as np
 from ._base import EStep
 from ._exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
 from ._kernels import _partial
-from ._validation import check_int
+from ._validation import check_choice, check_int
 
 __all__ = ["PartialEStep"]
 
@@ -213,15 +213,9 @@ class PartialEStep(EStep):
             n_winners = check_int(self.n_winners, "n_winners", minimum=1)
             if n_winners > n_clusters:
                 raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
-        if self.neighbourhoods not in ("estimated", "exhaustive"):
-            raise ValueError(f"Unknown neighbourhoods={self.neighbourhoods!r}; expected "
-                             "'estimated' or 'exhaustive'.")
-        if self.neighbour_stat not in ("sqdist", "dist"):
-            raise ValueError(f"Unknown neighbour_stat={self.neighbour_stat!r}; expected "
-                             "'sqdist' or 'dist'.")
-        if self.init not in ("auto", "random", "exact"):
-            raise ValueError(f"Unknown init={self.init!r}; expected 'auto', 'random' or "
-                             "'exact'.")
+        check_choice(self.neighbourhoods, "neighbourhoods", ("estimated", "exhaustive"))
+        check_choice(self.neighbour_stat, "neighbour_stat", ("sqdist", "dist"))
+        check_choice(self.init, "init", ("auto", "random", "exact"))
         check_int(self.n_explore, "n_explore", minimum=0)
         check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
         if G > n_clusters:
