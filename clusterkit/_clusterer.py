@@ -18,6 +18,7 @@ from ._driver import Driver, GivenCenters, check_composition
 from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
+from ._progress import check_verbose
 from ._reduction import NoReduction
 from ._registry import resolve, strategy_class
 from ._state import weighted_sum
@@ -271,7 +272,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         return Driver(composition, n_clusters=self.n_clusters, n_features=n_features,
                       random_state=check_random_state(self.random_state),
                       n_threads=effective_n_threads(self.n_threads), max_iter=self.max_iter,
-                      tol=self.tol, verbose=self.verbose, callback=self.callback)
+                      tol=self.tol, verbose=check_verbose(self.verbose),
+                      callback=self.callback)
 
     # -- fitting -----------------------------------------------------------------------------
 
