@@ -20,6 +20,7 @@ the OpenBLAS override variables unset::
 """
 import argparse
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -64,7 +65,8 @@ def _phase(line):
 
 
 def silences(estimator, X):
-    """``{phase: longest gap in seconds}``, the total seconds and the number of lines."""
+    """``{phase: longest gap in seconds}``, the total seconds, the number of lines and the
+    fit's ``seconds_`` per phase."""
     stamped = _Stamped(sys.stdout)
     with contextlib.redirect_stdout(stamped), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -76,7 +78,7 @@ def silences(estimator, X):
         phase = _phase(line)
         longest[phase] = max(longest.get(phase, 0.0), stamp - previous)
         previous = stamp
-    return longest, total, len(stamped.lines)
+    return longest, total, len(stamped.lines), estimator.seconds_
 
 
 def _lloyd(rows, max_iter, verbose):
@@ -93,23 +95,28 @@ def _slk(rows, max_iter, verbose):
     return presets.slk_ms(20, verbose=verbose, max_iter=max_iter, random_state=0), X
 
 
-def _child(which, rows, max_iter):
-    """The silences of one fit, as one JSON line on stdout after the fit's own lines."""
-    estimator, X = {"lloyd": _lloyd, "slk": _slk}[which](rows, max_iter, 1)
-    longest, total, n_lines = silences(estimator, X)
-    print("RESULT " + json.dumps({"longest": longest, "total": total, "lines": n_lines}))
+def _child(which, rows, max_iter, warm_rows):
+    """The silences of one fit (for ``slk`` then of a second one on ``warm_rows`` rows, with
+    pynndescent compiled), as JSON lines on stdout after the fits' own lines."""
+    sizes = [rows] + ([warm_rows] if which == "slk" and warm_rows else [])
+    for n_rows in sizes:
+        estimator, X = {"lloyd": _lloyd, "slk": _slk}[which](n_rows, max_iter, 1)
+        longest, total, n_lines, seconds = silences(estimator, X)
+        print("RESULT " + json.dumps({"rows": n_rows, "longest": longest, "total": total,
+                                      "lines": n_lines, "seconds": seconds}))
 
 
-def run_gaps(which, rows, max_iter):
+def run_gaps(which, rows, max_iter, warm_rows):
     """Run :func:`_child` in a fresh process (an empty numba cache for ``slk``)."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         done = subprocess.run([sys.executable, __file__, "--child", which, "--rows",
-                               str(rows), "--max-iter", str(max_iter)], env=env,
-                              capture_output=True, text=True, check=True)
+                               str(rows), "--max-iter", str(max_iter), "--warm-rows",
+                               str(warm_rows)], env=env, capture_output=True, text=True,
+                              check=True)
     print(done.stdout, end="")
-    result = json.loads(done.stdout.split("RESULT ", 1)[1])
-    return result
+    return [json.loads(part.split("\n", 1)[0])
+            for part in done.stdout.split("RESULT ")[1:]]
 
 
 def run_overhead(rows, max_iter, repeats):
@@ -117,12 +124,7 @@ def run_overhead(rows, max_iter, repeats):
     from clusterkit import presets
     from clusterkit.datasets import make_gaussian_blobs
     X, *_ = make_gaussian_blobs(rows, 32, 100, dtype=np.float32, random_state=0)
-    settings = [0, 1]
-    try:
-        import tqdm  # noqa: F401
-        settings.append("bar")
-    except ImportError:
-        pass
+    settings = [0, 1] + (["bar"] if importlib.util.find_spec("tqdm") else [])
     times = {v: [] for v in settings}
     for _ in range(repeats):
         for verbose in settings:
@@ -142,6 +144,9 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=None,
                         help="rows of the data (default: 500000 for lloyd, 20000 for slk, "
                              "200000 for --overhead)")
+    parser.add_argument("--warm-rows", type=int, default=100_000,
+                        help="slk: rows of a second fit in the same process, after "
+                             "pynndescent compiled (0: none; default: %(default)s)")
     parser.add_argument("--max-iter", type=int, default=20,
                         help="iterations of every fit (default: %(default)s)")
     parser.add_argument("--overhead", action="store_true",
@@ -151,20 +156,24 @@ def main(argv=None):
     parser.add_argument("--child", choices=["lloyd", "slk"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return _child(args.child, args.rows, args.max_iter)
+        return _child(args.child, args.rows, args.max_iter, args.warm_rows)
     warn_openblas_overrides()
     info = machine_info(2)
     tables, notes = [], []
     default_rows = {"lloyd": 500_000, "slk": 20_000}
     for which in args.gaps:
         rows = args.rows or default_rows[which]
-        result = run_gaps(which, rows, args.max_iter)
-        phases = sorted(result["longest"], key=lambda p: -result["longest"][p])
-        tables.append(f"### {which}: {rows} x 32 float32, {args.max_iter} iterations at "
-                      f"most\n\n" + format_table(
-                          ["phase", "longest silence (s)"],
-                          [[p, f"{result['longest'][p]:.2f}"] for p in phases]))
-        notes.append(f"{which}: {result['lines']} lines in {result['total']:.1f} s.")
+        for n, result in enumerate(run_gaps(which, rows, args.max_iter, args.warm_rows)):
+            longest, seconds = result["longest"], result["seconds"]
+            name = {"lloyd": "lloyd(1000)", "slk": "slk_ms(20)"}[which] + (
+                ", pynndescent compiled" if n else ", fresh process" if which == "slk" else "")
+            tables.append(f"### {name}: {result['rows']} x 32 float32, {args.max_iter} "
+                          f"iterations at most\n\n" + format_table(
+                              ["phase", "longest silence (s)", "phase seconds (seconds_)"],
+                              [[p, f"{longest[p]:.2f}",
+                                f"{seconds[p]:.1f}" if p in seconds else ""]
+                               for p in sorted(longest, key=lambda p: -longest[p])]))
+            notes.append(f"{name}: {result['lines']} lines in {result['total']:.1f} s.")
     if args.overhead:
         rows = args.rows or 200_000
         medians, times = run_overhead(rows, args.max_iter, args.repeats)

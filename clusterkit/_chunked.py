@@ -107,10 +107,6 @@ class ChunkMoments:
         return float(self.chunk_spread.sum())
 
 
-def _no_progress(rows_done, rows_total):
-    """What :meth:`ChunkedData.map_chunks` reports to when nobody listens."""
-
-
 def fit_weights(sample_weight, n_rows, dtype):
     """A block's weights as the fit sees them: rounded to the data's ``dtype`` (as
     ``check_sample_weight`` rounds in-memory weights), held in float64; ones for ``None``."""
@@ -239,9 +235,7 @@ class ChunkedData:
         """
         chunks = range(self.n_chunks) if chunks is None else [int(c) for c in chunks]
         args = [()] * len(chunks) if args is None else [tuple(a) for a in args]
-        if progress is None:
-            progress = _no_progress
-        return self._map(func, chunks, args, progress)
+        return self._map(func, chunks, args, progress or (lambda done, total: None))
 
     def scan(self, progress=None):
         """The first pass: validate every chunk and return their :class:`ChunkMoments`.

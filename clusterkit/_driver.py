@@ -423,14 +423,19 @@ class Driver:
             labels, inertia, n_evals = X.nearest(self.x_mean, centers)
             state.count("labels", n_evals)
             return labels, inertia
+
+        def progress(done, total):
+            state.progress("labels", done, total, "rows")
         if reduced:
-            labels, dist2, n_evals = nearest(X, self.x_mean, centers, state.n_threads)
+            labels, dist2, n_evals = nearest(X, self.x_mean, centers, state.n_threads,
+                                             progress)
         else:
             labels = self.composition.estep.final_labels(state)
             if labels is None:
                 labels = settled
             if labels is None:
-                labels, dist2, n_evals = nearest(X_fit, None, centers, state.n_threads)
+                labels, dist2, n_evals = nearest(X_fit, None, centers, state.n_threads,
+                                                 progress)
             else:
                 labels = np.ascontiguousarray(labels, dtype=np.int32)
                 dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)

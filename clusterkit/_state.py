@@ -198,10 +198,11 @@ class FitState:
         """Add the wall time of the ``with`` block to ``seconds_by_phase[phase]``; a verbose
         fit shows that the phase runs (see :meth:`phase`)."""
         start = time.perf_counter()
+        self.display.enter(phase)  # (as phase() does, without a second context manager)
         try:
-            with self.phase(phase):
-                yield
+            yield
         finally:
+            self.display.leave(phase)
             self.seconds_by_phase[phase] += time.perf_counter() - start
 
     @contextmanager

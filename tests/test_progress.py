@@ -306,3 +306,16 @@ def test_cli_fit_shows_progress(tmp_path, flag, shown, capsys):
     out, err = capsys.readouterr()
     assert ("Iteration" in out) == (shown is not None)
     assert ("objective=" in err) == (flag[-1:] == ["bar"])
+
+
+def test_labelling_reports_rows_block_by_block(monkeypatch):
+    from clusterkit import _nearest
+    monkeypatch.setattr(_nearest, "BLOCK_BYTES", 1)  # one tile of rows per block
+    X = _data(1000)
+    seen = []
+    labels, *_ = _nearest.nearest(X, None, X[:3].copy(), 1,
+                                  lambda done, total: seen.append((done, total)))
+    assert len(seen) > 1 and seen[-1] == (1000, 1000)
+    assert [done for done, _ in seen] == sorted({done for done, _ in seen})
+    expected = ((X[:, None, :] - X[None, :3, :]) ** 2).sum(axis=2).argmin(axis=1)
+    np.testing.assert_array_equal(labels, expected)
