@@ -3,6 +3,7 @@ phase, nothing when quiet, no thread left behind, tqdm bars, the CLI flag."""
 import pickle
 import re
 import sys
+import textwrap
 import threading
 import time
 import warnings
@@ -319,3 +320,28 @@ def test_labelling_reports_rows_block_by_block(monkeypatch):
     assert [done for done, _ in seen] == sorted({done for done, _ in seen})
     expected = ((X[:, None, :] - X[None, :3, :]) ** 2).sum(axis=2).argmin(axis=1)
     np.testing.assert_array_equal(labels, expected)
+
+
+@pytest.mark.slow  # a new interpreter
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_in_a_kernel_ends_the_heartbeat_too():
+    from .test_robustness import _interrupt
+    code = textwrap.dedent("""
+        import sys, threading, numpy as np
+        from clusterkit import _progress, presets
+        _progress.HEARTBEAT_INTERVAL = 0.2
+        X = np.random.RandomState(0).normal(size=(100000, 16)).astype(np.float32)
+        model = presets.lloyd(2000, random_state=0, max_iter=1, verbose=1)
+        print("start", flush=True)
+        try:
+            model.fit(X)
+        except KeyboardInterrupt:
+            alive = [t for t in threading.enumerate() if t.name == "clusterkit-progress"]
+            print("interrupted", len(alive), flush=True)
+            sys.exit(0)
+        print("finished", flush=True)
+    """)
+    out, status, _ = _interrupt(code, after=1.0)
+    lines = out.strip().splitlines()
+    assert status == 0 and lines[-1] == "interrupted 0"
+    assert any(line.startswith("  seeding: ") for line in lines)  # it was showing progress
