@@ -281,28 +281,32 @@ class BarDisplay(_Heartbeat):
     def end_run(self):
         self._close_steps()
 
+    def _step_bar(self):
+        if self._steps is None:
+            self._steps = self._tqdm(desc=self._run_name, unit="step", leave=True)
+        return self._steps
+
     def step(self, info, text):
         with self._lock:
-            if self._steps is None:
-                self._steps = self._tqdm(desc=self._run_name, unit="step", leave=True)
-            self._steps.set_postfix_str(f"objective={info['objective']:.6g}", refresh=False)
-            self._steps.update(1)
+            bar = self._step_bar()
+            bar.set_postfix_str(f"objective={info['objective']:.6g}", refresh=False)
+            bar.update(1)
             self._shown()
 
     def _beat(self, phase):
         if phase is None or phase.name in STEP_PHASES:
-            if self._steps is not None:
-                self._steps.refresh()
+            self._step_bar().refresh()  # its clock shows that the step runs
             return
         if phase.bar is None:
-            name, _, total, unit = phase.report or (phase.name, 0, None, None)
-            phase.bar = self._tqdm(desc=name, total=total, unit=unit or "it", leave=True,
-                                   bar_format=None if total else _ELAPSED)
+            phase.bar = self._tqdm(desc=phase.name, leave=True, bar_format=_ELAPSED)
             # the bar appears late: its clock (tqdm's, wall time) starts with the phase
             phase.bar.start_t = time.time() - (time.perf_counter() - phase.start)
         if phase.report is not None:
-            phase.bar.total = phase.report[2]
-            phase.bar.n = _count(phase.report[1])
+            name, done, total, unit = phase.report
+            # "rows (pass 1 of 2)": the words in brackets describe the bar, not its unit
+            unit, _, detail = (unit or "it").partition(" (")
+            phase.bar.set_description(f"{name} ({detail}" if detail else name, refresh=False)
+            phase.bar.unit, phase.bar.total, phase.bar.n = unit, total, _count(done)
             phase.bar.bar_format = None
         phase.bar.refresh()
 

@@ -283,6 +283,13 @@ def test_bars_show_phases_runs_and_the_objective(capsys):
     assert _threads() == []
 
 
+def test_a_long_first_step_shows_its_bar_while_it_runs(capsys):
+    pytest.importorskip("tqdm")
+    Clusterer(4, estep=SlowEStep("estep"), verbose="bar", max_iter=2).fit(_data())
+    # the bar appears, and its clock is refreshed, before the first step ends
+    assert capsys.readouterr().err.count("iterations: 0step") >= 3
+
+
 def test_a_stream_keeps_one_bar(capsys):
     pytest.importorskip("tqdm")
     km = presets.minibatch(4, verbose="bar", random_state=0)
