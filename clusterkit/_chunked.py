@@ -303,7 +303,7 @@ class ChunkedData:
         """
         raise NotImplementedError
 
-    def nearest(self, x_mean, centers):
+    def nearest(self, x_mean, centers, progress=None):
         """Every row's nearest centre and the weighted quantization error.
 
         Parameters
@@ -311,6 +311,8 @@ class ChunkedData:
         x_mean : ndarray of shape (n_features,)
             The fit's centring: ``centers`` are relative to it.
         centers : ndarray of shape (n_clusters, n_features)
+        progress : callable or None, default=None
+            As for :meth:`map_chunks`, for the rows labelled now (none if lazy).
 
         Returns
         -------
@@ -351,9 +353,10 @@ class MemmapChunks(ChunkedData):
     def take(self, rows):
         return np.ascontiguousarray(self._X[rows], dtype=self.dtype)
 
-    def nearest(self, x_mean, centers):
+    def nearest(self, x_mean, centers, progress=None):
         results = self.map_chunks(_nearest_block,
-                                  [(x_mean, centers, self.n_threads)] * self.n_chunks)
+                                  [(x_mean, centers, self.n_threads)] * self.n_chunks,
+                                  progress=progress)
         labels = np.concatenate([r[0] for r in results])
         return labels, sum(r[1] for r in results), sum(r[2] for r in results)
 
@@ -416,7 +419,7 @@ class DaskChunks(ChunkedData):
         with Callback(posttask=finished):
             return list(dask.compute(*tasks))
 
-    def nearest(self, x_mean, centers):
+    def nearest(self, x_mean, centers, progress=None):
         nearest = map_rows(self._X, _nearest_rows, (x_mean, centers), dtype=_NEAREST)
         dist2 = nearest["dist2"]
         inertia = (dist2 if self._w is None else dist2 * self._w).sum()

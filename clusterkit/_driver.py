@@ -194,7 +194,9 @@ class Driver:
             objective = state.history[-1]["objective"]
             if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
                 state.rows = slice(0, X_fit.shape[0])
-                objective = strategies.estep.assign(X_fit, w_fit, centers, state).objective
+                with state.phase("objective"):  # a pass over all rows: show it
+                    objective = strategies.estep.assign(X_fit, w_fit, centers,
+                                                        state).objective
             if best is None or strategies.mstep.objective.better(objective, best[0]):
                 settled = state.labels.copy() if state.at_fixed_point else None
                 best = (objective, Result(centers, end, state.history, state.sigma2,
@@ -419,13 +421,13 @@ class Driver:
         chunk: lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
         nothing is counted), block by block for a memmap."""
         state = self.state
-        if isinstance(X, _chunked.ChunkedData):
-            labels, inertia, n_evals = X.nearest(self.x_mean, centers)
-            state.count("labels", n_evals)
-            return labels, inertia
 
         def progress(done, total):
             state.progress("labels", done, total, "rows")
+        if isinstance(X, _chunked.ChunkedData):
+            labels, inertia, n_evals = X.nearest(self.x_mean, centers, progress)
+            state.count("labels", n_evals)
+            return labels, inertia
         if reduced:
             labels, dist2, n_evals = nearest(X, self.x_mean, centers, state.n_threads,
                                              progress)

@@ -219,6 +219,9 @@ def test_memmap_chunks_report_rows_as_blocks_finish(monkeypatch):
     data.map_chunks(_chunked._whole_block, progress=lambda done, total: seen.append((done,
                                                                                       total)))
     assert seen == [(100, 250), (200, 250), (250, 250)]
+    seen.clear()  # labelling a memmap after its fit reports the same way
+    labels, _, _ = data.nearest(np.zeros(3), np.zeros((2, 3)), lambda *args: seen.append(args))
+    assert seen == [(100, 250), (200, 250), (250, 250)] and labels.shape == (250,)
 
 
 def test_quiet_fits_print_nothing_and_start_no_thread(capfd, monkeypatch):
