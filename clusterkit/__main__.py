@@ -364,6 +364,8 @@ def _command_fit(args):
     X = load_data(args.data)
     params = _parse_params(args.param)
     estimator = _build(args.preset, args.k, params)
+    if args.verbose is not None:  # how the fit is shown, not part of the saved model
+        estimator.set_params(verbose="bar" if args.verbose == "bar" else int(args.verbose))
     _check_output(args.out)
     estimator = _user_errors(lambda: estimator.fit(X))
     save_model(args.out, estimator, args.preset, params)
@@ -488,6 +490,11 @@ def _parser():
                           "the strategies that define the preset cannot be replaced; "
                           "n_threads is capped at the available cores")
     fit.add_argument("--out", required=True, help="the model file to write (.npz)")
+    fit.add_argument("-v", "--verbose", nargs="?", const="1", choices=["1", "2", "bar"],
+                     help="show progress while fitting: a line per phase and iteration, and "
+                          "a line at least every 2 s in long phases (-v, or --verbose 1); "
+                          "also each iteration's detail (2); progress bars (bar, needs tqdm: "
+                          "pip install 'clusterkit[progress]')")
     predict = command("predict", help="label a data file with a saved model",
                       description="Print (or save) the nearest centre of every row of DATA.")
     predict.add_argument("model", help="a model written by 'clusterkit fit'")

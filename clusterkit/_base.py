@@ -49,6 +49,14 @@ view of C-contiguous rows) and of one floating dtype (float32 or float64); ``sam
 always is an array of that dtype (ones when the user gave none, times the coreset weights
 after a reduction). Strategies add the distance evaluations they perform to ``state.cost``
 (see :meth:`FitState.count`).
+
+Strategies never print. A verbose fit shows which phase runs (the driver times reduction,
+seeding, set-up, E-step, M-step and labels) and, at least every few seconds, how far it got:
+a strategy with a natural unit of work reports it with ``state.progress(phase, done, total,
+unit)`` (a seeder its centres, a reducer its rows, a graph its stages), after each unit or,
+for one long kernel call, once before it with a one-element counter the kernel updates
+(:meth:`FitState.progress`); a strategy's own long stage inside a phase may be marked with
+``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`` (shown only).
 """
 import inspect
 from abc import ABC, abstractmethod
@@ -145,8 +153,10 @@ class Seeder(_Strategy, ABC):
             Number of centres to choose.
         state : FitState
             Reads ``random_state`` and ``n_threads``; add distance evaluations with
-            ``state.count("seeding", n)``. A seeder that finds every sample's nearest centre
-            as a by-product may store it as ``state.seed_labels``.
+            ``state.count("seeding", n)`` and report the centres chosen so far with
+            ``state.progress("seeding", done, n_clusters, "centres")``. A seeder that finds
+            every sample's nearest centre as a by-product may store it as
+            ``state.seed_labels``.
 
         Returns
         -------
@@ -183,7 +193,8 @@ class DataReducer(_Strategy, ABC):
         sample_weight : ndarray of shape (n_samples,)
         state : FitState
             Reads ``random_state``; add distance evaluations with
-            ``state.count("reduction", n)``.
+            ``state.count("reduction", n)`` and report the rows done with
+            ``state.progress("reduction", done, total, "rows")``.
 
         Returns
         -------

@@ -210,7 +210,7 @@ class ChunkedData:
         """The first row of every chunk, of shape (n_chunks,)."""
         return np.concatenate([[0], np.cumsum(self.chunk_rows)[:-1]]).astype(np.int64)
 
-    def map_chunks(self, func, args=None, chunks=None):
+    def map_chunks(self, func, args=None, chunks=None, progress=None):
         """Run ``func`` on chunks of rows and return what it returned, in chunk order.
 
         Parameters
@@ -224,6 +224,10 @@ class ChunkedData:
             One tuple of extra arguments per chunk of ``chunks`` (none by default).
         chunks : sequence of int, default=None
             Which chunks, in increasing order (all by default).
+        progress : callable or None, default=None
+            Called as ``progress(rows_done, rows_total)`` (rows of these chunks) when a
+            chunk is done; with dask only under its local schedulers (a
+            ``dask.distributed`` client runs the tasks without telling).
 
         Returns
         -------
@@ -231,12 +235,13 @@ class ChunkedData:
         """
         chunks = range(self.n_chunks) if chunks is None else [int(c) for c in chunks]
         args = [()] * len(chunks) if args is None else [tuple(a) for a in args]
-        return self._map(func, chunks, args)
+        return self._map(func, chunks, args, progress or (lambda done, total: None))
 
-    def scan(self):
+    def scan(self, progress=None):
         """The first pass: validate every chunk and return their :class:`ChunkMoments`.
 
-        Computed once per object (later calls return the same moments).
+        Computed once per object (later calls return the same moments); ``progress`` as
+        for :meth:`map_chunks`.
 
         Raises
         ------
@@ -248,7 +253,8 @@ class ChunkedData:
         if self._moments is not None:
             return self._moments
         check = not self.validated
-        results = self.map_chunks(_block_moments, [(self.n_threads, check)] * self.n_chunks)
+        results = self.map_chunks(_block_moments, [(self.n_threads, check)] * self.n_chunks,
+                                  progress=progress)
         n_nonfinite = [r[0] for r in results]
         if any(n_nonfinite):
             bad = np.flatnonzero(n_nonfinite)
@@ -297,7 +303,7 @@ class ChunkedData:
         """
         raise NotImplementedError
 
-    def nearest(self, x_mean, centers):
+    def nearest(self, x_mean, centers, progress=None):
         """Every row's nearest centre and the weighted quantization error.
 
         Parameters
@@ -305,6 +311,8 @@ class ChunkedData:
         x_mean : ndarray of shape (n_features,)
             The fit's centring: ``centers`` are relative to it.
         centers : ndarray of shape (n_clusters, n_features)
+        progress : callable or None, default=None
+            As for :meth:`map_chunks`, for the rows labelled now (none if lazy).
 
         Returns
         -------
@@ -330,21 +338,25 @@ class MemmapChunks(ChunkedData):
         super().__init__(X.shape, dtype, rows, n_threads, sample_weight is not None, validated)
         self._X, self._w = X, sample_weight
 
-    def _map(self, func, chunks, args):
+    def _map(self, func, chunks, args, progress):
         starts = self.chunk_starts
         results = []
+        done, total = 0, sum(self.chunk_rows[c] for c in chunks)
         for c, chunk_args in zip(chunks, args):
             rows = slice(starts[c], starts[c] + self.chunk_rows[c])
             w = None if self._w is None else self._w[rows]
             results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args))
+            done += self.chunk_rows[c]
+            progress(done, total)
         return results
 
     def take(self, rows):
         return np.ascontiguousarray(self._X[rows], dtype=self.dtype)
 
-    def nearest(self, x_mean, centers):
+    def nearest(self, x_mean, centers, progress=None):
         results = self.map_chunks(_nearest_block,
-                                  [(x_mean, centers, self.n_threads)] * self.n_chunks)
+                                  [(x_mean, centers, self.n_threads)] * self.n_chunks,
+                                  progress=progress)
         labels = np.concatenate([r[0] for r in results])
         return labels, sum(r[1] for r in results), sum(r[2] for r in results)
 
@@ -388,16 +400,26 @@ class DaskChunks(ChunkedData):
         self._X = X
         self._w = row_weights(sample_weight, X)
 
-    def _map(self, func, chunks, args):
+    def _map(self, func, chunks, args, progress):
         dask, _ = import_dask()
+        from dask.callbacks import Callback
         blocks = self._X.to_delayed().ravel()
         weights = ([None] * self.n_chunks if self._w is None
                    else self._w.to_delayed().ravel())
         call = dask.delayed(_call_on_block)
         tasks = [call(func, blocks[c], weights[c], self.dtype, a) for c, a in zip(chunks, args)]
-        return list(dask.compute(*tasks))
+        rows = {task.key: self.chunk_rows[c] for task, c in zip(tasks, chunks)}
+        done, total = [0], sum(rows.values())
 
-    def nearest(self, x_mean, centers):
+        def finished(key, result, graph, scheduler_state, worker_id):
+            if key in rows:  # one of our chunks (not a task reading the data)
+                done[0] += rows[key]
+                progress(done[0], total)
+
+        with Callback(posttask=finished):
+            return list(dask.compute(*tasks))
+
+    def nearest(self, x_mean, centers, progress=None):
         nearest = map_rows(self._X, _nearest_rows, (x_mean, centers), dtype=_NEAREST)
         dist2 = nearest["dist2"]
         inertia = (dist2 if self._w is None else dist2 * self._w).sum()

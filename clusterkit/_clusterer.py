@@ -18,6 +18,7 @@ from ._driver import Driver, GivenCenters, check_composition
 from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
+from ._progress import check_verbose
 from ._reduction import NoReduction
 from ._registry import resolve, strategy_class
 from ._state import weighted_sum
@@ -81,11 +82,16 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         After fitting, assign the whole training data to the final centres (one exact pass,
         counted in ``cost_["labels"]``) to set ``labels_`` and ``inertia_``. When ``False``
         those two attributes are not set.
-    verbose : int, default=0
-        ``1``: one line per phase (reduction, seeding with progress on long seedings, each
-        iteration, the final labels) and a closing summary; ``2``: also per-iteration detail
-        (quantization error, batch, largest centre shift, E- and M-step seconds and distance
-        evaluations so far).
+    verbose : int or "bar", default=0
+        What the fit shows while it runs. ``0``: nothing. ``1``: one line per phase (scan,
+        reduction, seeding, each iteration, the final labels) and a closing summary, and,
+        while any phase runs, a line whenever nothing was printed for 2 seconds (the
+        phase, its progress in its own units where it counts them, e.g.
+        ``seeding: 412/1000 centres, 6.0 s``, and its seconds); ``2``: also per-iteration
+        detail (quantization error, batch, largest centre shift, E- and M-step seconds and
+        distance evaluations so far). ``"bar"``: the same progress as tqdm bars, in a
+        terminal or a Jupyter notebook (needs the ``progress`` extra: ``pip install
+        "clusterkit[progress]"``). See the quick start's section on ``verbose``.
     callback : callable or None, default=None
         Called after every iteration as ``callback(info)`` with the dictionary appended to
         ``history_`` plus ``"centers"`` (the current centres); a return value of ``True``
@@ -271,7 +277,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         return Driver(composition, n_clusters=self.n_clusters, n_features=n_features,
                       random_state=check_random_state(self.random_state),
                       n_threads=effective_n_threads(self.n_threads), max_iter=self.max_iter,
-                      tol=self.tol, verbose=self.verbose, callback=self.callback)
+                      tol=self.tol, verbose=check_verbose(self.verbose),
+                      callback=self.callback)
 
     # -- fitting -----------------------------------------------------------------------------
 
@@ -308,7 +315,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             dask array and the reducer cannot read row chunks (anything but :class:`LWCS`).
         ImportError
             If ``X`` is a dask array and dask is not installed (``pip install
-            'clusterkit[dask]'``).
+            'clusterkit[dask]'``), or ``verbose="bar"`` and tqdm is not (``pip install
+            'clusterkit[progress]'``).
         """
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         chunked = self._chunked_data(X, sample_weight)

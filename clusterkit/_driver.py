@@ -8,8 +8,8 @@ are labelled with its centres. ``partial_fit`` runs the very same step on each b
 stream (:meth:`Driver.stream`).
 """
 import math
-import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +21,7 @@ from ._base import Seeder
 from ._kernels import _assign
 from ._kernels._dist import center_rows
 from ._nearest import nearest, single_threaded_blas
+from ._progress import QUIET, make_display
 from ._state import FitState, weighted_sum
 from ._validation import check_n_clusters, check_representable
 
@@ -112,9 +113,10 @@ class Driver:
     random_state : numpy.random.RandomState
     n_threads, max_iter : int
     tol : float
-    verbose : int
+    verbose : int or "bar"
         ``1``: a line per phase and step, and progress of long phases; ``2``: also the
-        step's detail. The driver is the only place that prints.
+        step's detail; ``"bar"``: progress bars (see :mod:`clusterkit._progress`). The
+        driver and its display are the only places that print.
     callback : callable or None
         Called after every step with the history entry plus ``"centers"`` (in the user's
         coordinates); ``True`` stops the fit.
@@ -129,8 +131,6 @@ class Driver:
             objective=mstep.objective, center_update=schedule.center_update,
             strict_convergence=(composition.estep.exact
                                 and schedule.center_update in mstep.fixed_point_rules))
-        if verbose:
-            self.state.on_progress = self._progress_printer()
         self.composition = composition
         self.n_clusters = n_clusters
         self.max_iter = max_iter
@@ -139,23 +139,31 @@ class Driver:
         self.callback = callback
         self.x_mean = None
         self.centers = None  # a stream's current centres
+        self._stream_display = None  # kept between a stream's batches (its bar)
+
+    def __getstate__(self):
+        # a stream's display (a thread, open bars) is not part of a pickled model
+        return dict(self.__dict__, _stream_display=None)
 
     def say(self, level, message):
-        """Print a progress line when ``verbose >= level``."""
-        if self.verbose >= level:
-            print(message, flush=True)
+        """Show a line when ``verbose >= level``."""
+        self.state.display.line(level, message)
 
-    def _progress_printer(self):
-        """``state.on_progress`` for verbose fits: a line at most every second, so that only
-        long phases report progress (and their end)."""
-        last = {"time": time.perf_counter(), "printed": False}
-
-        def report(phase, done, total):
-            now = time.perf_counter()
-            if now - last["time"] >= 1.0 or (done == total and last["printed"]):
-                self.say(1, f"  {phase}: {done}/{total}")
-                last.update(time=now, printed=done < total)
-        return report
+    @contextmanager
+    def _showing_progress(self):
+        """The display of one ``fit`` or stream batch: its heartbeat runs until the block
+        ends, whatever ends it (an exception or Ctrl-C included). A stream keeps its
+        display, and the bar of its steps, for its next batch."""
+        display = self._stream_display or make_display(self.verbose)
+        self.state.display = display
+        display.open()
+        try:
+            yield
+        finally:
+            display.close(final=not self.state.streaming)
+            self.state.display = QUIET
+            if self.state.streaming:
+                self._stream_display = display
 
     # -- a fit -------------------------------------------------------------------------------
 
@@ -166,6 +174,10 @@ class Driver:
         ``sample_weight`` and ``x_mean`` are ``None``: the first pass over the chunks gives
         the mean). Returns a :class:`Result`.
         """
+        with self._showing_progress():
+            return self._fit(X, sample_weight, x_mean, n_init, compute_labels)
+
+    def _fit(self, X, sample_weight, x_mean, n_init, compute_labels):
         if isinstance(X, _chunked.ChunkedData):
             x_mean = self._scan(X)  # (moves given initial centres into the data's frame)
         self.x_mean = x_mean
@@ -175,12 +187,16 @@ class Driver:
         for run in range(1, n_init + 1):
             if n_init > 1:
                 self.say(1, f"Run {run} of {n_init}")
+            state.display.start_run(run, n_init)
             centers, end = self.run(X_fit, w_fit)
+            state.display.end_run()
             # runs compete on one objective of all the (reduced) data
             objective = state.history[-1]["objective"]
             if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
                 state.rows = slice(0, X_fit.shape[0])
-                objective = strategies.estep.assign(X_fit, w_fit, centers, state).objective
+                with state.phase("objective"):  # a pass over all rows: show it
+                    objective = strategies.estep.assign(X_fit, w_fit, centers,
+                                                        state).objective
             if best is None or strategies.mstep.objective.better(objective, best[0]):
                 settled = state.labels.copy() if state.at_fixed_point else None
                 best = (objective, Result(centers, end, state.history, state.sigma2,
@@ -194,7 +210,7 @@ class Driver:
             warnings.warn(
                 f"The fit did not converge: the objective still changed by more than "
                 f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase max_iter "
-                "or tol, or start closer to a solution.", ConvergenceWarning, stacklevel=3)
+                "or tol, or start closer to a solution.", ConvergenceWarning, stacklevel=4)
         if compute_labels:
             with state.timed("labels"):
                 result.labels, result.inertia = self.label(X, sample_weight, X_fit, reduced,
@@ -217,7 +233,8 @@ class Driver:
         state = self.state
         state.seconds_by_phase.setdefault("scan", 0.0)
         with state.timed("scan"):
-            moments = data.scan()
+            moments = data.scan(
+                progress=lambda done, total: state.progress("scan", done, total, "rows"))
         x_mean = moments.global_mean.astype(data.dtype)
         self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
                     f"{state.seconds_by_phase['scan']:.3g} s")
@@ -300,9 +317,11 @@ class Driver:
         """The strategies' per-run state (winners, neighbourhoods, bounds, running sums, the
         schedule's stopping rule)."""
         state, strategies = self.state, self.composition
-        state.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
-        state.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
-        state.schedule_state = strategies.schedule.init_state(X, sample_weight, centers, state)
+        with state.phase("init"):
+            state.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
+            state.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
+            state.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
+                                                                  state)
 
     def run(self, X, sample_weight):
         """One run on the centred data; returns the centres and why it ended:
@@ -372,8 +391,9 @@ class Driver:
             info["sigma2"] = state.sigma2
         info.update(state.step_info)
         state.history.append(info)
-        self.say(1, f"Iteration {iteration:4d}: objective={info['objective']:.6g} "
-                    f"changed={info['n_changed']} ({info['seconds']:.3g} s)")
+        state.display.step(info, f"Iteration {iteration:4d}: objective="
+                                 f"{info['objective']:.6g} changed={info['n_changed']} "
+                                 f"({info['seconds']:.3g} s)")
         phases = state.seconds_by_phase
         self.say(2, f"    qe={info['qe']:.6g} batch={info['batch_size']} max shift="
                     f"{info['max_center_shift']:.3g}; so far: E-steps {state.cost['estep']} "
@@ -401,18 +421,23 @@ class Driver:
         chunk: lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
         nothing is counted), block by block for a memmap."""
         state = self.state
+
+        def progress(done, total):
+            state.progress("labels", done, total, "rows")
         if isinstance(X, _chunked.ChunkedData):
-            labels, inertia, n_evals = X.nearest(self.x_mean, centers)
+            labels, inertia, n_evals = X.nearest(self.x_mean, centers, progress)
             state.count("labels", n_evals)
             return labels, inertia
         if reduced:
-            labels, dist2, n_evals = nearest(X, self.x_mean, centers, state.n_threads)
+            labels, dist2, n_evals = nearest(X, self.x_mean, centers, state.n_threads,
+                                             progress)
         else:
             labels = self.composition.estep.final_labels(state)
             if labels is None:
                 labels = settled
             if labels is None:
-                labels, dist2, n_evals = nearest(X_fit, None, centers, state.n_threads)
+                labels, dist2, n_evals = nearest(X_fit, None, centers, state.n_threads,
+                                                 progress)
             else:
                 labels = np.ascontiguousarray(labels, dtype=np.int32)
                 dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)
@@ -438,8 +463,12 @@ class Driver:
         (one exact pass over the batch, counted under ``"labels"``, as scikit-learn's
         ``MiniBatchKMeans.partial_fit`` computes them).
         """
+        self.state.streaming = True
+        with self._showing_progress():
+            return self._stream(X, sample_weight, compute_labels, centers, cluster_weight)
+
+    def _stream(self, X, sample_weight, compute_labels, centers, cluster_weight):
         state = self.state
-        state.streaming = True
         Xc = X - self.x_mean
         with single_threaded_blas():
             if self.centers is None:  # the stream's first batch

@@ -58,7 +58,7 @@ def row_blocks(n_samples, row_bytes):
     return [slice(start, min(start + block, n_samples)) for start in range(0, n_samples, block)]
 
 
-def nearest(X, x_mean, centers, n_threads):
+def nearest(X, x_mean, centers, n_threads, progress=None):
     """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
 
     Parameters
@@ -72,6 +72,8 @@ def nearest(X, x_mean, centers, n_threads):
         Finite centres, relative to ``x_mean``.
     n_threads : int
         The caller runs this under :func:`single_threaded_blas`.
+    progress : callable or None, default=None
+        Called as ``progress(rows_done, n_samples)`` after each block of rows.
 
     Returns
     -------
@@ -87,6 +89,8 @@ def nearest(X, x_mean, centers, n_threads):
     for rows in row_blocks(X.shape[0], X.shape[1] * X.itemsize):
         block = X[rows] if x_mean is None else X[rows] - x_mean
         n_evals += _assign.assign_full(block, centers, labels[rows], dist2[rows], n_threads)
+        if progress is not None:
+            progress(rows.stop, X.shape[0])
     return labels, dist2, n_evals
 
 

@@ -79,13 +79,19 @@ def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads, return_rows):
     return rows, X[rows] if return_rows else None, counts, dist2[rows], n_evals
 
 
+def _reporter(state, unit):
+    """Progress of a pass over the rows, reported as the reduction's (``FitState.progress``);
+    the first pass of chunked data is the driver's scan, which reports its own."""
+    return lambda done, total: state.progress("reduction", done, total, unit)
+
+
 def _sample(data, size, state):
     """``size`` LWCS draws from data in row blocks; see :meth:`LWCS.reduce_chunked`.
 
     Returns the drawn rows, the number of draws of each and their squared distances to the
     mean (in row order), and ``a``, ``b``.
     """
-    moments = data.scan()
+    moments = data.scan(progress=_reporter(state, "rows (pass 1 of 2)"))
     a, b = _coefficients(moments.total_weight, moments.spread)
     shares = a * moments.weight + b * moments.chunk_spread
     cumulative = np.cumsum(shares)
@@ -100,7 +106,8 @@ def _sample(data, size, state):
     remote = not data.in_process  # remote rows come back with the draws; local ones are
     # copied once, straight into the coreset
     parts = data.map_chunks(
-        _draw_block, [(mean, a, b, o, data.n_threads, remote) for o in offsets], chunks)
+        _draw_block, [(mean, a, b, o, data.n_threads, remote) for o in offsets], chunks,
+        progress=_reporter(state, "rows (pass 2 of 2)"))
     state.count("reduction", sum(part[4] for part in parts))
     counts = np.concatenate([part[2] for part in parts])
     dist2 = np.concatenate([part[3] for part in parts])

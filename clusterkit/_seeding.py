@@ -186,8 +186,11 @@ class KMeansPlusPlus(Seeder):
         labels = np.empty(X.shape[0], dtype=np.int32)
         min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
         uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
+        n_done = np.zeros(1, dtype=np.int64)  # the kernel counts its centres in it
+        state.progress("seeding", n_done, n_clusters, "centres")
         n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers,
-                                              chosen, labels, min_dist2, state.n_threads)
+                                              chosen, labels, min_dist2, state.n_threads,
+                                              n_done)
         state.count("seeding", n_evals)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
@@ -305,7 +308,7 @@ class AFKMC2(Seeder):
             state.count("seeding", _afkmc2.afkmc2_chain(
                 X, sample_weight, q, first, candidates, uniforms, centers, chosen, n_threads,
                 begin, end))
-            state.progress("seeding", end, n_clusters)
+            state.progress("seeding", end, n_clusters, "centres")
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
             warnings.warn(

@@ -149,11 +149,14 @@ class LaplacianEStep(EStep):
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""
         graph = self.graph
+        # progress in the three stages: the search, the bandwidth, the rows' locality order
         if graph is None:  # timed as its own phase, "graph" in seconds_
             state.seconds_by_phase.setdefault("graph", 0.0)
             with state.timed("graph"):
+                state.progress("graph", 0, 3, "stages")
                 graph = knn_graph(X, self.n_neighbors, random_state=state.random_state,
                                   n_threads=state.n_threads)
+        state.progress("graph", 1, 3, "stages")
         graph = sp.csr_matrix(graph)
         if state.order is not None:  # the run's order of the rows
             graph = graph[state.order][:, state.order].tocsr()
@@ -169,12 +172,14 @@ class LaplacianEStep(EStep):
             raise ValueError("The kernel bandwidth is zero: every sample coincides with its "
                              "graph neighbours. Pass sigma > 0.")
         check_bandwidth(sigma2, X.dtype)
+        state.progress("graph", 2, 3, "stages")
         # The z-updates run over the rows in reverse Cuthill-McKee order, in which graph
         # neighbours sit close together: their rows of z are then mostly in cache (on MNIST
         # a z-update is about three times faster than in the data's order).
         locality = reverse_cuthill_mckee(graph, symmetric_mode=False).astype(np.intp)
         graph = graph[locality][:, locality].tocsr()
         graph.sort_indices()
+        state.progress("graph", 3, 3, "stages")
         return _LaplacianState(graph.indptr.astype(np.int32), graph.indices.astype(np.int32),
                                graph.data.astype(X.dtype), locality, sigma2)
 

@@ -5,6 +5,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ._assignment import QUANTIZATION_ERROR
+from ._progress import QUIET
 
 __all__ = ["Channel", "FitState"]
 
@@ -104,6 +105,10 @@ class FitState:
         ``"labels"`` (see :meth:`timed`).
     history : list of dict
         One entry per step (see ``Clusterer.history_``).
+    display : object
+        Where :meth:`timed`, :meth:`phase` and :meth:`progress` go: the driver's progress
+        display of a verbose fit, a display that shows nothing otherwise. Strategies never
+        print; they report through these methods.
     """
 
     def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, max_iter=None,
@@ -124,7 +129,7 @@ class FitState:
         self.qe_resolution = qe_resolution
         self.cost = dict.fromkeys(COST_PHASES, 0)
         self.seconds_by_phase = dict.fromkeys(TIME_PHASES, 0.0)
-        self.on_progress = None
+        self.display = QUIET
         self.order = None
         self._start = time.perf_counter()
         self.start_run(0)
@@ -190,26 +195,49 @@ class FitState:
 
     @contextmanager
     def timed(self, phase):
-        """Add the wall time of the ``with`` block to ``seconds_by_phase[phase]``."""
+        """Add the wall time of the ``with`` block to ``seconds_by_phase[phase]``; a verbose
+        fit shows that the phase runs (see :meth:`phase`)."""
         start = time.perf_counter()
+        self.display.enter(phase)  # (as phase() does, without a second context manager)
         try:
             yield
         finally:
+            self.display.leave(phase)
             self.seconds_by_phase[phase] += time.perf_counter() - start
 
-    def progress(self, phase, done, total):
-        """Report progress of a long phase (e.g. a seeder after each block of centres).
+    @contextmanager
+    def phase(self, phase):
+        """Mark the ``with`` block as the phase ``phase`` for the progress display, without
+        timing it: while it runs, a verbose fit shows a line (or refreshes a bar) whenever
+        nothing was shown for a while, with the phase's last :meth:`progress` report."""
+        self.display.enter(phase)
+        try:
+            yield
+        finally:
+            self.display.leave(phase)
 
-        The driver prints it when ``verbose`` is on; strategies never print themselves.
+    def progress(self, phase, done, total, unit=None):
+        """Report progress of a long phase (e.g. a seeder's centres chosen so far).
+
+        The driver's display shows the last report of the running phase when ``verbose``
+        is on (a line at most every few seconds, or a bar); strategies never print
+        themselves. Cheap enough to call after every unit of work.
 
         Parameters
         ----------
         phase : str
-        done, total : int
-            Work done so far and in all, in the phase's own units (e.g. centres).
+            The name shown, usually the running phase's (``"seeding"``, ``"reduction"``,
+            ``"graph"``, ...).
+        done : int or ndarray of shape (1,), dtype=int64
+            Work done so far, in the phase's own units; or, for work done inside one long
+            kernel call, a one-element array that the kernel updates as it goes (report it
+            before the call: the display reads it whenever it shows the phase).
+        total : int
+            Work in all, in the same units.
+        unit : str or None, default=None
+            The units' name, e.g. ``"centres"`` or ``"rows"``.
         """
-        if self.on_progress is not None:
-            self.on_progress(phase, done, total)
+        self.display.report(phase, done, total, unit)
 
     def in_data_order(self, values):
         """Per-row ``values`` of the run (in ``order``) in the order of the data."""

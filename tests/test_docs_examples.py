@@ -41,7 +41,8 @@ LANGUAGES = {"python": "python", "py": "python", "python3": "python", "pycon": "
 EXTRAS = [(re.compile(r"^\s*(?:import|from)\s+(?:dask|distributed)\b", re.M),
            ("dask", "distributed"), "dask"),
           (re.compile(r"\bmatplotlib\b|\bplot_(?:history|tradeoff)\b"), ("matplotlib",),
-           "plot")]
+           "plot"),
+          (re.compile(r"""verbose=["']bar["']"""), ("tqdm",), "progress")]
 
 #: Shell commands that are not run, by their first words, and why.
 NOT_RUN = [(("python", "-m", "pip", "install"), "installs packages"),

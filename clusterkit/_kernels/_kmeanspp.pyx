@@ -111,7 +111,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
              int[::1] chosen,                      # OUT
              int[::1] labels,                      # OUT
              floating[::1] min_dist2,              # OUT
-             int n_threads):
+             int n_threads,
+             long long[::1] progress=None):        # OUT
     """Greedy k-means++ seeding, pruned by the triangle inequality.
 
     Centre 0 is row ``first``. For centre ``i`` (``1 <= i < n_clusters``), ``L`` candidate rows
@@ -140,6 +141,9 @@ def kmeanspp(const floating[:, ::1] X,             # IN
         Output: each sample's squared distance to that centre, ``D^2``.
     n_threads : int
         Number of OpenMP threads.
+    progress : ndarray of shape (1,), dtype=int64, or None, default=None
+        Output, written while the kernel runs: the centres chosen so far, for another
+        thread to read (a progress display); ``n_chosen`` at the end.
 
     Returns
     -------
@@ -190,6 +194,9 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef bint out_of_memory = False
     cdef _Neighbours* nb
     cdef _Neighbours* neighbours
+    cdef long long unused_progress = 0
+    # volatile: each store is made, for a reader in another thread
+    cdef volatile long long* n_done = &unused_progress
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, ::1] centers_T = np.empty((n_features, n_clusters), dtype=dtype)
     cdef floating[::1] new_center_dist2 = np.empty(n_clusters, dtype=dtype)
@@ -239,6 +246,9 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef floating[::1] entry_q = np.zeros(max(max_entries, 1), dtype=dtype)
     cdef double[::1] entry_gain = np.zeros(max(max_entries, 1), dtype=np.float64)
     cdef Py_ssize_t[::1] entry_evals = np.zeros(max(max_entries, 1), dtype=np.intp)
+    if progress is not None:
+        n_done = &progress[0]
+    n_done[0] = 0
     if n_samples == 0 or n_clusters == 0:
         return 0, 0
     n_threads = max(1, n_threads)
@@ -269,6 +279,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
             for b in range(n_blocks):
                 block_sum[b] = _block_mass(&sample_weight[0], &min_dist2[0], b * SAMPLER_BLOCK,
                                            min((b + 1) * SAMPLER_BLOCK, n_samples), NULL)
+            n_done[0] = 1
             for i in range(1, n_clusters):
                 # Ctrl-C between centres (the Python handlers run here; the exception leaves
                 # through the finally below), as the driver checks between iterations
@@ -355,6 +366,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                     centers_T[k, i] = X[row, k]
                 chosen[i] = <int> row
                 n_chosen = i + 1
+                n_done[0] = n_chosen
                 # the new centre's distances to all earlier ones (for its neighbour list)
                 _center_dist2(&centers[i, 0], n_features, &centers_T[0, 0], n_clusters, i,
                               &new_center_dist2[0])

@@ -59,15 +59,29 @@ def test_d2_update_first_centre_and_exact_zero(dtype):
     assert np.all(np.isfinite(min_dist2))
 
 
-def run_kmeanspp(X, w, first, uniforms, n_threads):
+def run_kmeanspp(X, w, first, uniforms, n_threads, report=True):
     n_clusters = uniforms.shape[0] + 1
     centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
     chosen = np.full(n_clusters, -1, dtype=np.int32)
     labels = np.empty(len(X), dtype=np.int32)
     min_dist2 = np.empty(len(X), dtype=X.dtype)
+    progress = np.full(1, -1, dtype=np.int64) if report else None
     n_chosen, n_evals = _kmeanspp.kmeanspp(X, w, first, uniforms, centers, chosen, labels,
-                                          min_dist2, n_threads)
+                                          min_dist2, n_threads, progress)
+    if report:  # the centres the kernel counted as it went
+        assert progress[0] == n_chosen
     return centers[:n_chosen], chosen[:n_chosen], labels, min_dist2, n_chosen, n_evals
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_kmeanspp_progress_counter_changes_no_result(dtype, n_threads):
+    rng, X, w = _data(CHUNK + 3, 5, dtype)
+    uniforms = rng.uniform(size=(12, 3))
+    with_counter = run_kmeanspp(X, w, 0, uniforms, n_threads)
+    without = run_kmeanspp(X, w, 0, uniforms, n_threads, report=False)
+    for a, b in zip(with_counter, without):
+        assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
