@@ -20,6 +20,7 @@ from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._reduction import NoReduction
 from ._registry import resolve, strategy_class
+from ._sparse import bounding_rows, check_csr, check_sparse_composition, is_sparse
 from ._state import weighted_sum
 from ._validation import check_int, check_n_clusters, check_representable, check_sample_weight
 
@@ -195,6 +196,22 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
     # -- validation --------------------------------------------------------------------------
 
+    def _check_data(self, X, dtype=(np.float64, np.float32), reset=True,
+                    ensure_min_samples=1):
+        """``validate_data`` for dense or sparse ``X`` (other sparse formats become CSR, as
+        scikit-learn's ``accept_sparse="csr"``), with int32 indices for CSR."""
+        X = validate_data(self, X, accept_sparse="csr", dtype=dtype,
+                          order="C", ensure_min_samples=ensure_min_samples, reset=reset)
+        return check_csr(X) if is_sparse(X) else X
+
+    @staticmethod
+    def _check_representable(X, centers=None, sample_weight=None):
+        """``check_representable`` on the data, or on the bounding box of sparse data."""
+        if is_sparse(X):
+            check_representable(bounding_rows(X), centers, sample_weight, n_samples=X.shape[0])
+        else:
+            check_representable(X, centers, sample_weight)
+
     def _check_params(self, X):
         check_n_clusters(self.n_clusters, X.shape[0])
         check_int(self.n_init, "n_init", minimum=1)
@@ -238,6 +255,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             seeder = GivenCenters(centers if x_mean is None else centers - x_mean)
         composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
                                             ("reduce", "estep", "mstep", "schedule")))
+        if is_sparse(X):
+            check_sparse_composition(composition)
         for strategy in composition:
             strategy._validate(X, self.n_clusters, composition)
         check_composition(composition)
@@ -313,12 +332,11 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         chunked = self._chunked_data(X, sample_weight)
         if chunked is None:
-            X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                              ensure_min_samples=1)
+            X = self._check_data(X)
             self._check_params(X)
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-            check_representable(X, sample_weight=sample_weight)
-            x_mean = data_mean(X)
+            self._check_representable(X, sample_weight=sample_weight)
+            x_mean = data_mean(X)  # zero for sparse X, which is not centred
         else:
             # Data in row chunks: the composition is checked before the first pass over them,
             # which validates them and gives their mean.
@@ -422,12 +440,15 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             fitted = False  # n_clusters changed since the fit: start afresh
         dtype = ([np.float64, np.float32] if driver is None and not fitted
                  else self.cluster_centers_.dtype)
-        X = validate_data(self, X, dtype=dtype, order="C", ensure_min_samples=1,
-                          reset=driver is None and not fitted)
+        X = self._check_data(X, dtype, reset=driver is None and not fitted)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        check_representable(X, sample_weight=sample_weight)
+        self._check_representable(X, sample_weight=sample_weight)
         if driver is None:
             driver = self._start_stream(X, fitted)
+        if is_sparse(X) and np.any(driver.x_mean):
+            raise ValueError("This partial_fit stream started on dense data and runs centred "
+                             "on their mean; sparse batches cannot be centred. Pass "
+                             "X.toarray(), or start the stream (or fit) on sparse data.")
         if fitted:
             centers = np.ascontiguousarray(self.cluster_centers_ - driver.x_mean)
             result = driver.stream(X, sample_weight, self.compute_labels, centers,
@@ -468,8 +489,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
     def _check_test_data(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
-        check_representable(X, self.cluster_centers_)
+        X = self._check_data(X, reset=False, ensure_min_samples=1)
+        self._check_representable(X, self.cluster_centers_)
         return X
 
     def _centred_frame(self, dtype):
@@ -592,5 +613,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        # the exact compositions (the default among them) take CSR; the others refuse it
+        tags.input_tags.sparse = True
         return tags
 
