@@ -19,10 +19,11 @@ from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._reduction import NoReduction
-from ._registry import resolve, strategy_class
-from ._sparse import bounding_rows, check_csr, check_sparse_composition, is_sparse
+from ._registry import accepts_sparse, resolve, strategy_class
+from ._sparse import check_sparse_composition, is_sparse
 from ._state import weighted_sum
-from ._validation import check_int, check_n_clusters, check_representable, check_sample_weight
+from ._validation import (check_data, check_int, check_n_clusters, check_representable,
+                          check_sample_weight)
 
 __all__ = ["Clusterer"]
 
@@ -157,7 +158,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     Notes
     -----
     The data are mean-centred (a copy) before fitting and the mean is added back to the
-    centres, which keeps float32 distances accurate. float32 input stays float32 throughout.
+    centres, which keeps float32 distances accurate; sparse data are not centred (as in
+    scikit-learn: centring would fill in their zeros). float32 input stays float32 throughout.
     BLAS is limited to one thread during ``fit``; parallelism comes from the OpenMP kernels,
     whose results do not depend on ``n_threads``. With a soft M-step the fitted model is an
     isotropic Gaussian mixture: :meth:`predict_proba` and :meth:`score_samples` give its exact
@@ -195,22 +197,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.callback = callback
 
     # -- validation --------------------------------------------------------------------------
-
-    def _check_data(self, X, dtype=(np.float64, np.float32), reset=True,
-                    ensure_min_samples=1):
-        """``validate_data`` for dense or sparse ``X`` (other sparse formats become CSR, as
-        scikit-learn's ``accept_sparse="csr"``), with int32 indices for CSR."""
-        X = validate_data(self, X, accept_sparse="csr", dtype=dtype,
-                          order="C", ensure_min_samples=ensure_min_samples, reset=reset)
-        return check_csr(X) if is_sparse(X) else X
-
-    @staticmethod
-    def _check_representable(X, centers=None, sample_weight=None):
-        """``check_representable`` on the data, or on the bounding box of sparse data."""
-        if is_sparse(X):
-            check_representable(bounding_rows(X), centers, sample_weight, n_samples=X.shape[0])
-        else:
-            check_representable(X, centers, sample_weight)
 
     def _check_params(self, X):
         check_n_clusters(self.n_clusters, X.shape[0])
@@ -299,8 +285,14 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like, dask array or numpy.memmap of shape (n_samples, n_features)
-            Training data; float32 is kept, everything else becomes float64. A row-chunked
+        X : {array-like, sparse matrix}, dask array or numpy.memmap of shape \
+(n_samples, n_features)
+            Training data; float32 is kept, everything else becomes float64. A scipy.sparse
+            matrix (converted to CSR) is taken by the exact k-means compositions
+            (:func:`presets.lloyd <clusterkit.presets.lloyd>`, :func:`presets.elkan
+            <clusterkit.presets.elkan>`, :func:`presets.minibatch
+            <clusterkit.presets.minibatch>`: every strategy declares ``accepts_sparse``)
+            and is not centred; the centres are dense. A row-chunked
             dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
             is chunked) is never loaded as a whole: the reducer builds its coreset in passes
             over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``
@@ -325,6 +317,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             or the strategies do not fit together (an E-step that cannot compute the
             M-step's objective, an M-step without the schedule's batch rule); if ``X`` is a
             dask array and the reducer cannot read row chunks (anything but :class:`LWCS`).
+        TypeError
+            If ``X`` is sparse and a strategy of the composition does not take sparse data
+            (the message names the compositions that do).
         ImportError
             If ``X`` is a dask array and dask is not installed (``pip install
             'clusterkit[dask]'``).
@@ -332,10 +327,10 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         chunked = self._chunked_data(X, sample_weight)
         if chunked is None:
-            X = self._check_data(X)
+            X = check_data(self, X)
             self._check_params(X)
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-            self._check_representable(X, sample_weight=sample_weight)
+            check_representable(X, sample_weight=sample_weight)
             x_mean = data_mean(X)  # zero for sparse X, which is not centred
         else:
             # Data in row chunks: the composition is checked before the first pass over them,
@@ -412,9 +407,10 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             One batch; every call must have the model's number of features (and is converted
-            to its dtype).
+            to its dtype). Sparse batches (as CSR) need a stream started on sparse data (or
+            a fit on them): dense data set a centred frame that sparse rows cannot take.
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -440,9 +436,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             fitted = False  # n_clusters changed since the fit: start afresh
         dtype = ([np.float64, np.float32] if driver is None and not fitted
                  else self.cluster_centers_.dtype)
-        X = self._check_data(X, dtype, reset=driver is None and not fitted)
+        X = check_data(self, X, dtype, reset=driver is None and not fitted)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        self._check_representable(X, sample_weight=sample_weight)
+        check_representable(X, sample_weight=sample_weight)
         if driver is None:
             driver = self._start_stream(X, fitted)
         if is_sparse(X) and np.any(driver.x_mean):
@@ -489,8 +485,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
     def _check_test_data(self, X):
         check_is_fitted(self)
-        X = self._check_data(X, reset=False, ensure_min_samples=1)
-        self._check_representable(X, self.cluster_centers_)
+        X = check_data(self, X, reset=False)
+        check_representable(X, self.cluster_centers_)
         return X
 
     def _centred_frame(self, dtype):
@@ -513,8 +509,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
+        X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk; sparse data (as CSR)
+            work with any fitted model.
 
         Returns
         -------
@@ -527,7 +524,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -545,8 +542,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
+        X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk; sparse data (as CSR)
+            work with any fitted model.
 
         Returns
         -------
@@ -587,7 +585,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like or dask array of shape (n_samples,), default=None
 
@@ -613,7 +611,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        # the exact compositions (the default among them) take CSR; the others refuse it
-        tags.input_tags.sparse = True
+        tags.input_tags.sparse = accepts_sparse(self)
         return tags
 

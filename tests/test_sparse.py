@@ -406,3 +406,12 @@ def test_wrong_shapes_are_refused():
         presets.lloyd(51).fit(X)
     with pytest.raises(ValueError, match=r"seed has shape \(3, 59\)"):
         presets.lloyd(3, seed=np.zeros((3, 59))).fit(X)
+
+
+def test_sparse_tag_follows_the_composition():
+    """scikit-learn's input tag says whether the composition takes sparse data."""
+    assert Clusterer().__sklearn_tags__().input_tags.sparse
+    assert presets.elkan(3, seed=np.zeros((3, 2))).__sklearn_tags__().input_tags.sparse
+    assert presets.minibatch(3).__sklearn_tags__().input_tags.sparse
+    assert not presets.gmm(3).__sklearn_tags__().input_tags.sparse
+    assert not presets.vc_gmm(3).__sklearn_tags__().input_tags.sparse
