@@ -17,8 +17,9 @@ threads on both sides:
 * ``lloyd``: ``presets.lloyd`` against ``KMeans(algorithm="lloyd")``, ``--max-iter``
   iterations (``tol=0``; both stop earlier only at a fixed point);
 * ``elkan``: ``presets.elkan`` against ``KMeans(algorithm="elkan")``, the same;
-* ``minibatch``: ``presets.minibatch`` against ``MiniBatchKMeans``, batches of 1,024 for
-  ``--passes`` passes, no early stop on either side.
+* ``minibatch``: ``presets.minibatch``'s composition (:class:`~clusterkit.MiniBatch`)
+  against ``MiniBatchKMeans``, batches of 1,024 for ``--passes`` passes, no early stop on
+  either side.
 
 Each time is the median of ``--repeats`` complete fits (validation and the final labelling
 pass included) in this one process; the ratio is clusterkit's time over scikit-learn's (the
@@ -38,7 +39,7 @@ from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from clusterkit import presets
+from clusterkit import Clusterer, MiniBatch, presets
 from clusterkit.datasets import load_benchmark
 
 from _common import (RESULTS_PATH, command_note, data_home, format_table, machine_info,
@@ -86,9 +87,9 @@ def _fit(algorithm, library, X, init, args):
     n_clusters = init.shape[0]
     if library == "clusterkit":
         if algorithm == "minibatch":
-            km = presets.minibatch(n_clusters, seed=init, batch_size=BATCH_SIZE,
-                                   max_passes=args.passes, max_no_improvement=None,
-                                   random_state=0, n_threads=args.n_threads)
+            km = Clusterer(n_clusters, seed=init, schedule=MiniBatch(
+                BATCH_SIZE, max_passes=args.passes, max_no_improvement=None),
+                random_state=0, n_threads=args.n_threads)  # presets.minibatch, no early stop
         else:
             km = getattr(presets, algorithm)(n_clusters, seed=init, max_iter=args.max_iter,
                                              tol=0, n_threads=args.n_threads)
@@ -161,11 +162,11 @@ def main(argv=None):
     parser.add_argument("--clusters", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--docs", type=int, default=100_000, help="documents of 'tfidf'")
     parser.add_argument("--terms", type=int, default=20_000, help="terms of 'tfidf'")
-    parser.add_argument("--max-iter", type=int, default=5,
+    parser.add_argument("--max-iter", type=int, default=2,
                         help="iterations of the Lloyd and Elkan fits")
-    parser.add_argument("--passes", type=float, default=2.0,
+    parser.add_argument("--passes", type=float, default=1.0,
                         help="passes of the mini-batch fits")
-    parser.add_argument("--repeats", type=int, default=3,
+    parser.add_argument("--repeats", type=int, default=2,
                         help="timed fits per measurement; the median is reported")
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--write", action="store_true",
@@ -190,7 +191,9 @@ def main(argv=None):
              f"{BATCH_SIZE} drawn independently by each library, no early stop "
              "(max_no_improvement=None), so the inertia ratio compares two random runs.",
              *notes]
-    publish(TITLE, table, notes, args.write, machine_info(args.n_threads))
+    # one section per data set selection, so that a run on MNIST does not replace the other
+    title = f"{TITLE} ({', '.join(args.datasets)})"
+    publish(title, table, notes, args.write, machine_info(args.n_threads))
     return 0
 
 

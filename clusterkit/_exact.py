@@ -10,6 +10,7 @@ from ._base import EStep
 from ._kernels import _assign, _elkan, _mstep, _topk
 from ._kernels import _sparse as _sparse_kernels
 from ._mixture import free_energy
+from ._sparse import center_half_distances as sparse_center_half_distances
 from ._sparse import csr_arrays, is_sparse, row_sqnorms
 from ._state import weighted_sum
 from ._validation import check_int, check_memory
@@ -305,8 +306,11 @@ class ElkanEStep(EStep):
         if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
             X, centers = X * scale, centers * scale
         bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
-        state.count("estep", _elkan.center_half_distances(
-            centers, bounds.half_cc, bounds.half_min, state.n_threads))
+        # (centres fitted to sparse data are mostly zeros: their distances cost less as CSR)
+        half_distances = (sparse_center_half_distances if is_sparse(X)
+                          else _elkan.center_half_distances)
+        state.count("estep", half_distances(centers, bounds.half_cc, bounds.half_min,
+                                            state.n_threads))
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)

@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from ._kernels import _sparse
 
 __all__ = ["is_sparse", "check_csr", "bounding_rows", "row_sqnorms", "csr_arrays",
-           "dense_rows", "check_sparse_composition", "SPARSE_COMPOSITIONS"]
+           "dense_rows", "center_half_distances", "check_sparse_composition",
+           "SPARSE_COMPOSITIONS"]
 
 #: What the refusal of a composition that cannot take sparse input names instead.
 SPARSE_COMPOSITIONS = ("presets.lloyd, presets.elkan or presets.minibatch (FullEStep or "
@@ -71,6 +72,35 @@ def dense_rows(X, rows):
     """Rows of ``X`` (dense or CSR) as a dense C-contiguous array."""
     taken = X[rows]
     return np.ascontiguousarray(taken.toarray() if is_sparse(taken) else taken)
+
+
+def center_half_distances(centers, half_cc, half_min, n_threads):
+    """Lower bounds on half the distance between every two centres (Elkan's ``d(c, c') / 2``)
+    and on each centre's nearest other one, from the centres as a CSR matrix.
+
+    Centres fitted to sparse data are mostly zeros, so their products cost
+    ``nnz(centers) * C`` instead of the direct loop's ``C^2 D / 2``. The expansion
+    ``||a||^2 - 2 a.b + ||b||^2`` (in float64) is lowered by a bound on its rounding, so
+    every value stays a valid lower bound and Elkan's pruning stays exact. Writes
+    ``half_cc`` and ``half_min`` as ``_elkan.center_half_distances`` does; returns the
+    evaluations, ``C (C - 1) / 2``.
+    """
+    n_clusters = centers.shape[0]
+    rows = check_csr(sp.csr_matrix(centers, dtype=np.float64))
+    sqnorms = row_sqnorms(rows, n_threads)
+    _sparse.dist2_sparse(*csr_arrays(rows), sqnorms, rows.toarray(), half_cc, n_threads)
+    # each product sums nnz terms: |error| <= (nnz + 4) eps (||a||^2 + ||b||^2), doubled
+    terms = (np.diff(rows.indptr) + 4.0)[:, None]
+    margin = 2 * np.finfo(np.float64).eps * terms * (sqnorms[:, None] + sqnorms[None, :])
+    np.subtract(half_cc, margin, out=half_cc)
+    np.maximum(half_cc, 0, out=half_cc)
+    np.sqrt(half_cc, out=half_cc)
+    half_cc *= 0.5
+    np.minimum(half_cc, half_cc.T, out=half_cc)  # one value per pair
+    np.fill_diagonal(half_cc, np.inf)
+    np.min(half_cc, axis=1, out=half_min)
+    np.fill_diagonal(half_cc, 0.0)
+    return n_clusters * (n_clusters - 1) // 2
 
 
 def check_sparse_composition(composition):

@@ -199,3 +199,25 @@ def test_elkan_assign_sparse_is_nearest_centre_with_valid_bounds(shape, dtype):
         results.append((labels, dist2))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+@pytest.mark.parametrize("n_clusters,n_features", [(1, 4), (7, 30), (40, 200)])
+def test_sparse_center_half_distances_are_tight_lower_bounds(n_clusters, n_features, dtype,
+                                                              n_threads):
+    """Elkan's centre half distances from CSR centres: never above the exact ones (so the
+    pruning stays exact), within rounding of them, symmetric, zero on the diagonal."""
+    from clusterkit._sparse import center_half_distances
+    rng = np.random.default_rng(6)
+    centers = rng.normal(size=(n_clusters, n_features)).astype(dtype)
+    centers[rng.random(centers.shape) < 0.8] = 0
+    centers[-1] = centers[0]  # a duplicate centre (distance 0)
+    half_cc, half_min = np.full((n_clusters,) * 2, np.nan), np.full(n_clusters, np.nan)
+    n_evals = center_half_distances(centers, half_cc, half_min, n_threads)
+    assert n_evals == n_clusters * (n_clusters - 1) // 2
+    exact = np.sqrt(ref.sqdist(centers, centers)) / 2
+    assert (half_cc <= exact * (1 + 1e-12) + 1e-300).all()
+    np.testing.assert_allclose(half_cc, exact, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(half_cc, half_cc.T)
+    np.testing.assert_array_equal(np.diag(half_cc), 0)
+    off = np.where(np.eye(n_clusters, dtype=bool), np.inf, half_cc)
+    np.testing.assert_array_equal(half_min, off.min(1))
