@@ -51,10 +51,10 @@ Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that 
 hooks get an object with the data's ``shape`` and ``dtype``).
 
 Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
-view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64); ``sample_weight``
-always is an array of that dtype (ones when the user gave none, times the coreset weights
-after a reduction). Strategies add the distance evaluations they perform to ``state.cost``
-(see :meth:`FitState.count`).
+view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
+``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
+coreset weights after a reduction). Strategies add the distance evaluations they perform to
+``state.cost`` (see :meth:`FitState.count`).
 """
 import inspect
 from abc import ABC, abstractmethod

@@ -364,20 +364,20 @@ class HardMStep(MStep):
     Notes
     -----
     Cost ``O(N D)`` per batch (``O(nnz + C D)`` for sparse data, whose sums are dense), no
-    distance evaluations; deterministic for any number of threads. A cluster without weight in a full batch is moved onto one of the samples with
-    the largest weighted squared distance to their centre, farthest first, each sample used
-    once (as in scikit-learn). Under a mini-batch rule a cluster keeps its centre until it
-    gets a vote (the seed does not count as one, unlike the papers' ``v(j) = 1``, so that a
-    full batch gives Lloyd's means exactly and only the ratios of the weights matter). A
-    *starved* cluster is moved onto a sample of the current batch drawn with probability
-    proportional to its weighted squared distance to its centre (D^2 sampling, as k-means++
-    seeds), so that a mini-batch fit does not end with fewer useful clusters than the data
-    support: a cluster that, during a whole window of rows, collected at most a ratio of an
-    average cluster's share of their weight (the window and ratio are the schedule's, see
-    :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``; without them, a pass over the
-    data and no vote at all). A moved cluster starts afresh, without votes. The running sums
-    are float64; they are published in ``state.channel`` (``cluster_weight``,
-    ``cluster_sse``) for the schedule.
+    distance evaluations; deterministic for any number of threads. A cluster without weight in
+    a full batch is moved onto one of the samples with the largest weighted squared distance to
+    their centre, farthest first, each sample used once (as in scikit-learn). Under a
+    mini-batch rule a cluster keeps its centre until it gets a vote (the seed does not count as
+    one, unlike the papers' ``v(j) = 1``, so that a full batch gives Lloyd's means exactly and
+    only the ratios of the weights matter). A *starved* cluster is moved onto a sample of the
+    current batch drawn with probability proportional to its weighted squared distance to its
+    centre (D^2 sampling, as k-means++ seeds), so that a mini-batch fit does not end with fewer
+    useful clusters than the data support: a cluster that, during a whole window of rows,
+    collected at most a ratio of an average cluster's share of their weight (the window and
+    ratio are the schedule's, see :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``;
+    without them, a pass over the data and no vote at all). A moved cluster starts afresh,
+    without votes. The running sums are float64; they are published in ``state.channel``
+    (``cluster_weight``, ``cluster_sse``) for the schedule.
 
     State (``state.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
     ``center_update`` (running sums, or the implicit step's anchor and average).

@@ -148,10 +148,11 @@ def _uncentred(centers, x_mean):
 
 
 def all_dist2(X, centers, n_threads):
-    """The squared distances of the (centred) rows ``X`` to every centre, an
-    ``n_samples x n_clusters`` array: the distances the nearest-centre kernel compares, so
-    that the smallest of each row is the centre :func:`nearest` picks (also for CSR rows). For callers that need
-    them all (Laplacian K-modes' kernel); ``n_samples * n_clusters`` evaluations."""
+    """The squared distances of the (centred) rows ``X`` to every centre, an ``n_samples x
+    n_clusters`` array: the distances the nearest-centre kernel compares, so that the
+    smallest of each row is the centre :func:`nearest` picks (also for CSR rows). For
+    callers that need them all (Laplacian K-modes' kernel); ``n_samples * n_clusters``
+    evaluations."""
     dist2 = np.empty((X.shape[0], centers.shape[0]), dtype=X.dtype)
     if _sparse.is_sparse(X):
         _sparse_kernels.dist2_sparse(*_sparse.csr_arrays(X), _sparse.row_sqnorms(X, n_threads),

@@ -234,12 +234,13 @@ class KMeansPlusPlus(Seeder):
 
 
 def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threads):
-    """Greedy k-means++ on CSR ``X``, drawing by the dense kernel's rule from the same
-    uniforms (row ``first``, then candidates by the inverse cumulative sum of ``w D^2`` in row
-    order: the same rows up to rounding), without its pruning. Each step scores its candidates with one kernel call that
-    forms their ``D^2`` updates; the candidate with the lowest potential wins (the first on
-    ties). Writes ``centers`` and ``chosen``; returns the number of centres chosen (fewer if
-    every ``w D^2`` became zero) and the distance evaluations."""
+    """Greedy k-means++ on CSR ``X``, drawing by the dense kernel's rule from the same uniforms
+    (row ``first``, then candidates by the inverse cumulative sum of ``w D^2`` in row
+    order: the same rows up to rounding), without its pruning. Each step scores its
+    candidates with one kernel call that forms their ``D^2`` updates; the candidate with
+    the lowest potential wins (the first on ties). Writes ``centers`` and ``chosen``;
+    returns the number of centres chosen (fewer if every ``w D^2`` became zero) and the
+    distance evaluations."""
     n_samples = X.shape[0]
     arrays = csr_arrays(X)
     x_sqnorms = row_sqnorms(X, n_threads)

@@ -45,7 +45,8 @@ def _sqnorms(X, n_threads):
 
 def _atol(X, centers, dtype):
     """Rounding of ||x||^2 - 2 x.c + ||c||^2 is relative to the norms, not the distance."""
-    scale = float(np.asarray(X.multiply(X).sum(1)).max(initial=0)) + float((centers ** 2).sum(1).max())
+    x_sqnorm = float(np.asarray(X.multiply(X).sum(1)).max(initial=0))
+    scale = x_sqnorm + float((centers ** 2).sum(1).max())
     return 20 * np.finfo(dtype).eps * scale
 
 
