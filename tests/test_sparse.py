@@ -415,3 +415,16 @@ def test_sparse_tag_follows_the_composition():
     assert presets.minibatch(3).__sklearn_tags__().input_tags.sparse
     assert not presets.gmm(3).__sklearn_tags__().input_tags.sparse
     assert not presets.vc_gmm(3).__sklearn_tags__().input_tags.sparse
+
+
+def test_more_non_zeros_than_int32_indices_is_refused(monkeypatch):
+    """int64 indices are narrowed to the kernels' int32 when their values fit; the message
+    for data that do not fit (shown with a lowered limit: such data need gigabytes)."""
+    import clusterkit._sparse
+    X, _ = _text_like(n_samples=50)
+    wide = sp.csr_matrix(X)
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    monkeypatch.setattr(clusterkit._sparse, "_INT32_MAX", X.nnz - 1)
+    with pytest.raises(ValueError, match=rf"X has {X.nnz} non-zeros in 60 features; sparse "
+                                         r"input is limited to \d+ of each \(int32 indices\)"):
+        presets.lloyd(3).fit(wide)
