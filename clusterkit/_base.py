@@ -40,15 +40,21 @@ hooks, which see the five resolved strategies. A schedule and its M-step's batch
 through one documented channel, ``state.channel`` (:class:`~clusterkit.FitState`): the step
 size of an implicit rule one way, the running per-cluster statistics the other.
 
+Sparse data (scipy.sparse, as CSR) reach only strategies that declare
+``accepts_sparse`` (each of the five must): the driver
+checks that once, when ``fit`` starts, and refuses any other composition before any work.
+Such a strategy receives ``X`` (and batches of its rows) as a ``scipy.sparse.csr_matrix``
+with int32 indices, not centred (its frame's mean is zero), and returns dense centres.
+
 Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that declares
 :attr:`DataReducer.chunked`; the other strategies see its reduced set (their ``_validate``
 hooks get an object with the data's ``shape`` and ``dtype``).
 
 Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
-view of C-contiguous rows) and of one floating dtype (float32 or float64); ``sample_weight``
-always is an array of that dtype (ones when the user gave none, times the coreset weights
-after a reduction). Strategies add the distance evaluations they perform to ``state.cost``
-(see :meth:`FitState.count`).
+view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
+``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
+coreset weights after a reduction). Strategies add the distance evaluations they perform to
+``state.cost`` (see :meth:`FitState.count`).
 
 Strategies never print. A verbose fit shows which phase runs (the driver times reduction,
 seeding, set-up, E-step, M-step and labels) and, at least every few seconds, how far it got:
@@ -76,6 +82,13 @@ Composition = namedtuple("Composition", ["seed", "reduce", "estep", "mstep", "sc
 class _Strategy(BaseEstimator):
     """Shared behaviour: scikit-learn parameters, a readable ``repr``, equality by parameters,
     and a check run when ``fit`` starts."""
+
+    #: Class attribute: ``True`` if the strategy takes sparse data (a
+    #: ``scipy.sparse.csr_matrix`` with int32 indices, never centred) wherever it receives
+    #: ``X``, and still returns dense centres. A fit on sparse data needs all five strategies
+    #: to declare it; any other composition is refused with a ``TypeError`` when ``fit``
+    #: starts. ``False`` by default.
+    accepts_sparse = False
 
     def _validate(self, X, n_clusters, composition):
         """Check hyper-parameters against the data and the other strategies.

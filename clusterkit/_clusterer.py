@@ -20,9 +20,11 @@ from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
 from ._reduction import NoReduction
-from ._registry import resolve, strategy_class
+from ._registry import accepts_sparse, resolve, strategy_class
+from ._sparse import check_sparse_composition, is_sparse
 from ._state import weighted_sum
-from ._validation import check_int, check_n_clusters, check_representable, check_sample_weight
+from ._validation import (check_data, check_int, check_n_clusters, check_representable,
+                          check_sample_weight)
 
 __all__ = ["Clusterer"]
 
@@ -162,7 +164,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     Notes
     -----
     The data are mean-centred (a copy) before fitting and the mean is added back to the
-    centres, which keeps float32 distances accurate. float32 input stays float32 throughout.
+    centres, which keeps float32 distances accurate; sparse data are not centred (as in
+    scikit-learn: centring would fill in their zeros). float32 input stays float32 throughout.
     BLAS is limited to one thread during ``fit``; parallelism comes from the OpenMP kernels,
     whose results do not depend on ``n_threads``. With a soft M-step the fitted model is an
     isotropic Gaussian mixture: :meth:`predict_proba` and :meth:`score_samples` give its exact
@@ -244,6 +247,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             seeder = GivenCenters(centers if x_mean is None else centers - x_mean)
         composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
                                             ("reduce", "estep", "mstep", "schedule")))
+        if is_sparse(X):
+            check_sparse_composition(composition)
         for strategy in composition:
             strategy._validate(X, self.n_clusters, composition)
         check_composition(composition)
@@ -287,8 +292,14 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like, dask array or numpy.memmap of shape (n_samples, n_features)
-            Training data; float32 is kept, everything else becomes float64. A row-chunked
+        X : {array-like, sparse matrix}, dask array or numpy.memmap of shape \
+(n_samples, n_features)
+            Training data; float32 is kept, everything else becomes float64. A scipy.sparse
+            matrix (converted to CSR) is taken by the exact k-means compositions
+            (:func:`presets.lloyd <clusterkit.presets.lloyd>`, :func:`presets.elkan
+            <clusterkit.presets.elkan>`, :func:`presets.minibatch
+            <clusterkit.presets.minibatch>`: every strategy declares ``accepts_sparse``)
+            and is not centred; the centres are dense. A row-chunked
             dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
             is chunked) is never loaded as a whole: the reducer builds its coreset in passes
             over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``
@@ -313,6 +324,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             or the strategies do not fit together (an E-step that cannot compute the
             M-step's objective, an M-step without the schedule's batch rule); if ``X`` is a
             dask array and the reducer cannot read row chunks (anything but :class:`LWCS`).
+        TypeError
+            If ``X`` is sparse and a strategy of the composition does not take sparse data
+            (the message names the compositions that do).
         ImportError
             If ``X`` is a dask array and dask is not installed (``pip install
             'clusterkit[dask]'``), or ``verbose="bar"`` and tqdm is not (``pip install
@@ -321,12 +335,11 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         chunked = self._chunked_data(X, sample_weight)
         if chunked is None:
-            X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                              ensure_min_samples=1)
+            X = check_data(self, X)
             self._check_params(X)
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
             check_representable(X, sample_weight=sample_weight)
-            x_mean = data_mean(X)
+            x_mean = data_mean(X)  # zero for sparse X, which is not centred
         else:
             # Data in row chunks: the composition is checked before the first pass over them,
             # which validates them and gives their mean.
@@ -402,9 +415,10 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             One batch; every call must have the model's number of features (and is converted
-            to its dtype).
+            to its dtype). Sparse batches (as CSR) need a stream started on sparse data (or
+            a fit on them): dense data set a centred frame that sparse rows cannot take.
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -430,12 +444,15 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             fitted = False  # n_clusters changed since the fit: start afresh
         dtype = ([np.float64, np.float32] if driver is None and not fitted
                  else self.cluster_centers_.dtype)
-        X = validate_data(self, X, dtype=dtype, order="C", ensure_min_samples=1,
-                          reset=driver is None and not fitted)
+        X = check_data(self, X, dtype, reset=driver is None and not fitted)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
         check_representable(X, sample_weight=sample_weight)
         if driver is None:
             driver = self._start_stream(X, fitted)
+        if is_sparse(X) and np.any(driver.x_mean):
+            raise ValueError("This partial_fit stream started on dense data and runs centred "
+                             "on their mean; sparse batches cannot be centred. Pass "
+                             "X.toarray(), or start the stream (or fit) on sparse data.")
         if fitted:
             centers = np.ascontiguousarray(self.cluster_centers_ - driver.x_mean)
             result = driver.stream(X, sample_weight, self.compute_labels, centers,
@@ -476,7 +493,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
     def _check_test_data(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C", reset=False)
+        X = check_data(self, X, reset=False)
         check_representable(X, self.cluster_centers_)
         return X
 
@@ -500,8 +517,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
+        X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk; sparse data (as CSR)
+            work with any fitted model.
 
         Returns
         -------
@@ -514,7 +532,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -532,8 +550,9 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
+        X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
+            A dask array gives a dask array, computed chunk by chunk; sparse data (as CSR)
+            work with any fitted model.
 
         Returns
         -------
@@ -574,7 +593,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
         Parameters
         ----------
-        X : array-like or dask array of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like or dask array of shape (n_samples,), default=None
 
@@ -600,5 +619,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = accepts_sparse(self)
         return tags
 

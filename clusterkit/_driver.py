@@ -18,9 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from . import _chunked
 from ._assignment import Assignment
 from ._base import Seeder
-from ._kernels import _assign
-from ._kernels._dist import center_rows
-from ._nearest import nearest, single_threaded_blas
+from ._nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
 from ._progress import QUIET, make_display
 from ._state import FitState, weighted_sum
 from ._validation import check_n_clusters, check_representable
@@ -30,6 +28,8 @@ __all__ = ["Driver", "GivenCenters", "Result", "check_composition"]
 
 class GivenCenters(Seeder):
     """Seeder returning user-supplied initial centres (already in the fit's frame)."""
+
+    accepts_sparse = True
 
     def __init__(self, centers):
         self.centers = centers
@@ -285,19 +285,19 @@ class Driver:
                 raise ValueError(f"{type(schedule).__name__}.order returned no permutation "
                                  "of the rows.")
             sample_weight = sample_weight[state.order]
-        centred = np.empty_like(X)
-        # (the sum of squares in float64: in float32 it can overflow where no distance does)
-        sum_of_squares = center_rows(X, self.x_mean, centred, state.n_threads, state.order)
+        # (sparse data are not centred: their frame's mean is zero, see data_mean)
+        centred, sum_of_squares = centred_copy(X, self.x_mean, state.n_threads, state.order)
         self.set_precision(centred, sample_weight, sum_of_squares)
         return centred, sample_weight, reduced
 
     def set_precision(self, X, sample_weight, sum_of_squares):
         """The fit's precision limits from the centred data it runs on."""
         state = self.state
-        variance = sum_of_squares / X.size  # mean per-feature variance
+        n_samples, n_features = X.shape
+        variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
         # a normal number even for constant data, so that 1 / sigma2 stays finite
         state.sigma2_floor = max(1e-12 * variance, float(np.finfo(X.dtype).tiny))
-        state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * X.shape[1]
+        state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * n_features
                                * float(sample_weight.sum(dtype=np.float64)))
 
     def seed(self, X, sample_weight):
@@ -440,9 +440,7 @@ class Driver:
                                                  progress)
             else:
                 labels = np.ascontiguousarray(labels, dtype=np.int32)
-                dist2 = np.empty(X_fit.shape[0], dtype=X_fit.dtype)
-                n_evals = _assign.dist2_to_labels(X_fit, centers, labels, dist2,
-                                                  state.n_threads)
+                dist2, n_evals = dist2_to_labels(X_fit, centers, labels, state.n_threads)
             labels, dist2 = state.in_data_order(labels), state.in_data_order(dist2)
         state.count("labels", n_evals)
         return labels, weighted_sum(dist2, sample_weight)
@@ -469,7 +467,7 @@ class Driver:
 
     def _stream(self, X, sample_weight, compute_labels, centers, cluster_weight):
         state = self.state
-        Xc = X - self.x_mean
+        Xc = in_frame(X, self.x_mean)
         with single_threaded_blas():
             if self.centers is None:  # the stream's first batch
                 if centers is None:

@@ -8,7 +8,10 @@ import numpy as np
 from ._assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
 from ._base import EStep
 from ._kernels import _assign, _elkan, _mstep, _topk
+from ._kernels import _sparse as _sparse_kernels
 from ._mixture import free_energy
+from ._sparse import center_half_distances as sparse_center_half_distances
+from ._sparse import csr_arrays, is_sparse, row_sqnorms
 from ._state import weighted_sum
 from ._validation import check_int, check_memory
 
@@ -25,7 +28,8 @@ class _Buffers:
     """:class:`FullEStep`'s outputs, allocated once per run: an assignment is used within
     its step only, so the next step may overwrite it."""
 
-    def __init__(self, n_samples, n_clusters, n_features, dtype, soft):
+    def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None):
+        self.x_sqnorms = x_sqnorms  # of the rows of sparse data, once per run
         self.labels = np.empty(n_samples, dtype=np.int32)
         self.dist2 = np.empty(n_samples, dtype=dtype)
         self.centers_sum = np.empty((n_clusters, n_features), dtype=dtype)
@@ -50,6 +54,9 @@ class FullEStep(EStep):
     -----
     Cost per call: ``N C`` distance evaluations. Memory: hard, ``O(N)`` outputs plus one
     ``256 x C`` tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    Hard assignments also take sparse (CSR) data (``accepts_sparse``): distances
+    ``||x||^2 - 2 x.c + ||c||^2`` from the rows' squared norms, computed once per run, in
+    ``O(nnz C)`` per call.
     A hard call also sums each cluster's samples in the same pass over the data when the
     partial sums are small (``Assignment.centers_sum``), so that Lloyd's iteration reads the
     data once.
@@ -69,6 +76,7 @@ class FullEStep(EStep):
 
     exact = True
     objectives = MIXTURE_OBJECTIVES
+    accepts_sparse = True  # hard assignments; a soft M-step does not take sparse data
 
     def _validate(self, X, n_clusters, composition):
         """Refuse, before any work, full responsibilities that do not fit in memory."""
@@ -83,14 +91,23 @@ class FullEStep(EStep):
 
     def init_state(self, X, sample_weight, centers, state):
         """The output buffers, allocated once per run for the largest batch (all rows)."""
-        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft_fit(state))
+        x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
+        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft_fit(state),
+                        x_sqnorms)
 
     def assign(self, X, sample_weight, centers, state):
         n_samples = X.shape[0]
         buffers = state.estep_state
         if not isinstance(buffers, _Buffers):  # called without init_state
-            buffers = _Buffers(n_samples, *centers.shape, X.dtype, soft_fit(state))
+            buffers = self.init_state(X, sample_weight, centers, state)
         labels, dist2 = buffers.labels[:n_samples], buffers.dist2[:n_samples]
+        if is_sparse(X):  # hard only (see accepts_sparse)
+            x_sqnorms = buffers.x_sqnorms[batch_rows(state, n_samples,
+                                                     buffers.x_sqnorms.shape[0])]
+            state.count("estep", _sparse_kernels.assign_sparse(
+                *csr_arrays(X), x_sqnorms, centers, labels, dist2, state.n_threads))
+            qe = weighted_sum(dist2, sample_weight)
+            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
         if not soft_fit(state):
             n_clusters, n_features = centers.shape
             if not (state.fuse_sums
@@ -161,6 +178,7 @@ class _ElkanBounds:
         self.half_cc = np.empty((n_clusters, n_clusters))
         self.half_min = np.empty(n_clusters)
         self.scale = scale
+        self.x_sqnorms = None  # of the rows of sparse data
 
 
 def elkan_memory(n_samples, n_clusters):
@@ -223,6 +241,7 @@ class ElkanEStep(EStep):
 
     exact = True
     objectives = (QUANTIZATION_ERROR,)
+    accepts_sparse = True
 
     def __init__(self, max_bounds_bytes=None):
         self.max_bounds_bytes = max_bounds_bytes
@@ -266,11 +285,15 @@ class ElkanEStep(EStep):
         power of two (exact: labels are the same, distances and sums are scaled back), with a
         wide margin for the moves of many steps.
         """
-        extent = 2.0 * float(np.abs(X).max(initial=0.0)) * math.sqrt(X.shape[1])
+        values = X.data if is_sparse(X) else X
+        extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
         scale = 1.0
         if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
             scale = 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
-        return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
+        bounds = _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
+        if is_sparse(X):  # the rows' squared norms, once per run (in the scaled frame)
+            bounds.x_sqnorms = row_sqnorms(X * scale if scale != 1.0 else X, state.n_threads)
+        return bounds
 
     def assign(self, X, sample_weight, centers, state):
         """Return the exact nearest-centre assignment of the batch ``state.rows``.
@@ -283,8 +306,11 @@ class ElkanEStep(EStep):
         if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
             X, centers = X * scale, centers * scale
         bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
-        state.count("estep", _elkan.center_half_distances(
-            centers, bounds.half_cc, bounds.half_min, state.n_threads))
+        # (centres fitted to sparse data are mostly zeros: their distances cost less as CSR)
+        half_distances = (sparse_center_half_distances if is_sparse(X)
+                          else _elkan.center_half_distances)
+        state.count("estep", half_distances(centers, bounds.half_cc, bounds.half_min,
+                                            state.n_threads))
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
@@ -293,17 +319,25 @@ class ElkanEStep(EStep):
         labels = np.empty(n_samples, dtype=np.int32)
         dist2 = np.empty(n_samples, dtype=X.dtype)
         centers_sum = weight = None
-        if state.fuse_sums and _mstep.blocks_fit(n_samples, n_clusters, n_features,
-                                                 X.itemsize):
+        if state.fuse_sums and not is_sparse(X) and _mstep.blocks_fit(
+                n_samples, n_clusters, n_features, X.itemsize):
             # the M-step's sums in the same pass (every row is read for its distance anyway)
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
         slack = 2.0 ** -12 if X.dtype == np.float32 else 2.0 ** -20
-        state.count("estep", _elkan.elkan_assign(
-            X, sample_weight, np.asarray(rows, dtype=np.intp), centers, bounds.half_cc,
-            bounds.half_min, bounds.shift_sum, bounds.lower,
-            np.ascontiguousarray(state.labels[rows]), bounds.last_dist2, bounds.visit_shift,
-            labels, dist2, centers_sum, weight, slack, state.n_threads))
+        if is_sparse(X):  # no fused sums: the M-step sums the CSR rows itself
+            state.count("estep", _elkan.elkan_assign_sparse(
+                *csr_arrays(X), bounds.x_sqnorms[rows], np.asarray(rows, dtype=np.intp),
+                centers, bounds.half_cc, bounds.half_min, bounds.shift_sum, bounds.lower,
+                np.ascontiguousarray(state.labels[rows]), bounds.last_dist2,
+                bounds.visit_shift, labels, dist2, slack, state.n_threads))
+        else:
+            state.count("estep", _elkan.elkan_assign(
+                X, sample_weight, np.asarray(rows, dtype=np.intp), centers, bounds.half_cc,
+                bounds.half_min, bounds.shift_sum, bounds.lower,
+                np.ascontiguousarray(state.labels[rows]), bounds.last_dist2,
+                bounds.visit_shift, labels, dist2, centers_sum, weight, slack,
+                state.n_threads))
         if scale != 1.0:
             dist2 /= scale * scale
             if centers_sum is not None:

@@ -6,6 +6,8 @@ import numpy as np
 from ._assignment import FREE_ENERGY
 from ._base import MStep
 from ._kernels import _mstep
+from ._kernels import _sparse as _sparse_kernels
+from ._sparse import csr_arrays, dense_rows, is_sparse
 from ._state import weighted_sum
 
 __all__ = ["HardMStep", "SoftMStep", "relocate_empty_clusters"]
@@ -29,7 +31,7 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
     n_far = min(empty.size, int(np.count_nonzero(sample_weight > 0)))
     far = _largest(score, n_far)
-    centers_new[empty[:n_far]] = X[far]
+    centers_new[empty[:n_far]] = dense_rows(X, far)
     return n_far
 
 
@@ -68,6 +70,17 @@ def _divide(centers_sum, weight_in_clusters, centers):
     return out
 
 
+def _accumulate_hard(X, sample_weight, labels, dist2, sums, weight, sse, n_threads):
+    """Per-cluster sums, weights and (if ``sse`` is given) squared errors of a hard
+    assignment, for dense or CSR rows."""
+    if is_sparse(X):
+        _sparse_kernels.accumulate_sparse(*csr_arrays(X), sample_weight, labels, dist2, sums,
+                                          weight, sse, n_threads)
+    else:
+        _mstep.accumulate_statistics(X, sample_weight, labels[:, None], None, dist2, sums,
+                                     weight, sse, n_threads)
+
+
 def _batch_sums(X, sample_weight, assignment, centers, state):
     """The batch's per-cluster weighted sums and weights: those the E-step summed in its
     pass, else from one accumulation over the batch."""
@@ -75,8 +88,8 @@ def _batch_sums(X, sample_weight, assignment, centers, state):
         return assignment.centers_sum, assignment.weight_in_clusters
     centers_sum = np.empty_like(centers)
     weight = np.empty(centers.shape[0], dtype=X.dtype)
-    _mstep.accumulate_statistics(X, sample_weight, assignment.labels[:, None], None, None,
-                                 centers_sum, weight, None, state.n_threads)
+    _accumulate_hard(X, sample_weight, assignment.labels, None, centers_sum, weight, None,
+                     state.n_threads)
     return centers_sum, weight
 
 
@@ -120,8 +133,7 @@ class _Running:
             sums = np.empty((self.sums.shape[0], X.shape[1]), dtype=X.dtype)
             weight = np.empty(self.sums.shape[0], dtype=X.dtype)
             sse = np.empty(self.sse.shape[0])
-            _mstep.accumulate_statistics(X, sample_weight, labels[:, None], None, dist2, sums,
-                                         weight, sse, n_threads)
+            _accumulate_hard(X, sample_weight, labels, dist2, sums, weight, sse, n_threads)
         else:  # sums from the E-step's pass, which did not sum the squared distances
             w = sample_weight.astype(np.float64)
             sse = np.bincount(labels, w * dist2, minlength=self.sse.shape[0])
@@ -195,10 +207,11 @@ class _Running:
         p = score[candidates] / score[candidates].sum()
         chosen = state.random_state.choice(candidates, n_moves, replace=False, p=p)
         # duplicated samples: one centre per position (a second would get no vote)
-        chosen = np.sort(chosen[np.unique(X[chosen], axis=0, return_index=True)[1]])
+        distinct = np.unique(dense_rows(X, chosen), axis=0, return_index=True)[1]
+        chosen = np.sort(chosen[distinct])
         n_moves = chosen.size
         starved = starved[np.argsort(held[starved], kind="stable")[:n_moves]]
-        centers_new[starved] = X[chosen]
+        centers_new[starved] = dense_rows(X, chosen)
         self.sums[starved] = 0.0
         self.weight[starved] = self.sse[starved] = 0.0
         self.placed_at[starved] = seen_rows
@@ -350,21 +363,21 @@ class HardMStep(MStep):
 
     Notes
     -----
-    Cost ``O(N D)`` per batch, no distance evaluations; deterministic for any number of
-    threads. A cluster without weight in a full batch is moved onto one of the samples with
-    the largest weighted squared distance to their centre, farthest first, each sample used
-    once (as in scikit-learn). Under a mini-batch rule a cluster keeps its centre until it
-    gets a vote (the seed does not count as one, unlike the papers' ``v(j) = 1``, so that a
-    full batch gives Lloyd's means exactly and only the ratios of the weights matter). A
-    *starved* cluster is moved onto a sample of the current batch drawn with probability
-    proportional to its weighted squared distance to its centre (D^2 sampling, as k-means++
-    seeds), so that a mini-batch fit does not end with fewer useful clusters than the data
-    support: a cluster that, during a whole window of rows, collected at most a ratio of an
-    average cluster's share of their weight (the window and ratio are the schedule's, see
-    :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``; without them, a pass over the
-    data and no vote at all). A moved cluster starts afresh, without votes. The running sums
-    are float64; they are published in ``state.channel`` (``cluster_weight``,
-    ``cluster_sse``) for the schedule.
+    Cost ``O(N D)`` per batch (``O(nnz + C D)`` for sparse data, whose sums are dense), no
+    distance evaluations; deterministic for any number of threads. A cluster without weight in
+    a full batch is moved onto one of the samples with the largest weighted squared distance to
+    their centre, farthest first, each sample used once (as in scikit-learn). Under a
+    mini-batch rule a cluster keeps its centre until it gets a vote (the seed does not count as
+    one, unlike the papers' ``v(j) = 1``, so that a full batch gives Lloyd's means exactly and
+    only the ratios of the weights matter). A *starved* cluster is moved onto a sample of the
+    current batch drawn with probability proportional to its weighted squared distance to its
+    centre (D^2 sampling, as k-means++ seeds), so that a mini-batch fit does not end with fewer
+    useful clusters than the data support: a cluster that, during a whole window of rows,
+    collected at most a ratio of an average cluster's share of their weight (the window and
+    ratio are the schedule's, see :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``;
+    without them, a pass over the data and no vote at all). A moved cluster starts afresh,
+    without votes. The running sums are float64; they are published in ``state.channel``
+    (``cluster_weight``, ``cluster_sse``) for the schedule.
 
     State (``state.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
     ``center_update`` (running sums, or the implicit step's anchor and average).
@@ -381,6 +394,7 @@ class HardMStep(MStep):
 
     update_rules = tuple(_HARD_RULES)
     fixed_point_rules = ("replace", "latest")
+    accepts_sparse = True
 
     def init_state(self, X, sample_weight, centers, state):
         """The rule object for the schedule's ``center_update``, chosen once per run."""

@@ -7,7 +7,9 @@ centring, one block-size policy and one BLAS policy:
 * **Centring.** Distances are computed as ``||x||^2 - 2 x.c + ||c||^2``, which cancels for
   data far from the origin; rows and centres are therefore shifted by the training data's
   mean (:func:`data_mean`) first, a block of rows at a time, so that no centred copy of the
-  whole data is made.
+  whole data is made. Sparse (CSR) data are the exception: centring would fill in every
+  zero, so their frame's mean is zero (as in scikit-learn), and a CSR row is never shifted
+  (the centres move to the row's frame instead).
 * **Blocks.** A pass over rows in the user's coordinates works on blocks of
   :data:`BLOCK_BYTES` (whole tiles of the distance kernels, so a pass block by block gives the
   same bits as one pass over all rows).
@@ -17,11 +19,13 @@ centring, one block-size policy and one BLAS policy:
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from . import _sparse
 from ._kernels import _assign
-from ._kernels._dist import TILE_ROWS
+from ._kernels import _sparse as _sparse_kernels
+from ._kernels._dist import TILE_ROWS, center_rows
 
-__all__ = ["BLOCK_BYTES", "all_dist2", "data_mean", "dist2_blocks", "nearest", "row_blocks",
-           "single_threaded_blas"]
+__all__ = ["BLOCK_BYTES", "all_dist2", "centred_copy", "data_mean", "dist2_blocks",
+           "dist2_to_labels", "in_frame", "nearest", "row_blocks", "single_threaded_blas"]
 
 #: Bytes of rows (or of distances, for :func:`dist2_blocks`) handled per block.
 BLOCK_BYTES = 8 << 20
@@ -43,12 +47,51 @@ def single_threaded_blas():
 
 
 def data_mean(X):
-    """The centring of ``X``: its mean, computed in its own dtype.
+    """The centring of ``X``: its mean, computed in its own dtype; zero for sparse ``X``.
 
     In ``X``'s dtype the centred data round exactly as scikit-learn's ``KMeans`` centres them,
     so both start from bit-identical data (the mean's own rounding is only a translation).
+    Sparse data are not centred (that would fill in their zeros; scikit-learn does not centre
+    them either): their frame is the origin. This is the one place that decides.
     """
+    if _sparse.is_sparse(X):
+        return np.zeros(X.shape[1], dtype=X.dtype)
     return X.mean(axis=0)
+
+
+def in_frame(X, x_mean):
+    """Rows ``X`` shifted to the frame centred on ``x_mean`` (a new array); CSR rows as they
+    are (their frame is the origin, see :func:`data_mean`)."""
+    return X if _sparse.is_sparse(X) else X - x_mean
+
+
+def dist2_to_labels(X, centers, labels, n_threads):
+    """Squared distance of each (centred) row to the centre its label names, and the
+    evaluations (one per row)."""
+    dist2 = np.empty(X.shape[0], dtype=X.dtype)
+    if _sparse.is_sparse(X):
+        n_evals = _sparse_kernels.dist2_to_labels_sparse(
+            *_sparse.csr_arrays(X), _sparse.row_sqnorms(X, n_threads), centers, labels, dist2,
+            n_threads)
+    else:
+        n_evals = _assign.dist2_to_labels(X, centers, labels, dist2, n_threads)
+    return dist2, n_evals
+
+
+def centred_copy(X, x_mean, n_threads, order=None):
+    """The data a fit runs on, centred on ``x_mean`` (:func:`data_mean`), rows in ``order``
+    (``None``: as given), and their float64 sum of squares.
+
+    Dense data are copied (centring in place would change the user's array); CSR data, whose
+    mean is zero, are used as they are (rows reordered if asked, a copy then).
+    """
+    if _sparse.is_sparse(X):
+        if order is not None:
+            X = X[order]
+        return X, float(np.dot(X.data, X.data.astype(np.float64)))
+    centred = np.empty_like(X)
+    # (the sum of squares in float64: in float32 it can overflow where no distance does)
+    return centred, center_rows(X, x_mean, centred, n_threads, order)
 
 
 def row_blocks(n_samples, row_bytes):
@@ -63,9 +106,9 @@ def nearest(X, x_mean, centers, n_threads, progress=None):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
         C-contiguous rows of ``centers``' dtype, in the user's coordinates (or centred
-        already, with ``x_mean=None``: then read in place).
+        already, with ``x_mean=None``: then read in place); CSR rows are never shifted.
     x_mean : ndarray of shape (n_features,) or None
         The frame ``centers`` live in: rows are centred on it block by block.
     centers : ndarray of shape (n_clusters, n_features)
@@ -85,6 +128,12 @@ def nearest(X, x_mean, centers, n_threads, progress=None):
     """
     labels = np.empty(X.shape[0], dtype=np.int32)
     dist2 = np.empty(X.shape[0], dtype=X.dtype)
+    if _sparse.is_sparse(X):
+        n_evals = _sparse_kernels.assign_sparse(*_sparse.csr_arrays(X),
+                                                _sparse.row_sqnorms(X, n_threads),
+                                                _uncentred(centers, x_mean), labels, dist2,
+                                                n_threads)
+        return labels, dist2, n_evals
     n_evals = 0
     for rows in row_blocks(X.shape[0], X.shape[1] * X.itemsize):
         block = X[rows] if x_mean is None else X[rows] - x_mean
@@ -94,12 +143,25 @@ def nearest(X, x_mean, centers, n_threads, progress=None):
     return labels, dist2, n_evals
 
 
+def _uncentred(centers, x_mean):
+    """Centres relative to ``x_mean`` moved to the origin's frame, for CSR rows (which are
+    not shifted): ``centers`` themselves when the frame is the origin."""
+    if x_mean is None or not np.any(x_mean):
+        return centers
+    return np.ascontiguousarray(centers + x_mean, dtype=centers.dtype)
+
+
 def all_dist2(X, centers, n_threads):
-    """The squared distances of the (centred) rows ``X`` to every centre, an
-    ``n_samples x n_clusters`` array: the distances the nearest-centre kernel compares, so
-    that the smallest of each row is the centre :func:`nearest` picks. For callers that need
-    them all (Laplacian K-modes' kernel); ``n_samples * n_clusters`` evaluations."""
+    """The squared distances of the (centred) rows ``X`` to every centre, an ``n_samples x
+    n_clusters`` array: the distances the nearest-centre kernel compares, so that the
+    smallest of each row is the centre :func:`nearest` picks (also for CSR rows). For
+    callers that need them all (Laplacian K-modes' kernel); ``n_samples * n_clusters``
+    evaluations."""
     dist2 = np.empty((X.shape[0], centers.shape[0]), dtype=X.dtype)
+    if _sparse.is_sparse(X):
+        _sparse_kernels.dist2_sparse(*_sparse.csr_arrays(X), _sparse.row_sqnorms(X, n_threads),
+                                     centers, dist2, n_threads)
+        return dist2
     labels = np.empty(X.shape[0], dtype=np.int32)
     smallest = np.empty(X.shape[0], dtype=X.dtype)
     # a variance <= 0 leaves the squared distances in the output
@@ -111,5 +173,8 @@ def all_dist2(X, centers, n_threads):
 def dist2_blocks(X, x_mean, centers, n_threads):
     """Row blocks ``(rows, dist2)`` of :func:`all_dist2` for ``X`` in the user's coordinates,
     centred on ``x_mean`` block by block (no ``n_samples x n_clusters`` array is made)."""
-    for rows in row_blocks(X.shape[0], centers.shape[0] * X.itemsize):
-        yield rows, all_dist2(X[rows] - x_mean, centers, n_threads)
+    if _sparse.is_sparse(X):
+        centers = _uncentred(centers, x_mean)
+    for rows in row_blocks(X.shape[0], centers.shape[0] * X.dtype.itemsize):
+        block = X[rows] if _sparse.is_sparse(X) else X[rows] - x_mean
+        yield rows, all_dist2(block, centers, n_threads)

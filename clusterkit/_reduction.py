@@ -29,6 +29,8 @@ class NoReduction(DataReducer):
     True
     """
 
+    accepts_sparse = True
+
     def reduce(self, X, sample_weight, state):
         """Return ``X`` and ``sample_weight`` themselves (see :meth:`DataReducer.reduce`)."""
         return X, sample_weight

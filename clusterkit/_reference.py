@@ -285,3 +285,30 @@ def mass_cumulative(X, sample_weight, mean, a, b):
     dist2 = ((np.asarray(X, dtype=np.float64) - mean) ** 2).sum(axis=1)
     return dist2, np.cumsum(np.asarray(sample_weight, dtype=np.float64) * (a + b * dist2)), \
         X.shape[0]
+
+
+# --- sparse (CSR) data (_sparse.pyx, _elkan.pyx's elkan_assign_sparse) ----------------------
+
+def sparse_dist2(X, centers):
+    """All squared distances of the rows of scipy.sparse ``X`` to ``centers``, in float64,
+    computed the direct way on the densified rows."""
+    return sqdist(X.toarray(), centers)
+
+
+def assign_sparse(X, centers):
+    """Twin of ``assign_sparse``; returns (labels, min_dist2, n_evals)."""
+    return assign_full(X.toarray(), centers)
+
+
+def accumulate_sparse(X, sample_weight, labels, dist2, n_clusters):
+    """Twin of ``accumulate_sparse``: the dense "owner computes" sums of the densified rows,
+    in the same order (the zeros add nothing), so the same bits."""
+    return accumulate_statistics(X.toarray(), sample_weight, labels, None, dist2, n_clusters,
+                                 blocks=False)
+
+
+def d2_update_sparse(X, candidates, min_dist2):
+    """Twin of ``d2_update_sparse``; returns (out of shape (n_candidates, n_samples),
+    n_evals)."""
+    d2 = sparse_dist2(X, candidates).T
+    return np.minimum(np.asarray(min_dist2, dtype=np.float64)[None, :], d2), d2.size

@@ -13,7 +13,8 @@ from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._variational import PartialEStep
 
-__all__ = ["SHORTCUTS", "build_preset", "preset_names", "resolve", "strategy_class"]
+__all__ = ["SHORTCUTS", "accepts_sparse", "build_preset", "preset_names", "resolve",
+           "strategy_class"]
 
 #: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
 #: for, and the string shortcuts.
@@ -40,6 +41,17 @@ def strategy_class(name, value):
     if isinstance(value, str):
         return aliases.get(value)
     return type(value) if isinstance(value, base) else None
+
+
+def accepts_sparse(clusterer):
+    """Whether every strategy of a ``Clusterer``'s composition declares ``accepts_sparse``
+    (initial centres given as an array do; values that are no strategy do not); never
+    raises."""
+    names = ["reduce", "estep", "mstep", "schedule"]
+    if clusterer.seed is None or isinstance(clusterer.seed, (str, Seeder)):
+        names.append("seed")
+    classes = [strategy_class(name, getattr(clusterer, name)) for name in names]
+    return all(cls is not None and cls.accepts_sparse for cls in classes)
 
 
 def resolve(name, value):

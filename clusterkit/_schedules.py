@@ -48,6 +48,7 @@ class FullBatch(Schedule):
 
     full_batch = True
     streams = True
+    accepts_sparse = True  # batches are rows; it never reads X
 
     def __init__(self, kmeans_objective="qe", center_tol=None):
         self.kmeans_objective = kmeans_objective
@@ -168,6 +169,7 @@ class MiniBatch(Schedule):
     """
 
     streams = True
+    accepts_sparse = True  # batches are rows; it never reads X
 
     def __init__(self, batch_size=1024, max_passes=10.0, max_no_improvement=10,
                  center_tol=None, reassignment_ratio=0.01, sampling="uniform",

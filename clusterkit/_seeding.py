@@ -11,8 +11,10 @@ import warnings
 import numpy as np
 
 from ._base import Seeder
+from ._sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from ._validation import check_int
 from ._kernels import _afkmc2, _kmeanspp
+from ._kernels import _sparse as _sparse_kernels
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "AFKMC2", "SampledSeeder", "ByDimension"]
 
@@ -94,10 +96,12 @@ class RandomSeeder(Seeder):
     0
     """
 
+    accepts_sparse = True
+
     def seed(self, X, sample_weight, n_clusters, state):
         """Return ``n_clusters`` distinct rows of ``X`` (see :meth:`Seeder.seed`)."""
         idx = _sample_rows(sample_weight, n_clusters, state.random_state, proportional=True)
-        return np.ascontiguousarray(X[idx])
+        return dense_rows(X, idx)
 
 
 class KMeansPlusPlus(Seeder):
@@ -165,6 +169,8 @@ class KMeansPlusPlus(Seeder):
     7
     """
 
+    accepts_sparse = True
+
     def __init__(self, n_local_trials=None):
         self.n_local_trials = n_local_trials
 
@@ -186,11 +192,16 @@ class KMeansPlusPlus(Seeder):
         labels = np.empty(X.shape[0], dtype=np.int32)
         min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
         uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
-        n_done = np.zeros(1, dtype=np.int64)  # the kernel counts its centres in it
+        n_done = np.zeros(1, dtype=np.int64)  # the kernels count their centres in it
         state.progress("seeding", n_done, n_clusters, "centres")
-        n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers,
-                                              chosen, labels, min_dist2, state.n_threads,
-                                              n_done)
+        if is_sparse(X):
+            n_chosen, n_evals = _kmeanspp_sparse(X, sample_weight, first, uniforms, centers,
+                                                 chosen, state.n_threads, n_done)
+            labels = None  # (nearest seeds are not tracked for sparse data)
+        else:
+            n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers,
+                                                  chosen, labels, min_dist2, state.n_threads,
+                                                  n_done)
         state.count("seeding", n_evals)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
@@ -208,7 +219,7 @@ class KMeansPlusPlus(Seeder):
                 j = rs.randint(len(free))
                 rows.append(int(free[j]))
                 free = np.delete(free, j)
-                centers[i] = X[rows[-1]]
+                centers[i] = dense_rows(X, [rows[-1]])[0]
             if not np.all(sample_weight[rows[n_chosen:]] > 0):
                 # a zero-weight row became a centre: rows near it may now be labelled wrongly
                 # (fallback centres with weight duplicate a centre, so they change no label)
@@ -223,6 +234,40 @@ class KMeansPlusPlus(Seeder):
         free[chosen] = False
         positive = free & (sample_weight > 0)
         return np.flatnonzero(positive if positive.any() else free)
+
+
+def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threads, n_done):
+    """Greedy k-means++ on CSR ``X``, drawing by the dense kernel's rule from the same uniforms
+    (row ``first``, then candidates by the inverse cumulative sum of ``w D^2`` in row
+    order: the same rows up to rounding), without its pruning. Each step scores its
+    candidates with one kernel call that forms their ``D^2`` updates; the candidate with
+    the lowest potential wins (the first on ties). Writes ``centers``, ``chosen`` and the
+    count of centres chosen so far in ``n_done[0]``; returns the number of centres chosen
+    (fewer if every ``w D^2`` became zero) and the distance evaluations."""
+    n_samples = X.shape[0]
+    arrays = csr_arrays(X)
+    x_sqnorms = row_sqnorms(X, n_threads)
+    weight = sample_weight.astype(np.float64)
+    centers[0] = dense_rows(X, [first])[0]
+    chosen[0] = first
+    min_dist2 = np.full(n_samples, np.inf, dtype=X.dtype)
+    n_evals = _sparse_kernels.d2_update_sparse(*arrays, x_sqnorms, centers[:1], min_dist2,
+                                               min_dist2[None], n_threads)
+    for i in range(1, centers.shape[0]):
+        cumsum = np.cumsum(weight * min_dist2, dtype=np.float64)
+        if not cumsum[-1] > 0:
+            return i, n_evals
+        candidates = _draw(cumsum, uniforms[i - 1])
+        rows = dense_rows(X, candidates)
+        trial_dist2 = np.empty((len(candidates), n_samples), dtype=X.dtype)
+        n_evals += _sparse_kernels.d2_update_sparse(*arrays, x_sqnorms, rows, min_dist2,
+                                                    trial_dist2, n_threads)
+        best = int(np.argmin(trial_dist2.astype(np.float64, copy=False) @ weight))
+        centers[i] = rows[best]
+        chosen[i] = candidates[best]
+        min_dist2 = trial_dist2[best].copy()
+        n_done[0] = i + 1
+    return centers.shape[0], n_evals
 
 
 class AFKMC2(Seeder):

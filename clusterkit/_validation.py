@@ -2,10 +2,24 @@
 import numbers
 
 import numpy as np
+from sklearn.utils.validation import validate_data
 
-__all__ = ["check_sample_weight", "check_n_clusters", "check_int", "check_representable",
+from ._sparse import bounding_rows, check_csr, is_sparse
+
+__all__ = ["check_data", "check_sample_weight", "check_n_clusters", "check_int",
+           "check_representable",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts"]
+
+
+def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
+    """``validate_data`` for the data of ``fit``, ``partial_fit``, ``predict``, ...: C-ordered
+    float32 or float64 (or ``dtype``), finite, at least one sample; a scipy.sparse matrix
+    becomes CSR (as scikit-learn's ``accept_sparse="csr"``) with int32 indices
+    (:func:`~clusterkit._sparse.check_csr`)."""
+    X = validate_data(estimator, X, accept_sparse="csr", dtype=dtype, order="C",
+                      ensure_min_samples=1, reset=reset)
+    return check_csr(X) if is_sparse(X) else X
 
 
 def check_int(value, name, minimum=None, allow_none=False):
@@ -151,9 +165,10 @@ def check_representable(X, centers=None, sample_weight=None, n_samples=None):
 
     Parameters
     ----------
-    X : ndarray of shape (n_rows, n_features)
+    X : ndarray or CSR matrix of shape (n_rows, n_features)
         The data, or any rows spanning its bounding box (for example its per-feature minima
-        and maxima, when the data are checked a block at a time).
+        and maxima, when the data are checked a block at a time); of a CSR matrix, its
+        bounding box (zeros included) is read.
     centers : ndarray of shape (n_clusters, n_features), default=None
         Centres used with ``X`` (at predict time); they must be finite.
     sample_weight : ndarray of shape (n_rows,), default=None
@@ -184,6 +199,9 @@ def check_representable(X, centers=None, sample_weight=None, n_samples=None):
     coreset's sums) in the data's dtype, with every coordinate, centred or not, below
     ``max |x|`` or ``max - min``.
     """
+    if is_sparse(X):
+        n_samples = X.shape[0] if n_samples is None else n_samples
+        X = bounding_rows(X)
     info = np.finfo(X.dtype)
     largest, name = float(info.max), X.dtype.name
     if centers is not None:

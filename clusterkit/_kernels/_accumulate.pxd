@@ -77,3 +77,22 @@ cdef inline void _reduce_blocks(floating[:, :, ::1] sums,         # IN  (n_block
             sse[j] = sse_parts[j]
             for b in range(1, n_blocks):
                 sse[j] += sse_parts[b * n_clusters + j]
+
+
+cdef inline void _counting_sort(const int* keys, Py_ssize_t n, Py_ssize_t n_keys,
+                                Py_ssize_t[::1] starts, Py_ssize_t[::1] order) noexcept nogil:
+    """``order`` lists the positions of ``keys[:n]`` grouped by key (ascending position inside
+    a key); ``starts[j]:starts[j + 1]`` is key ``j``'s range."""
+    cdef Py_ssize_t i
+    for i in range(n_keys + 1):
+        starts[i] = 0
+    for i in range(n):
+        starts[keys[i] + 1] += 1
+    for i in range(n_keys):
+        starts[i + 1] += starts[i]
+    for i in range(n):
+        order[starts[keys[i]]] = i
+        starts[keys[i]] += 1
+    for i in range(n_keys, 0, -1):  # shift back: each start was advanced to the next one
+        starts[i] = starts[i - 1]
+    starts[0] = 0

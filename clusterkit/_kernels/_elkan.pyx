@@ -14,6 +14,7 @@ from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._dist cimport _sqdist_wide
+from ._sparse cimport _sparse_dist2
 
 
 cdef inline float _store(double value, double keep) noexcept nogil:
@@ -24,7 +25,23 @@ cdef inline float _store(double value, double keep) noexcept nogil:
     return <float> (value * keep)
 
 
-cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
+cdef inline floating _dist2_to(const floating* x, const int* x_indices, Py_ssize_t x_nnz,
+                               double x_sqnorm, const floating* centers,
+                               const double* centers_sqnorm, Py_ssize_t c,
+                               Py_ssize_t n_features) noexcept nogil:
+    """Squared distance of sample ``x`` to centre ``c``: directly for a dense row
+    (``x_indices`` NULL), from the squared norms for a CSR row (``x`` its values)."""
+    if x_indices == NULL:
+        return _sqdist_wide(x, centers + c * n_features, n_features)
+    return _sparse_dist2(x, x_indices, x_nnz, x_sqnorm, centers + c * n_features,
+                         centers_sqnorm[c])
+
+
+cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or CSR values
+                              const int* x_indices,       # IN  CSR columns, or NULL (dense)
+                              Py_ssize_t x_nnz,
+                              double x_sqnorm,
+                              const double* centers_sqnorm,  # IN (n_clusters,) for CSR rows
                               Py_ssize_t n_features,
                               const floating* centers,    # IN  (n_clusters, n_features)
                               Py_ssize_t n_clusters,
@@ -52,7 +69,8 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
     if previous >= 0 and shift_sum[a] == visit_shift[0]:
         best = dist2[0]
     else:
-        best = _sqdist_wide(x, centers + a * n_features, n_features)
+        best = _dist2_to(x, x_indices, x_nnz, x_sqnorm, centers, centers_sqnorm, a,
+                         n_features)
         n_evals = 1
     u = sqrt(<double> best)
     lower[a] = _store(u + shift_sum[a], keep)
@@ -70,7 +88,7 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,)
             continue
         if previous >= 0 and lower[c] - shift_sum[c] > u:
             continue
-        d2 = _sqdist_wide(x, centers + c * n_features, n_features)
+        d2 = _dist2_to(x, x_indices, x_nnz, x_sqnorm, centers, centers_sqnorm, c, n_features)
         n_evals += 1
         d = sqrt(<double> d2)
         lower[c] = _store(d + shift_sum[c], keep)
@@ -169,7 +187,8 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     if not fused:
         with nogil:
             for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
-                n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
+                n_evals += _elkan_sample(&X[i, 0], NULL, 0, 0, NULL, n_features,
+                                         &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                          &lower[rows[i], 0], previous[i], slack,
                                          &last_dist2[rows[i]], &visit_shift[rows[i]],
@@ -185,7 +204,8 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
         for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
             block_sse = &sse_parts[b, 0] if with_sse else NULL
             for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
-                n_evals += _elkan_sample(&X[i, 0], n_features, &centers[0, 0], n_clusters,
+                n_evals += _elkan_sample(&X[i, 0], NULL, 0, 0, NULL, n_features,
+                                         &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                          &lower[rows[i], 0], previous[i], slack,
                                          &last_dist2[rows[i]], &visit_shift[rows[i]],
@@ -195,6 +215,73 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                             sample_weight[i], min_dist2[i], n_features)
         _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
                        &sse[0] if with_sse else NULL, min(n_threads, n_clusters))
+    return n_evals
+
+
+def elkan_assign_sparse(const floating[::1] data,           # IN  CSR values of the batch
+                        const int[::1] indices,             # IN  their columns
+                        const int[::1] indptr,              # IN  (n_batch + 1,)
+                        const floating[::1] x_sqnorms,      # IN  (n_batch,)
+                        const Py_ssize_t[::1] rows,         # IN  (n_batch,) rows of `lower`
+                        const floating[:, ::1] centers,     # IN
+                        const double[:, ::1] half_cc,       # IN
+                        const double[::1] half_min,         # IN
+                        const double[::1] shift_sum,        # IN
+                        float[:, ::1] lower,                # INOUT (n_samples, n_clusters)
+                        const int[::1] previous,            # IN  (n_batch,)
+                        floating[::1] last_dist2,           # INOUT (n_samples,)
+                        double[::1] visit_shift,            # INOUT (n_samples,)
+                        int[::1] labels,                    # OUT (n_batch,)
+                        floating[::1] min_dist2,            # OUT (n_batch,)
+                        double slack,
+                        int n_threads):
+    """:func:`elkan_assign` for a batch of CSR rows (without the fused sums).
+
+    The same bounds and search; a distance is ``||x||^2 - 2 x.c + ||c||^2`` from the rows'
+    squared norms ``x_sqnorms`` and the centres' (computed here), with the dot in float64,
+    clipped at 0.
+
+    Parameters
+    ----------
+    data, indices, indptr : ndarrays, dtype=floating, int32, int32
+        The CSR arrays of the batch, of shape (n_batch, n_features).
+    x_sqnorms : ndarray of shape (n_batch,), dtype=floating
+    rows, centers, half_cc, half_min, shift_sum, lower, previous, last_dist2, visit_shift, \
+labels, min_dist2, slack, n_threads
+        As for :func:`elkan_assign`.
+
+    Returns
+    -------
+    n_distance_evals : int
+
+    Notes
+    -----
+    Rounding of the expanded distances is relative to ``||x||^2 + ||c||^2``, not to the
+    distance: near ties within that rounding the label may differ from Lloyd's. Each sample is
+    handled by one thread, so the result does not depend on ``n_threads``. Assumes valid
+    input.
+    """
+    cdef Py_ssize_t n_batch = labels.shape[0], n_features = centers.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], i
+    cdef Py_ssize_t n_evals = 0
+    if n_batch == 0:
+        return 0
+    cdef const double[::1] c_sqnorms = np.einsum("ij,ij->i", centers, centers,
+                                                 dtype=np.float64)
+    # (never NULL, even without non-zeros: NULL indices mean a dense row to _elkan_sample)
+    cdef int no_index = 0
+    cdef floating no_value = 0
+    cdef const floating* dp = &data[0] if data.shape[0] > 0 else &no_value
+    cdef const int* ip = &indices[0] if indices.shape[0] > 0 else &no_index
+    with nogil:
+        for i in prange(n_batch, schedule="dynamic", chunksize=64,
+                        num_threads=max(1, n_threads)):
+            n_evals += _elkan_sample(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],
+                                     x_sqnorms[i], &c_sqnorms[0], n_features, &centers[0, 0],
+                                     n_clusters, &half_cc[0, 0], &half_min[0], &shift_sum[0],
+                                     &lower[rows[i], 0], previous[i], slack,
+                                     &last_dist2[rows[i]], &visit_shift[rows[i]], &labels[i])
+            min_dist2[i] = last_dist2[rows[i]]
     return n_evals
 
 

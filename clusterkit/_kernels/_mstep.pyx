@@ -13,26 +13,8 @@ from libc.float cimport DBL_MIN, FLT_MIN
 from cython.parallel cimport prange
 
 from ._dist cimport _sqdist_wide
-from ._accumulate cimport _add_sample, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
-
-
-cdef void _counting_sort(const int* keys, Py_ssize_t n, Py_ssize_t n_keys,
-                         Py_ssize_t[::1] starts, Py_ssize_t[::1] order) noexcept nogil:
-    """``order`` lists the positions of ``keys[:n]`` grouped by key (ascending position inside
-    a key); ``starts[j]:starts[j + 1]`` is key ``j``'s range."""
-    cdef Py_ssize_t i
-    for i in range(n_keys + 1):
-        starts[i] = 0
-    for i in range(n):
-        starts[keys[i] + 1] += 1
-    for i in range(n_keys):
-        starts[i + 1] += starts[i]
-    for i in range(n):
-        order[starts[keys[i]]] = i
-        starts[keys[i]] += 1
-    for i in range(n_keys, 0, -1):  # shift back: each start was advanced to the next one
-        starts[i] = starts[i - 1]
-    starts[0] = 0
+from ._accumulate cimport (_add_sample, _block_rows, _blocks_fit, _counting_sort, _n_blocks,
+                           _reduce_blocks)
 
 
 def accumulate_statistics(const floating[:, ::1] X,              # IN
