@@ -239,16 +239,18 @@ class AFKMC2(Seeder):
 
     Parameters
     ----------
-    chain_length : int, default=200
+    chain_length : int or "auto", default="auto"
         Candidates per chain ``m`` (the first is accepted unconditionally, so a chain makes
-        ``m - 1`` Metropolis-Hastings steps).
+        ``m - 1`` Metropolis-Hastings steps). ``"auto"`` means ``200 // L``: 200 for plain
+        AFK-MC^2 (the reference code's default), and the same number of candidates per
+        centre, split among the chains, when greedy.
     n_candidates : int or "auto", default="auto"
         Chains per centre ``L``. ``"auto"`` means ``2 + int(log(n_clusters))`` (scikit-learn's
         greedy rule); ``1`` is the paper's plain AFK-MC^2.
     potential_sample : int, "auto" or "all", default="auto"
         Rows on which the greedy variant estimates the potential: ``"all"`` rows with their
         weights, or a sample of that many draws. ``"auto"`` means all rows up to
-        ``max(32 * n_clusters, 8192)`` of them, a sample of that size above. Unused when
+        ``max(8 * n_clusters, 4096)`` of them, a sample of that size above. Unused when
         ``n_candidates=1``.
 
     Notes
@@ -298,13 +300,16 @@ class AFKMC2(Seeder):
     22
     """
 
-    def __init__(self, chain_length=200, n_candidates="auto", potential_sample="auto"):
+    def __init__(self, chain_length="auto", n_candidates="auto", potential_sample="auto"):
         self.chain_length = chain_length
         self.n_candidates = n_candidates
         self.potential_sample = potential_sample
 
     def _validate(self, X, n_clusters, composition):
-        check_int(self.chain_length, "chain_length", 1)
+        if isinstance(self.chain_length, str):
+            check_choice(self.chain_length, "chain_length", ("auto",))
+        else:
+            check_int(self.chain_length, "chain_length", 1)
         if isinstance(self.n_candidates, str):
             check_choice(self.n_candidates, "n_candidates", ("auto",))
         else:
@@ -319,12 +324,17 @@ class AFKMC2(Seeder):
             return 2 + int(math.log(n_clusters))
         return int(self.n_candidates)
 
+    def _chain_length(self, n_chains):
+        if self.chain_length == "auto":
+            return max(1, 200 // n_chains)
+        return int(self.chain_length)
+
     def _sample_size(self, n_samples, n_clusters):
         """Draws of the potential sample, or ``None`` for all rows."""
         if self.potential_sample == "all":
             return None
         if self.potential_sample == "auto":
-            size = max(32 * n_clusters, 8192)
+            size = max(8 * n_clusters, 4096)
             return None if n_samples <= size else size
         return int(self.potential_sample)
 
@@ -332,8 +342,8 @@ class AFKMC2(Seeder):
         """Return AFK-MC^2 centres (see :meth:`Seeder.seed`)."""
         rs, n_threads = state.random_state, state.n_threads
         n_samples = X.shape[0]
-        m = int(self.chain_length)
         n_chains = self._n_chains(n_clusters)
+        m = self._chain_length(n_chains)
         first = _first_index(sample_weight, rs)
         if n_clusters == 1:
             return np.ascontiguousarray(X[[first]])
@@ -360,9 +370,10 @@ class AFKMC2(Seeder):
         else:
             X_pot, w_pot, pot_dist2 = self._potential_sample(X, sample_weight, w, d2,
                                                              n_clusters, rs)
+            pot_labels = np.zeros(len(X_pot), dtype=np.int32)  # all nearest to the first
             run = functools.partial(_afkmc2.afkmc2_greedy, X, sample_weight, q, first,
                                     candidates, uniforms, n_chains, X_pot, w_pot, pot_dist2,
-                                    centers, chosen, n_threads)
+                                    pot_labels, centers, chosen, n_threads)
         # the chains in about 20 slices of equal work (centre i costs i), each a whole number
         # of the kernel's 32-centre blocks, with progress reported after each
         bounds = sorted({1 + 32 * int(n_clusters * math.sqrt(k / 20) // 32)
@@ -491,7 +502,8 @@ class ByDimension(Seeder):
     low : Seeder or None, default=None
         Seeder for at most ``max_features`` features; ``None`` means ``KMeansPlusPlus()``.
     high : Seeder or None, default=None
-        Seeder for more features; ``None`` means ``AFKMC2(chain_length=2)``.
+        Seeder for more features; ``None`` means ``AFKMC2(chain_length=2, n_candidates=1)``
+        (plain AFK-MC²).
     max_features : int, default=16
         The largest number of features ``low`` is used for.
 
@@ -521,7 +533,7 @@ class ByDimension(Seeder):
     def _chosen(self, n_features):
         if n_features <= self.max_features:
             return KMeansPlusPlus() if self.low is None else self.low
-        return AFKMC2(chain_length=2) if self.high is None else self.high
+        return AFKMC2(chain_length=2, n_candidates=1) if self.high is None else self.high
 
     def _validate(self, X, n_clusters, composition):
         check_int(self.max_features, "max_features", 1)

@@ -98,28 +98,37 @@ def test_greedy_keeps_the_final_state_with_the_lowest_estimated_potential(n_cand
     assert n_chosen_differently > 0  # the choice mattered
 
 
-def test_potential_sample_auto_is_all_rows_up_to_its_size():
-    seeder = AFKMC2()
-    assert seeder._sample_size(8192, 10) is None
-    assert seeder._sample_size(8193, 10) == 8192
-    assert seeder._sample_size(32_000, 1000) is None
-    assert seeder._sample_size(32_001, 1000) == 32_000
-    assert AFKMC2(potential_sample=100)._sample_size(50, 10) == 100  # always a sample
-    assert AFKMC2(potential_sample="all")._sample_size(10**6, 10) is None
+@pytest.mark.parametrize("n_samples, n_clusters, explicit", [
+    (4096, 10, AFKMC2(chain_length=50, n_candidates=4, potential_sample="all")),
+    (4097, 10, AFKMC2(chain_length=50, n_candidates=4, potential_sample=4096)),
+    (700, 80, AFKMC2(chain_length=33, n_candidates=6, potential_sample="all")),
+    (700, 1, AFKMC2(chain_length=200, n_candidates=1)),
+])
+def test_auto_settings(n_samples, n_clusters, explicit):
+    """``n_candidates="auto"``: ``2 + int(ln C)``; ``chain_length="auto"``: ``200 // L``;
+    ``potential_sample="auto"``: all rows up to ``max(8 C, 4096)``, that many draws above."""
+    X = _blobs(n_samples=n_samples, n_features=2)
+    w = np.ones(n_samples)
+    auto, explicit_state = _state(n_clusters, 2, 0), _state(n_clusters, 2, 0)
+    assert_array_equal(AFKMC2().seed(X, w, n_clusters, auto),
+                       explicit.seed(X, w, n_clusters, explicit_state))
+    assert auto.cost == explicit_state.cost
 
 
 def test_greedy_cost_counts_distinct_sample_rows():
-    """Draws that repeat a row are one row of the sample: ``L`` distances per distinct row
-    and centre."""
+    """Draws that repeat a row are one row of the sample; the count is the proposal's pass
+    plus what the reference computes on the replayed sample."""
     X = _blobs()
     w = np.ones(len(X))
     C, m, L, size = 7, 5, 3, 2000  # more draws than rows: nearly every row, some repeated
     state = _state(C, X.shape[1], 0)
     AFKMC2(m, n_candidates=L, potential_sample=size).seed(X, w, C, state)
-    *_, rs = _replay(X, w, C, m, L, 0)
-    n_rows = len(np.unique(_draw(np.cumsum(w), rs.uniform(size=size))))
-    assert n_rows < len(X)
-    assert state.cost["seeding"] == len(X) + L * m * C * (C - 1) // 2 + L * n_rows * (C - 1)
+    first, d2, q, candidates, uniforms, rs = _replay(X, w, C, m, L, 0)
+    rows, counts = np.unique(_draw(np.cumsum(w), rs.uniform(size=size)), return_counts=True)
+    assert len(rows) < len(X)
+    *_, n_evals = ref.afkmc2_greedy(X, w, q, first, candidates, uniforms, L, X[rows],
+                                    counts.astype(np.float64), d2[rows])
+    assert state.cost["seeding"] == len(X) + n_evals
 
 
 def test_greedy_covers_separated_blobs_better_than_plain():

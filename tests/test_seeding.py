@@ -196,15 +196,18 @@ def test_kmeans_plus_plus_sets_nearest_seed_labels():
 @pytest.mark.parametrize("n_candidates", [1, 3, "auto"])
 def test_afkmc2_evaluation_count(chain_length, n_clusters, n_candidates):
     """The proposal's pass, each chain's candidates against the centres before it, and, when
-    greedy, each chain's final state against the potential sample (here all rows)."""
+    greedy, each chain's final state against the centres and at most every row of the
+    potential sample (here all rows)."""
     X = _blobs()
     n = len(X)
     _, cost = _seed(AFKMC2(chain_length, n_candidates), X, np.ones(n), n_clusters)
     L = 2 + int(math.log(n_clusters)) if n_candidates == "auto" else n_candidates
-    expected = 0 if n_clusters == 1 else (
-        n + L * chain_length * n_clusters * (n_clusters - 1) // 2
-        + (L * n * (n_clusters - 1) if L > 1 else 0))
-    assert cost == expected
+    plain = 0 if n_clusters == 1 else n + L * chain_length * n_clusters * (n_clusters - 1) // 2
+    if L == 1 or n_clusters == 1:
+        assert cost == plain
+    else:
+        assert plain + L * n_clusters * (n_clusters - 1) // 2 < cost
+        assert cost <= plain + L * (n_clusters * (n_clusters - 1) // 2 + n * (n_clusters - 1))
 
 
 def test_random_seeder_costs_nothing():
@@ -337,6 +340,8 @@ def test_no_warning_with_enough_distinct_points():
      r"n_local_trials must be an integer or None, got True"),
     (AFKMC2(chain_length=0), ValueError, r"chain_length=0 must be >= 1\."),
     (AFKMC2(chain_length=None), TypeError, r"chain_length must be an integer, got None\."),
+    (AFKMC2(chain_length="long"), ValueError,
+     r"Unknown chain_length='long'; expected 'auto'\."),
     (AFKMC2(n_candidates=0), ValueError, r"n_candidates=0 must be >= 1\."),
     (AFKMC2(n_candidates="greedy"), ValueError,
      r"Unknown n_candidates='greedy'; expected 'auto'\."),
@@ -376,7 +381,7 @@ def test_constructor_stores_arguments_unchanged_and_pickles():
     assert SampledSeeder().seeder is None and SampledSeeder().size is None
     for seeder in SEEDERS:
         assert pickle.loads(pickle.dumps(seeder)) == seeder
-    assert repr(AFKMC2()) == ("AFKMC2(chain_length=200, n_candidates='auto', "
+    assert repr(AFKMC2()) == ("AFKMC2(chain_length='auto', n_candidates='auto', "
                               "potential_sample='auto')")
 
 
@@ -440,4 +445,4 @@ def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
 def test_by_dimension_defaults():
     assert ByDimension().max_features == 16
     assert ByDimension()._chosen(16) == KMeansPlusPlus()
-    assert ByDimension()._chosen(17) == AFKMC2(chain_length=2)
+    assert ByDimension()._chosen(17) == AFKMC2(chain_length=2, n_candidates=1)

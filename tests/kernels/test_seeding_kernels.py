@@ -262,10 +262,13 @@ def run_greedy(X, w, q, first, candidates, uniforms, n_chains, X_pot, w_pot, pot
     centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
     chosen = np.full(n_clusters, -1, dtype=np.int32)
     pot_dist2 = pot_dist2.copy()
+    pot_labels = np.zeros(len(X_pot), dtype=np.int32)
     bounds = bounds or [(1, -1)]
     n_evals = sum(_afkmc2.afkmc2_greedy(X, w, q, first, candidates, uniforms, n_chains, X_pot,
-                                        w_pot, pot_dist2, centers, chosen, n_threads, b, e)
+                                        w_pot, pot_dist2, pot_labels, centers, chosen,
+                                        n_threads, b, e)
                   for b, e in bounds)
+    assert_array_equal(pot_labels, ref.sqdist(X_pot, centers).argmin(axis=1))
     return centers, chosen, pot_dist2, n_evals
 
 
@@ -293,9 +296,10 @@ def test_afkmc2_greedy_matches_reference(dtype, n_features, n_samples, n_cluster
     for n_threads in (1, 2):
         centers, chosen, out_dist2, n_evals = run_greedy(
             X, w, q, first, candidates, uniforms, n_chains, X_pot, w_pot, pot_dist2, n_threads)
-        assert n_evals == exp_evals == (
+        # the chains, each final state against the centres, the sample rows not ruled out
+        assert n_evals == exp_evals <= (
             n_chains * chain_length * n_clusters * (n_clusters - 1) // 2
-            + n_chains * len(X_pot) * (n_clusters - 1))
+            + n_chains * (n_clusters * (n_clusters - 1) // 2 + len(X_pot) * (n_clusters - 1)))
         assert_array_equal(chosen, exp_chosen)
         assert_array_equal(centers, exp_centers)
         assert out_dist2.dtype == dtype
@@ -315,6 +319,24 @@ def test_afkmc2_greedy_slices_give_the_whole_call():
         assert_array_equal(a, b)
 
 
+def test_afkmc2_greedy_rules_out_rows_by_the_triangle_inequality():
+    """On separated blobs most sample rows are never compared with a final state."""
+    rng = np.random.RandomState(0)
+    means = 50.0 * rng.normal(size=(40, 2))
+    X = np.repeat(means, 50, axis=0) + rng.normal(size=(2000, 2))
+    w = np.ones(len(X))
+    q = np.full(len(X), 1 / len(X))
+    candidates = rng.randint(len(X), size=(39, 3 * 2)).astype(np.int32)
+    uniforms = rng.uniform(size=(39, 6))
+    args = X, w, q, 0, candidates, uniforms, 3, X, w, ref.sqdist(X, X[[0]])[:, 0]
+    *_, expected_evals = ref.afkmc2_greedy(*args)
+    centers, chosen, _, n_evals = run_greedy(*args, 2)
+    assert_array_equal(chosen, ref.afkmc2_greedy(*args)[1])
+    assert n_evals == expected_evals
+    chains = 6 * 40 * 39 // 2
+    assert n_evals - chains < 0.3 * 3 * (len(X) + 40 // 2) * 39
+
+
 def test_afkmc2_greedy_keeps_the_chain_that_lowers_the_potential_most():
     """Two chains of one candidate each (no Metropolis-Hastings step): the candidate that
     covers the heavy, uncovered far point wins over the one next to the first centre,
@@ -325,10 +347,17 @@ def test_afkmc2_greedy_keeps_the_chain_that_lowers_the_potential_most():
     for candidates, expected in [([[1, 3]], 3), ([[3, 1]], 3), ([[1, 2]], 2)]:
         centers = np.empty((2, 1))
         chosen = np.empty(2, dtype=np.int32)
+        candidates = np.array(candidates, dtype=np.int32)
         pot_dist2 = ref.sqdist(X, X[[0]])[:, 0]
-        n_evals = _afkmc2.afkmc2_greedy(X, w, q, 0, np.array(candidates, dtype=np.int32),
-                                        np.zeros((1, 2)), 2, X, w, pot_dist2, centers, chosen,
-                                        1)
+        pot_labels = np.zeros(4, dtype=np.int32)
+        n_evals = _afkmc2.afkmc2_greedy(X, w, q, 0, candidates, np.zeros((1, 2)), 2, X, w,
+                                        pot_dist2, pot_labels, centers, chosen, 1)
         assert chosen[1] == expected
-        assert n_evals == 2 * 1 + 2 * 4
+        assert_array_equal(pot_labels, [0, 0, 1, 1])
+        # per chain: its candidate and final state against the first centre, and the rows
+        # x not ruled out by d(y, c_1) >= 2 D(x): rows 1-3 for y = 1, rows 2-3 for y = 3
+        ruled_in = {1: 3, 2: 2, 3: 2}
+        assert n_evals == 2 + 2 + sum(ruled_in[y] for y in candidates[0])
+        assert n_evals == ref.afkmc2_greedy(X, w, q, 0, candidates, np.zeros((1, 2)), 2, X, w,
+                                            ref.sqdist(X, X[[0]])[:, 0])[-1]
         assert_array_equal(pot_dist2, ref.sqdist(X, X[[0, expected]]).min(axis=1))
