@@ -296,8 +296,8 @@ class AFKMC2(Seeder):
     >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
     >>> AFKMC2(chain_length=5, n_candidates=2).seed(X, np.ones(4), 2, state).shape
     (2, 2)
-    >>> state.cost["seeding"]  # and 2 chains of 5, each final state against 4 rows
-    22
+    >>> state.cost["seeding"]  # 4 + 2 chains of 5, their ends against the centre and some rows
+    20
     """
 
     def __init__(self, chain_length="auto", n_candidates="auto", potential_sample="auto"):
