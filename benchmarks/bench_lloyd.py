@@ -296,7 +296,8 @@ def _seeding_table(X, description, n_clusters, args, notes):
     results = []
     print("[seeding] clusterkit AFKMC2 ...", flush=True)
     t, busy, (centers, evals) = _timed(
-        lambda: _seed_clusterkit(AFKMC2(chain_length=200), X, w, n_clusters, args.n_threads),
+        lambda: _seed_clusterkit(AFKMC2(chain_length=200, n_candidates=1), X, w, n_clusters,
+                                 args.n_threads),
         args.repeats)
     results.append(("clusterkit AFKMC2(chain_length=200)", args.repeats, t, busy, evals,
                     centers))

@@ -82,7 +82,7 @@ def _afkmc2_seeds(X, n_clusters, seed, n_threads):
     state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
                      random_state=np.random.RandomState(seed), n_threads=n_threads)
     t0 = time.perf_counter()
-    centers = AFKMC2(chain_length=2).seed(X, np.ones(X.shape[0], dtype=X.dtype), n_clusters,
+    centers = AFKMC2(chain_length=2, n_candidates=1).seed(X, np.ones(X.shape[0], dtype=X.dtype), n_clusters,
                                            state)
     return centers, time.perf_counter() - t0, state.cost["seeding"]
 
@@ -210,7 +210,7 @@ def _parse_seeder(spec, n_clusters):
     if parts[0] == "default":
         return presets._default_seed(), "preset default: " + repr(presets._default_seed())
     if parts[0] == "afkmc2" and len(parts) == 2:
-        seeder = AFKMC2(chain_length=int(parts[1]))
+        seeder = AFKMC2(chain_length=int(parts[1]), n_candidates=1)
         return seeder, repr(seeder)
     if parts[0] == "kpp" and len(parts) == 2:
         seeder = KMeansPlusPlus(n_local_trials=int(parts[1]) or None)

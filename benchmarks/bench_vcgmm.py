@@ -164,7 +164,7 @@ def _make(name, n_clusters, size, args, random_state, chain_length, n_init_estep
                   schedule=FullBatch(kmeans_objective=args.kmeans_objective), tol=1e-4)
     # the paper's random start of K(n); k-means++ labels the samples with their nearest seed,
     # and K(n) starts there
-    seed, init = AFKMC2(chain_length=chain_length), "random"
+    seed, init = AFKMC2(chain_length=chain_length, n_candidates=1), "random"
     if name.endswith(KPP):
         name, seed, n_init_esteps = name[:-len(KPP)], KMeansPlusPlus(args.kpp_trials), 0
         init = "auto"
@@ -603,7 +603,8 @@ def main(argv=None):
         + "`",
         f"Data in {args.dtype}; clusterkit with n_threads={args.n_threads}, scikit-learn under "
         f"threadpool_limits({args.n_threads}).",
-        f"Seeding of every clusterkit algorithm: AFKMC2(chain_length={args.chain_length}), "
+        "Seeding of every clusterkit algorithm: "
+        f"AFKMC2(chain_length={args.chain_length}, n_candidates=1), "
         f"except {', '.join(args.chain_length_for) or 'none'}; "
         f"var-GMM-S and vc-GMM with G={args.G}, n_explore={args.n_explore} (C' = G), tol=1e-4, "
         f"initial E-steps: {', '.join(args.init_esteps_for) or 'none'}. Rows '{KPP[2:]}': "

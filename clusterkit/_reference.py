@@ -181,6 +181,51 @@ def afkmc2_chain(X, sample_weight, q, first, candidates, uniforms):
     return X[chosen].copy(), chosen, n_evals
 
 
+
+def _walk_chain(p, q, ys, uniforms):
+    """Final state (a position in ``ys``) of one AFK-MC^2 chain with targets ``p``."""
+    state = 0
+    for j in range(1, len(ys)):
+        if p[state] == 0 or (p[j] / q[ys[j]]) / (p[state] / q[ys[state]]) > uniforms[j]:
+            state = j
+    return state
+
+
+def afkmc2_greedy(X, sample_weight, q, first, candidates, uniforms, n_chains, X_pot, w_pot,
+                  pot_dist2):
+    """Twin of ``afkmc2_greedy`` (with ``pot_labels`` all 0: ``pot_dist2`` is the distance to
+    the first centre); returns (centers, chosen, pot_dist2, gains, n_evals), where
+    ``gains[i - 1]`` are the chains' estimated gains at centre ``i``. The count has the rows
+    the kernel cannot rule out: those whose nearest centre is nearer to the final state than
+    twice their distance."""
+    n_clusters = candidates.shape[0] + 1
+    m = candidates.shape[1] // n_chains
+    pot_dist2 = np.asarray(pot_dist2, dtype=np.float64).copy()
+    w_pot = np.asarray(w_pot, dtype=np.float64)
+    labels = np.zeros(len(X_pot), dtype=np.intp)
+    chosen, all_gains = [int(first)], []
+    n_evals = 0
+    for i in range(1, n_clusters):
+        finals = []
+        for l in range(n_chains):
+            ys = candidates[i - 1, l * m:(l + 1) * m]
+            p = sample_weight[ys].astype(np.float64) * sqdist(X[ys], X[chosen]).min(axis=1)
+            finals.append(int(ys[_walk_chain(p, q, ys, uniforms[i - 1, l * m:(l + 1) * m])]))
+        n_evals += n_chains * m * i
+        d2 = sqdist(X_pot, X[finals])  # (n_pot, n_chains)
+        final_center_d2 = sqdist(X[finals], X[chosen])  # (n_chains, i)
+        n_evals += n_chains * i
+        n_evals += int((final_center_d2[:, labels].T < 4 * pot_dist2[:, None]).sum())
+        gains = (w_pot[:, None] * np.maximum(pot_dist2[:, None] - d2, 0)).sum(axis=0)
+        best = int(np.argmax(gains))  # the first on ties
+        closer = d2[:, best] < pot_dist2
+        labels[closer] = i
+        pot_dist2[closer] = d2[closer, best]
+        chosen.append(finals[best])
+        all_gains.append(gains)
+    chosen = np.asarray(chosen, dtype=np.int32)
+    return X[chosen].copy(), chosen, pot_dist2, np.array(all_gains), n_evals
+
 # --- partial E-step (_partial.pyx) -----------------------------------------------------------
 
 def _smallest(values, labels, k):

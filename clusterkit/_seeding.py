@@ -5,6 +5,7 @@ computations to the kernels ``_kernels/_kmeanspp.pyx`` and ``_kernels/_afkmc2.py
 return centres that are rows of ``X`` (C-contiguous, ``X``'s dtype) and record their distance
 evaluations under ``state.cost["seeding"]``.
 """
+import functools
 import math
 import warnings
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ._base import Seeder
 from ._sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
-from ._validation import check_int
+from ._validation import check_choice, check_int
 from ._kernels import _afkmc2, _kmeanspp
 from ._kernels import _sparse as _sparse_kernels
 
@@ -271,33 +272,59 @@ def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threa
 
 
 class AFKMC2(Seeder):
-    """Assumption-free K-MC^2: k-means++ seeding approximated by Markov chains.
+    """Assumption-free K-MC^2: k-means++ seeding approximated by Markov chains, greedy by
+    default.
 
     The first centre ``c_1`` is drawn proportionally to the weights. The proposal
     ``q(x) = 1/2 w(x) d(x, c_1)^2 / sum_x' w(x') d(x', c_1)^2 + 1/2 w(x) / sum_x' w(x')`` is
     computed once. Each further centre is the end of a Metropolis-Hastings chain of
     ``chain_length`` candidates drawn i.i.d. from ``q`` whose stationary distribution is the
     k-means++ distribution ``w(x) D(x)^2`` (Bachem et al., 2016, Algorithm 1, with weights).
+    In the greedy variant each step runs ``n_candidates`` independent chains and keeps the
+    final state that lowers the potential ``sum_x w(x) D(x)^2`` most, as scikit-learn's
+    greedy k-means++ does with its candidates; the potential is estimated on a fixed sample
+    of the data whose ``D^2`` is kept up to date.
 
     Parameters
     ----------
-    chain_length : int, default=200
-        Candidates per centre ``m`` (the first is accepted unconditionally, so a chain makes
-        ``m - 1`` Metropolis-Hastings steps).
+    chain_length : int or "auto", default="auto"
+        Candidates per chain ``m`` (the first is accepted unconditionally, so a chain makes
+        ``m - 1`` Metropolis-Hastings steps). ``"auto"`` means ``200 // L``: 200 for plain
+        AFK-MC^2 (the reference code's default), and the same number of candidates per
+        centre, split among the chains, when greedy.
+    n_candidates : int or "auto", default="auto"
+        Chains per centre ``L``. ``"auto"`` means ``2 + int(log(n_clusters))`` (scikit-learn's
+        greedy rule); ``1`` is the paper's plain AFK-MC^2.
+    potential_sample : int, "auto" or "all", default="auto"
+        Rows on which the greedy variant estimates the potential: ``"all"`` rows with their
+        weights, or a sample of that many draws. ``"auto"`` means all rows up to
+        ``max(8 * n_clusters, 4096)`` of them, a sample of that size above. Unused when
+        ``n_candidates=1``.
 
     Notes
     -----
-    Cost per call: ``n_samples + chain_length * n_clusters * (n_clusters - 1) / 2`` distance
-    evaluations (the proposal, then each candidate for centre ``i`` against the ``i`` centres
-    before it); nothing beyond the first draw when ``n_clusters == 1``. Sublinear in
-    ``n_samples`` after the proposal. Memory ``O(n_samples + n_clusters * (chain_length +
-    n_features))``: all candidates and uniforms are drawn up front and one kernel call runs
-    every chain. Reads ``state.random_state`` and ``state.n_threads``; keeps no state between
-    fits.
+    Cost per call with ``L`` chains: ``n_samples + L * chain_length * n_clusters *
+    (n_clusters - 1) / 2`` distance evaluations (the proposal, then each candidate for centre
+    ``i`` against the ``i`` centres before it), plus, if ``L > 1``, ``L * s`` per centre
+    for the potentials on ``s`` sample rows (the chosen candidate's distances update the
+    sample's ``D^2``); nothing beyond the first draw when ``n_clusters == 1``. Sublinear in
+    ``n_samples`` after the proposal when the sample is. Memory ``O(n_samples + n_clusters *
+    (L * chain_length + n_features) + L * s)``: all candidates and uniforms are drawn up
+    front. Reads ``state.random_state`` and ``state.n_threads``; keeps no state between
+    fits. The result does not depend on the thread count.
+
+    The potential sample: ``s`` rows drawn with replacement with probability proportional to
+    their weight, each distinct row weighted by how often it was drawn. Its weighted
+    potential is an unbiased estimate of the data's (up to the total weight), and a weight
+    of ``k`` draws like ``k`` copies of a row, so weights stay equivalent to repetition in
+    distribution. With ``n_candidates=1`` the random draws, centres and counts are those of
+    plain AFK-MC^2.
 
     Deviations: if ``d(x, c_1) = 0`` for every row with positive weight the proposal is the
     weight distribution alone. A chain whose candidates all coincide with existing centres
     returns a duplicate centre; duplicates are kept and a ``RuntimeWarning`` is emitted.
+    The greedy variant is not in the paper; the documentation's page on the defaults has
+    the measurements behind the default.
 
     References
     ----------
@@ -310,23 +337,61 @@ class AFKMC2(Seeder):
     >>> from clusterkit import AFKMC2, FitState
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> AFKMC2(chain_length=5).seed(X, np.ones(4), 2, state).shape
+    >>> AFKMC2(chain_length=5, n_candidates=1).seed(X, np.ones(4), 2, state).shape
     (2, 2)
-    >>> state.cost["seeding"]
+    >>> state.cost["seeding"]  # 4 for the proposal, 5 candidates against 1 centre
     9
+    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
+    >>> AFKMC2(chain_length=5, n_candidates=2).seed(X, np.ones(4), 2, state).shape
+    (2, 2)
+    >>> state.cost["seeding"]  # 4 + 2 chains of 5, their ends against the centre and some rows
+    20
     """
 
-    def __init__(self, chain_length=200):
+    def __init__(self, chain_length="auto", n_candidates="auto", potential_sample="auto"):
         self.chain_length = chain_length
+        self.n_candidates = n_candidates
+        self.potential_sample = potential_sample
 
     def _validate(self, X, n_clusters, composition):
-        check_int(self.chain_length, "chain_length", 1)
+        if isinstance(self.chain_length, str):
+            check_choice(self.chain_length, "chain_length", ("auto",))
+        else:
+            check_int(self.chain_length, "chain_length", 1)
+        if isinstance(self.n_candidates, str):
+            check_choice(self.n_candidates, "n_candidates", ("auto",))
+        else:
+            check_int(self.n_candidates, "n_candidates", 1)
+        if isinstance(self.potential_sample, str):
+            check_choice(self.potential_sample, "potential_sample", ("auto", "all"))
+        else:
+            check_int(self.potential_sample, "potential_sample", 1)
+
+    def _n_chains(self, n_clusters):
+        if self.n_candidates == "auto":
+            return 2 + int(math.log(n_clusters))
+        return int(self.n_candidates)
+
+    def _chain_length(self, n_chains):
+        if self.chain_length == "auto":
+            return max(1, 200 // n_chains)
+        return int(self.chain_length)
+
+    def _sample_size(self, n_samples, n_clusters):
+        """Draws of the potential sample, or ``None`` for all rows."""
+        if self.potential_sample == "all":
+            return None
+        if self.potential_sample == "auto":
+            size = max(8 * n_clusters, 4096)
+            return None if n_samples <= size else size
+        return int(self.potential_sample)
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return AFK-MC^2 centres (see :meth:`Seeder.seed`)."""
         rs, n_threads = state.random_state, state.n_threads
         n_samples = X.shape[0]
-        m = int(self.chain_length)
+        n_chains = self._n_chains(n_clusters)
+        m = self._chain_length(n_chains)
         first = _first_index(sample_weight, rs)
         if n_clusters == 1:
             return np.ascontiguousarray(X[[first]])
@@ -341,18 +406,28 @@ class AFKMC2(Seeder):
             q += 0.5 * wd2 / wd2.sum()
         else:
             q *= 2
-        candidates = _draw(np.cumsum(q), rs.uniform(size=(n_clusters - 1, m))).astype(np.int32)
-        uniforms = rs.uniform(size=(n_clusters - 1, m))
+        # each step's chains side by side: with one chain, the draws of plain AFK-MC^2
+        size = (n_clusters - 1, n_chains * m)
+        candidates = _draw(np.cumsum(q), rs.uniform(size=size)).astype(np.int32)
+        uniforms = rs.uniform(size=size)
         centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
         chosen = np.empty(n_clusters, dtype=np.int32)
+        if n_chains == 1:
+            run = functools.partial(_afkmc2.afkmc2_chain, X, sample_weight, q, first,
+                                    candidates, uniforms, centers, chosen, n_threads)
+        else:
+            X_pot, w_pot, pot_dist2 = self._potential_sample(X, sample_weight, w, d2,
+                                                             n_clusters, rs)
+            pot_labels = np.zeros(len(X_pot), dtype=np.int32)  # all nearest to the first
+            run = functools.partial(_afkmc2.afkmc2_greedy, X, sample_weight, q, first,
+                                    candidates, uniforms, n_chains, X_pot, w_pot, pot_dist2,
+                                    pot_labels, centers, chosen, n_threads)
         # the chains in about 20 slices of equal work (centre i costs i), each a whole number
         # of the kernel's 32-centre blocks, with progress reported after each
         bounds = sorted({1 + 32 * int(n_clusters * math.sqrt(k / 20) // 32)
                          for k in range(1, 20)} | {1, n_clusters})
         for begin, end in zip(bounds[:-1], bounds[1:]):
-            state.count("seeding", _afkmc2.afkmc2_chain(
-                X, sample_weight, q, first, candidates, uniforms, centers, chosen, n_threads,
-                begin, end))
+            state.count("seeding", run(begin, end))
             state.progress("seeding", end, n_clusters, "centres")
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
@@ -363,6 +438,17 @@ class AFKMC2(Seeder):
                 RuntimeWarning, stacklevel=2,
             )
         return centers
+
+    def _potential_sample(self, X, sample_weight, w, d2, n_clusters, rs):
+        """Rows, weights and ``D^2`` (to the first centre, from the proposal's pass) of the
+        potential sample."""
+        size = self._sample_size(X.shape[0], n_clusters)
+        if size is None:
+            return X, sample_weight, d2.copy()
+        # draws in proportion to weight, with replacement: weights act as repetitions
+        rows, counts = np.unique(_draw(np.cumsum(w), rs.uniform(size=size)),
+                                 return_counts=True)
+        return np.ascontiguousarray(X[rows]), counts.astype(X.dtype), d2[rows]
 
 
 class SampledSeeder(Seeder):
@@ -464,7 +550,8 @@ class ByDimension(Seeder):
     low : Seeder or None, default=None
         Seeder for at most ``max_features`` features; ``None`` means ``KMeansPlusPlus()``.
     high : Seeder or None, default=None
-        Seeder for more features; ``None`` means ``AFKMC2(chain_length=2)``.
+        Seeder for more features; ``None`` means ``AFKMC2(chain_length=2, n_candidates=1)``
+        (plain AFK-MC²).
     max_features : int, default=16
         The largest number of features ``low`` is used for.
 
@@ -494,7 +581,7 @@ class ByDimension(Seeder):
     def _chosen(self, n_features):
         if n_features <= self.max_features:
             return KMeansPlusPlus() if self.low is None else self.low
-        return AFKMC2(chain_length=2) if self.high is None else self.high
+        return AFKMC2(chain_length=2, n_candidates=1) if self.high is None else self.high
 
     def _validate(self, X, n_clusters, composition):
         check_int(self.max_features, "max_features", 1)

@@ -39,7 +39,8 @@ def check_choice(value, name, choices):
     """``ValueError`` unless ``value`` is one of ``choices`` (strings, in the order the message
     lists them)."""
     if not (isinstance(value, str) and value in choices):
-        listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        listed = ", ".join(repr(c) for c in choices[:-1])
+        listed = f"{listed} or {choices[-1]!r}" if listed else repr(choices[-1])
         raise ValueError(f"Unknown {name}={value!r}; expected {listed}.")
 
 

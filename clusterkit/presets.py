@@ -54,7 +54,9 @@ and the documentation's page on the defaults), not as in the papers:
 * every variational E-step starts ``K(n)`` at the sample's nearest seeds
   (``init="auto"``), not at random.
 
-The papers' settings: ``seed=AFKMC2(chain_length=2), init="random"``.
+The papers' settings: ``seed=AFKMC2(chain_length=2, n_candidates=1), init="random"`` (plain
+AFK-MC²; :class:`~clusterkit.AFKMC2` is greedy by default). Above 64 features the presets
+seed with plain AFK-MC², as measured for the defaults.
 """
 from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep
@@ -78,7 +80,8 @@ def _greedy_where_affordable(n_local_trials, chain_length):
     above (see the module notes for why and the measurements)."""
     return ByDimension(low=KMeansPlusPlus(n_local_trials=n_local_trials),
                        high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials)),
-                                        high=AFKMC2(chain_length=chain_length),
+                                        high=AFKMC2(chain_length=chain_length,
+                                                    n_candidates=1),
                                         max_features=64))
 
 
@@ -429,7 +432,7 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
         ``None``: ``max(2**15, 32 * n_clusters)`` (:func:`default_coreset_size`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding,
-        see the module notes; the paper seeds this baseline with ``AFKMC2(chain_length=2)``;
+        see the module notes; the paper seeds this baseline with ``AFKMC2(chain_length=2, n_candidates=1)``;
         ``tol`` is ``1e-3`` unless given, see the notes).
 
     Returns
@@ -518,7 +521,7 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     Defaults that differ from the paper, for a lower error at little cost (see the module
     notes): greedy k-means++ seeds on the coreset or a sample of it for data with at most 64
     features, AFK-MC² only above, and ``K(n)`` started at the nearest seeds. The paper's
-    setting is ``vc_gmm(C, seed=AFKMC2(chain_length=2), init="random")``.
+    setting is ``vc_gmm(C, seed=AFKMC2(chain_length=2, n_candidates=1), init="random")``.
 
     Examples
     --------

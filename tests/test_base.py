@@ -45,4 +45,5 @@ def test_custom_strategies_reproduce_the_builtin_ones():
 def test_strategies_compare_and_print_by_parameters():
     from clusterkit import AFKMC2
     assert AFKMC2(chain_length=5) == AFKMC2(chain_length=5) != AFKMC2(chain_length=6)
-    assert repr(AFKMC2(chain_length=5)) == "AFKMC2(chain_length=5)"
+    assert repr(AFKMC2(chain_length=5)) == ("AFKMC2(chain_length=5, n_candidates='auto', "
+                                           "potential_sample='auto')")

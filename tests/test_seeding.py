@@ -21,6 +21,8 @@ SEEDERS = [
     KMeansPlusPlus(),
     KMeansPlusPlus(n_local_trials=1),
     AFKMC2(chain_length=20),
+    AFKMC2(chain_length=20, n_candidates=1),
+    AFKMC2(chain_length=3, n_candidates=3, potential_sample=50),
     SampledSeeder(size=150),
     SampledSeeder(AFKMC2(chain_length=5), size=150),
     ByDimension(),
@@ -192,12 +194,21 @@ def test_kmeans_plus_plus_sets_nearest_seed_labels():
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 7])
 @pytest.mark.parametrize("chain_length", [1, 20])
-def test_afkmc2_evaluation_count(chain_length, n_clusters):
+@pytest.mark.parametrize("n_candidates", [1, 3, "auto"])
+def test_afkmc2_evaluation_count(chain_length, n_clusters, n_candidates):
+    """The proposal's pass, each chain's candidates against the centres before it, and, when
+    greedy, each chain's final state against the centres and at most every row of the
+    potential sample (here all rows)."""
     X = _blobs()
-    _, cost = _seed(AFKMC2(chain_length), X, np.ones(len(X)), n_clusters)
-    expected = 0 if n_clusters == 1 else (
-        len(X) + chain_length * n_clusters * (n_clusters - 1) // 2)
-    assert cost == expected
+    n = len(X)
+    _, cost = _seed(AFKMC2(chain_length, n_candidates), X, np.ones(n), n_clusters)
+    L = 2 + int(math.log(n_clusters)) if n_candidates == "auto" else n_candidates
+    plain = 0 if n_clusters == 1 else n + L * chain_length * n_clusters * (n_clusters - 1) // 2
+    if L == 1 or n_clusters == 1:
+        assert cost == plain
+    else:
+        assert plain + L * n_clusters * (n_clusters - 1) // 2 < cost
+        assert cost <= plain + L * (n_clusters * (n_clusters - 1) // 2 + n * (n_clusters - 1))
 
 
 def test_random_seeder_costs_nothing():
@@ -248,7 +259,8 @@ def test_sampled_seeder_default_size_and_cost():
     assert len(inner.X) == 10_000  # min(n_samples, max(20 * n_clusters, 10_000))
     _seed(SampledSeeder(inner), X, np.ones(len(X)), 600)
     assert len(inner.X) == 12_000
-    _, cost = _seed(SampledSeeder(AFKMC2(chain_length=3), size=500), X, np.ones(len(X)), 6)
+    _, cost = _seed(SampledSeeder(AFKMC2(chain_length=3, n_candidates=1), size=500), X,
+                    np.ones(len(X)), 6)
     assert cost == 500 + 3 * 6 * 5 // 2  # AFK-MC^2's count on 500 rows
 
 
@@ -329,6 +341,17 @@ def test_no_warning_with_enough_distinct_points():
      r"n_local_trials must be an integer or None, got True"),
     (AFKMC2(chain_length=0), ValueError, r"chain_length=0 must be >= 1\."),
     (AFKMC2(chain_length=None), TypeError, r"chain_length must be an integer, got None\."),
+    (AFKMC2(chain_length="long"), ValueError,
+     r"Unknown chain_length='long'; expected 'auto'\."),
+    (AFKMC2(n_candidates=0), ValueError, r"n_candidates=0 must be >= 1\."),
+    (AFKMC2(n_candidates="greedy"), ValueError,
+     r"Unknown n_candidates='greedy'; expected 'auto'\."),
+    (AFKMC2(n_candidates=2.0), TypeError, r"n_candidates must be an integer, got 2\.0\."),
+    (AFKMC2(potential_sample=0), ValueError, r"potential_sample=0 must be >= 1\."),
+    (AFKMC2(potential_sample="some"), ValueError,
+     r"Unknown potential_sample='some'; expected 'auto' or 'all'\."),
+    (AFKMC2(potential_sample=None), TypeError,
+     r"potential_sample must be an integer, got None\."),
     (SampledSeeder(size=5), ValueError, r"size=5 must be >= n_clusters=10\."),
     (SampledSeeder(size=0), ValueError, r"size=0 must be >= 1\."),
     (SampledSeeder(size="big"), TypeError, r"size must be an integer or None, got 'big'\."),
@@ -359,7 +382,8 @@ def test_constructor_stores_arguments_unchanged_and_pickles():
     assert SampledSeeder().seeder is None and SampledSeeder().size is None
     for seeder in SEEDERS:
         assert pickle.loads(pickle.dumps(seeder)) == seeder
-    assert repr(AFKMC2()) == "AFKMC2(chain_length=200)"
+    assert repr(AFKMC2()) == ("AFKMC2(chain_length='auto', n_candidates='auto', "
+                              "potential_sample='auto')")
 
 
 def test_afkmc2_reports_progress_and_slices_do_not_change_the_centres():
@@ -407,4 +431,4 @@ def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
 def test_by_dimension_defaults():
     assert ByDimension().max_features == 16
     assert ByDimension()._chosen(16) == KMeansPlusPlus()
-    assert ByDimension()._chosen(17) == AFKMC2(chain_length=2)
+    assert ByDimension()._chosen(17) == AFKMC2(chain_length=2, n_candidates=1)

@@ -90,7 +90,8 @@ def test_vc_gmm_preset_configuration_and_keyword_pass_through():
     custom = vc_gmm(10, G=3, coreset_size=4096, chain_length=20, n_explore=0, n_init_esteps=2,
                     init="random")
     assert custom.reduce == LWCS(4096) and custom.seed == presets._coreset_seed(20)
-    assert custom.seed.high.high == AFKMC2(chain_length=20)  # used above 64 features
+    # plain AFK-MC², used above 64 features
+    assert custom.seed.high.high == AFKMC2(chain_length=20, n_candidates=1)
     assert custom.estep == PartialEStep(G=3, n_explore=0, n_init_esteps=2, init="random")
     assert vc_gmm(10, seed=KMeansPlusPlus()).seed == KMeansPlusPlus()
 
@@ -140,7 +141,7 @@ def test_vc_gmm_fit_refers_to_full_data_and_predicts_exactly():
 def test_vc_gmm_error_below_kmeans_on_the_same_coreset():
     """The paper's trend (i): at equal coreset size and seeding, vc-GMM's error is lower."""
     X = _birch(n_side=10)  # N = 10,000, C = 100
-    seed = AFKMC2(chain_length=2)
+    seed = AFKMC2(chain_length=2, n_candidates=1)  # the paper's
     vc = [vc_gmm(100, coreset_size=2500, random_state=s).fit(X).inertia_ for s in range(3)]
     km = [lwcs_lloyd(100, coreset_size=2500, seed=seed, random_state=s).fit(X).inertia_
           for s in range(3)]

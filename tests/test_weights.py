@@ -50,26 +50,51 @@ def _kmeanspp_pair(w, n_trials):
 
 def _afkmc2_pair(w, chain_length):
     """Exact P(first = i, second = j) of AFK-MC^2 with weights ``w``."""
+    return np.array([w[i] / w.sum() * _chain_end(w, i, chain_length) for i in range(len(w))])
+
+
+def _greedy_afkmc2_pair(w, chain_length, n_chains, sample_size):
+    """Exact P(first = i, second = j) of greedy AFK-MC^2 with weights ``w``: independent
+    chains, the final state with the largest gain on the potential sample (the first on
+    ties); the sample is every point with its weight (``sample_size=None``) or
+    ``sample_size`` draws in proportion to weight, each point weighted by its count."""
     n = len(w)
     d2 = np.array([[_d2(POINTS[i], POINTS[j]) for j in range(n)] for i in range(n)])
+    if sample_size is None:
+        samples = [(1.0, w)]
+    else:
+        samples = [(np.prod(w[list(draws)] / w.sum()), np.bincount(draws, minlength=n))
+                   for draws in itertools.product(range(n), repeat=sample_size)]
     p = np.zeros((n, n))
     for i in range(n):
-        target = w * d2[i]
-        q = 0.5 * w / w.sum() + 0.5 * target / target.sum()
-        ratio = target / q
-        # transition of one Metropolis-Hastings step: propose y ~ q, accept with
-        # probability 1 if p(state) = 0, else min(1, ratio(y) / ratio(state))
-        step = np.zeros((n, n))
-        for s in range(n):
-            for y in range(n):
-                acc = 1.0 if target[s] == 0 else min(1.0, ratio[y] / ratio[s])
-                step[s, y] += q[y] * acc
-                step[s, s] += q[y] * (1 - acc)
-        dist = q.copy()  # the first candidate is accepted unconditionally
-        for _ in range(chain_length - 1):
-            dist = dist @ step
-        p[i] = w[i] / w.sum() * dist
+        end = _chain_end(w, i, chain_length)
+        for finals in itertools.product(range(n), repeat=n_chains):
+            prob = w[i] / w.sum() * np.prod(end[list(finals)])
+            for p_sample, counts in samples:
+                gains = [counts @ np.maximum(d2[i] - d2[y], 0) for y in finals]
+                p[i, finals[int(np.argmax(gains))]] += prob * p_sample
     return p
+
+
+def _chain_end(w, i, chain_length):
+    """Distribution of an AFK-MC^2 chain's final state, first centre ``i``."""
+    n = len(w)
+    d2 = np.array([[_d2(POINTS[a], POINTS[b]) for b in range(n)] for a in range(n)])
+    target = w * d2[i]
+    q = 0.5 * w / w.sum() + 0.5 * target / target.sum()
+    ratio = target / q
+    # transition of one Metropolis-Hastings step: propose y ~ q, accept with
+    # probability 1 if p(state) = 0, else min(1, ratio(y) / ratio(state))
+    step = np.zeros((n, n))
+    for s in range(n):
+        for y in range(n):
+            acc = 1.0 if target[s] == 0 else min(1.0, ratio[y] / ratio[s])
+            step[s, y] += q[y] * acc
+            step[s, s] += q[y] * (1 - acc)
+    dist = q.copy()  # the first candidate is accepted unconditionally
+    for _ in range(chain_length - 1):
+        dist = dist @ step
+    return dist
 
 
 def _first_only(w):
@@ -92,8 +117,12 @@ SEEDER_CASES = [
     ("random", RandomSeeder(), 1, _first_only),
     ("kmeans++", KMeansPlusPlus(n_local_trials=1), 2, lambda w: _kmeanspp_pair(w, 1)),
     ("greedy-kmeans++", KMeansPlusPlus(n_local_trials=2), 2, lambda w: _kmeanspp_pair(w, 2)),
-    ("afkmc2-m2", AFKMC2(chain_length=2), 2, lambda w: _afkmc2_pair(w, 2)),
-    ("afkmc2-m4", AFKMC2(chain_length=4), 2, lambda w: _afkmc2_pair(w, 4)),
+    ("afkmc2-m2", AFKMC2(chain_length=2, n_candidates=1), 2, lambda w: _afkmc2_pair(w, 2)),
+    ("afkmc2-m4", AFKMC2(chain_length=4, n_candidates=1), 2, lambda w: _afkmc2_pair(w, 4)),
+    ("greedy-afkmc2-all", AFKMC2(chain_length=2, n_candidates=2, potential_sample="all"), 2,
+     lambda w: _greedy_afkmc2_pair(w, 2, 2, None)),
+    ("greedy-afkmc2-sample", AFKMC2(chain_length=2, n_candidates=2, potential_sample=2), 2,
+     lambda w: _greedy_afkmc2_pair(w, 2, 2, 2)),
     # on a sample as large as the data the inner seeder sees all rows with their weights
     ("sampled", SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=10), 2,
      lambda w: _kmeanspp_pair(w, 1)),
@@ -121,7 +150,8 @@ def test_exact_distributions_differ_from_the_unweighted_ones():
     """The check above has power: ignoring the weights gives other distributions."""
     ones = np.ones(len(POINTS))
     for exact in (_first_only, lambda w: _kmeanspp_pair(w, 1), lambda w: _kmeanspp_pair(w, 2),
-                  lambda w: _afkmc2_pair(w, 2)):
+                  lambda w: _afkmc2_pair(w, 2), lambda w: _greedy_afkmc2_pair(w, 2, 2, None),
+                  lambda w: _greedy_afkmc2_pair(w, 2, 2, 2)):
         assert np.abs(exact(WEIGHTS) - exact(ones)).max() > 0.02
 
 

@@ -9,7 +9,8 @@ from cpython.exc cimport PyErr_CheckSignals
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
-from ._dist cimport _center_dist2, _dist2_tile, _sqdist, _use_gemm
+from ._dist cimport _center_dist2, _dist2_tile, _sqdist, _sqdist_wide, _use_gemm
+from ._openmp cimport _threads_for
 
 
 # Chain steps per parallel pass of afkmc2_chain: the serial share of the distance work is about
@@ -87,6 +88,63 @@ cdef void _gemm_min_dist2(const floating* X,           # IN  (n_samples, n_featu
                          n_features)
 
 
+cdef Py_ssize_t _walk_chain(const double* p,        # IN  (chain_length,) targets
+                            const double* q,        # IN  (n_samples,) the proposal
+                            const int* candidates,  # IN  (chain_length,) rows of X
+                            const double* uniforms, # IN  (chain_length,)
+                            Py_ssize_t chain_length) noexcept nogil:
+    """Position of the chain's final state among its candidates (Bachem et al. 2016,
+    Alg. 1): the first is accepted unconditionally, then each replaces the state if its
+    target is zero or the Metropolis-Hastings ratio beats the uniform."""
+    cdef Py_ssize_t j, state = 0
+    cdef double p_state, ratio
+    for j in range(1, chain_length):
+        p_state = p[state]
+        if p_state == 0:
+            state = j
+            continue
+        ratio = (p[j] / q[candidates[j]]) / (p_state / q[candidates[state]])
+        if ratio > uniforms[j]:
+            state = j
+    return state
+
+
+cdef void _block_pass(const floating* X,          # IN  (n_samples, n_features)
+                      Py_ssize_t n_features,
+                      const int* candidates,       # IN  (n_block,) rows of X
+                      Py_ssize_t n_block,
+                      const floating* centers,     # IN  (n_known, n_features)
+                      const floating* centers_T,   # IN  (n_features, stride)
+                      Py_ssize_t stride,
+                      Py_ssize_t n_known,
+                      bint gemm,
+                      const double* centers64,     # IN  (n_known, n_features) with gemm
+                      const double* sqnorm64,      # IN  (n_known,) with gemm
+                      double* gathered,            # TMP (n_threads, gathered_stride)
+                      Py_ssize_t gathered_stride,
+                      double* tiles,               # TMP (n_threads, tile_stride)
+                      Py_ssize_t tile_stride,
+                      floating* dist,              # TMP (n_threads, stride)
+                      floating* out,               # OUT (n_block,)
+                      int n_threads) noexcept nogil:
+    """Squared distance of each candidate to the nearest of the first ``n_known`` centres,
+    each candidate computed by one thread (or, with gemm, in fixed groups of
+    ``AFKMC2_GATHER``), so the values do not depend on ``n_threads``."""
+    cdef Py_ssize_t j, g, g_end
+    with parallel(num_threads=n_threads):
+        if gemm:
+            for g in prange(0, n_block, AFKMC2_GATHER, schedule="static"):
+                g_end = min(g + AFKMC2_GATHER, n_block)
+                _gemm_min_dist2(X, n_features, candidates + g, g_end - g, centers, centers64,
+                                sqnorm64, n_known, gathered + threadid() * gathered_stride,
+                                tiles + threadid() * tile_stride, out + g)
+        else:
+            for j in prange(n_block, schedule="static"):
+                out[j] = _min_dist2_to_centers(X + candidates[j] * n_features, n_features,
+                                               centers_T, stride, n_known,
+                                               dist + threadid() * stride)
+
+
 def afkmc2_chain(const floating[:, ::1] X,              # IN
                  const floating[::1] sample_weight,     # IN
                  const double[::1] q,                   # IN
@@ -158,10 +216,9 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]
     cdef Py_ssize_t chain_length = candidates.shape[1]
-    cdef Py_ssize_t i, i_start, i_end, j, k, y, state, n_block, g, g_end
+    cdef Py_ssize_t i, i_start, i_end, j, k, y, state, n_block
     cdef bint gemm = _use_gemm(n_features)
     cdef floating d, d_new
-    cdef double p_state, ratio
     end = n_clusters if end < 0 else min(end, n_clusters)
     begin = max(begin, 1)
     if n_clusters == 0:
@@ -194,23 +251,11 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                 PyErr_CheckSignals()
             i_end = min(i_start + AFKMC2_BLOCK, end)
             n_block = (i_end - i_start) * chain_length
-            with parallel(num_threads=n_threads):
-                if gemm:
-                    # fixed groups of candidates, so results do not depend on n_threads
-                    for g in prange(0, n_block, n_gather, schedule="static"):
-                        g_end = min(g + n_gather, n_block)
-                        # the block's candidate rows are contiguous: g indexes them flat
-                        _gemm_min_dist2(&X[0, 0], n_features, &candidates[i_start - 1, 0] + g,
-                                        g_end - g, &centers[0, 0], &centers64[0, 0],
-                                        &sqnorm64[0], i_start, &gathered[threadid(), 0],
-                                        &tiles[threadid(), 0], &block_dist2[g])
-                else:
-                    for j in prange(n_block, schedule="static"):
-                        block_dist2[j] = _min_dist2_to_centers(
-                            &X[candidates[i_start - 1 + j // chain_length, j % chain_length],
-                               0],
-                            n_features, &centers_T[0, 0], n_clusters, i_start,
-                            &dist[threadid(), 0])
+            # the block's candidate rows are contiguous: one flat list
+            _block_pass(&X[0, 0], n_features, &candidates[i_start - 1, 0], n_block,
+                        &centers[0, 0], &centers_T[0, 0], n_clusters, i_start, gemm,
+                        &centers64[0, 0], &sqnorm64[0], &gathered[0, 0], gathered.shape[1],
+                        &tiles[0, 0], tiles.shape[1], &dist[0, 0], &block_dist2[0], n_threads)
             for i in range(i_start, i_end):
                 for j in range(chain_length):
                     y = candidates[i - 1, j]
@@ -222,16 +267,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                         if d_new < d:
                             d = d_new
                     p[j] = sample_weight[y] * <double> d
-                state = 0
-                for j in range(1, chain_length):
-                    p_state = p[state]
-                    if p_state == 0:
-                        state = j
-                        continue
-                    ratio = ((p[j] / q[candidates[i - 1, j]])
-                             / (p_state / q[candidates[i - 1, state]]))
-                    if ratio > uniforms[i - 1, j]:
-                        state = j
+                state = _walk_chain(&p[0], &q[0], &candidates[i - 1, 0], &uniforms[i - 1, 0],
+                                    chain_length)
                 y = candidates[i - 1, state]
                 for k in range(n_features):
                     centers[i, k] = X[y, k]
@@ -241,3 +278,210 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                 chosen[i] = <int> y
             i_start = i_end
     return chain_length * (end * (end - 1) - begin * (begin - 1)) // 2 if end > begin else 0
+
+
+cdef double _gain(const floating* X_pot,         # IN  (n_pot, n_features)
+                  Py_ssize_t n_pot,
+                  Py_ssize_t n_features,
+                  const floating* w_pot,         # IN  (n_pot,)
+                  const floating* pot_dist2,     # IN  (n_pot,)
+                  const int* pot_labels,         # IN  (n_pot,)
+                  const floating* y,             # IN  (n_features,) the candidate
+                  const floating* center_dist2,  # IN  (n_centers,) its distances to them
+                  floating* tile,                # OUT (n_pot,)
+                  Py_ssize_t* n_evals) noexcept nogil:  # OUT
+    """How much the candidate ``y`` lowers the sample's potential ``sum w D^2``, summed in
+    row order in float64. ``tile`` gets the sample rows' new ``D^2`` if ``y`` is chosen.
+
+    A row ``x`` whose nearest centre ``c`` has ``d(y, c) >= 2 D(x)`` is skipped: by the
+    triangle inequality ``d(x, y) >= d(y, c) - D(x) >= D(x)``, so ``y`` cannot lower it.
+    """
+    cdef Py_ssize_t n, count = 0
+    cdef floating d
+    cdef double gain = 0
+    for n in range(n_pot):
+        if center_dist2[pot_labels[n]] >= 4 * pot_dist2[n]:
+            tile[n] = pot_dist2[n]
+            continue
+        d = _sqdist_wide(X_pot + n * n_features, y, n_features)
+        count += 1
+        tile[n] = d
+        if d < pot_dist2[n]:
+            gain += <double> w_pot[n] * (<double> pot_dist2[n] - <double> d)
+    n_evals[0] = count
+    return gain
+
+
+def afkmc2_greedy(const floating[:, ::1] X,              # IN
+                  const floating[::1] sample_weight,     # IN
+                  const double[::1] q,                   # IN
+                  Py_ssize_t first,
+                  const int[:, ::1] candidates,          # IN
+                  const double[:, ::1] uniforms,         # IN
+                  Py_ssize_t n_chains,
+                  const floating[:, ::1] X_pot,          # IN
+                  const floating[::1] w_pot,             # IN
+                  floating[::1] pot_dist2,               # INOUT
+                  int[::1] pot_labels,                   # INOUT
+                  floating[:, ::1] centers,              # OUT
+                  int[::1] chosen,                       # OUT
+                  int n_threads,
+                  Py_ssize_t begin=1,
+                  Py_ssize_t end=-1):
+    """Greedy AFK-MC^2 for centres ``begin .. end - 1``: the best of ``n_chains`` chains.
+
+    For centre ``i`` each of the ``n_chains`` chains runs as in :func:`afkmc2_chain` on its
+    own ``chain_length`` pre-drawn candidates (chain ``l`` on columns ``l * chain_length ..
+    (l + 1) * chain_length - 1`` of row ``i - 1``); of the chains' final states the one that
+    lowers the potential of the sample ``X_pot``, ``sum_n w_pot[n] pot_dist2[n]``, most
+    becomes the centre (the first chain on ties), and ``pot_dist2`` and ``pot_labels`` are
+    updated.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_samples,), dtype=floating
+    q : ndarray of shape (n_samples,), dtype=float64
+        The proposal distribution the candidates were drawn from (positive at every candidate).
+    first : int
+        Row of ``X`` chosen as the first centre.
+    candidates : ndarray of shape (n_clusters - 1, n_chains * chain_length), dtype=int32
+        Candidate rows, drawn i.i.d. from ``q``.
+    uniforms : ndarray of shape (n_clusters - 1, n_chains * chain_length), dtype=float64
+        Uniform numbers in [0, 1) for the acceptance tests (each chain's first is not used).
+    n_chains : int
+        Chains per centre (``>= 1``; it divides the width of ``candidates``).
+    X_pot : ndarray of shape (n_pot, n_features), dtype=floating
+        The rows on which the potential is estimated.
+    w_pot : ndarray of shape (n_pot,), dtype=floating
+        Their weights.
+    pot_dist2 : ndarray of shape (n_pot,), dtype=floating
+        In: squared distance of each sample row to its nearest centre among ``0 .. begin -
+        1``. Out: the same for all centres up to ``end - 1``.
+    pot_labels : ndarray of shape (n_pot,), dtype=int32
+        In and out: the index of that nearest centre (the first on ties).
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+        Output: the chosen centres, ``centers[i] = X[chosen[i]]``.
+    chosen : ndarray of shape (n_clusters,), dtype=int32
+        Output: row of ``X`` of each centre (``chosen[0] = first``).
+    n_threads : int
+        Number of OpenMP threads.
+    begin, end : int, default=1, -1
+        As for :func:`afkmc2_chain` (progress between calls; ``begin - 1`` a multiple of
+        ``AFKMC2_BLOCK``).
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_chains * chain_length * sum(i for i in range(begin, end))`` for the chains, plus
+        for the potentials, per centre ``i``, each final state's distances to the ``i``
+        centres and to the sample rows not ruled out (at most ``n_pot``); the chosen
+        state's distances are reused for the update.
+
+    Notes
+    -----
+    The chains' distances to the centres known when a block of ``AFKMC2_BLOCK`` steps
+    starts are computed in one parallel pass, as in :func:`afkmc2_chain`; then each step
+    runs its chains in parallel, one thread per chain: the distances to the centres chosen
+    within the block, the walk, and the gain on the sample, summed in row order. So the
+    result does not depend on ``n_threads``. The gain skips the sample rows that the final
+    state cannot come closer to, by the triangle inequality with the rows' nearest centres
+    (as greedy k-means++ prunes, Raff 2021); on clustered data that is most of them.
+    Memory: that of :func:`afkmc2_chain` for ``n_chains * chain_length`` candidates per
+    step, plus ``n_chains * (n_pot + n_clusters)`` distances.
+    Assumes valid input.
+    """
+    cdef Py_ssize_t n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0]
+    cdef Py_ssize_t width = candidates.shape[1], n_pot = X_pot.shape[0]
+    cdef Py_ssize_t chain_length = width // max(n_chains, 1)
+    cdef Py_ssize_t i, i_start, i_end, j, k, l, n, y, t, best, n_block, offset
+    cdef bint gemm = _use_gemm(n_features)
+    cdef floating d, d_new
+    end = n_clusters if end < 0 else min(end, n_clusters)
+    begin = max(begin, 1)
+    if n_clusters == 0 or n_chains < 1:
+        return 0
+    n_threads = max(1, n_threads)
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[:, ::1] centers_T = np.empty((n_features, n_clusters), dtype=dtype)
+    cdef floating[:, ::1] dist = np.empty((n_threads, n_clusters), dtype=dtype)
+    cdef floating[::1] block_dist2 = np.empty(max(AFKMC2_BLOCK * width, 1), dtype=dtype)
+    cdef double[:, ::1] p = np.empty((n_chains, max(chain_length, 1)), dtype=np.float64)
+    cdef double[::1] gains = np.empty(n_chains, dtype=np.float64)
+    cdef Py_ssize_t[::1] finals = np.empty(n_chains, dtype=np.intp)
+    cdef floating[:, ::1] tile = np.empty((n_chains, max(n_pot, 1)), dtype=dtype)
+    cdef floating[:, ::1] final_dist2 = np.empty((n_chains, n_clusters), dtype=dtype)
+    cdef Py_ssize_t[::1] pot_evals = np.zeros(n_chains, dtype=np.intp)
+    cdef Py_ssize_t n_evals = 0
+    cdef Py_ssize_t n_gather = AFKMC2_GATHER if gemm else 0
+    cdef double[:, ::1] centers64 = np.empty((n_clusters if gemm else 1, n_features))
+    cdef double[::1] sqnorm64 = np.empty(n_clusters if gemm else 1)
+    cdef double[:, ::1] gathered = np.empty((n_threads, n_gather * n_features + 1))
+    cdef double[:, ::1] tiles = np.empty((n_threads, n_gather * n_clusters + 1))
+    with nogil:
+        if begin == 1:
+            for k in range(n_features):
+                centers[0, k] = X[first, k]
+            chosen[0] = <int> first
+        for i in range(begin):
+            for k in range(n_features):
+                centers_T[k, i] = centers[i, k]
+            if gemm:
+                _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
+        i_start = begin
+        while i_start < end:
+            with gil:  # Ctrl-C between blocks of centres
+                PyErr_CheckSignals()
+            i_end = min(i_start + AFKMC2_BLOCK, end)
+            n_block = (i_end - i_start) * width
+            _block_pass(&X[0, 0], n_features, &candidates[i_start - 1, 0], n_block,
+                        &centers[0, 0], &centers_T[0, 0], n_clusters, i_start, gemm,
+                        &centers64[0, 0], &sqnorm64[0], &gathered[0, 0], gathered.shape[1],
+                        &tiles[0, 0], tiles.shape[1], &dist[0, 0], &block_dist2[0],
+                        _threads_for(n_block * i_start * n_features, n_threads))
+            for i in range(i_start, i_end):
+                with parallel(num_threads=_threads_for(
+                        n_chains * (chain_length * (i - i_start) + n_pot) * n_features,
+                        min(n_threads, <int> n_chains))):
+                    for l in prange(n_chains, schedule="static"):
+                        offset = l * chain_length
+                        for j in range(chain_length):
+                            y = candidates[i - 1, offset + j]
+                            d = block_dist2[(i - i_start) * width + offset + j]
+                            if i > i_start:
+                                d_new = _min_dist2_to_centers(
+                                    &X[y, 0], n_features, &centers_T[0, i_start], n_clusters,
+                                    i - i_start, &dist[threadid(), 0])
+                                if d_new < d:
+                                    d = d_new
+                            p[l, j] = sample_weight[y] * <double> d
+                        t = _walk_chain(&p[l, 0], &q[0], &candidates[i - 1, offset],
+                                        &uniforms[i - 1, offset], chain_length)
+                        finals[l] = candidates[i - 1, offset + t]
+                        _center_dist2(&X[finals[l], 0], n_features, &centers_T[0, 0],
+                                      n_clusters, i, &final_dist2[l, 0])
+                        gains[l] = _gain(&X_pot[0, 0], n_pot, n_features, &w_pot[0],
+                                         &pot_dist2[0], &pot_labels[0], &X[finals[l], 0],
+                                         &final_dist2[l, 0], &tile[l, 0], &pot_evals[l])
+                best = 0
+                for l in range(n_chains):
+                    n_evals += i + pot_evals[l]
+                for l in range(1, n_chains):
+                    if gains[l] > gains[best]:
+                        best = l
+                for n in range(n_pot):
+                    if tile[best, n] < pot_dist2[n]:
+                        pot_dist2[n] = tile[best, n]
+                        pot_labels[n] = <int> i
+                y = finals[best]
+                for k in range(n_features):
+                    centers[i, k] = X[y, k]
+                    centers_T[k, i] = X[y, k]
+                if gemm:
+                    _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
+                chosen[i] = <int> y
+            i_start = i_end
+    if end <= begin:
+        return 0
+    return width * (end * (end - 1) - begin * (begin - 1)) // 2 + n_evals

@@ -246,3 +246,132 @@ def test_afkmc2_chain_acceptance_ratio():
         centers, chosen = np.empty((2, 1)), np.empty(2, dtype=np.int32)
         _afkmc2.afkmc2_chain(X, w, q, 0, candidates, uniforms, centers, chosen, 2)
         assert chosen[1] == expected
+
+
+def _greedy_problem(n_samples, n_features, n_clusters, chain_length, n_chains, n_pot, dtype,
+                    seed=0):
+    """Inputs of afkmc2_greedy: the chains' draws, and a potential sample of ``n_pot`` rows
+    with integer weights (``None``: all rows with their weights)."""
+    rng, X, w = _data(n_samples, n_features, dtype, seed)
+    w64 = w.astype(np.float64)
+    first = int(np.flatnonzero(w > 0)[0])
+    d2 = ref.sqdist(X, X[[first]])[:, 0]
+    q = 0.5 * w64 / w64.sum()
+    q += 0.5 * w64 * d2 / (w64 @ d2) if w64 @ d2 > 0 else q
+    shape = (n_clusters - 1, n_chains * chain_length)
+    candidates = rng.choice(n_samples, size=shape, p=q / q.sum()).astype(np.int32)
+    uniforms = rng.uniform(size=shape)
+    if n_pot is None:
+        rows, w_pot = np.arange(n_samples), w
+    else:
+        rows = np.sort(rng.choice(n_samples, size=min(n_pot, n_samples), replace=False))
+        w_pot = rng.randint(1, 4, size=len(rows)).astype(dtype)
+    X_pot = np.ascontiguousarray(X[rows])
+    return X, w, q, first, candidates, uniforms, X_pot, w_pot, d2[rows].astype(dtype)
+
+
+def run_greedy(X, w, q, first, candidates, uniforms, n_chains, X_pot, w_pot, pot_dist2,
+               n_threads, bounds=None):
+    n_clusters = candidates.shape[0] + 1
+    centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+    chosen = np.full(n_clusters, -1, dtype=np.int32)
+    pot_dist2 = pot_dist2.copy()
+    pot_labels = np.zeros(len(X_pot), dtype=np.int32)
+    bounds = bounds or [(1, -1)]
+    n_evals = sum(_afkmc2.afkmc2_greedy(X, w, q, first, candidates, uniforms, n_chains, X_pot,
+                                        w_pot, pot_dist2, pot_labels, centers, chosen,
+                                        n_threads, b, e)
+                  for b, e in bounds)
+    assert_array_equal(pot_labels, ref.sqdist(X_pot, centers).argmin(axis=1))
+    return centers, chosen, pot_dist2, n_evals
+
+
+GREEDY_CASES = [  # (n_samples, n_clusters, chain_length, n_chains, n_pot)
+    (1, 1, 5, 2, None),
+    (CHUNK - 1, 2, 1, 3, None),
+    (CHUNK + 1, 7, 30, 2, 40),
+    (3 * CHUNK + 17, 12, 5, 4, None),
+    (CHUNK + 1, 70, 4, 3, 101),  # several blocks of AFKMC2_BLOCK = 32 steps
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+# 40 features: the sample's distances in vector partial sums for both dtypes
+@pytest.mark.parametrize("n_features", FEATURES + [40])
+@pytest.mark.parametrize("n_samples, n_clusters, chain_length, n_chains, n_pot", GREEDY_CASES)
+def test_afkmc2_greedy_matches_reference(dtype, n_features, n_samples, n_clusters,
+                                         chain_length, n_chains, n_pot):
+    problem = _greedy_problem(n_samples, n_features, n_clusters, chain_length, n_chains,
+                              n_pot, dtype)
+    X, w, q, first, candidates, uniforms, X_pot, w_pot, pot_dist2 = problem
+    exp_centers, exp_chosen, exp_pot_dist2, _, exp_evals = ref.afkmc2_greedy(
+        X, w, q, first, candidates, uniforms, n_chains, X_pot, w_pot, pot_dist2)
+    results = []
+    for n_threads in (1, 2):
+        centers, chosen, out_dist2, n_evals = run_greedy(
+            X, w, q, first, candidates, uniforms, n_chains, X_pot, w_pot, pot_dist2, n_threads)
+        # the chains, each final state against the centres, the sample rows not ruled out
+        assert n_evals == exp_evals <= (
+            n_chains * chain_length * n_clusters * (n_clusters - 1) // 2
+            + n_chains * (n_clusters * (n_clusters - 1) // 2 + len(X_pot) * (n_clusters - 1)))
+        assert_array_equal(chosen, exp_chosen)
+        assert_array_equal(centers, exp_centers)
+        assert out_dist2.dtype == dtype
+        assert_allclose(out_dist2, exp_pot_dist2, rtol=RTOL[dtype], atol=1e-30)
+        results.append((centers, chosen, out_dist2))
+    for a, b in zip(*results):
+        assert_array_equal(a, b)
+
+
+def test_afkmc2_greedy_slices_give_the_whole_call():
+    X, w, q, first, candidates, uniforms, X_pot, w_pot, pot_dist2 = _greedy_problem(
+        3000, 12, 150, 5, 3, 500, np.float64)
+    args = X, w, q, first, candidates, uniforms, 3, X_pot, w_pot, pot_dist2, 2
+    whole = run_greedy(*args)
+    sliced = run_greedy(*args, bounds=[(1, 33), (33, 97), (97, 150)])
+    for a, b in zip(whole, sliced):
+        assert_array_equal(a, b)
+
+
+def test_afkmc2_greedy_rules_out_rows_by_the_triangle_inequality():
+    """On separated blobs most sample rows are never compared with a final state."""
+    rng = np.random.RandomState(0)
+    means = 50.0 * rng.normal(size=(40, 2))
+    X = np.repeat(means, 50, axis=0) + rng.normal(size=(2000, 2))
+    w = np.ones(len(X))
+    q = np.full(len(X), 1 / len(X))
+    candidates = rng.randint(len(X), size=(39, 3 * 2)).astype(np.int32)
+    uniforms = rng.uniform(size=(39, 6))
+    args = X, w, q, 0, candidates, uniforms, 3, X, w, ref.sqdist(X, X[[0]])[:, 0]
+    *_, expected_evals = ref.afkmc2_greedy(*args)
+    centers, chosen, _, n_evals = run_greedy(*args, 2)
+    assert_array_equal(chosen, ref.afkmc2_greedy(*args)[1])
+    assert n_evals == expected_evals
+    chains = 6 * 40 * 39 // 2
+    assert n_evals - chains < 0.3 * 3 * (len(X) + 40 // 2) * 39
+
+
+def test_afkmc2_greedy_keeps_the_chain_that_lowers_the_potential_most():
+    """Two chains of one candidate each (no Metropolis-Hastings step): the candidate that
+    covers the heavy, uncovered far point wins over the one next to the first centre,
+    whichever chain it is in."""
+    X = np.array([[0.0], [1.0], [10.0], [11.0]])
+    w = np.array([1.0, 1.0, 5.0, 1.0])
+    q = np.full(4, 0.25)
+    for candidates, expected in [([[1, 3]], 3), ([[3, 1]], 3), ([[1, 2]], 2)]:
+        centers = np.empty((2, 1))
+        chosen = np.empty(2, dtype=np.int32)
+        candidates = np.array(candidates, dtype=np.int32)
+        pot_dist2 = ref.sqdist(X, X[[0]])[:, 0]
+        pot_labels = np.zeros(4, dtype=np.int32)
+        n_evals = _afkmc2.afkmc2_greedy(X, w, q, 0, candidates, np.zeros((1, 2)), 2, X, w,
+                                        pot_dist2, pot_labels, centers, chosen, 1)
+        assert chosen[1] == expected
+        assert_array_equal(pot_labels, [0, 0, 1, 1])
+        # per chain: its candidate and final state against the first centre, and the rows
+        # x not ruled out by d(y, c_1) >= 2 D(x): rows 1-3 for y = 1, rows 2-3 for y = 3
+        ruled_in = {1: 3, 2: 2, 3: 2}
+        assert n_evals == 2 + 2 + sum(ruled_in[y] for y in candidates[0])
+        assert n_evals == ref.afkmc2_greedy(X, w, q, 0, candidates, np.zeros((1, 2)), 2, X, w,
+                                            ref.sqdist(X, X[[0]])[:, 0])[-1]
+        assert_array_equal(pot_dist2, ref.sqdist(X, X[[0, expected]]).min(axis=1))
