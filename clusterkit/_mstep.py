@@ -207,8 +207,7 @@ class _Running:
         p = score[candidates] / score[candidates].sum()
         chosen = state.random_state.choice(candidates, n_moves, replace=False, p=p)
         # duplicated samples: one centre per position (a second would get no vote)
-        distinct = np.unique(dense_rows(X, chosen), axis=0, return_index=True)[1]
-        chosen = np.sort(chosen[distinct])
+        chosen = np.sort(chosen[_first_of_equal_rows(dense_rows(X, chosen))])
         n_moves = chosen.size
         starved = starved[np.argsort(held[starved], kind="stable")[:n_moves]]
         centers_new[starved] = dense_rows(X, chosen)
@@ -216,6 +215,14 @@ class _Running:
         self.weight[starved] = self.sse[starved] = 0.0
         self.placed_at[starved] = seen_rows
         return n_moves
+
+
+def _first_of_equal_rows(rows):
+    """Indices of the first of each group of equal rows (-0.0 equals 0.0): the rows compared
+    as raw bytes, which is several times faster than ``np.unique(axis=0)`` on wide rows."""
+    rows = np.ascontiguousarray(rows) + rows.dtype.type(0)  # (x + 0 turns -0.0 into 0.0)
+    as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    return np.unique(as_bytes, return_index=True)[1]
 
 
 class _Adaptive(_Running):

@@ -472,3 +472,16 @@ def test_nmbatch_first_prefix_is_auto_sized(blobs):
         assert km.history_[0]["batch_size"] == first
     with pytest.raises(TypeError, match="initial_batch must be an integer"):
         Clusterer(4, schedule=NestedDoubling(initial_batch="big")).fit(blobs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relocation_dedupes_rows_as_numpy_unique_does(dtype):
+    """The starved rule's one centre per position: the first of each group of equal rows,
+    the same set as ``np.unique(axis=0)`` (and -0.0 equal to 0.0)."""
+    from clusterkit._mstep import _first_of_equal_rows
+    rng = np.random.RandomState(0)
+    rows = rng.randint(3, size=(200, 7)).astype(dtype)
+    expected = np.unique(rows, axis=0, return_index=True)[1]
+    assert np.array_equal(np.sort(_first_of_equal_rows(rows)), np.sort(expected))
+    signed = np.array([[0.0, 1.0], [-0.0, 1.0]], dtype=dtype)
+    assert np.array_equal(_first_of_equal_rows(signed), [0])
