@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from clusterkit import AFKMC2, Clusterer, FitState, LWCS, PartialEStep
 from clusterkit import _reference as ref
+from clusterkit._progress import QuietDisplay
 
 
 def _blobs(n_samples=600, n_features=3, n_blobs=12, dtype=np.float64, seed=0):
@@ -149,11 +150,12 @@ def test_greedy_reports_progress_to_the_end():
     X = _blobs(n_samples=3000, n_features=4)
     reports = []
     state = _state(150, 4, 0)
-    state.on_progress = lambda *args: reports.append(args)
+    state.display = QuietDisplay()
+    state.display.report = lambda *args: reports.append(args)
     AFKMC2(chain_length=3, n_candidates=3).seed(X, np.ones(len(X)), 150, state)
-    assert reports[-1] == ("seeding", 150, 150)
+    assert reports[-1] == ("seeding", 150, 150, "centres")
     assert len(reports) > 2
-    assert [done for _, done, _ in reports] == sorted({done for _, done, _ in reports})
+    assert [done for _, done, *_ in reports] == sorted({done for _, done, *_ in reports})
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
