@@ -454,15 +454,31 @@ def _command_ablate(args):
 
 
 def _command_presets(args):
-    """Every preset with the whole summary of its docstring, without reST markup."""
+    """Every preset: the summary of its docstring without reST markup, then its guide
+    (:data:`clusterkit.presets.GUIDE`), wrapped, nothing cut; where the measurements are."""
     import re
     import textwrap
     from . import presets
+    from ._preset_guide import GUIDE_FIELDS, GUIDE_SIZES
+
+    def paragraph(text, indent="", first=None):
+        return textwrap.fill(text, width=100, initial_indent=indent if first is None else first,
+                             subsequent_indent=indent, break_on_hyphens=False)
+    print(paragraph("The presets of clusterkit.presets ('clusterkit fit --preset NAME'): what "
+                    "each is for, what it fits and what it costs. " + GUIDE_SIZES))
+    label_width = max(map(len, GUIDE_FIELDS.values())) + 2
     for name in presets.PRESETS:
         summary = " ".join(getattr(presets, name).__doc__.strip().split("\n\n")[0].split())
         summary = re.sub(r":\w+:`~?([^`]+)`", r"\1", summary).replace("``", "")
-        print(textwrap.fill(summary, width=100, initial_indent=f"{name:14s} ",
-                            subsequent_indent=" " * 15))
+        print(f"\n{name}")
+        print(paragraph(summary, "    "))
+        for field, title in GUIDE_FIELDS.items():
+            print(paragraph(getattr(presets.GUIDE[name], field), " " * (4 + label_width),
+                            first=f"    {title:{label_width}s}"))
+    print("\n" + paragraph("Time and error of every preset against scikit-learn's KMeans, "
+                           "measured: the documentation's page 'Choosing a preset' "
+                           "(docs/choosing.rst) and benchmarks/RESULTS.md "
+                           "(benchmarks/bench_presets.py)."))
     return 0
 
 

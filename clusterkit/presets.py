@@ -57,10 +57,15 @@ and the documentation's page on the defaults), not as in the papers:
 The papers' settings: ``seed=AFKMC2(chain_length=2, n_candidates=1), init="random"`` (plain
 AFK-MC²; :class:`~clusterkit.AFKMC2` is greedy by default). Above 64 features the presets
 seed with plain AFK-MC², as measured for the defaults.
+
+Which preset for which job: :data:`GUIDE` (printed by ``clusterkit presets``; the
+documentation's page "Choosing a preset" adds measured times and errors).
 """
+from . import _preset_guide
 from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep
 from ._mstep import HardMStep, SoftMStep
+from ._preset_guide import PresetGuide
 from ._reduction import LWCS, default_coreset_size
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
@@ -72,7 +77,11 @@ PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x
            "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "slk_bo",
            "slk_ms")
 
-__all__ = list(PRESETS) + ["default_coreset_size"]
+__all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
+
+#: Which preset for which job: every preset's :class:`PresetGuide` (what it is for, its
+#: model, its cost per iteration, its memory), in the order of :data:`PRESETS`.
+GUIDE = _preset_guide.GUIDE
 
 
 def _greedy_where_affordable(n_local_trials, chain_length):

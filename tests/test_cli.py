@@ -382,11 +382,18 @@ def test_presets_lists_every_preset(capsys):
     status, out, _ = _run(["presets"], capsys)
     assert status == 0
     lines = out.splitlines()
-    assert [line.split()[0] for line in lines if not line.startswith(" ")] == list(presets.PRESETS)
+    names = [line for line in lines if line in presets.PRESETS]
+    assert names == list(presets.PRESETS)
     assert max(map(len, lines)) <= 100 and "`" not in out
     # each summary whole, not its first line only
     text = " ".join(out.split())
     assert "sublinear in C per iteration" in text and "(eq. 9); the modes are then" in text
+    # every preset's whole guide, under its name, before the next preset
+    for name in presets.PRESETS:
+        entry = " ".join(out.split(f"\n{name}\n", 1)[1].split("\n\n", 1)[0].split())
+        for field, value in presets.GUIDE[name]._asdict().items():
+            assert " ".join(value.split()) in entry, (name, field)
+    assert "docs/choosing.rst" in text and "benchmarks/RESULTS.md" in text
 
 
 def test_ablate_prints_the_table_and_writes_csv_and_plots(files, capsys):
