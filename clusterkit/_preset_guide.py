@@ -51,17 +51,19 @@ GUIDE_FIELDS = {"use": "use it for", "model": "model", "cost": "cost per iterati
 #: Every preset's :class:`PresetGuide`, in the order of :data:`clusterkit.presets.PRESETS`.
 GUIDE = {
     "lloyd": PresetGuide(
-        use="exact k-means; moderate N·C, fastest against scikit-learn with few features",
+        use="exact k-means; moderate N·C, fastest against scikit-learn with few features; "
+            "also sparse (CSR) data",
         model="k-means", cost="N·C·D",
         memory="N (labels, distances)"),
     "elkan": PresetGuide(
-        use="exact k-means, lloyd's iterates in fewer distances when N·C bounds fit",
+        use="exact k-means, lloyd's iterates in fewer distances when N·C bounds fit; also "
+            "sparse (CSR) data",
         model="k-means", cost="N·C·D at first, then the few distances the bounds keep, "
                               "plus C²·D",
         memory="N·C bounds (float32), C² centre distances"),
     "minibatch": PresetGuide(
         use="a stream, or data that does not fit in memory (partial_fit batch by batch); "
-            "speed over accuracy",
+            "speed over accuracy; also sparse (CSR) data",
         model="k-means", cost="b·C·D per batch (b = 1024), up to 10 passes",
         memory="C·D running sums, N labels"),
     "nmbatch": PresetGuide(
