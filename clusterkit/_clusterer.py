@@ -1,6 +1,5 @@
 """The :class:`Clusterer` estimator: validation at the public boundary, the strategies it
 assembles, and the fitted attributes; the loop itself is the driver's (:mod:`._driver`)."""
-import numbers
 import warnings
 
 import numpy as np
@@ -11,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _chunked
+from . import _chunked, _lazy
 from ._assignment import FREE_ENERGY
 from ._base import Composition, Seeder
 from ._driver import Driver, GivenCenters, check_composition
@@ -23,8 +22,8 @@ from ._reduction import NoReduction
 from ._registry import accepts_sparse, resolve, strategy_class
 from ._sparse import check_sparse_composition, is_sparse
 from ._state import weighted_sum
-from ._validation import (check_data, check_int, check_n_clusters, check_representable,
-                          check_sample_weight)
+from ._validation import (check_data, check_initial_centers, check_params,
+                          check_representable, check_sample_weight)
 
 __all__ = ["Clusterer"]
 
@@ -204,38 +203,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
     # -- validation --------------------------------------------------------------------------
 
-    def _check_params(self, X):
-        check_n_clusters(self.n_clusters, X.shape[0])
-        check_int(self.n_init, "n_init", minimum=1)
-        check_int(self.max_iter, "max_iter", minimum=1)
-        if not isinstance(self.tol, numbers.Real) or not self.tol >= 0:
-            raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
-        effective_n_threads(self.n_threads)  # raises for invalid values
-        if not isinstance(self.compute_labels, (bool, np.bool_)):
-            raise TypeError(f"compute_labels must be True or False, got "
-                            f"{self.compute_labels!r}.")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError(f"callback must be callable, got {type(self.callback).__name__}.")
-
-    def _given_centers(self, X):
-        """``seed`` given as the initial centres, checked and in ``X``'s dtype."""
-        centers = np.asarray(self.seed)
-        if centers.dtype.kind not in "biuf":
-            raise TypeError(f"seed must be a string, a Seeder or an array of centres, got "
-                            f"{type(self.seed).__name__}.")
-        expected = (self.n_clusters, X.shape[1])
-        if centers.shape != expected:
-            raise ValueError(f"seed has shape {centers.shape}, but initial centres must have "
-                             f"shape (n_clusters, n_features)={expected}.")
-        if not np.all(np.isfinite(centers)):
-            raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
-        with np.errstate(over="ignore"):
-            centers = np.ascontiguousarray(centers, dtype=X.dtype)
-        if not np.all(np.isfinite(centers)):
-            raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
-                             "data's dtype.")
-        return centers
-
     def _strategies(self, X, x_mean):
         """The five strategies, resolved and checked against the data and each other; given
         initial centres become a seeder (moved into the frame centred on ``x_mean``; data in
@@ -243,7 +210,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         if self.seed is None or isinstance(self.seed, (str, Seeder)):
             seeder = resolve("seed", self.seed)
         else:
-            centers = self._given_centers(X)
+            centers = check_initial_centers(self.seed, self.n_clusters, X)
             seeder = GivenCenters(centers if x_mean is None else centers - x_mean)
         composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
                                             ("reduce", "estep", "mstep", "schedule")))
@@ -336,7 +303,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         chunked = self._chunked_data(X, sample_weight)
         if chunked is None:
             X = check_data(self, X)
-            self._check_params(X)
+            check_params(self, X.shape[0])
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
             check_representable(X, sample_weight=sample_weight)
             x_mean = data_mean(X)  # zero for sparse X, which is not centred
@@ -344,7 +311,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             # Data in row chunks: the composition is checked before the first pass over them,
             # which validates them and gives their mean.
             X, sample_weight, x_mean = chunked, None, None
-            self._check_params(X)
+            check_params(self, X.shape[0])
         composition = self._strategies(X, x_mean)
         n_init = self.n_init
         if isinstance(composition.seed, GivenCenters) and n_init > 1:
@@ -466,7 +433,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         """The driver of a stream: the fit's frame if it continues a fitted model, else the
         first batch's; the composition refused clearly if it cannot stream."""
         if not fitted:
-            self._check_params(X)
+            check_params(self, X.shape[0])
         x_mean = self._x_mean if fitted else data_mean(X)
         composition = self._strategies(X, x_mean)
         reducer, estep, schedule = composition.reduce, composition.estep, composition.schedule
@@ -511,7 +478,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             labels, dist2, _ = nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
 
-    @_chunked.per_row_chunk(np.int32)
+    @_lazy.per_row_chunk(np.int32)
     def predict(self, X):
         """Index of the nearest centre of each sample.
 
@@ -544,7 +511,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.fit(X, sample_weight=sample_weight)
         return self.labels_ if self.compute_labels else self.predict(X)
 
-    @_chunked.per_row_chunk(None, per_cluster=True)
+    @_lazy.per_row_chunk(None, per_cluster=True)
     def transform(self, X):
         """Euclidean distances of each sample to every centre.
 
@@ -606,7 +573,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             checked by the tasks.
         """
         if _chunked.is_dask_array(X):
-            return _chunked.score_model(self, X, sample_weight)
+            return _lazy.score_model(self, X, sample_weight)
         if self._is_mixture():
             log_likelihood = self.score_samples(X)
             sample_weight = check_sample_weight(sample_weight, log_likelihood.shape[0],

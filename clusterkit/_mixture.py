@@ -12,7 +12,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils.metaestimators import available_if
 
-from . import _chunked
+from . import _lazy
 from ._state import weighted_sum
 
 __all__ = ["GaussianMixtureMethods", "free_energy", "log_joint_offset"]
@@ -73,7 +73,7 @@ class GaussianMixtureMethods:
             yield rows, best, shifted
 
     @available_if(_is_gmm)
-    @_chunked.per_row_chunk(None, per_cluster=True)
+    @_lazy.per_row_chunk(None, per_cluster=True)
     def predict_proba(self, X):
         """Posterior probability of every cluster for each sample (soft M-steps only).
 
@@ -97,7 +97,7 @@ class GaussianMixtureMethods:
         return proba
 
     @available_if(_is_gmm)
-    @_chunked.per_row_chunk(np.float64)
+    @_lazy.per_row_chunk(np.float64)
     def score_samples(self, X):
         """Log-likelihood of each sample under the fitted mixture (soft M-steps only).
 

@@ -4,10 +4,11 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import validate_data
 
+from ._kernels._openmp import effective_n_threads
 from ._sparse import bounding_rows, check_csr, is_sparse
 
-__all__ = ["check_data", "check_sample_weight", "check_n_clusters", "check_int",
-           "check_representable",
+__all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
+           "check_n_clusters", "check_int", "check_representable",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts"]
 
@@ -49,6 +50,43 @@ def check_n_clusters(n_clusters, n_samples):
     check_int(n_clusters, "n_clusters", minimum=1)
     if n_clusters > n_samples:
         raise ValueError(f"n_clusters={n_clusters} must be <= n_samples={n_samples}.")
+
+
+def check_params(estimator, n_samples):
+    """The hyper-parameters of a ``Clusterer`` that no strategy checks, against the data's
+    ``n_samples``: clear ``ValueError``/``TypeError`` messages."""
+    check_n_clusters(estimator.n_clusters, n_samples)
+    check_int(estimator.n_init, "n_init", minimum=1)
+    check_int(estimator.max_iter, "max_iter", minimum=1)
+    if not isinstance(estimator.tol, numbers.Real) or not estimator.tol >= 0:
+        raise ValueError(f"tol={estimator.tol!r} must be a non-negative number.")
+    effective_n_threads(estimator.n_threads)  # raises for invalid values
+    if not isinstance(estimator.compute_labels, (bool, np.bool_)):
+        raise TypeError(f"compute_labels must be True or False, got "
+                        f"{estimator.compute_labels!r}.")
+    if estimator.callback is not None and not callable(estimator.callback):
+        raise TypeError(f"callback must be callable, got {type(estimator.callback).__name__}.")
+
+
+def check_initial_centers(seed, n_clusters, X):
+    """Initial centres given as ``seed``: checked (numbers, shape ``(n_clusters,
+    n_features)``, finite in ``X``'s dtype) and returned C-contiguous in that dtype."""
+    centers = np.asarray(seed)
+    if centers.dtype.kind not in "biuf":
+        raise TypeError(f"seed must be a string, a Seeder or an array of centres, got "
+                        f"{type(seed).__name__}.")
+    expected = (n_clusters, X.shape[1])
+    if centers.shape != expected:
+        raise ValueError(f"seed has shape {centers.shape}, but initial centres must have "
+                         f"shape (n_clusters, n_features)={expected}.")
+    if not np.all(np.isfinite(centers)):
+        raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
+    with np.errstate(over="ignore"):
+        centers = np.ascontiguousarray(centers, dtype=X.dtype)
+    if not np.all(np.isfinite(centers)):
+        raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
+                         "data's dtype.")
+    return centers
 
 
 def check_sample_weight(sample_weight, n_samples, dtype):
