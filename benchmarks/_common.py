@@ -123,13 +123,10 @@ def machine_info(n_threads=None):
         pass
     runtimes = []
     for lib in threadpool_info():
-        details = [lib.get("version") or "version unknown"]
-        for key in ("architecture", "threading_layer"):
-            if lib.get(key):
-                details.append(f"{key} {lib[key]}")
-        details.append(f"{lib['num_threads']} threads by default")
-        runtimes.append(f"{lib['internal_api']} ({lib['user_api']}) "
-                        f"{os.path.basename(lib['filepath'])}: {', '.join(details)}")
+        details = [lib[key] for key in ("architecture", "threading_layer") if lib.get(key)]
+        details.append(f"{lib['num_threads']} threads")
+        runtimes.append(f"{lib['internal_api']} {lib.get('version') or ''} "
+                        f"({', '.join(details)})".replace("  ", " "))
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "cpu": _cpu_model(),
@@ -164,8 +161,7 @@ def format_machine_info(info):
     if info["load_average"] is not None:
         lines.append("- Load average (1, 5, 15 min) at start: "
                      + ", ".join(f"{x:.2f}" for x in info["load_average"]))
-    lines.append("- BLAS / OpenMP runtimes (threadpoolctl):")
-    lines += [f"  - {r}" for r in info["runtimes"]]
+    lines.append("- BLAS / OpenMP runtimes (threadpoolctl): " + "; ".join(info["runtimes"]))
     overrides = info["openblas_overrides"]
     if overrides:
         lines.append("- **WARNING: " + ", ".join(f"{k}={val}" for k, val in overrides.items())

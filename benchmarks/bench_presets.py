@@ -31,7 +31,6 @@ import argparse
 import statistics
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,12 +42,12 @@ from clusterkit import knn_graph, presets
 from clusterkit._graph import EXACT_BELOW
 from clusterkit.datasets import load_benchmark, make_birch_grid
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import GUIDE, PRESETS
+from clusterkit.presets import PRESETS
 
 from _common import (command_note, data_home, format_table, machine_info, publish,
                      warn_openblas_overrides)
 from _presets_tables import markdown_table, replace_between_markers, rst_table
-from bench_defaults import make_mixture
+from bench_defaults import make_mixture, timed_fit
 
 TITLE = "Every preset against scikit-learn's k-means (bench_presets.py)"
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,14 +114,6 @@ def warm_up_graph():
     start = time.perf_counter()
     knn_graph(X, exact=False, random_state=0)
     return time.perf_counter() - start
-
-
-def timed_fit(model, X):
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(X)
-    return model, time.perf_counter() - start
 
 
 def run_kind(kind, args):
