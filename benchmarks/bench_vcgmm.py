@@ -597,7 +597,7 @@ def main(argv=None):
     if not all_results:
         print("Nothing to run.")
         return 0
-    body = _body(sections, verdicts)
+    _body(sections, verdicts)  # prints the targets table
     notes += [
         "Command: `" + shlex.join(["python", "benchmarks/bench_vcgmm.py", *(argv or sys.argv[1:])])
         + "`",
