@@ -20,6 +20,7 @@ from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, Sampled
 from ._slk import SLK_ENERGY, LaplacianEStep, ModeMStep
 from ._state import Channel, FitState
 from ._variational import PartialEStep
+from ._yinyang import BoundedEStep, YinyangEStep, yinyang_groups
 
 from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
 
@@ -32,7 +33,8 @@ __all__ = [
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
     "NoReduction", "LWCS",
-    "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
+    "FullEStep", "ElkanEStep", "YinyangEStep", "BoundedEStep", "yinyang_groups",
+    "TruncatedEStep", "PartialEStep", "LaplacianEStep",
     "HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
     "openmp_enabled", "effective_n_threads",
