@@ -426,3 +426,20 @@ def yinyang_assign(X, rows, centers, members, group_starts, group_of, shift, gro
         labels[i], min_dist2[i], visit[r] = best_c, best, step
         last_dist2[r] = best
     return labels, min_dist2, n_evals
+
+
+def yinyang_init_bounds(X, centers, group_of, n_groups):
+    """Twin of ``yinyang_init_bounds``: the nearest centres, the squared distances to them and
+    each group's exact smallest distance to a centre other than the label (the kernel's
+    bounds are these, lowered by the rounding of its gemm); returns (labels, min_dist2,
+    group_min of shape (n_samples, n_groups), n_evals)."""
+    d2 = sqdist(X, centers)
+    labels = d2.argmin(axis=1).astype(np.int32)
+    rows = np.arange(len(X))
+    min_dist2 = d2[rows, labels]
+    d2[rows, labels] = np.inf
+    group_min = np.full((len(X), n_groups), np.inf)
+    for g in range(n_groups):
+        if np.any(group_of == g):
+            group_min[:, g] = np.sqrt(d2[:, group_of == g].min(axis=1))
+    return labels, min_dist2, group_min, len(X) * (centers.shape[0] + 1)

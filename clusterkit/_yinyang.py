@@ -317,13 +317,37 @@ class YinyangEStep(EStep):
                           centers_sum=centers_sum, weight_in_clusters=weight)
 
     @staticmethod
+    def _init_rows(X, rows, centers, bounds, state):
+        """First visits of distinct ``rows`` by gemm tiles: labels and distances."""
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        state.count("estep", _yinyang.yinyang_init_bounds(
+            np.ascontiguousarray(X), np.ascontiguousarray(rows), centers, bounds.group_of,
+            bounds.group_shift_sum, bounds.step, bounds.lower, bounds.last_dist2, bounds.visit,
+            labels, dist2, bound_slack(X.dtype), state.n_threads))
+        return labels, dist2
+
+    @staticmethod
     def _assign_rows(X, sample_weight, rows, centers, shift, bounds, state, fuse):
         """The kernel on distinct ``rows``: labels, distances and, if ``fuse`` and the
         fixed-block layout fits, the M-step's sums (else ``None``)."""
         n_samples, n_features = X.shape
         n_clusters = centers.shape[0]
+        previous = np.ascontiguousarray(state.labels[rows])
         labels = np.empty(n_samples, dtype=np.int32)
         dist2 = np.empty(n_samples, dtype=X.dtype)
+        first = previous < 0
+        if _yinyang.init_uses_gemm(n_features) and first.any():
+            # first visits: all distances in gemm tiles, as Lloyd's E-step computes them
+            if first.all():
+                return (*YinyangEStep._init_rows(X, rows, centers, bounds, state), None, None)
+            new, again = np.flatnonzero(first), np.flatnonzero(~first)
+            labels[new], dist2[new] = YinyangEStep._init_rows(X[new], rows[new], centers,
+                                                              bounds, state)
+            labels[again], dist2[again] = YinyangEStep._assign_rows(
+                X[again], sample_weight[again], rows[again], centers, shift, bounds, state,
+                fuse=False)[:2]
+            return labels, dist2, None, None
         centers_sum = weight = None
         if fuse and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
             # the M-step's sums in the same pass (every row is read for its distance anyway)
@@ -333,8 +357,8 @@ class YinyangEStep(EStep):
             np.ascontiguousarray(X), sample_weight, rows, centers, bounds.members,
             bounds.group_starts, bounds.group_of, shift, bounds.group_shift_sum,
             bounds.group_shift_prev, bounds.last_moved, bounds.step, bounds.lower,
-            np.ascontiguousarray(state.labels[rows]), bounds.last_dist2, bounds.visit,
-            labels, dist2, centers_sum, weight, bound_slack(X.dtype), state.n_threads))
+            previous, bounds.last_dist2, bounds.visit, labels, dist2, centers_sum, weight,
+            bound_slack(X.dtype), state.n_threads))
         return labels, dist2, centers_sum, weight
 
 

@@ -11,11 +11,19 @@ sample at once), and a sample outside the last batches keeps valid bounds. Memor
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange, threadid
+from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
-from ._dist cimport _sqdist_wide, _store_lower
+from ._dist import center_tables
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
+                    _sqnorm, _store_lower, _use_gemm)
+
+
+cdef extern from "_nearest.h" nogil:
+    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
+    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
 cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features,)
@@ -247,3 +255,138 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
         _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
                        NULL, min(n_threads, n_clusters))
     return n_evals
+
+
+cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features)
+                      Py_ssize_t n_rows,
+                      Py_ssize_t n_features,
+                      const Py_ssize_t* rows,          # IN  (n_rows,)
+                      const floating* centers,         # IN  (n_clusters, n_features)
+                      const floating* centers_T,       # IN  (n_features, n_clusters)
+                      const floating* centers_sqnorm,  # IN  (n_clusters,)
+                      Py_ssize_t n_clusters,
+                      const int* group_of,             # IN  (n_clusters,)
+                      const double* group_shift_sum,   # IN  (n_groups,)
+                      Py_ssize_t n_groups,
+                      int step,
+                      double slack,
+                      floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
+                      double* group_min,               # TMP (n_groups,)
+                      float* lower,                    # INOUT (n_samples, n_groups)
+                      floating* last_dist2,            # INOUT (n_samples,)
+                      int* visit,                      # INOUT (n_samples,)
+                      int* labels,                     # OUT (n_rows,)
+                      floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
+    cdef double keep = 1.0 - slack
+    cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
+    cdef double max_sqnorm, xn, window, v
+    cdef Py_ssize_t i, c, g, best
+    cdef const floating* x
+    cdef floating* row
+    cdef floating d2
+    cdef float* bound
+    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
+    for i in range(n_rows):
+        x = X + i * n_features
+        row = tile + i * n_clusters
+        xn = _sqnorm(x, n_features)
+        if floating is float:
+            best = ck_argmin_float(row, n_clusters)
+        else:
+            best = ck_argmin_double(row, n_clusters)
+        # the label as Lloyd's E-step ranks it (near-ties by direct distances), then the
+        # direct distance to it: the exact u later visits reuse
+        best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
+                                 max_sqnorm, &d2)
+        d2 = _sqdist_wide(x, centers + best * n_features, n_features)
+        # each gemm entry is within `window` of the squared distance (_settle_near_ties)
+        window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+        for g in range(n_groups):
+            group_min[g] = INFINITY
+        for c in range(n_clusters):
+            v = <double> row[c]
+            if c != best and v < group_min[group_of[c]]:
+                group_min[group_of[c]] = v
+        bound = lower + rows[i] * n_groups
+        for g in range(n_groups):
+            v = group_min[g] + xn - window
+            bound[g] = _store_lower((sqrt(v) if v > 0 else 0.0) + group_shift_sum[g], keep)
+        labels[i] = <int> best
+        min_dist2[i] = d2
+        last_dist2[rows[i]] = d2
+        visit[rows[i]] = step
+
+
+def init_uses_gemm(Py_ssize_t n_features):
+    """Whether :func:`yinyang_init_bounds` applies: gemm tiles from ``GEMM_MIN_FEATURES``
+    features on (below, :func:`yinyang_assign`'s direct first visits are as fast)."""
+    return bool(_use_gemm(n_features))
+
+
+def yinyang_init_bounds(const floating[:, ::1] X,           # IN  (n_batch, n_features)
+                        const Py_ssize_t[::1] rows,          # IN  (n_batch,)
+                        const floating[:, ::1] centers,      # IN  (n_clusters, n_features)
+                        const int[::1] group_of,             # IN  (n_clusters,)
+                        const double[::1] group_shift_sum,   # IN  (n_groups,)
+                        int step,
+                        float[:, ::1] lower,                 # OUT rows of (n_samples, n_groups)
+                        floating[::1] last_dist2,            # OUT rows of (n_samples,)
+                        int[::1] visit,                      # OUT rows of (n_samples,)
+                        int[::1] labels,                     # OUT (n_batch,)
+                        floating[::1] min_dist2,             # OUT (n_batch,)
+                        double slack,
+                        int n_threads):
+    """First visits of a batch: labels and group bounds from all distances, by gemm.
+
+    The first visit of :func:`yinyang_assign`, for data with at least ``GEMM_MIN_FEATURES``
+    features: the distances to all centres come in ``CHUNK_SIZE x n_clusters`` gemm tiles, as
+    in Lloyd's E-step (``_assign.assign_full``), and the label is ranked the same way (the
+    near-ties by direct distances), so it is Lloyd's. The distance to it is then computed
+    directly (``min_dist2``, exact: later visits reuse it). Each group bound is the smallest
+    gemm value of the group's other centres, lowered by the rounding window of
+    ``_settle_near_ties`` so that it stays below the exact distance.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_batch, n_features), dtype=floating
+        Samples at their first visit.
+    rows, centers, group_of, group_shift_sum, step, lower, last_dist2, visit, labels, \
+min_dist2, slack, n_threads
+        As for :func:`yinyang_assign`.
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_batch * (n_clusters + 1)``: the gemm distances and the direct one to the label.
+
+    Notes
+    -----
+    Only for ``init_uses_gemm(n_features)``. Each thread owns one tile and one row of group
+    minima; every output element is written
+    by one thread, so the result does not depend on ``n_threads``. Assumes valid input.
+    """
+    cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1]
+    cdef Py_ssize_t n_chunks = (n_batch + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, start, end, t
+    if n_batch == 0:
+        return 0
+    n_threads = max(1, min(n_threads, n_chunks))
+    dtype = np.float32 if floating is float else np.float64
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
+    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef double[:, ::1] group_min = np.empty((n_threads, n_groups))
+    with nogil, parallel(num_threads=n_threads):
+        for c in prange(n_chunks, schedule="static"):
+            start = c * CHUNK_SIZE
+            end = min(start + CHUNK_SIZE, n_batch)
+            t = threadid()
+            _init_chunk(&X[start, 0], end - start, n_features, &rows[start], &centers[0, 0],
+                        &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &group_of[0],
+                        &group_shift_sum[0], n_groups, step, slack, &tiles[t, 0, 0],
+                        &group_min[t, 0], &lower[0, 0], &last_dist2[0], &visit[0],
+                        &labels[start], &min_dist2[start])
+    return n_batch * (n_clusters + 1)

@@ -191,3 +191,44 @@ def test_center_groups_partition_the_centres(n_groups):
         np.testing.assert_array_equal(group_of, np.arange(12))
     if 1 < n_groups < 12:
         assert n_evals == 5 * 12 * n_groups
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_samples,n_features,n_clusters,n_groups", [
+    (1, 9, 1, 1), (255, 12, 9, 3), (257, 40, 30, 30), (700, 17, 31, 1)])
+def test_init_bounds_match_reference(dtype, n_samples, n_features, n_clusters, n_groups):
+    """gemm first visits: Lloyd's labels, exact distances, group bounds below the exact
+    group minima and close to them; the same for 1 and 2 threads."""
+    assert _yinyang.init_uses_gemm(n_features) and not _yinyang.init_uses_gemm(8)
+    X = _blobs(n_samples, n_features, 5, dtype, seed=4)
+    X -= X.mean(0)  # as the driver centres them
+    centers = X[np.random.RandomState(3).choice(n_samples, n_clusters,
+                                                replace=n_clusters > n_samples)].copy()
+    group_of, _ = center_groups(centers, n_groups, 1)
+    t = group_of.max() + 1
+    labels_ref, dist2_ref, group_min, n_ref = _reference.yinyang_init_bounds(X, centers,
+                                                                            group_of, t)
+    outputs = []
+    for n_threads in (1, 2):
+        bounds = _YinyangBounds(n_samples + 2, group_of, dtype, 1.0)
+        bounds.group_shift_sum[:] = 0.5
+        rows = np.arange(2, n_samples + 2, dtype=np.intp)  # rows of the state, not the batch
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=dtype)
+        n_evals = _yinyang.yinyang_init_bounds(X, rows, centers, group_of,
+                                               bounds.group_shift_sum, 3, bounds.lower,
+                                               bounds.last_dist2, bounds.visit, labels, dist2,
+                                               2.0 ** -12 if dtype == np.float32 else 2.0 ** -20,
+                                               n_threads)
+        assert n_evals == n_ref
+        assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, RTOL[dtype])
+        np.testing.assert_allclose(dist2, dist2_ref, rtol=RTOL[dtype] * 10, atol=1e-5)
+        np.testing.assert_array_equal(bounds.last_dist2[rows], dist2)
+        assert np.all(bounds.visit[rows] == 3)
+        valid = bounds.lower[rows].astype(np.float64) - 0.5
+        assert np.all(valid <= group_min * (1 + 1e-9)), "a bound is above the distance"
+        finite = np.isfinite(group_min)
+        np.testing.assert_allclose(valid[finite], group_min[finite], rtol=1e-2, atol=0.05)
+        outputs.append((labels, dist2, bounds.lower[rows].copy()))
+    for a, b in zip(*outputs):
+        np.testing.assert_array_equal(a, b)
