@@ -232,8 +232,10 @@ class ElkanEStep(EStep):
     Memory: the lower bounds are an ``N x C`` float32 table (float32 also for float64 data:
     half the memory traffic, and a bound only has to be a little too small, never exact),
     plus ``C x C`` float64 half distances: 2 GiB for instance for ``N = 500,000`` with
-    ``C = 1,000``. Where that is too much, use :class:`FullEStep` (Lloyd, ``O(N)`` memory)
-    or, approximately, :class:`PartialEStep`.
+    ``C = 1,000``. Where that is too much, use :class:`YinyangEStep` (the same labels with
+    ``4 N t`` bytes of grouped bounds; :class:`BoundedEStep` chooses between the two by
+    memory), :class:`FullEStep` (Lloyd, ``O(N)`` memory) or, approximately,
+    :class:`PartialEStep`.
 
     Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
     moved, and those the bounds do not rule out (at a sample's first visit all ``C``, pruned
@@ -289,10 +291,12 @@ class ElkanEStep(EStep):
                 f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
                 f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
                 f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
-                "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds) or PartialEStep.")
+                "(reduce=LWCS(...)), or use YinyangEStep (bounds that do not grow with C), "
+                "FullEStep (Lloyd, no bounds) or PartialEStep.")
         check_memory(need, f"ElkanEStep's bounds for {n_rows} samples and "
                            f"n_clusters={n_clusters}", "Reduce the data (reduce=LWCS(...)), or "
-                     "use FullEStep (Lloyd, no bounds) or PartialEStep.")
+                     "use YinyangEStep (bounds that do not grow with C), FullEStep (Lloyd, no "
+                     "bounds) or PartialEStep.")
 
     def init_state(self, X, sample_weight, centers, state):
         """Allocate the bounds for all rows (set at each row's first visit).

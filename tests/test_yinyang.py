@@ -234,3 +234,21 @@ def test_bounded_estep_chooses_by_memory():
     np.testing.assert_array_equal(runs[_ElkanBounds].cluster_centers_,
                                   runs[_YinyangBounds].cluster_centers_)
     assert presets.elkan(5).estep == BoundedEStep()
+
+
+def test_bounded_estep_sends_sparse_data_to_elkan():
+    import scipy.sparse as sp
+    X = sp.random(300, 20, density=0.2, format="csr", random_state=0)
+    assert BoundedEStep(max_bounds_bytes=0).chosen(300, 5, sparse=True) == ElkanEStep(0)
+    km = Clusterer(5, estep=BoundedEStep(), random_state=0).fit(X)
+    lloyd = Clusterer(5, estep=FullEStep(), random_state=0).fit(X)
+    np.testing.assert_array_equal(km.labels_, lloyd.labels_)
+
+
+def test_shortcuts():
+    X = _blobs(300, 3, 4)
+    for name, cls in (("yinyang", YinyangEStep), ("bounded", BoundedEStep)):
+        km = Clusterer(4, estep=name, random_state=0).fit(X)
+        assert isinstance(km.estep, str) or isinstance(km.estep, cls)
+        lloyd = Clusterer(4, estep="full", random_state=0).fit(X)
+        np.testing.assert_array_equal(km.labels_, lloyd.labels_)
