@@ -93,12 +93,14 @@ def test_weight_two_equals_a_duplicated_row():
 
 
 @fixed_iterations
+@pytest.mark.parametrize("n_features", [4, 12])  # first visits direct / in gemm tiles
 @pytest.mark.parametrize("make_schedule", [lambda: MiniBatch(batch_size=300, max_passes=4),
                                            lambda: NestedDoubling(initial_batch=500)])
-def test_mini_batch_schedules_give_elkans_iterates(make_schedule):
-    """Under mini-batches (running sums) and nested prefixes, the bounds of samples outside
-    a batch stay valid: the same labels and centres as Elkan's E-step at every step."""
-    X = _blobs(4000, 4, 20, seed=11)
+def test_mini_batch_schedules_give_elkans_iterates(make_schedule, n_features):
+    """Under mini-batches (running sums, batches drawn with replacement that mix first visits
+    and revisits) and nested prefixes, the bounds of samples outside a batch stay valid: the
+    same labels and centres as Elkan's E-step at every step."""
+    X = _blobs(4000, n_features, 20, seed=11)
     fits = []
     for estep in (ElkanEStep(), YinyangEStep(n_groups=4)):
         fits.append(_fit(X, X[:20], estep, schedule=make_schedule(), random_state=0,
