@@ -319,8 +319,19 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
 
 
 def init_uses_gemm(Py_ssize_t n_features):
-    """Whether :func:`yinyang_init_bounds` applies: gemm tiles from ``GEMM_MIN_FEATURES``
-    features on (below, :func:`yinyang_assign`'s direct first visits are as fast)."""
+    """Whether :func:`yinyang_init_bounds` applies to rows of ``n_features`` features.
+
+    Parameters
+    ----------
+    n_features : int
+
+    Returns
+    -------
+    applies : bool
+        ``True`` from ``GEMM_MIN_FEATURES`` features on, where the distance tiles come from
+        gemm (below, the tiles hold direct distances and :func:`yinyang_assign`'s direct first
+        visits are as fast).
+    """
     return bool(_use_gemm(n_features))
 
 
