@@ -19,6 +19,7 @@ from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
 from ._reduction import NoReduction
+from ._refine import NoRefinement
 from ._registry import accepts_sparse, resolve, strategy_class
 from ._sparse import check_sparse_composition, is_sparse
 from ._state import weighted_sum
@@ -60,6 +61,11 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         Which samples each step uses: ``"full"`` :class:`FullBatch`, ``"minibatch"``
         :class:`MiniBatch`, ``"nmbatch"`` :class:`NestedDoubling`, ``"sbe"``
         :class:`SBEDecay`.
+    refine : None, str or Refiner, default=None
+        What happens after a run ended on its own: ``None``/``"none"``
+        :class:`NoRefinement` (nothing), ``"breathing"`` :class:`Breathing` (move the least
+        useful centres to where the error is largest, iterate again, keep what is better;
+        see the quality page of the documentation).
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
@@ -183,7 +189,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     """
 
     def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
-                 mstep="hard", schedule="full", n_init=1, max_iter=200, tol=1e-4,
+                 mstep="hard", schedule="full", refine=None, n_init=1, max_iter=200, tol=1e-4,
                  random_state=None, n_threads=None, compute_labels=True, verbose=0,
                  callback=None):
         self.n_clusters = n_clusters
@@ -192,6 +198,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.estep = estep
         self.mstep = mstep
         self.schedule = schedule
+        self.refine = refine
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -204,7 +211,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     # -- validation --------------------------------------------------------------------------
 
     def _strategies(self, X, x_mean):
-        """The five strategies, resolved and checked against the data and each other; given
+        """The six strategies, resolved and checked against the data and each other; given
         initial centres become a seeder (moved into the frame centred on ``x_mean``; data in
         row chunks move them after their first pass)."""
         if self.seed is None or isinstance(self.seed, (str, Seeder)):
@@ -213,7 +220,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             centers = check_initial_centers(self.seed, self.n_clusters, X)
             seeder = GivenCenters(centers if x_mean is None else centers - x_mean)
         composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
-                                            ("reduce", "estep", "mstep", "schedule")))
+                                            ("reduce", "estep", "mstep", "schedule",
+                                             "refine")))
         if is_sparse(X):
             check_sparse_composition(composition)
         for strategy in composition:
@@ -449,6 +457,10 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             raise ValueError(f"partial_fit adds the caller's batches to running means; "
                              f"{type(schedule).__name__} chooses its own batches from all the "
                              "data. Use fit, or schedule='minibatch' (or 'full') for a stream.")
+        if not isinstance(composition.refine, NoRefinement):
+            raise ValueError(f"partial_fit cannot refine: {type(composition.refine).__name__} "
+                             "restarts the iterations on all the data, which a stream never "
+                             "holds. Use fit, or refine=None for a stream.")
         composition = composition._replace(schedule=resolve("schedule", "minibatch"))
         check_composition(composition)
         driver = self._driver(composition, X.shape[1])

@@ -66,7 +66,9 @@ from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep
 from ._mstep import HardMStep, SoftMStep
 from ._preset_guide import PresetGuide
+from ._pilot import FittedSeeder
 from ._reduction import LWCS, default_coreset_size
+from ._refine import Breathing
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
 from ._slk import LaplacianEStep, ModeMStep
@@ -551,6 +553,52 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=estep,
                       mstep=SoftMStep())
 
+
+
+def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
+    """k-means for the lowest error: a refined coreset fit as the start, then exact
+    iterations on all the data and breathing rounds.
+
+    The seeding is a pilot fit (:class:`~clusterkit.FittedSeeder`): :func:`lwcs_lloyd` with
+    :class:`~clusterkit.Breathing` until no round helps, cheap because it runs on the coreset.
+    From its centres Elkan's bounded Lloyd iterations run on all the data, then up to
+    ``rounds`` breathing rounds on all the data. Breathing (after Fritzke 2020) moves the least
+    useful centres to where the error is largest and keeps what lowers it, so the fit leaves
+    the local minima in which seeding and Lloyd alone stay.
+
+    Parameters
+    ----------
+    n_clusters : int
+    rounds : int, default=10
+        Most breathing rounds on all the data (each costs about one exact pass for its
+        statistics, and bounded iterations from the moved centres).
+    coreset_size : int or None, default=None
+        Draws of the pilot's coreset (``None``: :func:`default_coreset_size`).
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the pilot fit).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Cost: the pilot's (coreset-sized), then as :func:`elkan` per iteration,
+        plus ``N C`` per breathing round (``cost_["refinement"]``).
+
+    Notes
+    -----
+    Memory: Elkan's bounds, ``4 N C`` bytes (:class:`~clusterkit.ElkanEStep`). The
+    documentation's page on quality compares it with scikit-learn's ``KMeans`` with 1 and
+    10 restarts and with breathing k-means (``bkmeans``).
+
+    Examples
+    --------
+    >>> from clusterkit.presets import best_quality
+    >>> best_quality(10).refine
+    Breathing(m=5, tol=0.0001, max_rounds=10)
+    """
+    kwargs.setdefault("seed", FittedSeeder(lwcs_lloyd(n_clusters, coreset_size=coreset_size,
+                                                      refine=Breathing())))
+    return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),
+                      refine=Breathing(max_rounds=rounds))
 
 def _slk(n_clusters, method, lam, n_neighbors, graph, sigma, kwargs):
     kwargs.setdefault("seed", KMeansPlusPlus())
