@@ -103,6 +103,11 @@ GUIDE = {
         use="large N and C, speed first: a mixture on a coreset",
         model="isotropic GMM", cost="N'·G²·D (N' = max(2^15, 32·C), G = 5), plus N·D once",
         memory="N'·D coreset, N'·(G²+1) candidate distances, 2·N sampling"),
+    "best_quality": PresetGuide(
+        use="the lowest k-means error, below restarted k-means++",
+        model="k-means", cost="a refined coreset fit, then as elkan, plus N·C·D per "
+                              "breathing round (at most 10)",
+        memory="N·C lower bounds (as elkan), N'·D pilot coreset"),
     "slk_bo": PresetGuide(
         use="non-convex shapes, density modes that are samples",
         model="Laplacian K-modes", cost="N·C·D kernel values, N·rho·C per z-update "

@@ -105,7 +105,7 @@ class Breathing(Refiner):
     --------
     >>> from clusterkit import Breathing, Clusterer
     >>> from clusterkit.datasets import make_birch_grid
-    >>> X, _ = make_birch_grid(4, 4, n_per_cluster=50, random_state=0)
+    >>> X, _, _ = make_birch_grid(n_side=4, n_per_cluster=50, random_state=0)
     >>> model = Clusterer(16, seed="random", refine=Breathing(m=2), random_state=0).fit(X)
     >>> log = model.refinement_log_
     >>> all(r["objective"] <= r["objective_before"] for r in log if r["kept"])

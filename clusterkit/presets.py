@@ -23,6 +23,8 @@ preset                 E-step / M-step                 distance evaluations per 
 :func:`lwcs_lloyd`     exact / hard, on a coreset      ``N' C`` (plus ``N`` once)
 :func:`vc_gmm`         as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
                                                        once)
+:func:`best_quality`   a refined coreset fit, then     as :func:`elkan`, plus ``N C`` per
+                       Elkan and breathing rounds      breathing round (``cost_["refinement"]``)
 :func:`slk_bo`         Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
                        by argmax                       per z-update (and the kNN graph once)
 :func:`slk_ms`         Laplacian z-updates / modes     as ``slk_bo``, plus the mean-shift
@@ -76,8 +78,8 @@ from ._variational import PartialEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
-           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "slk_bo",
-           "slk_ms")
+           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "best_quality",
+           "slk_bo", "slk_ms")
 
 __all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
 
