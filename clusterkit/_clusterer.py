@@ -367,13 +367,19 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     # -- streaming ---------------------------------------------------------------------------
 
     def _can_stream(self):
-        """Whether ``partial_fit`` applies (a hard M-step); otherwise the ``AttributeError``
-        says why."""
+        """Whether ``partial_fit`` applies (a hard M-step, no refiner); otherwise the
+        ``AttributeError`` says why."""
         mstep = strategy_class("mstep", self.mstep)
-        if mstep is None or not mstep.needs_resp:
-            return True
-        raise AttributeError("partial_fit keeps running means of hard assignments; this "
-                             "Clusterer's M-step needs responsibilities (a Gaussian mixture).")
+        if mstep is not None and mstep.needs_resp:
+            raise AttributeError("partial_fit keeps running means of hard assignments; this "
+                                 "Clusterer's M-step needs responsibilities (a Gaussian "
+                                 "mixture).")
+        refiner = strategy_class("refine", self.refine)
+        if refiner not in (None, NoRefinement):
+            raise AttributeError(f"partial_fit cannot refine: {refiner.__name__} restarts the "
+                                 "iterations on all the data, which a stream never holds; use "
+                                 "fit, or refine=None for a stream.")
+        return True
 
     @available_if(_can_stream)
     def partial_fit(self, X, y=None, sample_weight=None):
@@ -457,10 +463,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             raise ValueError(f"partial_fit adds the caller's batches to running means; "
                              f"{type(schedule).__name__} chooses its own batches from all the "
                              "data. Use fit, or schedule='minibatch' (or 'full') for a stream.")
-        if not isinstance(composition.refine, NoRefinement):
-            raise ValueError(f"partial_fit cannot refine: {type(composition.refine).__name__} "
-                             "restarts the iterations on all the data, which a stream never "
-                             "holds. Use fit, or refine=None for a stream.")
         composition = composition._replace(schedule=resolve("schedule", "minibatch"))
         check_composition(composition)
         driver = self._driver(composition, X.shape[1])

@@ -163,8 +163,9 @@ def test_refused_compositions(blobs):
         Clusterer(4, refine=3).fit(blobs[:100])
     with pytest.raises(ValueError, match="cannot refine the Laplacian K-modes"):
         presets.slk_bo(4, refine=Breathing(), graph=None).fit(blobs[:100])
-    with pytest.raises(ValueError, match="partial_fit cannot refine"):
+    with pytest.raises(AttributeError) as error:
         presets.lloyd(4, refine=Breathing()).partial_fit(blobs[:100])
+    assert "partial_fit cannot refine" in str(error.value.__cause__)
     with pytest.raises(TypeError, match="Breathing cannot take sparse"):
         presets.lloyd(4, refine=Breathing()).fit(sp.csr_matrix(blobs[:100]))
 
@@ -217,3 +218,10 @@ def test_best_quality_beats_restarted_lloyd(blobs):
     restarts = KMeans(40, n_init=10, random_state=0).fit(X)
     assert best.inertia_ <= restarts.inertia_ * (1 + 1e-6)
     assert best.refinement_log_ and best.cost_["seeding"] > 0
+
+
+def test_check_estimator_with_breathing():
+    from sklearn.utils.estimator_checks import check_estimator
+    reason = "the random seeding depends on the number of rows, not only on the weights"
+    check_estimator(Clusterer(refine="breathing"), expected_failed_checks={
+        "check_sample_weight_equivalence_on_dense_data": reason})
