@@ -13,7 +13,7 @@ from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
 from ._graph import knn_graph
 from ._kernels._openmp import effective_n_threads, openmp_enabled
-from ._mstep import HardMStep, SoftMStep
+from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._reduction import LWCS, NoReduction
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
@@ -33,7 +33,7 @@ __all__ = [
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
-    "HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
+    "HardMStep", "SoftMStep", "SphericalMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",
