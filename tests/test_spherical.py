@@ -226,6 +226,20 @@ def test_refuses_dask_arrays():
         Clusterer(3, mstep="spherical", reduce="lwcs").fit(da.from_array(X, chunks=20))
 
 
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+    zero_rows = ("scikit-learn's test data have rows of zero norm, which a spherical model "
+                 "refuses with a ValueError")
+    seeding = "the random seeding depends on the number of rows, not only on the weights"
+    expected = {"check_estimators_dtypes": zero_rows,
+                "check_estimator_sparse_tag": zero_rows,
+                "check_estimator_sparse_array": zero_rows,
+                "check_estimator_sparse_matrix": zero_rows,
+                "check_sample_weight_equivalence_on_dense_data": seeding,
+                "check_sample_weight_equivalence_on_sparse_data": seeding}
+    check_estimator(Clusterer(mstep="spherical"), expected_failed_checks=expected)
+
+
 def test_preset_and_shortcut():
     km = presets.spherical_kmeans(5, random_state=0)
     assert isinstance(km.mstep, SphericalMStep) and isinstance(km.estep, FullEStep)
