@@ -219,11 +219,25 @@ def test_bad_input_is_refused_clearly():
         Clusterer(3, mstep="spherical", schedule=SBEDecay()).fit(X)
 
 
-def test_refuses_dask_arrays():
+def test_refuses_to_fit_dask_arrays_but_predicts_them():
     da = pytest.importorskip("dask.array")
     X, _ = directions(n_samples=50)
     with pytest.raises(ValueError, match="spherical M-step .* Pass X.compute"):
         Clusterer(3, mstep="spherical", reduce="lwcs").fit(da.from_array(X, chunks=20))
+    km = presets.spherical_kmeans(3, random_state=0).fit(X)
+    lazy = da.from_array(5 * X, chunks=20)
+    np.testing.assert_array_equal(km.predict(lazy).compute(), km.labels_)
+    assert float(km.score(lazy)) == pytest.approx(-km.inertia_)
+
+
+def test_memmap_with_a_coreset_is_read_in_memory(tmp_path):
+    X, truth = directions(n_samples=500, n_clusters=3, spread=0.2)
+    mapped = np.memmap(tmp_path / "x.dat", dtype=X.dtype, mode="w+", shape=X.shape)
+    mapped[:] = X
+    mapped.flush()
+    km = Clusterer(3, mstep="spherical", reduce=LWCS(size=200), random_state=0).fit(mapped)
+    assert nmi(truth, km.labels_) > 0.95
+    np.testing.assert_allclose(np.linalg.norm(km.cluster_centers_, axis=1), 1.0, rtol=1e-10)
 
 
 def test_check_estimator():
