@@ -288,3 +288,15 @@ def test_same_clusters_as_faiss_spherical_from_the_same_start(niter):
     assert sum(stats["nsplit"] for stats in fk.iteration_stats) == 0
     cosine = len(X) - np.array([h["objective"] for h in km.history_]) / 2
     np.testing.assert_allclose(cosine, fk.obj[:len(cosine)], rtol=1e-5)
+
+
+def test_ablation_measures_the_error_of_the_unit_rows():
+    from clusterkit import ablate
+    X, _ = directions(n_samples=300)
+    table = ablate(X, 4, {"spherical": "spherical_kmeans",
+                          "elkan": Clusterer(4, estep="elkan", mstep="spherical")},
+                   seeds=[0], verbose=0)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    km = presets.spherical_kmeans(4, random_state=0).fit(X)
+    assert rows[0]["qe"] == pytest.approx(km.inertia_, rel=1e-9)
+    assert abs(rows[1]["eta"]) < 1e-9  # Elkan follows the same iterates
