@@ -43,11 +43,6 @@ def rtol(dtype):
     return 1e-4 if dtype == np.float32 else 1e-10
 
 
-@pytest.fixture(params=[np.float32, np.float64], ids=["float32", "float64"])
-def dtype(request):
-    return request.param
-
-
 @fixed_iterations
 def test_cosine_objective_never_increases_and_is_what_history_reports(dtype):
     X, _ = directions(n_samples=601, n_features=7, n_clusters=6, spread=0.6, dtype=dtype)
