@@ -14,7 +14,7 @@ from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
 from ._graph import knn_graph
 from ._kernels._openmp import effective_n_threads, openmp_enabled
-from ._mstep import HardMStep, SoftMStep
+from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._pilot import FittedSeeder
 from ._reduction import LWCS, NoReduction
 from ._refine import Breathing, NoRefinement
@@ -38,7 +38,7 @@ __all__ = [
     "FittedSeeder",
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
-    "HardMStep", "SoftMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
+    "HardMStep", "SoftMStep", "SphericalMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
     "NoRefinement", "Breathing",
     "openmp_enabled", "effective_n_threads",

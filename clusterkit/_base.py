@@ -30,8 +30,10 @@ declarations of the six strategies against each other when ``fit`` starts:
 
 * an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
   needs responsibilities (:attr:`MStep.needs_resp`), the batch rules it implements
-  (:attr:`MStep.update_rules`) and those under which its centres are the means of the current
-  labels (:attr:`MStep.fixed_point_rules`);
+  (:attr:`MStep.update_rules`), those under which its centres are the means of the current
+  labels (:attr:`MStep.fixed_point_rules`) and whether its model lives on the unit sphere
+  (:attr:`MStep.spherical`: the estimator then gives every strategy rows of unit norm, not
+  centred);
 * an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
   its labels are the nearest centres (:attr:`EStep.exact`);
 * a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
@@ -395,12 +397,20 @@ class MStep(_RunStrategy, ABC):
         samples' current labels, so that with an exact E-step a step over all rows that changed
         no label has reproduced the same centres: a fixed point, where the fit stops (and the
         last labels are the final ones). Empty by default.
+    spherical : bool
+        Class attribute: ``True`` if the model lives on the unit sphere (spherical k-means,
+        :class:`~clusterkit.SphericalMStep`). The estimator then scales every row it is given
+        (``fit``, ``partial_fit``, ``predict``, ``transform``, ``score``) and given initial
+        centres to unit Euclidean norm, refusing rows of zero norm, and does not centre them:
+        the strategies see unit rows in the frame of the origin, and the M-step must return
+        unit-norm centres. ``False`` by default.
     """
 
     needs_resp = False
     objective = QUANTIZATION_ERROR
     update_rules = ("replace",)
     fixed_point_rules = ()
+    spherical = False
 
     @abstractmethod
     def update(self, X, sample_weight, assignment, centers, state):

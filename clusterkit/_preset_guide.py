@@ -21,7 +21,8 @@ class PresetGuide(namedtuple("PresetGuide", ["use", "model", "cost", "memory"]))
     use : str
         When to choose it.
     model : str
-        What it fits: ``"k-means"``, ``"isotropic GMM"`` or ``"Laplacian K-modes"``.
+        What it fits: ``"k-means"``, ``"spherical k-means"`` (cosine similarity, unit rows
+        and centres), ``"isotropic GMM"`` or ``"Laplacian K-modes"``.
     cost : str
         Time per iteration, in multiply-adds, plus any one-off work.
     memory : str
@@ -118,4 +119,8 @@ GUIDE = {
         model="Laplacian K-modes", cost="as slk_bo, plus mean-shift over each cluster's "
                                         "members",
         memory="kNN graph N·rho, about 5·N·C soft assignments"),
+    "spherical_kmeans": PresetGuide(
+        use="cosine similarity (text, embeddings): rows scaled to unit norm, unit centres",
+        model="spherical k-means", cost="N·C·D",
+        memory="N (labels, distances), N·D unit rows"),
 }

@@ -7,7 +7,7 @@ command line and :func:`~clusterkit.ablate` alike.
 """
 from ._base import DataReducer, EStep, MStep, Refiner, Schedule, Seeder
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
-from ._mstep import HardMStep, SoftMStep
+from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._reduction import LWCS, NoReduction
 from ._refine import Breathing, NoRefinement
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
@@ -26,7 +26,8 @@ SHORTCUTS = {
     "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
     "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
                                  "truncated": TruncatedEStep, "partial": PartialEStep}),
-    "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep}),
+    "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep,
+                                 "spherical": SphericalMStep}),
     "schedule": (Schedule, FullBatch, {"full": FullBatch, "minibatch": MiniBatch,
                                        "nmbatch": NestedDoubling, "sbe": SBEDecay}),
     "refine": (Refiner, NoRefinement, {"none": NoRefinement, "breathing": Breathing}),
