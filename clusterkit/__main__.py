@@ -214,7 +214,7 @@ def _build(preset, n_clusters, params):
 
 
 def composition(estimator):
-    """The five strategies of ``estimator`` as one-line reprs, by parameter name.
+    """The six strategies of ``estimator`` as one-line reprs, by parameter name.
 
     String shortcuts and ``None`` appear as the strategy they stand for; initial centres
     given as an array (``seed``) by their shape.

@@ -1,6 +1,6 @@
 """The strategy contracts of :class:`~clusterkit.Clusterer`.
 
-A fit is assembled from five small strategy objects, each with one verb:
+A fit is assembled from six small strategy objects, each with one verb:
 
 * :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset
   construction;
@@ -9,7 +9,10 @@ A fit is assembled from five small strategy objects, each with one verb:
 * :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``: the
   M-step;
 * :class:`Schedule` -- ``batches(n_samples, state)``: which rows each step works on, and
-  ``should_stop(state, tol)``: when to stop.
+  ``should_stop(state, tol)``: when to stop;
+* :class:`Refiner` -- ``refine(X, sample_weight, centers, iterate, state) -> centers``: after
+  a run ended on its own, leave its local minimum by restarting the iterations from changed
+  centres (``iterate``), keeping only what is better.
 
 Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
 stores its arguments, so ``get_params``/``set_params`` (also nested, as
@@ -23,12 +26,14 @@ assignments, modes as training rows, a kernel bandwidth) returns it from
 ``fitted_attributes``, and the estimator gets those attributes.
 
 What a strategy *is* is declared, never guessed from numbers, and the driver checks the
-declarations of the five strategies against each other when ``fit`` starts:
+declarations of the six strategies against each other when ``fit`` starts:
 
 * an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
   needs responsibilities (:attr:`MStep.needs_resp`), the batch rules it implements
-  (:attr:`MStep.update_rules`) and those under which its centres are the means of the current
-  labels (:attr:`MStep.fixed_point_rules`);
+  (:attr:`MStep.update_rules`), those under which its centres are the means of the current
+  labels (:attr:`MStep.fixed_point_rules`) and whether its model lives on the unit sphere
+  (:attr:`MStep.spherical`: the estimator then gives every strategy rows of unit norm, not
+  centred);
 * an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
   its labels are the nearest centres (:attr:`EStep.exact`);
 * a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
@@ -36,12 +41,12 @@ declarations of the five strategies against each other when ``fit`` starts:
   (:attr:`Schedule.streams`).
 
 Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
-hooks, which see the five resolved strategies. A schedule and its M-step's batch rule talk
+hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
 through one documented channel, ``state.channel`` (:class:`~clusterkit.FitState`): the step
 size of an implicit rule one way, the running per-cluster statistics the other.
 
 Sparse data (scipy.sparse, as CSR) reach only strategies that declare
-``accepts_sparse`` (each of the five must): the driver
+``accepts_sparse`` (each of the six must): the driver
 checks that once, when ``fit`` starts, and refuses any other composition before any work.
 Such a strategy receives ``X`` (and batches of its rows) as a ``scipy.sparse.csr_matrix``
 with int32 indices, not centred (its frame's mean is zero), and returns dense centres.
@@ -72,11 +77,12 @@ from sklearn.base import BaseEstimator
 
 from ._assignment import QUANTIZATION_ERROR
 
-__all__ = ["Composition", "Seeder", "DataReducer", "EStep", "MStep", "Schedule"]
+__all__ = ["Composition", "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Refiner"]
 
 
-#: The five resolved strategies of a fit, as the ``_validate`` hooks see them.
-Composition = namedtuple("Composition", ["seed", "reduce", "estep", "mstep", "schedule"])
+#: The six resolved strategies of a fit, as the ``_validate`` hooks see them.
+Composition = namedtuple("Composition",
+                         ["seed", "reduce", "estep", "mstep", "schedule", "refine"])
 
 
 class _Strategy(BaseEstimator):
@@ -85,7 +91,7 @@ class _Strategy(BaseEstimator):
 
     #: Class attribute: ``True`` if the strategy takes sparse data (a
     #: ``scipy.sparse.csr_matrix`` with int32 indices, never centred) wherever it receives
-    #: ``X``, and still returns dense centres. A fit on sparse data needs all five strategies
+    #: ``X``, and still returns dense centres. A fit on sparse data needs all six strategies
     #: to declare it; any other composition is refused with a ``TypeError`` when ``fit``
     #: starts. ``False`` by default.
     accepts_sparse = False
@@ -103,8 +109,8 @@ class _Strategy(BaseEstimator):
             The training data, as given to ``fit``.
         n_clusters : int
         composition : Composition
-            The five strategies of the fit (``seed``, ``reduce``, ``estep``, ``mstep``,
-            ``schedule``), for rules between strategies.
+            The six strategies of the fit (``seed``, ``reduce``, ``estep``, ``mstep``,
+            ``schedule``, ``refine``), for rules between strategies.
         """
 
     def fitted_attributes(self, state):
@@ -391,12 +397,20 @@ class MStep(_RunStrategy, ABC):
         samples' current labels, so that with an exact E-step a step over all rows that changed
         no label has reproduced the same centres: a fixed point, where the fit stops (and the
         last labels are the final ones). Empty by default.
+    spherical : bool
+        Class attribute: ``True`` if the model lives on the unit sphere (spherical k-means,
+        :class:`~clusterkit.SphericalMStep`). The estimator then scales every row it is given
+        (``fit``, ``partial_fit``, ``predict``, ``transform``, ``score``) and given initial
+        centres to unit Euclidean norm, refusing rows of zero norm, and does not centre them:
+        the strategies see unit rows in the frame of the origin, and the M-step must return
+        unit-norm centres. ``False`` by default.
     """
 
     needs_resp = False
     objective = QUANTIZATION_ERROR
     update_rules = ("replace",)
     fixed_point_rules = ()
+    spherical = False
 
     @abstractmethod
     def update(self, X, sample_weight, assignment, centers, state):
@@ -573,3 +587,59 @@ class Schedule(_RunStrategy, ABC):
             # counts as zero: its changes are noise, which can cycle forever.
             scale = max(scale, state.qe_resolution)
         return abs(f_new - f_old) <= tol * scale
+
+
+class Refiner(_Strategy, ABC):
+    """Improves the centres of a run that ended on its own (converged, or its schedule's
+    batches ran out).
+
+    Attributes
+    ----------
+    objectives : tuple of Objective or None
+        Class attribute: the M-step objectives (:attr:`MStep.objective`) it can refine; the
+        driver refuses any other M-step. ``None`` declares nothing (a refiner that changes
+        nothing).
+
+    Notes
+    -----
+    The refiner sees the fit's data as the run did (reduced and centred) and the run's final
+    centres. ``iterate(centers)`` runs the composition's iterations from ``centers`` as a new
+    run would after seeding: fresh per-run states, the same stopping rules, ``max_iter`` per
+    call. It returns the centres that run ended at; with a mini-batch schedule each call spends
+    the schedule's whole budget again. A run whose ``max_iter`` or callback ended it is not
+    refined.
+
+    :meth:`refine` returns either the centres it was given or centres one of its ``iterate``
+    calls returned (the driver restores that call's run: labels, history, strategies' states),
+    never centres with a worse objective on the fit's data than those it was given. It counts
+    its own distance evaluations under ``state.count("refinement", n)`` (the iterations count
+    theirs in their phases) and records one dict per round in ``state.refinement_log`` (the
+    estimator's ``refinement_log_``), with at least ``"objective"`` and ``"kept"``.
+    """
+
+    objectives = None
+
+    def fitted_attributes(self, state):
+        """``refinement_log_``: the kept run's rounds (``state.refinement_log``)."""
+        return {"refinement_log_": list(state.refinement_log)}
+
+    @abstractmethod
+    def refine(self, X, sample_weight, centers, iterate, state):
+        """Return refined centres.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The data the run fitted (after reduction, centred).
+        sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+            The run's final centres.
+        iterate : callable
+            ``iterate(centers) -> centers``: the composition's iterations from ``centers``.
+        state : FitState
+
+        Returns
+        -------
+        centers : ndarray of shape (n_clusters, n_features)
+            ``centers`` itself or the result of one ``iterate`` call.
+        """

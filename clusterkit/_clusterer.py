@@ -19,11 +19,12 @@ from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
 from ._reduction import NoReduction
+from ._refine import NoRefinement
 from ._registry import accepts_sparse, resolve, strategy_class
 from ._sparse import check_sparse_composition, is_sparse
 from ._state import weighted_sum
 from ._validation import (check_data, check_initial_centers, check_params,
-                          check_representable, check_sample_weight)
+                          check_representable, check_sample_weight, unit_rows)
 
 __all__ = ["Clusterer"]
 
@@ -54,13 +55,19 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         The E-step: ``"full"`` :class:`FullEStep`, ``"elkan"`` :class:`ElkanEStep`,
         ``"yinyang"`` :class:`YinyangEStep`, ``"bounded"`` :class:`BoundedEStep`,
         ``"truncated"`` :class:`TruncatedEStep`, ``"partial"`` :class:`PartialEStep`.
-    mstep : {"hard", "soft"} or MStep, default="hard"
+    mstep : {"hard", "soft", "spherical"} or MStep, default="hard"
         ``"hard"`` is :class:`HardMStep` (k-means), ``"soft"`` :class:`SoftMStep`
-        (isotropic GMM with one shared variance).
+        (isotropic GMM with one shared variance), ``"spherical"`` :class:`SphericalMStep`
+        (spherical k-means: every row is scaled to unit norm, see Notes).
     schedule : str or Schedule, default="full"
         Which samples each step uses: ``"full"`` :class:`FullBatch`, ``"minibatch"``
         :class:`MiniBatch`, ``"nmbatch"`` :class:`NestedDoubling`, ``"sbe"``
         :class:`SBEDecay`.
+    refine : None, str or Refiner, default=None
+        What happens after a run ended on its own: ``None``/``"none"``
+        :class:`NoRefinement` (nothing), ``"breathing"`` :class:`Breathing` (move the least
+        useful centres to where the error is largest, iterate again, keep what is better;
+        see the quality page of the documentation).
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
@@ -109,7 +116,8 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     inertia_ : float or 0-d dask array
         Weighted sum of squared distances of the training samples to their nearest final
         centre (``compute_labels=True``); after a fit on a dask array a lazy 0-d dask array
-        (``float(inertia_)`` computes it).
+        (``float(inertia_)`` computes it). For a spherical model, of the unit-norm rows:
+        ``2 sum_n w_n (1 - cos(x_n, mu_n))``, twice the cosine dissimilarity.
     n_iter_ : int
         Iterations of the kept run, in the unit of ``max_iter``: steps, except for mini-batch
         schedules (:class:`MiniBatch`), which count passes over the data, rounded up, as
@@ -165,7 +173,13 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     -----
     The data are mean-centred (a copy) before fitting and the mean is added back to the
     centres, which keeps float32 distances accurate; sparse data are not centred (as in
-    scikit-learn: centring would fill in their zeros). float32 input stays float32 throughout.
+    scikit-learn: centring would fill in their zeros). An M-step that declares
+    :attr:`MStep.spherical` (:class:`SphericalMStep`) makes a spherical model instead: every
+    row given to ``fit``, ``partial_fit``, ``predict``, ``transform`` and ``score``, and given
+    initial centres, is scaled to unit Euclidean norm (a copy; a row of zero norm raises a
+    ``ValueError``) and not centred; distances, ``inertia_`` and ``score`` are then those of
+    the unit rows (``||x - mu||^2 = 2 - 2 cos(x, mu)``). Data in row chunks (a dask array)
+    are refused with such a model. float32 input stays float32 throughout.
     BLAS is limited to one thread during ``fit``; parallelism comes from the OpenMP kernels,
     whose results do not depend on ``n_threads``. With a soft M-step the fitted model is an
     isotropic Gaussian mixture: :meth:`predict_proba` and :meth:`score_samples` give its exact
@@ -184,7 +198,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     """
 
     def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
-                 mstep="hard", schedule="full", n_init=1, max_iter=200, tol=1e-4,
+                 mstep="hard", schedule="full", refine=None, n_init=1, max_iter=200, tol=1e-4,
                  random_state=None, n_threads=None, compute_labels=True, verbose=0,
                  callback=None):
         self.n_clusters = n_clusters
@@ -193,6 +207,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.estep = estep
         self.mstep = mstep
         self.schedule = schedule
+        self.refine = refine
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -205,16 +220,19 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     # -- validation --------------------------------------------------------------------------
 
     def _strategies(self, X, x_mean):
-        """The five strategies, resolved and checked against the data and each other; given
+        """The six strategies, resolved and checked against the data and each other; given
         initial centres become a seeder (moved into the frame centred on ``x_mean``; data in
         row chunks move them after their first pass)."""
         if self.seed is None or isinstance(self.seed, (str, Seeder)):
             seeder = resolve("seed", self.seed)
         else:
             centers = check_initial_centers(self.seed, self.n_clusters, X)
+            if self._is_spherical():
+                centers = unit_rows(centers, "seed")
             seeder = GivenCenters(centers if x_mean is None else centers - x_mean)
         composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
-                                            ("reduce", "estep", "mstep", "schedule")))
+                                            ("reduce", "estep", "mstep", "schedule",
+                                             "refine")))
         if is_sparse(X):
             check_sparse_composition(composition)
         for strategy in composition:
@@ -233,6 +251,12 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         dask_input = _chunked.is_dask_array(X)
         if not (dask_input or isinstance(X, np.memmap)):
             return None
+        if self._is_spherical():
+            if not dask_input:
+                return None  # read like any array, scaled to unit rows in memory
+            raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
+                             "the rows to unit norm in memory; got a dask array. Pass "
+                             "X.compute().")
         reducer = resolve("reduce", self.reduce)
         if not reducer.chunked:
             if not dask_input:
@@ -303,11 +327,11 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
         chunked = self._chunked_data(X, sample_weight)
         if chunked is None:
-            X = check_data(self, X)
+            X = self._model_rows(check_data(self, X))
             check_params(self, X.shape[0])
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
             check_representable(X, sample_weight=sample_weight)
-            x_mean = data_mean(X)  # zero for sparse X, which is not centred
+            x_mean = self._frame_mean(X)
         else:
             # Data in row chunks: the composition is checked before the first pass over them,
             # which validates them and gives their mean.
@@ -360,13 +384,19 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
     # -- streaming ---------------------------------------------------------------------------
 
     def _can_stream(self):
-        """Whether ``partial_fit`` applies (a hard M-step); otherwise the ``AttributeError``
-        says why."""
+        """Whether ``partial_fit`` applies (a hard M-step, no refiner); otherwise the
+        ``AttributeError`` says why."""
         mstep = strategy_class("mstep", self.mstep)
-        if mstep is None or not mstep.needs_resp:
-            return True
-        raise AttributeError("partial_fit keeps running means of hard assignments; this "
-                             "Clusterer's M-step needs responsibilities (a Gaussian mixture).")
+        if mstep is not None and mstep.needs_resp:
+            raise AttributeError("partial_fit keeps running means of hard assignments; this "
+                                 "Clusterer's M-step needs responsibilities (a Gaussian "
+                                 "mixture).")
+        refiner = strategy_class("refine", self.refine)
+        if refiner not in (None, NoRefinement):
+            raise AttributeError(f"partial_fit cannot refine: {refiner.__name__} restarts the "
+                                 "iterations on all the data, which a stream never holds; use "
+                                 "fit, or refine=None for a stream.")
+        return True
 
     @available_if(_can_stream)
     def partial_fit(self, X, y=None, sample_weight=None):
@@ -412,7 +442,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             fitted = False  # n_clusters changed since the fit: start afresh
         dtype = ([np.float64, np.float32] if driver is None and not fitted
                  else self.cluster_centers_.dtype)
-        X = check_data(self, X, dtype, reset=driver is None and not fitted)
+        X = self._model_rows(check_data(self, X, dtype, reset=driver is None and not fitted))
         sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
         check_representable(X, sample_weight=sample_weight)
         if driver is None:
@@ -435,7 +465,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         first batch's; the composition refused clearly if it cannot stream."""
         if not fitted:
             check_params(self, X.shape[0])
-        x_mean = self._x_mean if fitted else data_mean(X)
+        x_mean = self._x_mean if fitted else self._frame_mean(X)
         composition = self._strategies(X, x_mean)
         reducer, estep, schedule = composition.reduce, composition.estep, composition.schedule
         if not isinstance(reducer, NoReduction):
@@ -461,7 +491,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
 
     def _check_test_data(self, X):
         check_is_fitted(self)
-        X = check_data(self, X, reset=False)
+        X = self._model_rows(check_data(self, X, reset=False))
         check_representable(X, self.cluster_centers_)
         return X
 
@@ -531,6 +561,26 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         for rows, dist2 in self._dist2_blocks(X):
             np.sqrt(dist2, out=distances[rows])
         return distances
+
+    def _is_spherical(self):
+        """Whether the model lives on the unit sphere: its M-step declares
+        :attr:`MStep.spherical` (spherical k-means)."""
+        mstep = strategy_class("mstep", self.mstep)
+        return mstep is not None and mstep.spherical
+
+    def _model_rows(self, X):
+        """Validated rows as the model sees them: scaled to unit norm for a spherical model
+        (:func:`~clusterkit._validation.unit_rows`, ``ValueError`` for a row of zero norm),
+        as given otherwise. Every entry point that takes rows passes them through here."""
+        return unit_rows(X) if self._is_spherical() else X
+
+    def _frame_mean(self, X):
+        """The centring of a fit: the data's mean (:func:`~clusterkit._nearest.data_mean`),
+        or the origin for a spherical model, whose unit-norm constraint is about the origin
+        (and whose unit rows need no centring for accurate distances)."""
+        if self._is_spherical():
+            return np.zeros(X.shape[1], dtype=X.dtype)
+        return data_mean(X)
 
     def _is_mixture(self):
         """Whether the model is a Gaussian mixture: its M-step maximises the mixture's free

@@ -9,6 +9,7 @@ stream (:meth:`Driver.stream`).
 """
 import math
 import warnings
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from ._assignment import Assignment
 from ._base import Seeder
 from ._nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
 from ._progress import QUIET, make_display
+from ._refine import NoRefinement
 from ._state import FitState, weighted_sum
 from ._validation import check_n_clusters, check_representable
 
@@ -39,13 +41,17 @@ class GivenCenters(Seeder):
 
 
 def check_composition(composition):
-    """Check what the five strategies declare against each other (see :mod:`clusterkit._base`);
+    """Check what the six strategies declare against each other (see :mod:`clusterkit._base`);
     ``ValueError`` naming the strategies and what to use instead."""
     estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
     if estep.objectives is not None and mstep.objective not in estep.objectives:
         raise ValueError(f"{type(estep).__name__} cannot compute the {mstep.objective.name} "
                          f"that {type(mstep).__name__} optimises; choose an E-step that "
                          "does (see the E-steps' objectives).")
+    refiner = composition.refine
+    if refiner.objectives is not None and mstep.objective not in refiner.objectives:
+        raise ValueError(f"{type(refiner).__name__} cannot refine the {mstep.objective.name} "
+                         f"that {type(mstep).__name__} optimises; use refine=None.")
     if schedule.center_update not in mstep.update_rules and mstep.update_rules == ("replace",):
         raise ValueError(f"{type(mstep).__name__} re-estimates the model from whole passes over "
                          f"the data only, but {type(schedule).__name__} updates it batch by "
@@ -108,7 +114,7 @@ class Driver:
     Parameters
     ----------
     composition : Composition
-        The five resolved, validated strategies.
+        The six resolved, validated strategies.
     n_clusters, n_features : int
     random_state : numpy.random.RandomState
     n_threads, max_iter : int
@@ -202,10 +208,11 @@ class Driver:
                 best = (objective, Result(centers, end, state.history, state.sigma2,
                                           cluster_weight=self._cluster_weight(w_fit),
                                           n_iter=math.ceil(strategies.schedule.n_iter(state))),
-                        state.estep_state, state.mstep_state, settled)
+                        state.estep_state, state.mstep_state, state.refinement_log, settled)
             if end == "callback":  # the callback ends the whole fit
                 break
-        _, result, state.estep_state, state.mstep_state, settled = best
+        (_, result, state.estep_state, state.mstep_state, state.refinement_log,
+         settled) = best
         if result.end == "max_iter":
             warnings.warn(
                 f"The fit did not converge: the objective still changed by more than "
@@ -231,7 +238,6 @@ class Driver:
         returns their weighted mean as the fit's centring, in their dtype; given initial
         centres move into that frame."""
         state = self.state
-        state.seconds_by_phase.setdefault("scan", 0.0)
         with state.timed("scan"):
             moments = data.scan(
                 progress=lambda done, total: state.progress("scan", done, total, "rows"))
@@ -324,12 +330,23 @@ class Driver:
                                                                   state)
 
     def run(self, X, sample_weight):
-        """One run on the centred data; returns the centres and why it ended:
-        ``"converged"`` (the schedule's stopping rule held), ``"budget"`` (the schedule's
-        batches ran out), ``"max_iter"`` or ``"callback"``."""
-        state, schedule = self.state, self.composition.schedule
-        state.start_run(X.shape[0])
+        """One run on the centred data: seeding, the iterations, the refinement; returns the
+        centres and why the iterations ended: ``"converged"`` (the schedule's stopping rule
+        held), ``"budget"`` (the schedule's batches ran out), ``"max_iter"`` or
+        ``"callback"``. Only a run that ended on its own (the first two) is refined."""
+        self.state.start_run(X.shape[0])
         centers = self.seed(X, sample_weight)
+        centers, end = self.iterate(X, sample_weight, centers)
+        # (a fit without a refiner has no refinement phase, as one without chunks no scan)
+        if end in ("converged", "budget") and not isinstance(self.composition.refine,
+                                                              NoRefinement):
+            centers = self.refine(X, sample_weight, centers)
+        return centers, end
+
+    def iterate(self, X, sample_weight, centers):
+        """The strategies' per-run states, then steps from ``centers`` until the schedule or
+        ``max_iter`` stops them; returns the centres and why the steps ended."""
+        state, schedule = self.state, self.composition.schedule
         self.start(X, sample_weight, centers)
         batches = schedule.batches(X.shape[0], state)
         # max_iter counts the schedule's iterations (steps, or passes for mini-batches)
@@ -347,6 +364,55 @@ class Driver:
             if schedule.should_stop(state, self.tol):
                 return centers, "converged"
         return centers, "max_iter"
+
+    def refine(self, X, sample_weight, centers):
+        """The refiner's centres, with the iterations that reached them as the run's: labels,
+        strategies' states, and a history of the run's steps followed by the kept rounds'
+        (their entries carry ``"refinement_round"``). Each ``iterate`` call of the refiner
+        starts fresh iterations from its centres."""
+        state, refiner = self.state, self.composition.refine
+        base_history = state.history
+        rounds = []  # each iterate call's steps
+        # the records of the iterations behind every centres array the refiner still holds
+        # (a rejected candidate's, e.g. Elkan's N x C bounds, go when it drops the array)
+        records = {}
+
+        def remember(centers, round_):
+            key = id(centers)
+            records[key] = (round_, state.iteration_records())
+            weakref.finalize(centers, records.pop, key, None)
+
+        def iterate(start):
+            start = strategy_array(start, refiner, "centres to iterate from",
+                                   (self.n_clusters, X.shape[1]), X.dtype)
+            state.start_iterations(X.shape[0])
+            new, _ = self.iterate(X, sample_weight, start)
+            rounds.append(state.history)
+            for info in state.history:
+                info["refinement_round"] = len(rounds)
+            remember(new, len(rounds))
+            return new
+
+        remember(centers, 0)
+        with state.timed("refinement"):
+            refined = refiner.refine(X, sample_weight, centers, iterate, state)
+        if id(refined) not in records:
+            raise ValueError(f"{type(refiner).__name__}.refine returned centres that are "
+                             "neither those it was given nor those of one of its iterate "
+                             "calls.")
+        final_round, kept_records = records.pop(id(refined))
+        records.clear()
+        state.restore_iterations(kept_records)
+        kept = [entry.get("kept", False) for entry in state.refinement_log]
+        state.history = base_history + [
+            info for round_, steps in enumerate(rounds[:final_round], 1)
+            if round_ == final_round or (round_ <= len(kept) and kept[round_ - 1])
+            for info in steps]
+        if rounds:
+            self.say(1, f"Refinement: {len(rounds)} rounds, {sum(kept)} kept, "
+                        f"{state.cost.get('refinement', 0)} distance evaluations, "
+                        f"{state.seconds_by_phase['refinement']:.3g} s")
+        return refined
 
     def step(self, X, sample_weight, rows, centers):
         """One step on the batch ``rows`` (or the list of batches of its inner steps).

@@ -392,11 +392,12 @@ def winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
                       resp=win_dist2)
 
 
-def top_winners(X, centers, n_winners, state):
-    """Exact ``n_winners`` nearest centres of every sample (``N C`` evaluations, counted)."""
+def top_winners(X, centers, n_winners, state, phase="estep"):
+    """Exact ``n_winners`` nearest centres of every sample (``N C`` evaluations, counted
+    under ``phase``)."""
     winners = np.empty((X.shape[0], n_winners), dtype=np.int32)
     win_dist2 = np.empty((X.shape[0], n_winners), dtype=X.dtype)
-    state.count("estep", _topk.assign_topk(X, centers, winners, win_dist2, state.n_threads))
+    state.count(phase, _topk.assign_topk(X, centers, winners, win_dist2, state.n_threads))
     return winners, win_dist2
 
 

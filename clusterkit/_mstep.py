@@ -10,7 +10,7 @@ from ._kernels import _sparse as _sparse_kernels
 from ._sparse import csr_arrays, dense_rows, is_sparse
 from ._state import weighted_sum
 
-__all__ = ["HardMStep", "SoftMStep", "relocate_empty_clusters"]
+__all__ = ["HardMStep", "SoftMStep", "SphericalMStep", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment):
@@ -414,6 +414,127 @@ class HardMStep(MStep):
         if rule is None:  # called without init_state
             rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
         return rule.update(X, sample_weight, assignment, centers, state)
+
+
+#: A cluster's weighted sum of unit rows whose norm is at most this many machine epsilons
+#: times the cluster's weight has no direction above rounding noise: the spherical M-step
+#: treats the cluster as empty (summing ``W`` of weight in unit vectors rounds by about
+#: ``eps W``).
+_NO_DIRECTION = 8
+
+
+def _directions(vectors, scale, dtype):
+    """``vectors / ||vectors||`` row by row in float64, cast to ``dtype``, and which rows have
+    a direction (norm above :data:`_NO_DIRECTION` epsilons of ``dtype`` times ``scale``)."""
+    vectors = vectors.astype(np.float64, copy=False)
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+    has = norms > _NO_DIRECTION * float(np.finfo(dtype).eps) * scale
+    out = np.zeros(vectors.shape, dtype=dtype)
+    out[has] = vectors[has] / norms[has, None]
+    return out, has
+
+
+class SphericalMStep(HardMStep):
+    """Unit-norm centres: the normalised weighted sums of each cluster (spherical k-means).
+
+    ``mu_c = S_c / ||S_c||`` with ``S_c = sum_{n in c} w_n x_n`` (Dhillon & Modha 2001,
+    the concept vectors), for rows ``x_n`` of unit norm. Spherical k-means maximises the
+    weighted cosine similarity ``sum_n w_n x_n . mu_{c(n)}``; for unit rows and unit centres
+    ``||x - mu||^2 = 2 - 2 x . mu``, so
+
+    * the nearest centre by Euclidean distance is the most similar by cosine, and every
+      E-step finds it unchanged (:class:`~clusterkit.FullEStep`,
+      :class:`~clusterkit.ElkanEStep`, whose triangle-inequality bounds hold for any
+      metric distances, :class:`~clusterkit.TruncatedEStep`,
+      :class:`~clusterkit.PartialEStep`), as do the seeders (their centres are rows of the
+      data, so of unit norm) and :class:`~clusterkit.LWCS` coresets (weighted unit rows);
+    * the quantization error it declares as its objective (:data:`~clusterkit.QUANTIZATION_ERROR`)
+      is twice the cosine dissimilarity ``sum_n w_n (1 - cos(x_n, mu_{c(n)}))``: minimising one
+      minimises the other, and with an exact E-step neither increases from one iteration to
+      the next (the E-step picks each row's most similar centre; for fixed labels
+      ``S_c / ||S_c||`` is the unit vector most similar to the cluster's rows).
+
+    The model lives on the unit sphere (:attr:`spherical` is ``True``): the estimator scales
+    every row to unit norm, refuses rows of zero norm and does not centre the data, so this
+    M-step sees unit rows in the frame of the origin. ``inertia_``, ``objective_`` and
+    ``score`` are the (minus, for ``score``) squared Euclidean errors of the unit rows,
+    ``2 sum_n w_n (1 - cos)``, and ``transform`` gives ``sqrt(2 - 2 cos)``.
+
+    Under a mini-batch schedule the centres are the normalised running sums of
+    :class:`HardMStep`'s rules ``"running"`` (:class:`~clusterkit.MiniBatch`), ``"adaptive"``
+    and ``"latest"`` (:class:`~clusterkit.NestedDoubling`): a running mean of unit rows points
+    where their sum does, so its direction is the spherical centre of the rows it holds (for
+    ``"adaptive"``, the step towards the batch's mean is projected back onto the sphere). The
+    implicit gradient step of ``"backward_euler"`` (:class:`~clusterkit.SBEDecay`) is a step
+    of the Euclidean objective off the sphere and is not offered.
+
+    Notes
+    -----
+    Cost ``O(N D)`` per batch plus ``O(C D)`` for the normalisation, no distance evaluations;
+    deterministic for any number of threads. A cluster without weight, or whose weighted sum
+    has no direction (norm at most 8 machine epsilons times its weight, e.g. two opposite
+    rows; any unit centre then explains it equally well), is relocated by the rule of
+    :class:`HardMStep` (onto the rows with the largest weighted squared distance), so centres
+    are never NaN. Under a mini-batch rule such a cluster keeps its previous centre until its
+    running sum has a direction, and starved clusters are relocated as by :class:`HardMStep`.
+    Initial centres must have unit norm (the built-in seeders return rows of the data; given
+    centres are scaled by the estimator): :meth:`init_state` refuses others with a
+    ``ValueError``.
+
+    References
+    ----------
+    Dhillon, I. S. and Modha, D. S. (2001). Concept decompositions for large sparse text data
+    using clustering. Machine Learning 42, 143-175.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, SphericalMStep
+    >>> X = np.array([[1.0, 0.1], [2.0, -0.2], [0.1, 3.0], [-0.1, 1.0]])
+    >>> km = Clusterer(2, seed=X[[0, 2]], mstep=SphericalMStep()).fit(X)
+    >>> km.labels_
+    array([0, 0, 1, 1], dtype=int32)
+    >>> np.round(np.linalg.norm(km.cluster_centers_, axis=1), 6)
+    array([1., 1.])
+    """
+
+    spherical = True
+    update_rules = ("replace", "running", "adaptive", "latest")
+    fixed_point_rules = ("replace", "latest")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The rule object of :class:`HardMStep`, after checking that the initial centres have
+        unit norm."""
+        norms = np.sqrt(np.einsum("ij,ij->i", centers.astype(np.float64),
+                                  centers.astype(np.float64)))
+        slack = 1e-3 if centers.dtype == np.float32 else 1e-8
+        bad = np.flatnonzero(np.abs(norms - 1.0) > slack)
+        if bad.size:
+            raise ValueError(f"SphericalMStep needs initial centres of unit norm; centre "
+                             f"{bad[0]} has norm {norms[bad[0]]:.6g}. Seed with rows of the "
+                             "data (every built-in seeder does) or give initial centres, "
+                             "which the estimator scales to unit norm.")
+        return super().init_state(X, sample_weight, centers, state)
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        rule = state.mstep_state
+        if rule is None:  # called without init_state
+            rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
+        if state.center_update == "replace":
+            centers_sum, weight = _batch_sums(X, sample_weight, assignment, centers, state)
+            centers_new, has = _directions(centers_sum, weight.astype(np.float64), X.dtype)
+            centers_new[~has] = centers[~has]  # (relocated next, or kept if nowhere to go)
+            relocate_empty_clusters(centers_new, np.where(has, weight, 0), X, sample_weight,
+                                    assignment)
+            return centers_new
+        # running rules: HardMStep's running means (starved clusters already moved onto unit
+        # rows), projected onto the sphere; the running mean of unit rows has norm <= 1
+        centers_new = rule.update(X, sample_weight, assignment, centers, state)
+        moved = np.flatnonzero(np.any(centers_new != centers, axis=1))
+        directions, has = _directions(centers_new[moved], 1.0, X.dtype)
+        centers_new[moved[has]] = directions[has]
+        centers_new[moved[~has]] = centers[moved[~has]]
+        return centers_new
 
 
 class SoftMStep(MStep):

@@ -21,7 +21,8 @@ class PresetGuide(namedtuple("PresetGuide", ["use", "model", "cost", "memory"]))
     use : str
         When to choose it.
     model : str
-        What it fits: ``"k-means"``, ``"isotropic GMM"`` or ``"Laplacian K-modes"``.
+        What it fits: ``"k-means"``, ``"spherical k-means"`` (cosine similarity, unit rows
+        and centres), ``"isotropic GMM"`` or ``"Laplacian K-modes"``.
     cost : str
         Time per iteration, in multiply-adds, plus any one-off work.
     memory : str
@@ -103,6 +104,11 @@ GUIDE = {
         use="large N and C, speed first: a mixture on a coreset",
         model="isotropic GMM", cost="N'·G²·D (N' = max(2^15, 32·C), G = 5), plus N·D once",
         memory="N'·D coreset, N'·(G²+1) candidate distances, 2·N sampling"),
+    "best_quality": PresetGuide(
+        use="the lowest k-means error, below restarted k-means++",
+        model="k-means", cost="a refined coreset fit, then as elkan, plus N·C·D per "
+                              "breathing round (at most 10)",
+        memory="N·C lower bounds (as elkan), N'·D pilot coreset"),
     "slk_bo": PresetGuide(
         use="non-convex shapes, density modes that are samples",
         model="Laplacian K-modes", cost="N·C·D kernel values, N·rho·C per z-update "
@@ -113,4 +119,8 @@ GUIDE = {
         model="Laplacian K-modes", cost="as slk_bo, plus mean-shift over each cluster's "
                                         "members",
         memory="kNN graph N·rho, about 5·N·C soft assignments"),
+    "spherical_kmeans": PresetGuide(
+        use="cosine similarity (text, embeddings): rows scaled to unit norm, unit centres",
+        model="spherical k-means", cost="N·C·D",
+        memory="N (labels, distances), N·D unit rows"),
 }

@@ -5,10 +5,11 @@ parameters to the strategy class (built with its defaults; listed in the documen
 composing page), and :func:`build_preset` turns a preset name into an estimator, for the
 command line and :func:`~clusterkit.ablate` alike.
 """
-from ._base import DataReducer, EStep, MStep, Schedule, Seeder
+from ._base import DataReducer, EStep, MStep, Refiner, Schedule, Seeder
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
-from ._mstep import HardMStep, SoftMStep
+from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._reduction import LWCS, NoReduction
+from ._refine import Breathing, NoRefinement
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._variational import PartialEStep
@@ -27,9 +28,11 @@ SHORTCUTS = {
     "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
                                  "yinyang": YinyangEStep, "bounded": BoundedEStep,
                                  "truncated": TruncatedEStep, "partial": PartialEStep}),
-    "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep}),
+    "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep,
+                                 "spherical": SphericalMStep}),
     "schedule": (Schedule, FullBatch, {"full": FullBatch, "minibatch": MiniBatch,
                                        "nmbatch": NestedDoubling, "sbe": SBEDecay}),
+    "refine": (Refiner, NoRefinement, {"none": NoRefinement, "breathing": Breathing}),
 }
 
 
@@ -49,7 +52,7 @@ def accepts_sparse(clusterer):
     """Whether every strategy of a ``Clusterer``'s composition declares ``accepts_sparse``
     (initial centres given as an array do; values that are no strategy do not); never
     raises."""
-    names = ["reduce", "estep", "mstep", "schedule"]
+    names = ["reduce", "estep", "mstep", "schedule", "refine"]
     if clusterer.seed is None or isinstance(clusterer.seed, (str, Seeder)):
         names.append("seed")
     classes = [strategy_class(name, getattr(clusterer, name)) for name in names]

@@ -151,7 +151,6 @@ class LaplacianEStep(EStep):
         graph = self.graph
         # progress in the three stages: the search, the bandwidth, the rows' locality order
         if graph is None:  # timed as its own phase, "graph" in seconds_
-            state.seconds_by_phase.setdefault("graph", 0.0)
             with state.timed("graph"):
                 state.progress("graph", 0, 3, "stages")
                 graph = knn_graph(X, self.n_neighbors, random_state=state.random_state,

@@ -99,10 +99,12 @@ class FitState:
         their own per-run state, read by no other strategy.
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
-        ``"labels"``.
+        ``"labels"``, and ``"refinement"`` once a refiner counted some.
     seconds_by_phase : dict
         Wall time per phase, keys ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
-        ``"labels"`` (see :meth:`timed`).
+        ``"labels"``, and any other phase :meth:`timed` measured (see there).
+    refinement_log : list of dict
+        The current run's refinement rounds (see :class:`~clusterkit.Refiner`).
     history : list of dict
         One entry per step (see ``Clusterer.history_``).
     display : object
@@ -134,10 +136,26 @@ class FitState:
         self._start = time.perf_counter()
         self.start_run(0)
 
+    #: What a run's iterations leave in the state (reset by :meth:`start_iterations`): a
+    #: refinement keeps these of the iterations whose centres it returns.
+    ITERATION_RECORDS = ("sigma2", "seed_labels", "estep_state", "mstep_state",
+                         "schedule_state", "fuse_sums", "channel", "history", "n_samples_seen",
+                         "center_shift", "_centers_before", "_center_norm", "n_samples",
+                         "rows", "labels", "n_changed", "inner_step", "n_inner_steps",
+                         "step_info")
+
     def start_run(self, n_samples):
-        """Forget everything of the previous run (history, variance, labels, seeding labels,
-        the strategies' states and the channel) and prepare the per-sample records of
-        ``n_samples`` rows; the data, costs, random stream and clock carry on."""
+        """Forget everything of the previous run (its refinement log and what
+        :meth:`start_iterations` forgets); the data, costs, random stream and clock carry
+        on."""
+        self.refinement_log = []
+        self.start_iterations(n_samples)
+
+    def start_iterations(self, n_samples):
+        """Forget the previous iterations (history, variance, labels, seeding labels, the
+        strategies' states and the channel) and prepare the per-sample records of
+        ``n_samples`` rows: when a run starts, and before each of a refiner's ``iterate``
+        calls."""
         self.sigma2 = None
         self.seed_labels = None
         self.estep_state = self.mstep_state = self.schedule_state = None
@@ -147,6 +165,16 @@ class FitState:
         self.center_shift = np.zeros(self.n_clusters)
         self.center_norm = 0.0
         self.start_rows(n_samples)
+
+    def iteration_records(self):
+        """The :data:`ITERATION_RECORDS` as they are now (references, not copies: the next
+        :meth:`start_iterations` replaces them rather than changing them)."""
+        return {name: getattr(self, name) for name in self.ITERATION_RECORDS}
+
+    def restore_iterations(self, records):
+        """Make ``records`` (from :meth:`iteration_records`) the current iterations."""
+        for name, value in records.items():
+            setattr(self, name, value)
 
     def start_rows(self, n_samples):
         """Per-sample records for ``n_samples`` new rows (every label ``-1``): at the start of
@@ -203,7 +231,8 @@ class FitState:
             yield
         finally:
             self.display.leave(phase)
-            self.seconds_by_phase[phase] += time.perf_counter() - start
+            self.seconds_by_phase[phase] = (self.seconds_by_phase.get(phase, 0.0)
+                                            + time.perf_counter() - start)
 
     @contextmanager
     def phase(self, phase):
@@ -265,11 +294,11 @@ class FitState:
 
         Parameters
         ----------
-        phase : {"seeding", "reduction", "estep", "labels"}
+        phase : {"seeding", "reduction", "estep", "labels", "refinement"}
         n_evals : int
             Distance evaluations to add to ``cost[phase]``.
         """
-        self.cost[phase] += int(n_evals)
+        self.cost[phase] = self.cost.get(phase, 0) + int(n_evals)
 
     @property
     def n_distance_evals(self):

@@ -10,7 +10,7 @@ from ._sparse import bounding_rows, check_csr, is_sparse
 __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
            "check_n_clusters", "check_int", "check_representable",
            "check_finite_centers", "check_bandwidth",
-           "count_weight_problems", "check_weight_counts"]
+           "count_weight_problems", "check_weight_counts", "unit_rows"]
 
 
 def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
@@ -87,6 +87,48 @@ def check_initial_centers(seed, n_clusters, X):
         raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
                          "data's dtype.")
     return centers
+
+
+#: Rows scaled per block by :func:`unit_rows` (bounds its float64 temporary).
+_UNIT_BLOCK_ROWS = 4096
+
+
+def unit_rows(X, name="X"):
+    """Validated ``X`` with every row scaled to unit Euclidean norm: a new array of ``X``'s
+    dtype (CSR stays CSR, its zeros stay zeros).
+
+    The one place where a spherical model (:attr:`MStep.spherical`) puts rows on the unit
+    sphere: the norms are computed and the rows divided in float64, block by block, so that
+    neither tiny nor huge float32 rows overflow.
+
+    Raises
+    ------
+    ValueError
+        If a row has norm zero (it has no direction; its cosine to any centre is undefined).
+    """
+    if is_sparse(X):
+        row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        data = X.data.astype(np.float64)
+        norms = np.sqrt(np.bincount(row_of, data * data, minlength=X.shape[0]))
+    else:
+        norms = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
+            block = X[start:start + _UNIT_BLOCK_ROWS].astype(np.float64)
+            norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        raise ValueError(f"{name} has {zero.size} row{'s' if zero.size > 1 else ''} of zero "
+                         f"norm (the first is row {zero[0]}); a spherical model needs a "
+                         "direction for every row: remove them.")
+    if is_sparse(X):
+        Y = X.copy()
+        Y.data = (data / norms[row_of]).astype(X.dtype)
+        return Y
+    Y = np.empty_like(X)
+    for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
+        rows = slice(start, start + _UNIT_BLOCK_ROWS)
+        Y[rows] = X[rows].astype(np.float64) / norms[rows, None]
+    return Y
 
 
 def check_sample_weight(sample_weight, n_samples, dtype):

@@ -25,6 +25,14 @@ COLUMNS = ("variant", "seed", "seconds", "seconds_seeding", "seconds_reduction",
            "converged", "objective_name", "history")
 
 
+def _error(model, X, sample_weight):
+    """The quantization error of a fitted model's centres on ``X``: of the rows the model
+    sees (unit rows for a spherical model, whose ``score`` is minus that error)."""
+    if model._is_spherical():
+        return -model.score(X, sample_weight=sample_weight)
+    return quantization_error(X, model.cluster_centers_, sample_weight)
+
+
 def _relative_error(qe, qe_ref):
     """``qe / qe_ref - 1``; against a zero reference error (as many clusters as distinct
     rows), 0 if ``qe`` is 0 too and ``inf`` otherwise: missing an exact fit is infinitely
@@ -98,7 +106,9 @@ def ablate(X, n_clusters, variants, seeds=5, reference=None, X_test=None, sample
         One row per fit (a DataFrame if pandas is installed), with the columns of
         :data:`COLUMNS`: ``variant``, ``seed``; ``seconds`` (of ``fit``) and per phase
         (``seconds_seeding``, ``_reduction``, ``_iterations``, ``_labels``); ``qe``, the
-        quantization error of the fitted centres on the full data (or ``X_test``); ``eta``,
+        quantization error of the fitted centres on the full data (or ``X_test``; for a
+        spherical model, :class:`~clusterkit.SphericalMStep`, on its rows scaled to unit
+        norm, twice the cosine dissimilarity); ``eta``,
         the relative error ``qe / qe_ref - 1`` against the reference variant with the same
         seed (the vc-GMM paper's η; when the reference's error is 0, ``eta`` is 0 for an
         error of 0 and ``inf`` otherwise); distance evaluations per phase and in total;
@@ -146,7 +156,7 @@ def ablate(X, n_clusters, variants, seeds=5, reference=None, X_test=None, sample
                 "seconds_reduction": phases["reduction"],
                 "seconds_iterations": phases["estep"] + phases["mstep"],
                 "seconds_labels": phases["labels"],
-                "qe": quantization_error(X_eval, model.cluster_centers_, w_eval),
+                "qe": _error(model, X_eval, w_eval),
                 "eta": math.nan,
                 "evals_seeding": model.cost_["seeding"],
                 "evals_reduction": model.cost_["reduction"],

@@ -6,29 +6,33 @@ Every preset takes ``n_clusters`` first, then its own keywords, and passes any o
 strategies that define a preset's algorithm (its ``estep``, ``mstep`` and, for the coreset
 presets, ``reduce``) cannot be passed: that raises a ``TypeError``.
 
-=====================  ==============================  =========================================
-preset                 E-step / M-step                 distance evaluations per iteration
-=====================  ==============================  =========================================
-:func:`lloyd`          exact / hard                    ``N C``
-:func:`elkan`          exact, bounded / hard           ``N C`` at first, then ``N`` plus the
-                                                       distances the bounds keep, ``+ C^2/2``
-                                                       (no ``C^2`` with Yinyang's bounds)
-:func:`minibatch`      exact / hard, running means     ``b C`` per batch of ``b`` rows
-:func:`nmbatch`        Elkan / hard, nested prefixes   ``b_t C`` at first visits, then as Elkan
-:func:`sbe`            exact / hard, implicit steps    ``inner_iter b C`` per outer step
-:func:`gmm`            exact / soft                    ``N C``
-:func:`var_kmeans_x`   partial, exhaustive ``G_c``     ``N (G + n_explore) + C^2``
-:func:`var_kmeans_s`   partial, estimated ``G_c``      ``N (G + n_explore)``
-:func:`var_gmm_x`      partial (``C' = G``), exhaust.  ``<= N (G^2 + n_explore) + C^2``
-:func:`var_gmm_s`      partial (``C' = G``), estim.    ``<= N (G^2 + n_explore)``
-:func:`lwcs_lloyd`     exact / hard, on a coreset      ``N' C`` (plus ``N`` once)
-:func:`vc_gmm`         as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
-                                                       once)
-:func:`slk_bo`         Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
-                       by argmax                       per z-update (and the kNN graph once)
-:func:`slk_ms`         Laplacian z-updates / modes     as ``slk_bo``, plus the mean-shift
-                       by mean-shift
-=====================  ==============================  =========================================
+========================  ==============================  =========================================
+preset                    E-step / M-step                 distance evaluations per iteration
+========================  ==============================  =========================================
+:func:`lloyd`             exact / hard                    ``N C``
+:func:`elkan`             exact, bounded / hard           ``N C`` at first, then ``N`` plus the
+                                                          distances the bounds keep, ``+ C^2/2``
+                                                          (no ``C^2`` with Yinyang's bounds)
+:func:`minibatch`         exact / hard, running means     ``b C`` per batch of ``b`` rows
+:func:`nmbatch`           Elkan / hard, nested prefixes   ``b_t C`` at first visits, then as Elkan
+:func:`sbe`               exact / hard, implicit steps    ``inner_iter b C`` per outer step
+:func:`gmm`               exact / soft                    ``N C``
+:func:`var_kmeans_x`      partial, exhaustive ``G_c``     ``N (G + n_explore) + C^2``
+:func:`var_kmeans_s`      partial, estimated ``G_c``      ``N (G + n_explore)``
+:func:`var_gmm_x`         partial (``C' = G``), exhaust.  ``<= N (G^2 + n_explore) + C^2``
+:func:`var_gmm_s`         partial (``C' = G``), estim.    ``<= N (G^2 + n_explore)``
+:func:`lwcs_lloyd`        exact / hard, on a coreset      ``N' C`` (plus ``N`` once)
+:func:`vc_gmm`            as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
+                                                          once)
+:func:`best_quality`      a refined coreset fit, then     as :func:`elkan`, plus ``N C`` per
+                          Elkan and breathing rounds      breathing round (``cost_["refinement"]``)
+:func:`slk_bo`            Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
+                          by argmax                       per z-update (and the kNN graph once)
+:func:`slk_ms`            Laplacian z-updates / modes     as ``slk_bo``, plus the mean-shift
+                          by mean-shift
+:func:`spherical_kmeans`  exact / spherical (unit         ``N C``
+                          centres), on unit rows
+========================  ==============================  =========================================
 
 The complexities are those of Forster & Lücke (2018), Table 1: the variational algorithms
 replace the ``O(N C D)`` of an exact E-step by ``O(N G D)`` (var-k-means) or
@@ -65,9 +69,11 @@ documentation's page "Choosing a preset" adds measured times and errors).
 from . import _preset_guide
 from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep
-from ._mstep import HardMStep, SoftMStep
+from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._preset_guide import PresetGuide
+from ._pilot import FittedSeeder
 from ._reduction import LWCS, default_coreset_size
+from ._refine import Breathing
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
 from ._slk import LaplacianEStep, ModeMStep
@@ -76,8 +82,8 @@ from ._yinyang import BoundedEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
-           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "slk_bo",
-           "slk_ms")
+           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "best_quality",
+           "slk_bo", "slk_ms", "spherical_kmeans")
 
 __all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
 
@@ -558,6 +564,52 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
                       mstep=SoftMStep())
 
 
+
+def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
+    """k-means for the lowest error: a refined coreset fit as the start, then exact
+    iterations on all the data and breathing rounds.
+
+    The seeding is a pilot fit (:class:`~clusterkit.FittedSeeder`): :func:`lwcs_lloyd` with
+    :class:`~clusterkit.Breathing` until no round helps, cheap because it runs on the coreset.
+    From its centres Elkan's bounded Lloyd iterations run on all the data, then up to
+    ``rounds`` breathing rounds on all the data. Breathing (after Fritzke 2020) moves the least
+    useful centres to where the error is largest and keeps what lowers it, so the fit leaves
+    the local minima in which seeding and Lloyd alone stay.
+
+    Parameters
+    ----------
+    n_clusters : int
+    rounds : int, default=10
+        Most breathing rounds on all the data (each costs about one exact pass for its
+        statistics, and bounded iterations from the moved centres).
+    coreset_size : int or None, default=None
+        Draws of the pilot's coreset (``None``: :func:`default_coreset_size`).
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the pilot fit).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Cost: the pilot's (coreset-sized), then as :func:`elkan` per iteration,
+        plus ``N C`` per breathing round (``cost_["refinement"]``).
+
+    Notes
+    -----
+    Memory: Elkan's bounds, ``4 N C`` bytes (:class:`~clusterkit.ElkanEStep`). The
+    documentation's page on quality compares it with scikit-learn's ``KMeans`` with 1 and
+    10 restarts and with breathing k-means (``bkmeans``).
+
+    Examples
+    --------
+    >>> from clusterkit.presets import best_quality
+    >>> best_quality(10).refine
+    Breathing(m=5, tol=0.0001, max_rounds=10)
+    """
+    kwargs.setdefault("seed", FittedSeeder(lwcs_lloyd(n_clusters, coreset_size=coreset_size,
+                                                      refine=Breathing())))
+    return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),
+                      refine=Breathing(max_rounds=rounds))
+
 def _slk(n_clusters, method, lam, n_neighbors, graph, sigma, kwargs):
     kwargs.setdefault("seed", KMeansPlusPlus())
     kwargs.setdefault("schedule", FullBatch(center_tol=1e-3))
@@ -628,3 +680,44 @@ def slk_ms(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs)
     ModeMStep(method='ms', ms_tol=1e-05, ms_max_iter=1000)
     """
     return _slk(n_clusters, "ms", lam, n_neighbors, graph, sigma, kwargs)
+
+
+def spherical_kmeans(n_clusters, **kwargs):
+    """Spherical k-means (cosine similarity): k-means++ seeding and Lloyd iterations on rows
+    scaled to unit norm, with unit-norm centres (:class:`~clusterkit.SphericalMStep`).
+
+    Every row given to the model (``fit``, ``predict``, ``transform``, ``score``) is scaled
+    to unit Euclidean norm first; a row of zero norm raises a ``ValueError``. Each sample
+    goes to the centre of largest cosine similarity, and each centre is the normalised
+    weighted sum of its cluster's rows, so the cosine dissimilarity
+    ``sum_n w_n (1 - cos(x_n, mu_n))`` never increases from one iteration to the next.
+    ``inertia_`` and ``objective_`` are twice it (squared distances of unit rows).
+
+    Parameters
+    ----------
+    n_clusters : int
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding;
+        ``schedule="minibatch"`` gives mini-batch spherical k-means, ``reduce="lwcs"`` a
+        fit on a coreset of the unit rows). For a bounded or variational E-step build a
+        Clusterer with ``mstep="spherical"`` and ``estep="elkan"``, ``"truncated"`` or
+        ``"partial"``.
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Cost per iteration: ``N C`` distance evaluations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit.presets import spherical_kmeans
+    >>> X = np.array([[1.0, 0.1], [3.0, -0.2], [0.2, 2.0], [-0.1, 0.5]])
+    >>> km = spherical_kmeans(2, random_state=0).fit(X)
+    >>> km.predict([[10.0, 0.0], [0.0, 0.1]]) == km.labels_[[0, 2]]
+    array([ True,  True])
+    >>> np.round(np.linalg.norm(km.cluster_centers_, axis=1), 6)
+    array([1., 1.])
+    """
+    kwargs.setdefault("seed", KMeansPlusPlus())
+    return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=SphericalMStep())

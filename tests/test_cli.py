@@ -262,7 +262,7 @@ def _config(path):
 def _reprs(estimator):
     """Every strategy's one-line repr, shortcuts and None resolved to their strategy."""
     return {name: " ".join(repr(resolve(name, getattr(estimator, name))).split())
-            for name in ("seed", "reduce", "estep", "mstep", "schedule")}
+            for name in ("seed", "reduce", "estep", "mstep", "schedule", "refine")}
 
 
 @pytest.mark.parametrize("preset, params, in_python, changed", [

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "docs" / "presets_table.inc"
 README = ROOT / "README.md"
 MARKERS = ("<!-- presets:start -->", "<!-- presets:end -->")
-MODELS = {"k-means", "isotropic GMM", "Laplacian K-modes"}
+MODELS = {"k-means", "spherical k-means", "isotropic GMM", "Laplacian K-modes"}
 
 
 def _rst_rows(text):

@@ -41,6 +41,7 @@ COMPOSITIONS = {
     "gmm": lambda C, init: Clusterer(C, seed=init, mstep="soft"),
     "truncated": lambda C, init: Clusterer(C, seed=init, estep=TruncatedEStep(2),
                                            mstep="soft"),
+    "spherical": lambda C, init: Clusterer(C, seed=init, mstep="spherical"),
 }
 
 
@@ -82,7 +83,7 @@ PRESETS_SMALL = {
     "var_gmm_x": dict(G=3), "minibatch": dict(batch_size=64, max_passes=3),
     "nmbatch": dict(initial_batch=64), "sbe": dict(batch_size=64, max_iter=20),
     "lwcs_lloyd": dict(coreset_size=100), "vc_gmm": dict(G=3, coreset_size=100),
-    "slk_bo": dict(), "slk_ms": dict(),
+    "slk_bo": dict(), "slk_ms": dict(), "spherical_kmeans": dict(),
 }
 
 
@@ -111,6 +112,22 @@ def test_lloyd_objective_never_increases(data):
     km = _fit(presets.lloyd(C, random_state=0, tol=0), X)
     qe = np.array([h["objective"] for h in km.history_])
     assert np.all(np.diff(qe) <= _slack(X, qe))
+
+
+@pytest.mark.parametrize("estep", ["full", "elkan", PartialEStep(G=3)],
+                         ids=["full", "elkan", "partial"])
+@SETTINGS
+@given(data=mixtures())
+def test_spherical_cosine_objective_never_increases(estep, data):
+    """Spherical k-means: the quantization error of the unit rows (twice the cosine
+    dissimilarity) never increases, and the centres stay on the unit sphere."""
+    X, C = data
+    km = _fit(Clusterer(C, estep=estep, mstep="spherical", random_state=0, tol=0,
+                        max_iter=50), X)
+    qe = np.array([h["objective"] for h in km.history_])
+    assert np.all(np.diff(qe) <= _slack(X, qe))
+    norms = np.linalg.norm(km.cluster_centers_.astype(np.float64), axis=1)
+    np.testing.assert_allclose(norms, 1.0, rtol=1e-5)
 
 
 @pytest.mark.parametrize("estep", [None, TruncatedEStep(2), PartialEStep(G=3, n_winners=2)],

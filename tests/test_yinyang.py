@@ -254,3 +254,14 @@ def test_shortcuts():
         assert isinstance(km.estep, str) or isinstance(km.estep, cls)
         lloyd = Clusterer(4, estep="full", random_state=0).fit(X)
         np.testing.assert_array_equal(km.labels_, lloyd.labels_)
+
+
+def test_breathing_refinement_runs_lloyds_iterates():
+    """Each breathing round is a new run: the groups are formed again from its start, and
+    the rounds follow Lloyd's."""
+    from clusterkit import Breathing
+    X = _blobs(1500, 3, 16, seed=12)
+    fits = [Clusterer(16, seed="random", estep=e, refine=Breathing(m=2), random_state=0).fit(X)
+            for e in (FullEStep(), YinyangEStep(n_groups=3))]
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)

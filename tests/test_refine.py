@@ -1,0 +1,227 @@
+"""Refiners: breathing never returns worse centres than the run it refines, composes with the
+E-steps, reducers and schedules, keeps weights equivalent to repetition, and the driver keeps
+the iterations behind the centres it returns."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.cluster import KMeans
+
+from clusterkit import (AFKMC2, LWCS, Breathing, Clusterer, FitState, FittedSeeder,
+                        NoRefinement, PartialEStep, Refiner, presets)
+from clusterkit._refine import cluster_statistics
+from clusterkit.datasets import make_gaussian_blobs
+from clusterkit.metrics import quantization_error
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    return make_gaussian_blobs(3000, 4, 40, cluster_std=0.5, random_state=0)[0]
+
+
+# every kind of composition breathing refines: exact, bounded, variational, soft, on a
+# coreset, with mini-batches
+COMPOSITIONS = {
+    "lloyd": lambda C, **kw: presets.lloyd(C, **kw),
+    "elkan": lambda C, **kw: presets.elkan(C, **kw),
+    "lwcs_lloyd": lambda C, **kw: presets.lwcs_lloyd(C, coreset_size=1024, **kw),
+    "card": lambda C, **kw: Clusterer(C, seed=AFKMC2(), reduce=LWCS(1024),
+                                      estep=PartialEStep(G=5), **kw),
+    "var_kmeans_s": lambda C, **kw: presets.var_kmeans_s(C, **kw),
+    "vc_gmm": lambda C, **kw: presets.vc_gmm(C, coreset_size=1024, **kw),
+    "minibatch": lambda C, **kw: presets.minibatch(C, batch_size=256, max_passes=2, **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSITIONS))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_breathing_never_returns_worse_centres(blobs, name, seed):
+    X = blobs
+    plain = COMPOSITIONS[name](40, random_state=seed).fit(X)
+    refined = COMPOSITIONS[name](40, random_state=seed, refine=Breathing(m=3)).fit(X)
+    log = refined.refinement_log_
+    assert log and all(r["kept"] == (r["objective"] < r["objective_before"] * (1 - 1e-4))
+                       for r in log)
+    # each round starts from the best so far: the kept objectives only go down
+    kept = [r["objective"] for r in log if r["kept"]]
+    assert kept == sorted(kept, reverse=True)
+    current = log[0]["objective_before"]
+    for r in log:
+        assert r["objective_before"] == current
+        current = r["objective"] if r["kept"] else current
+    if name in ("lloyd", "elkan", "var_kmeans_s", "minibatch"):  # the fit's data are X
+        # the same seeds: breathing started from the plain fit's centres
+        np.testing.assert_allclose(log[0]["objective_before"], plain.inertia_, rtol=1e-9)
+        assert refined.inertia_ <= plain.inertia_ * (1 + 1e-12)
+        np.testing.assert_allclose(refined.inertia_,
+                                   min([plain.inertia_] + kept), rtol=1e-9)
+    assert refined.cost_["refinement"] > 0 and "refinement" not in plain.cost_
+    assert refined.seconds_["refinement"] > 0 and "refinement" not in plain.seconds_
+
+
+def test_breathing_escapes_a_poor_local_minimum(blobs):
+    X = blobs
+    start = X[np.argsort(X[:, 0])[:40]]  # every seed in one corner
+    plain = presets.lloyd(40, seed=start).fit(X)
+    refined = presets.lloyd(40, seed=start, refine=Breathing(), random_state=0).fit(X)
+    assert refined.inertia_ < 0.8 * plain.inertia_
+    kmeans = KMeans(40, n_init=1, random_state=0).fit(X)
+    assert refined.inertia_ <= 1.01 * kmeans.inertia_
+
+
+def test_history_is_the_path_to_the_returned_centres(blobs):
+    X = blobs
+    model = presets.lloyd(40, random_state=0, refine=Breathing(m=3)).fit(X)
+    rounds = [h.get("refinement_round", 0) for h in model.history_]
+    kept = {r["round"] for r in model.refinement_log_ if r["kept"]}
+    assert rounds == sorted(rounds) and rounds[0] == 0
+    assert set(rounds) - {0} <= kept and max(rounds) == max(kept, default=0)
+    assert model.n_iter_ == model.n_steps_ == len(model.history_)
+    # the kept iterations end at a fixed point: their last labels are the final ones
+    assert model.history_[-1]["n_changed"] == 0
+    np.testing.assert_array_equal(model.labels_, model.predict(X))
+    np.testing.assert_allclose(model.inertia_, quantization_error(X, model.cluster_centers_),
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_weights_equal_repetition(blobs, dtype):
+    X = blobs[:997].astype(dtype)
+    counts = np.random.RandomState(0).randint(1, 4, X.shape[0])
+    start = X[:25].copy()
+    weighted = presets.lloyd(25, seed=start, random_state=0, refine=Breathing(m=2))
+    weighted.fit(X, sample_weight=counts.astype(dtype))
+    repeated = presets.lloyd(25, seed=start, random_state=0, refine=Breathing(m=2))
+    repeated.fit(np.repeat(X, counts, axis=0))
+    assert weighted.cluster_centers_.dtype == dtype
+    assert [r["kept"] for r in weighted.refinement_log_] == [
+        r["kept"] for r in repeated.refinement_log_]
+    rtol = 1e-4 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(weighted.cluster_centers_, repeated.cluster_centers_,
+                               rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(weighted.inertia_, repeated.inertia_, rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_cluster_statistics_match_numpy(blobs, dtype, n_threads):
+    X = np.ascontiguousarray(blobs[:501], dtype=dtype)
+    w = np.linspace(0.5, 2.0, 501).astype(dtype)
+    centers = np.ascontiguousarray(X[::71][:7])
+    state = FitState(n_clusters=7, n_features=4, random_state=np.random.RandomState(0),
+                     n_threads=n_threads)
+    error, utility, weight, objective = cluster_statistics(X, w, centers, state)
+    d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
+    nearest, two = d2.argmin(1), np.sort(d2, 1)
+    rtol = 1e-4 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(error, np.bincount(nearest, w * two[:, 0], 7), rtol=rtol,
+                               atol=rtol * two[:, 0].max())
+    np.testing.assert_allclose(utility, np.bincount(nearest, w * (two[:, 1] - two[:, 0]), 7),
+                               rtol=rtol, atol=rtol * two[:, 1].max())
+    np.testing.assert_allclose(weight, np.bincount(nearest, w, 7), rtol=1e-6)
+    np.testing.assert_allclose(objective, (w * two[:, 0]).sum(), rtol=rtol)
+    assert state.cost["refinement"] == 501 * 7
+
+
+def test_n_init_keeps_the_refinement_log_of_the_kept_run(blobs):
+    model = presets.lloyd(40, n_init=3, random_state=0, refine=Breathing(m=2)).fit(blobs)
+    log = model.refinement_log_
+    final = min([log[0]["objective_before"]] + [r["objective"] for r in log if r["kept"]])
+    np.testing.assert_allclose(model.inertia_, final, rtol=1e-9)
+
+
+def test_a_run_ended_by_max_iter_is_not_refined(blobs):
+    with pytest.warns(Warning, match="did not converge"):
+        model = presets.lloyd(40, max_iter=1, random_state=0, refine=Breathing()).fit(blobs)
+    assert model.refinement_log_ == [] and "refinement" not in model.cost_
+
+
+def test_no_refinement_is_the_default_and_changes_nothing(blobs):
+    plain = presets.lloyd(40, random_state=0).fit(blobs)
+    none = presets.lloyd(40, random_state=0, refine=NoRefinement()).fit(blobs)
+    np.testing.assert_array_equal(plain.cluster_centers_, none.cluster_centers_)
+    assert not hasattr(none, "refinement_log_") and plain.cost_ == none.cost_
+
+
+def test_shortcut_and_composition_record(blobs):
+    model = Clusterer(40, refine="breathing", random_state=0)
+    assert model._strategies(blobs, blobs.mean(0)).refine == Breathing()
+    assert Clusterer(4, refine="none")._strategies(blobs, blobs.mean(0)).refine == NoRefinement()
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"m": 0}, "m"), ({"m": 1.5}, "m must"), ({"max_rounds": 0}, "max_rounds"),
+    ({"tol": -0.1}, "tol="), ({"tol": 1.0}, "tol="), ({"tol": "a"}, "tol=")])
+def test_bad_parameters_are_refused(blobs, params, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        presets.lloyd(4, refine=Breathing(**params)).fit(blobs[:100])
+
+
+def test_refused_compositions(blobs):
+    with pytest.raises(ValueError, match="Unknown refine"):
+        Clusterer(4, refine="split").fit(blobs[:100])
+    with pytest.raises(TypeError, match="refine must be"):
+        Clusterer(4, refine=3).fit(blobs[:100])
+    with pytest.raises(ValueError, match="cannot refine the Laplacian K-modes"):
+        presets.slk_bo(4, refine=Breathing(), graph=None).fit(blobs[:100])
+    with pytest.raises(AttributeError) as error:
+        presets.lloyd(4, refine=Breathing()).partial_fit(blobs[:100])
+    assert "partial_fit cannot refine" in str(error.value.__cause__)
+    with pytest.raises(TypeError, match="Breathing cannot take sparse"):
+        presets.lloyd(4, refine=Breathing()).fit(sp.csr_matrix(blobs[:100]))
+
+
+def test_a_refiner_returning_other_centres_is_refused(blobs):
+    class Stranger(Refiner):
+        def refine(self, X, sample_weight, centers, iterate, state):
+            return centers.copy()
+
+    with pytest.raises(ValueError, match="neither those it was given"):
+        presets.lloyd(4, refine=Stranger()).fit(blobs[:100])
+
+
+def test_a_refiner_may_return_an_earlier_iterate_result(blobs):
+    X = blobs
+
+    class KeepFirst(Refiner):
+        """Two rounds from jittered centres; returns the first round's result."""
+
+        def refine(self, X, sample_weight, centers, iterate, state):
+            first = iterate(centers + 0.3)
+            iterate(centers - 0.3)
+            state.refinement_log += [{"round": 1, "objective": 0.0, "kept": True},
+                                     {"round": 2, "objective": 0.0, "kept": False}]
+            return first
+
+    model = presets.lloyd(40, random_state=0, refine=KeepFirst()).fit(X)
+    assert {h.get("refinement_round", 0) for h in model.history_} == {0, 1}
+    # the labels and objective are those of the first round's iterations
+    np.testing.assert_array_equal(model.labels_, model.predict(X))
+    assert model.history_[-1]["n_changed"] == 0
+
+
+def test_fitted_seeder_runs_the_pilot_on_the_fit_data(blobs):
+    pilot = presets.lwcs_lloyd(3, coreset_size=512, refine=Breathing(m=2))
+    model = presets.elkan(40, seed=FittedSeeder(pilot), random_state=0).fit(blobs)
+    again = presets.elkan(40, seed=FittedSeeder(pilot), random_state=0).fit(blobs)
+    np.testing.assert_array_equal(model.cluster_centers_, again.cluster_centers_)
+    assert model.cost_["seeding"] > 0 and pilot.get_params()["n_clusters"] == 3  # cloned
+    # a scikit-learn pilot works too (its work is not counted)
+    sk = presets.lloyd(40, seed=FittedSeeder(KMeans(2, n_init=1)), random_state=0).fit(blobs)
+    assert sk.cost_["seeding"] == 0 and sk.cluster_centers_.shape == (40, 4)
+    with pytest.raises(TypeError, match="n_clusters parameter"):
+        presets.lloyd(4, seed=FittedSeeder("kmeans")).fit(blobs[:100])
+
+
+def test_best_quality_beats_restarted_lloyd(blobs):
+    X = blobs
+    best = presets.best_quality(40, random_state=0).fit(X)
+    restarts = KMeans(40, n_init=10, random_state=0).fit(X)
+    assert best.inertia_ <= restarts.inertia_ * (1 + 1e-6)
+    assert best.refinement_log_ and best.cost_["seeding"] > 0
+
+
+def test_check_estimator_with_breathing():
+    from sklearn.utils.estimator_checks import check_estimator
+    reason = "the random seeding depends on the number of rows, not only on the weights"
+    check_estimator(Clusterer(refine="breathing"), expected_failed_checks={
+        "check_sample_weight_equivalence_on_dense_data": reason})
