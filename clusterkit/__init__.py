@@ -23,6 +23,7 @@ from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, Sampled
 from ._slk import SLK_ENERGY, LaplacianEStep, ModeMStep
 from ._state import Channel, FitState
 from ._variational import PartialEStep
+from ._yinyang import BoundedEStep, YinyangEStep, yinyang_groups
 
 from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
 
@@ -37,7 +38,8 @@ __all__ = [
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
     "FittedSeeder",
     "NoReduction", "LWCS",
-    "FullEStep", "ElkanEStep", "TruncatedEStep", "PartialEStep", "LaplacianEStep",
+    "FullEStep", "ElkanEStep", "YinyangEStep", "BoundedEStep", "yinyang_groups",
+    "TruncatedEStep", "PartialEStep", "LaplacianEStep",
     "HardMStep", "SoftMStep", "SphericalMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
     "NoRefinement", "Breathing",

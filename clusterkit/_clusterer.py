@@ -53,6 +53,7 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).
     estep : str or EStep, default="full"
         The E-step: ``"full"`` :class:`FullEStep`, ``"elkan"`` :class:`ElkanEStep`,
+        ``"yinyang"`` :class:`YinyangEStep`, ``"bounded"`` :class:`BoundedEStep`,
         ``"truncated"`` :class:`TruncatedEStep`, ``"partial"`` :class:`PartialEStep`.
     mstep : {"hard", "soft", "spherical"} or MStep, default="hard"
         ``"hard"`` is :class:`HardMStep` (k-means), ``"soft"`` :class:`SoftMStep`

@@ -164,6 +164,24 @@ _BOUND_MARGIN = 1e6
 _BOUND_TARGET = 1e30
 
 
+def bounds_scale(X):
+    """The power of two a bounded E-step multiplies the coordinates by so that its float32
+    bounds (a distance plus a centre's total move, each at most the data's diagonal) cannot
+    overflow: 1 unless the data's diagonal times :data:`_BOUND_MARGIN` reaches float32's
+    largest number."""
+    values = X.data if is_sparse(X) else X
+    extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
+    if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
+        return 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
+    return 1.0
+
+
+def bound_slack(dtype):
+    """The relative margin of the bounded E-steps' stored bounds: well above the rounding of
+    the distances of ``dtype`` and of the float32 conversion."""
+    return 2.0 ** -12 if dtype == np.float32 else 2.0 ** -20
+
+
 class _ElkanBounds:
     """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
     centre, the centre-centre half distances of the current step, and the power of two
@@ -214,8 +232,10 @@ class ElkanEStep(EStep):
     Memory: the lower bounds are an ``N x C`` float32 table (float32 also for float64 data:
     half the memory traffic, and a bound only has to be a little too small, never exact),
     plus ``C x C`` float64 half distances: 2 GiB for instance for ``N = 500,000`` with
-    ``C = 1,000``. Where that is too much, use :class:`FullEStep` (Lloyd, ``O(N)`` memory)
-    or, approximately, :class:`PartialEStep`.
+    ``C = 1,000``. Where that is too much, use :class:`YinyangEStep` (the same labels with
+    ``4 N t`` bytes of grouped bounds; :class:`BoundedEStep` chooses between the two by
+    memory), :class:`FullEStep` (Lloyd, ``O(N)`` memory) or, approximately,
+    :class:`PartialEStep`.
 
     Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
     moved, and those the bounds do not rule out (at a sample's first visit all ``C``, pruned
@@ -271,10 +291,12 @@ class ElkanEStep(EStep):
                 f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
                 f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
                 f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
-                "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds) or PartialEStep.")
+                "(reduce=LWCS(...)), or use YinyangEStep (bounds that do not grow with C), "
+                "FullEStep (Lloyd, no bounds) or PartialEStep.")
         check_memory(need, f"ElkanEStep's bounds for {n_rows} samples and "
                            f"n_clusters={n_clusters}", "Reduce the data (reduce=LWCS(...)), or "
-                     "use FullEStep (Lloyd, no bounds) or PartialEStep.")
+                     "use YinyangEStep (bounds that do not grow with C), FullEStep (Lloyd, no "
+                     "bounds) or PartialEStep.")
 
     def init_state(self, X, sample_weight, centers, state):
         """Allocate the bounds for all rows (set at each row's first visit).
@@ -285,11 +307,7 @@ class ElkanEStep(EStep):
         power of two (exact: labels are the same, distances and sums are scaled back), with a
         wide margin for the moves of many steps.
         """
-        values = X.data if is_sparse(X) else X
-        extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
-        scale = 1.0
-        if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
-            scale = 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
+        scale = bounds_scale(X)
         bounds = _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
         if is_sparse(X):  # the rows' squared norms, once per run (in the scaled frame)
             bounds.x_sqnorms = row_sqnorms(X * scale if scale != 1.0 else X, state.n_threads)
@@ -324,7 +342,7 @@ class ElkanEStep(EStep):
             # the M-step's sums in the same pass (every row is read for its distance anyway)
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
-        slack = 2.0 ** -12 if X.dtype == np.float32 else 2.0 ** -20
+        slack = bound_slack(X.dtype)
         if is_sparse(X):  # no fused sums: the M-step sums the CSR rows itself
             state.count("estep", _elkan.elkan_assign_sparse(
                 *csr_arrays(X), bounds.x_sqnorms[rows], np.asarray(rows, dtype=np.intp),

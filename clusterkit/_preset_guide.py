@@ -57,11 +57,11 @@ GUIDE = {
         model="k-means", cost="N·C·D",
         memory="N (labels, distances)"),
     "elkan": PresetGuide(
-        use="exact k-means, lloyd's iterates in fewer distances when N·C bounds fit; also "
-            "sparse (CSR) data",
+        use="exact k-means, lloyd's iterates in fewer distances (Elkan's N·C bounds, "
+            "Yinyang's N·t where those do not fit); also sparse (CSR) data",
         model="k-means", cost="N·C·D at first, then the few distances the bounds keep, "
                               "plus C²·D",
-        memory="N·C bounds (float32), C² centre distances"),
+        memory="N·C bounds (float32), C² centre distances; or N·t, t ≤ C/10, at most 1 GiB"),
     "minibatch": PresetGuide(
         use="a stream, or data that does not fit in memory (partial_fit batch by batch); "
             "speed over accuracy; also sparse (CSR) data",

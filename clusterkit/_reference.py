@@ -357,3 +357,89 @@ def d2_update_sparse(X, candidates, min_dist2):
     n_evals)."""
     d2 = sparse_dist2(X, candidates).T
     return np.minimum(np.asarray(min_dist2, dtype=np.float64)[None, :], d2), d2.size
+
+
+# --- Yinyang's grouped bounds (_yinyang.pyx) -------------------------------------------------
+
+def yinyang_assign(X, rows, centers, members, group_starts, group_of, shift, group_shift_sum,
+                   group_shift_prev, last_moved, step, lower, previous, last_dist2, visit,
+                   slack):
+    """Twin of ``yinyang_assign`` (without the fused sums), one sample at a time as the
+    kernel's ``_yinyang_sample``; updates ``lower``, ``last_dist2`` and ``visit`` in place and
+    returns (labels, min_dist2, n_evals). Distances are NumPy's direct sums in float64, so
+    they may round differently from the kernel's."""
+    X = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    keep = 1.0 - slack
+    store = lambda value: np.float32(value * keep)  # noqa: E731  (as _store_lower)
+    labels = np.empty(len(rows), dtype=np.int32)
+    min_dist2 = np.empty(len(rows))
+    n_evals = 0
+    for i, r in enumerate(rows):
+        x, a, bound = X[i], int(previous[i]), lower[r]
+        first = a < 0
+        best_c, best, u = -1, np.inf, np.inf
+        if not first:
+            if last_moved[a] > visit[r]:
+                d2_a = float(((x - centers[a]) ** 2).sum())
+                n_evals += 1
+            else:
+                d2_a = float(last_dist2[r])
+            u = np.sqrt(d2_a)
+            if (bound.astype(np.float64) - group_shift_sum).min() > u:  # global filter
+                labels[i], min_dist2[i], visit[r] = a, d2_a, step
+                last_dist2[r] = d2_a
+                continue
+            best_c, best = a, d2_a
+        best_u = u
+        local = not first and visit[r] == step - 1
+        best_group, best_m2, scanned_a = -1, np.inf, False
+        for g in range(len(group_starts) - 1):
+            if not first:
+                if float(bound[g]) - group_shift_sum[g] > best_u:  # group filter
+                    continue
+                old_lb = float(bound[g]) - group_shift_prev[g]
+                scanned_a = scanned_a or g == group_of[a]
+            m1 = m2 = np.inf
+            for c in members[group_starts[g]:group_starts[g + 1]]:
+                if c == a:
+                    d2 = d2_a
+                else:
+                    if local and old_lb - shift[c] > best_u:  # local filter
+                        v = old_lb - shift[c]
+                        m1, m2 = (v, m1) if v < m1 else (m1, min(m2, v))
+                        continue
+                    d2 = float(((x - centers[c]) ** 2).sum())
+                    n_evals += 1
+                v = np.sqrt(d2)
+                m1, m2 = (v, m1) if v < m1 else (m1, min(m2, v))
+                if d2 < best or (d2 == best and c < best_c):
+                    best_c, best, best_u = int(c), d2, v
+            bound[g] = store(m1 + group_shift_sum[g])
+            if group_of[best_c] == g:
+                best_group, best_m2 = g, m2
+        if best_group >= 0 and group_of[best_c] == best_group:
+            bound[best_group] = store(best_m2 + group_shift_sum[best_group])
+        if not first and best_c != a and not scanned_a:
+            g = group_of[a]
+            bound[g] = min(bound[g], store(u + group_shift_sum[g]))
+        labels[i], min_dist2[i], visit[r] = best_c, best, step
+        last_dist2[r] = best
+    return labels, min_dist2, n_evals
+
+
+def yinyang_init_bounds(X, centers, group_of, n_groups):
+    """Twin of ``yinyang_init_bounds``: the nearest centres, the squared distances to them and
+    each group's exact smallest distance to a centre other than the label (the kernel's
+    bounds are these, lowered by the rounding of its gemm); returns (labels, min_dist2,
+    group_min of shape (n_samples, n_groups), n_evals)."""
+    d2 = sqdist(X, centers)
+    labels = d2.argmin(axis=1).astype(np.int32)
+    rows = np.arange(len(X))
+    min_dist2 = d2[rows, labels]
+    d2[rows, labels] = np.inf
+    group_min = np.full((len(X), n_groups), np.inf)
+    for g in range(n_groups):
+        if np.any(group_of == g):
+            group_min[:, g] = np.sqrt(d2[:, group_of == g].min(axis=1))
+    return labels, min_dist2, group_min, len(X) * (centers.shape[0] + 1)

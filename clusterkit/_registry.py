@@ -13,6 +13,7 @@ from ._refine import Breathing, NoRefinement
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._variational import PartialEStep
+from ._yinyang import BoundedEStep, YinyangEStep
 
 __all__ = ["SHORTCUTS", "accepts_sparse", "build_preset", "preset_names", "resolve",
            "strategy_class"]
@@ -25,6 +26,7 @@ SHORTCUTS = {
               "sampled": SampledSeeder, "by-dimension": ByDimension}),
     "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
     "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
+                                 "yinyang": YinyangEStep, "bounded": BoundedEStep,
                                  "truncated": TruncatedEStep, "partial": PartialEStep}),
     "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep,
                                  "spherical": SphericalMStep}),

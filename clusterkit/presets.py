@@ -12,6 +12,7 @@ preset                    E-step / M-step                 distance evaluations p
 :func:`lloyd`             exact / hard                    ``N C``
 :func:`elkan`             exact, bounded / hard           ``N C`` at first, then ``N`` plus the
                                                           distances the bounds keep, ``+ C^2/2``
+                                                          (no ``C^2`` with Yinyang's bounds)
 :func:`minibatch`         exact / hard, running means     ``b C`` per batch of ``b`` rows
 :func:`nmbatch`           Elkan / hard, nested prefixes   ``b_t C`` at first visits, then as Elkan
 :func:`sbe`               exact / hard, implicit steps    ``inner_iter b C`` per outer step
@@ -77,6 +78,7 @@ from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
 from ._slk import LaplacianEStep, ModeMStep
 from ._variational import PartialEStep
+from ._yinyang import BoundedEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
@@ -150,6 +152,10 @@ def elkan(n_clusters, **kwargs):
 
     The same iterates as :func:`lloyd` from the same start, computing far fewer distances
     once the centres settle, for ``4 N C`` bytes of bounds (:class:`~clusterkit.ElkanEStep`).
+    Where those bounds would take more than half the memory available, Yinyang's grouped
+    bounds (:class:`~clusterkit.YinyangEStep`, ``4 N t`` bytes with ``t <= C / 10`` groups,
+    at most 1 GiB) take their place: the same iterates again (the rule is
+    :class:`~clusterkit.BoundedEStep`'s).
 
     Parameters
     ----------
@@ -166,10 +172,10 @@ def elkan(n_clusters, **kwargs):
     --------
     >>> from clusterkit.presets import elkan
     >>> elkan(10, random_state=0).estep
-    ElkanEStep(max_bounds_bytes=None)
+    BoundedEStep(max_bounds_bytes=None, n_groups='auto')
     """
     kwargs.setdefault("seed", KMeansPlusPlus())
-    return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep())
+    return _clusterer(n_clusters, kwargs, estep=BoundedEStep(), mstep=HardMStep())
 
 
 def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):

@@ -30,9 +30,10 @@ def assert_same_partition(labels_a, labels_b):
 
 
 def composition(**strategies):
-    """The five strategies of a default fit, with some replaced: what ``_validate`` sees."""
-    from clusterkit import FullBatch, FullEStep, HardMStep, KMeansPlusPlus, NoReduction
+    """The six strategies of a default fit, with some replaced: what ``_validate`` sees."""
+    from clusterkit import (FullBatch, FullEStep, HardMStep, KMeansPlusPlus, NoReduction,
+                            NoRefinement)
     from clusterkit._base import Composition
     default = dict(seed=KMeansPlusPlus(), reduce=NoReduction(), estep=FullEStep(),
-                   mstep=HardMStep(), schedule=FullBatch())
+                   mstep=HardMStep(), schedule=FullBatch(), refine=NoRefinement())
     return Composition(**{**default, **strategies})

@@ -32,6 +32,15 @@ cdef extern from "_sqdist.h" nogil:
     void ck_prefetch_row(const void* row, Py_ssize_t n_bytes)
 
 
+cdef inline float _store_lower(double value, double keep) noexcept nogil:
+    """A float32 lower bound no larger than ``value`` (Elkan's and Yinyang's stored bounds):
+    ``keep = 1 - slack`` absorbs the rounding of the distances and of the float32 conversion.
+    ``value`` must be below float32's largest number (the E-steps scale data whose distances
+    could reach it): an ``inf`` bound would skip its centres for ever. ``value = inf`` (a bound
+    over no centre) stays ``inf``."""
+    return <float> (value * keep)
+
+
 cdef inline bint _sums_wide(Py_ssize_t n_features, size_t itemsize) noexcept nogil:
     """Whether a row fills one 64-byte vector (16 floats, 8 doubles): from there on
     _sqdist.h's vector partial sums are used, below it the single scalar sum."""

@@ -13,16 +13,8 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
-from ._dist cimport _sqdist_wide
+from ._dist cimport _sqdist_wide, _store_lower
 from ._sparse cimport _sparse_dist2
-
-
-cdef inline float _store(double value, double keep) noexcept nogil:
-    """A float32 lower bound no larger than ``value``: ``keep = 1 - slack`` absorbs the
-    rounding of the distances and of the float32 conversion. ``value`` must be below float32's
-    largest number (the caller scales data whose distances could reach it, see
-    ``ElkanEStep``): an ``inf`` bound would skip its centre for ever."""
-    return <float> (value * keep)
 
 
 cdef inline floating _dist2_to(const floating* x, const int* x_indices, Py_ssize_t x_nnz,
@@ -73,7 +65,7 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
                          n_features)
         n_evals = 1
     u = sqrt(<double> best)
-    lower[a] = _store(u + shift_sum[a], keep)
+    lower[a] = _store_lower(u + shift_sum[a], keep)
     if previous >= 0 and half_min[a] * keep > u:
         label[0] = <int> a
         dist2[0] = best
@@ -84,14 +76,14 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
             continue
         if half_cc[a * n_clusters + c] * keep > u:
             if previous < 0:  # d(x, c) >= d(c_a, c) - d(x, c_a)
-                lower[c] = _store(2 * half_cc[a * n_clusters + c] - u + shift_sum[c], keep)
+                lower[c] = _store_lower(2 * half_cc[a * n_clusters + c] - u + shift_sum[c], keep)
             continue
         if previous >= 0 and lower[c] - shift_sum[c] > u:
             continue
         d2 = _dist2_to(x, x_indices, x_nnz, x_sqnorm, centers, centers_sqnorm, c, n_features)
         n_evals += 1
         d = sqrt(<double> d2)
-        lower[c] = _store(d + shift_sum[c], keep)
+        lower[c] = _store_lower(d + shift_sum[c], keep)
         if d2 < best or (d2 == best and c < a):
             a = c
             best = d2

@@ -1,0 +1,403 @@
+"""Yinyang k-means' grouped bounds (Ding et al. 2015), with bounds that survive mini-batches.
+
+The centres are split into ``n_groups`` groups. Per sample the kernel keeps one lower bound per
+group: on the distance to every centre of the group except the sample's own. The bound of group
+``g`` is stored as ``l + S_g``, where ``S_g`` (``group_shift_sum``) is the sum, over the steps
+so far, of the largest move of a centre of ``g`` in that step: the bound valid now is the stored
+value minus today's ``S_g`` (Yinyang's update ``l - max_{c in g} delta(c)``, applied to every
+sample at once), and a sample outside the last batches keeps valid bounds. Memory per sample:
+``n_groups`` float32 bounds, whatever the number of centres.
+"""
+import numpy as np
+
+from cython cimport floating
+from cython.parallel cimport parallel, prange, threadid
+from libc.float cimport DBL_EPSILON, FLT_EPSILON
+from libc.math cimport INFINITY, sqrt
+
+from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
+from ._dist import center_tables
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
+                    _sqnorm, _store_lower, _use_gemm)
+
+
+cdef extern from "_nearest.h" nogil:
+    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
+    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
+
+
+cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features,)
+                                Py_ssize_t n_features,
+                                const floating* centers,       # IN  (n_clusters, n_features)
+                                const int* members,            # IN  (n_clusters,)
+                                const Py_ssize_t* group_starts,  # IN (n_groups + 1,)
+                                Py_ssize_t n_groups,
+                                const int* group_of,           # IN  (n_clusters,)
+                                const double* shift,           # IN  (n_clusters,)
+                                const double* group_shift_sum,   # IN (n_groups,)
+                                const double* group_shift_prev,  # IN (n_groups,)
+                                const int* last_moved,         # IN  (n_clusters,)
+                                int step,
+                                float* lower,                  # INOUT (n_groups,)
+                                int previous,
+                                double slack,
+                                floating* dist2,               # INOUT
+                                int* visit,                    # INOUT
+                                int* label) noexcept nogil:    # OUT
+    """Nearest centre of one sample (ties to the lower index); returns the distances computed.
+
+    The exact distance ``u`` to the previous label ``a`` is the last visit's ``dist2`` if
+    centre ``a`` has not moved since (``last_moved[a] <= visit``), else it is computed.
+    Global filter: if every group's bound exceeds ``u``, the label stays. Group filter: a group
+    is searched only if its bound is at most the best distance found so far. Local filter
+    (only for a sample visited in the previous E-step, whose group bounds of then are
+    ``lower - group_shift_prev``): centre ``c`` of a searched group is skipped if that old
+    bound minus ``c``'s move exceeds the best distance so far. All tests are strict, so a tie is
+    always looked at. A first visit (``previous < 0``) computes every distance and sets every
+    bound.
+    """
+    cdef double keep = 1.0 - slack
+    cdef bint first = previous < 0, local, scanned_a = False
+    cdef Py_ssize_t g, p, c, n_evals = 0, a = previous, best_c = -1, best_group = -1
+    cdef floating d2, d2_a = 0, best = <floating> INFINITY
+    cdef double u = INFINITY, best_u, v, lb, old_lb = 0, m1, m2, best_m2 = INFINITY
+    if not first:
+        if last_moved[a] > visit[0]:
+            d2_a = _sqdist_wide(x, centers + a * n_features, n_features)
+            n_evals = 1
+        else:
+            d2_a = dist2[0]
+        u = sqrt(<double> d2_a)
+        lb = INFINITY
+        for g in range(n_groups):
+            v = lower[g] - group_shift_sum[g]
+            if v < lb:
+                lb = v
+        if lb > u:  # global filter: no other centre can be as near
+            label[0] = <int> a
+            dist2[0] = d2_a
+            visit[0] = step
+            return n_evals
+        best, best_c = d2_a, a
+    best_u = u
+    local = not first and visit[0] == step - 1
+    for g in range(n_groups):
+        if not first:
+            if lower[g] - group_shift_sum[g] > best_u:  # group filter
+                continue
+            old_lb = lower[g] - group_shift_prev[g]
+            if g == group_of[a]:
+                scanned_a = True
+        # m1 <= m2: the two smallest distances (or bounds of skipped centres) in the group,
+        # m1 at centre j1 (-1 for a bound); the group's new bound excludes the final label
+        m1 = m2 = INFINITY
+        for p in range(group_starts[g], group_starts[g + 1]):
+            c = members[p]
+            if c == a:
+                d2 = d2_a
+            else:
+                if local:
+                    v = old_lb - shift[c]
+                    if v > best_u:  # local filter: d(x, c) >= old bound - move of c
+                        if v < m1:
+                            m2 = m1
+                            m1 = v
+                        elif v < m2:
+                            m2 = v
+                        continue
+                d2 = _sqdist_wide(x, centers + c * n_features, n_features)
+                n_evals += 1
+            v = sqrt(<double> d2)
+            if v < m1:
+                m2 = m1
+                m1 = v
+            elif v < m2:
+                m2 = v
+            if d2 < best or (d2 == best and c < best_c):
+                best = d2
+                best_c = c
+                best_u = v
+        lower[g] = _store_lower(m1 + group_shift_sum[g], keep)
+        if group_of[best_c] == g:
+            # the best so far is this group's nearest centre: its bound is the second nearest
+            best_group = g
+            best_m2 = m2
+    if best_group >= 0 and group_of[best_c] == best_group:
+        lower[best_group] = _store_lower(best_m2 + group_shift_sum[best_group], keep)
+    if not first and best_c != a and not scanned_a:
+        # the old label joins its group's other centres: their bound must not exceed u
+        g = group_of[a]
+        v = _store_lower(u + group_shift_sum[g], keep)
+        if v < lower[g]:
+            lower[g] = <float> v
+    label[0] = <int> best_c
+    dist2[0] = best
+    visit[0] = step
+    return n_evals
+
+
+def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
+                   const floating[::1] sample_weight,   # IN  (n_batch,)
+                   const Py_ssize_t[::1] rows,          # IN  (n_batch,) rows of `lower`
+                   const floating[:, ::1] centers,      # IN  (n_clusters, n_features)
+                   const int[::1] members,              # IN  (n_clusters,)
+                   const Py_ssize_t[::1] group_starts,  # IN  (n_groups + 1,)
+                   const int[::1] group_of,             # IN  (n_clusters,)
+                   const double[::1] shift,             # IN  (n_clusters,)
+                   const double[::1] group_shift_sum,   # IN  (n_groups,)
+                   const double[::1] group_shift_prev,  # IN  (n_groups,)
+                   const int[::1] last_moved,           # IN  (n_clusters,)
+                   int step,
+                   float[:, ::1] lower,                 # INOUT (n_samples, n_groups)
+                   const int[::1] previous,             # IN  (n_batch,)
+                   floating[::1] last_dist2,            # INOUT (n_samples,)
+                   int[::1] visit,                      # INOUT (n_samples,)
+                   int[::1] labels,                     # OUT (n_batch,)
+                   floating[::1] min_dist2,             # OUT (n_batch,)
+                   floating[:, ::1] centers_sum,        # OUT (n_clusters, n_features) or None
+                   floating[::1] weight_in_clusters,    # OUT (n_clusters,) or None
+                   double slack,
+                   int n_threads):
+    """Assign a batch to the nearest centres with Yinyang's grouped bounds.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_batch, n_features), dtype=floating
+    sample_weight : ndarray of shape (n_batch,), dtype=floating
+    rows : ndarray of shape (n_batch,), dtype=intp
+        Row of ``lower`` (and of ``last_dist2``, ``visit``) that holds each sample's state.
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    members : ndarray of shape (n_clusters,), dtype=int32
+        The centres ordered by group, ascending inside a group.
+    group_starts : ndarray of shape (n_groups + 1,), dtype=intp
+        Group ``g`` is ``members[group_starts[g]:group_starts[g + 1]]`` (never empty).
+    group_of : ndarray of shape (n_clusters,), dtype=int32
+        The group of each centre.
+    shift : ndarray of shape (n_clusters,), dtype=float64
+        How far each centre moved since the last call (the local filter's ``delta(c)``).
+    group_shift_sum, group_shift_prev : ndarrays of shape (n_groups,), dtype=float64
+        Per group, the sum over the calls so far of its largest move (``S_g``), now and as it
+        was at the last call.
+    last_moved : ndarray of shape (n_clusters,), dtype=int32
+        The call (``step``) at which each centre last moved.
+    step : int
+        The number of this call, from 1; stored as each sample's visit.
+    lower : ndarray of shape (n_samples, n_groups), dtype=float32
+        Stored group bounds ``l(x, g) + S_g``, ``l(x, g)`` a lower bound on the distance to
+        every centre of group ``g`` except the sample's label; updated. Rows of first visits
+        need no initial value.
+    previous : ndarray of shape (n_batch,), dtype=int32
+        Each sample's label at its last visit, ``-1`` for a first visit.
+    last_dist2, visit : ndarrays of shape (n_samples,), dtype=floating and int32
+        Per row of ``lower``: the squared distance to its label and the call at its last
+        visit; updated. While the centre stays put the distance is reused.
+    labels : ndarray of shape (n_batch,), dtype=int32
+        Output: the nearest centre (ties to the lowest index).
+    min_dist2 : ndarray of shape (n_batch,), dtype=floating
+        Output: the squared distance to it, computed directly (exact, never negative).
+    centers_sum, weight_in_clusters : ndarrays of shape (n_clusters, n_features) and \
+            (n_clusters,), or None
+        If given (the fixed-block layout must fit, see ``_mstep.blocks_fit``): output, the
+        hard M-step's ``sum w x`` and ``sum w`` per cluster, summed in the same pass and in
+        the same order as ``_mstep.accumulate_statistics`` (so bit-identical to it).
+    slack : float
+        Relative margin by which a bound must beat a distance (covers rounding).
+    n_threads : int
+        Number of OpenMP threads.
+
+    Returns
+    -------
+    n_distance_evals : int
+        One per sample whose centre moved since its last visit (the distance to it), plus
+        those the filters did not rule out (all ``n_clusters`` at a first visit).
+
+    Notes
+    -----
+    Each sample is handled by one thread and touches only its own rows of the state; with
+    sums, rows go in fixed blocks (the layout depends on ``n_batch`` only) whose partial sums
+    are added in block order. So the result does not depend on ``n_threads``. Assumes valid
+    input.
+    """
+    cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1], i, b, block_rows
+    cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
+    cdef Py_ssize_t n_evals = 0
+    n_threads = max(1, n_threads)
+    if n_batch == 0:
+        return 0
+    if centers_sum is None:
+        with nogil:
+            for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
+                n_evals += _yinyang_sample(&X[i, 0], n_features, &centers[0, 0], &members[0],
+                                           &group_starts[0], n_groups, &group_of[0], &shift[0],
+                                           &group_shift_sum[0], &group_shift_prev[0],
+                                           &last_moved[0], step, &lower[rows[i], 0],
+                                           previous[i], slack, &last_dist2[rows[i]],
+                                           &visit[rows[i]], &labels[i])
+                min_dist2[i] = last_dist2[rows[i]]
+        return n_evals
+    dtype = np.float32 if floating is float else np.float64
+    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
+    block_rows = _block_rows(n_batch, n_blocks)
+    with nogil:
+        for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
+            for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
+                n_evals += _yinyang_sample(&X[i, 0], n_features, &centers[0, 0], &members[0],
+                                           &group_starts[0], n_groups, &group_of[0], &shift[0],
+                                           &group_shift_sum[0], &group_shift_prev[0],
+                                           &last_moved[0], step, &lower[rows[i], 0],
+                                           previous[i], slack, &last_dist2[rows[i]],
+                                           &visit[rows[i]], &labels[i])
+                min_dist2[i] = last_dist2[rows[i]]
+                _add_sample(&sums[b, 0, 0], &weights[b, 0], NULL, labels[i], &X[i, 0],
+                            sample_weight[i], min_dist2[i], n_features)
+        _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
+                       NULL, min(n_threads, n_clusters))
+    return n_evals
+
+
+cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features)
+                      Py_ssize_t n_rows,
+                      Py_ssize_t n_features,
+                      const Py_ssize_t* rows,          # IN  (n_rows,)
+                      const floating* centers,         # IN  (n_clusters, n_features)
+                      const floating* centers_T,       # IN  (n_features, n_clusters)
+                      const floating* centers_sqnorm,  # IN  (n_clusters,)
+                      Py_ssize_t n_clusters,
+                      const int* group_of,             # IN  (n_clusters,)
+                      const double* group_shift_sum,   # IN  (n_groups,)
+                      Py_ssize_t n_groups,
+                      int step,
+                      double slack,
+                      floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
+                      double* group_min,               # TMP (n_groups,)
+                      float* lower,                    # INOUT (n_samples, n_groups)
+                      floating* last_dist2,            # INOUT (n_samples,)
+                      int* visit,                      # INOUT (n_samples,)
+                      int* labels,                     # OUT (n_rows,)
+                      floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
+    cdef double keep = 1.0 - slack
+    cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
+    cdef double max_sqnorm, xn, window, v
+    cdef Py_ssize_t i, c, g, best
+    cdef const floating* x
+    cdef floating* row
+    cdef floating d2
+    cdef float* bound
+    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
+    for i in range(n_rows):
+        x = X + i * n_features
+        row = tile + i * n_clusters
+        xn = _sqnorm(x, n_features)
+        if floating is float:
+            best = ck_argmin_float(row, n_clusters)
+        else:
+            best = ck_argmin_double(row, n_clusters)
+        # the label as Lloyd's E-step ranks it (near-ties by direct distances), then the
+        # direct distance to it: the exact u later visits reuse
+        best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
+                                 max_sqnorm, &d2)
+        d2 = _sqdist_wide(x, centers + best * n_features, n_features)
+        # each gemm entry is within `window` of the squared distance (_settle_near_ties)
+        window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+        for g in range(n_groups):
+            group_min[g] = INFINITY
+        for c in range(n_clusters):
+            v = <double> row[c]
+            if c != best and v < group_min[group_of[c]]:
+                group_min[group_of[c]] = v
+        bound = lower + rows[i] * n_groups
+        for g in range(n_groups):
+            v = group_min[g] + xn - window
+            bound[g] = _store_lower((sqrt(v) if v > 0 else 0.0) + group_shift_sum[g], keep)
+        labels[i] = <int> best
+        min_dist2[i] = d2
+        last_dist2[rows[i]] = d2
+        visit[rows[i]] = step
+
+
+def init_uses_gemm(Py_ssize_t n_features):
+    """Whether :func:`yinyang_init_bounds` applies to rows of ``n_features`` features.
+
+    Parameters
+    ----------
+    n_features : int
+
+    Returns
+    -------
+    applies : bool
+        ``True`` from ``GEMM_MIN_FEATURES`` features on, where the distance tiles come from
+        gemm (below, the tiles hold direct distances and :func:`yinyang_assign`'s direct first
+        visits are as fast).
+    """
+    return bool(_use_gemm(n_features))
+
+
+def yinyang_init_bounds(const floating[:, ::1] X,           # IN  (n_batch, n_features)
+                        const Py_ssize_t[::1] rows,          # IN  (n_batch,)
+                        const floating[:, ::1] centers,      # IN  (n_clusters, n_features)
+                        const int[::1] group_of,             # IN  (n_clusters,)
+                        const double[::1] group_shift_sum,   # IN  (n_groups,)
+                        int step,
+                        float[:, ::1] lower,                 # OUT rows of (n_samples, n_groups)
+                        floating[::1] last_dist2,            # OUT rows of (n_samples,)
+                        int[::1] visit,                      # OUT rows of (n_samples,)
+                        int[::1] labels,                     # OUT (n_batch,)
+                        floating[::1] min_dist2,             # OUT (n_batch,)
+                        double slack,
+                        int n_threads):
+    """First visits of a batch: labels and group bounds from all distances, by gemm.
+
+    The first visit of :func:`yinyang_assign`, for data with at least ``GEMM_MIN_FEATURES``
+    features: the distances to all centres come in ``CHUNK_SIZE x n_clusters`` gemm tiles, as
+    in Lloyd's E-step (``_assign.assign_full``), and the label is ranked the same way (the
+    near-ties by direct distances), so it is Lloyd's. The distance to it is then computed
+    directly (``min_dist2``, exact: later visits reuse it). Each group bound is the smallest
+    gemm value of the group's other centres, lowered by the rounding window of
+    ``_settle_near_ties`` so that it stays below the exact distance.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_batch, n_features), dtype=floating
+        Samples at their first visit.
+    rows, centers, group_of, group_shift_sum, step, lower, last_dist2, visit, labels, \
+min_dist2, slack, n_threads
+        As for :func:`yinyang_assign`.
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_batch * (n_clusters + 1)``: the gemm distances and the direct one to the label.
+
+    Notes
+    -----
+    Only for ``init_uses_gemm(n_features)``. Each thread owns one tile and one row of group
+    minima; every output element is written
+    by one thread, so the result does not depend on ``n_threads``. Assumes valid input.
+    """
+    cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1]
+    cdef Py_ssize_t n_chunks = (n_batch + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, start, end, t
+    if n_batch == 0:
+        return 0
+    n_threads = max(1, min(n_threads, n_chunks))
+    dtype = np.float32 if floating is float else np.float64
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
+    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef double[:, ::1] group_min = np.empty((n_threads, n_groups))
+    with nogil, parallel(num_threads=n_threads):
+        for c in prange(n_chunks, schedule="static"):
+            start = c * CHUNK_SIZE
+            end = min(start + CHUNK_SIZE, n_batch)
+            t = threadid()
+            _init_chunk(&X[start, 0], end - start, n_features, &rows[start], &centers[0, 0],
+                        &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &group_of[0],
+                        &group_shift_sum[0], n_groups, step, slack, &tiles[t, 0, 0],
+                        &group_min[t, 0], &lower[0, 0], &last_dist2[0], &visit[0],
+                        &labels[start], &min_dist2[start])
+    return n_batch * (n_clusters + 1)
