@@ -106,9 +106,9 @@ GUIDE = {
         memory="N'·D coreset, N'·(G²+1) candidate distances, 2·N sampling"),
     "best_quality": PresetGuide(
         use="the lowest k-means error, below restarted k-means++",
-        model="k-means", cost="a refined coreset fit, then as elkan, plus N·C·D per "
-                              "breathing round (at most 10)",
-        memory="N·C lower bounds (as elkan), N'·D pilot coreset"),
+        model="k-means", cost="N·C·D, plus N·C·D per breathing round (at most 10), after a "
+                              "refined coreset fit",
+        memory="N (labels, distances), N'·D pilot coreset"),
     "slk_bo": PresetGuide(
         use="non-convex shapes, density modes that are samples",
         model="Laplacian K-modes", cost="N·C·D kernel values, N·rho·C per z-update "

@@ -307,6 +307,9 @@ def test_fuzz_presets(preset, n_samples, n_features, n_clusters, dtype, log_scal
         except (ValueError, TypeError) as error:
             assert str(error).strip()  # a clear message
             return
+    if preset == "spherical_kmeans":  # its model, predict and inertia_ are of the unit rows
+        X64 = X.astype(np.float64)
+        X = (X64 / np.sqrt((X64 ** 2).sum(axis=1, keepdims=True))).astype(dtype)
     _check_fit(model, X, sample_weight)
 
 
