@@ -607,7 +607,8 @@ class Refiner(_Strategy, ABC):
     run would after seeding: fresh per-run states, the same stopping rules, ``max_iter`` per
     call. It returns the centres that run ended at; with a mini-batch schedule each call spends
     the schedule's whole budget again. A run whose ``max_iter`` or callback ended it is not
-    refined.
+    refined; a callback that stops the fit during a round ends the refinement, and the fit
+    keeps the run's own centres.
 
     :meth:`refine` returns either the centres it was given or centres one of its ``iterate``
     calls returned (the driver restores that call's run: labels, history, strategies' states),

@@ -40,6 +40,10 @@ class GivenCenters(Seeder):
         return self.centers
 
 
+class _CallbackStop(Exception):
+    """The callback stopped the fit during a refinement round."""
+
+
 def check_composition(composition):
     """Check what the six strategies declare against each other (see :mod:`clusterkit._base`);
     ``ValueError`` naming the strategies and what to use instead."""
@@ -340,7 +344,8 @@ class Driver:
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
         if end in ("converged", "budget") and not isinstance(self.composition.refine,
                                                               NoRefinement):
-            centers = self.refine(X, sample_weight, centers)
+            centers, stopped = self.refine(X, sample_weight, centers)
+            end = "callback" if stopped else end
         return centers, end
 
     def iterate(self, X, sample_weight, centers):
@@ -368,8 +373,9 @@ class Driver:
     def refine(self, X, sample_weight, centers):
         """The refiner's centres, with the iterations that reached them as the run's: labels,
         strategies' states, and a history of the run's steps followed by the kept rounds'
-        (their entries carry ``"refinement_round"``). Each ``iterate`` call of the refiner
-        starts fresh iterations from its centres."""
+        (their entries carry ``"refinement_round"``), and whether the callback stopped the
+        fit. Each ``iterate`` call of the refiner starts fresh iterations from its centres; a
+        callback that stops one ends the refinement with the run's own centres."""
         state, refiner = self.state, self.composition.refine
         base_history = state.history
         rounds = []  # each iterate call's steps
@@ -386,7 +392,9 @@ class Driver:
             start = strategy_array(start, refiner, "centres to iterate from",
                                    (self.n_clusters, X.shape[1]), X.dtype)
             state.start_iterations(X.shape[0])
-            new, _ = self.iterate(X, sample_weight, start)
+            new, end = self.iterate(X, sample_weight, start)
+            if end == "callback":
+                raise _CallbackStop
             rounds.append(state.history)
             for info in state.history:
                 info["refinement_round"] = len(rounds)
@@ -394,8 +402,12 @@ class Driver:
             return new
 
         remember(centers, 0)
+        stopped = False
         with state.timed("refinement"):
-            refined = refiner.refine(X, sample_weight, centers, iterate, state)
+            try:
+                refined = refiner.refine(X, sample_weight, centers, iterate, state)
+            except _CallbackStop:
+                refined, stopped, rounds = centers, True, []
         if id(refined) not in records:
             raise ValueError(f"{type(refiner).__name__}.refine returned centres that are "
                              "neither those it was given nor those of one of its iterate "
@@ -412,7 +424,7 @@ class Driver:
             self.say(1, f"Refinement: {len(rounds)} rounds, {sum(kept)} kept, "
                         f"{state.cost.get('refinement', 0)} distance evaluations, "
                         f"{state.seconds_by_phase['refinement']:.3g} s")
-        return refined
+        return refined, stopped
 
     def step(self, X, sample_weight, rows, centers):
         """One step on the batch ``rows`` (or the list of batches of its inner steps).

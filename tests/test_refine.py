@@ -225,3 +225,19 @@ def test_check_estimator_with_breathing():
     reason = "the random seeding depends on the number of rows, not only on the weights"
     check_estimator(Clusterer(refine="breathing"), expected_failed_checks={
         "check_sample_weight_equivalence_on_dense_data": reason})
+
+
+def test_a_callback_stop_during_refinement_ends_the_fit_with_the_runs_centres(blobs):
+    plain = presets.lloyd(40, random_state=0).fit(blobs)
+    n_steps = len(plain.history_)
+
+    def stop_in_the_first_round(info):
+        return info["iteration"] == 2 and len(calls) > n_steps
+
+    calls = []
+    model = presets.lloyd(40, random_state=0, refine=Breathing(),
+                          callback=lambda info: calls.append(info) or
+                          stop_in_the_first_round(info)).fit(blobs)
+    assert not model.converged_ and len(calls) == n_steps + 2
+    np.testing.assert_array_equal(model.cluster_centers_, plain.cluster_centers_)
+    assert len(model.history_) == n_steps
