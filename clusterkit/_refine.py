@@ -125,6 +125,10 @@ class Breathing(Refiner):
         if (not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool)
                 or not 0 <= self.tol < 1):
             raise ValueError(f"tol={self.tol!r} must be a number in [0, 1).")
+        if composition.mstep.spherical:
+            raise ValueError("Breathing places moved centres off the unit sphere, which "
+                             f"{type(composition.mstep).__name__} refuses; use refine=None "
+                             "for spherical k-means.")
 
     def refine(self, X, sample_weight, centers, iterate, state):
         m = min(self.m, centers.shape[0] // 2)

@@ -166,6 +166,8 @@ def test_refused_compositions(blobs):
     with pytest.raises(AttributeError) as error:
         presets.lloyd(4, refine=Breathing()).partial_fit(blobs[:100])
     assert "partial_fit cannot refine" in str(error.value.__cause__)
+    with pytest.raises(ValueError, match="off the unit sphere"):
+        presets.spherical_kmeans(4, refine=Breathing()).fit(blobs[:100])
     with pytest.raises(TypeError, match="Breathing cannot take sparse"):
         presets.lloyd(4, refine=Breathing()).fit(sp.csr_matrix(blobs[:100]))
 
