@@ -149,18 +149,27 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
         only), ``"distance_evals"`` (total of the fit so far, earlier runs, seeding and
         reduction included) and ``"seconds"`` (since the start of ``fit``); strategies add
         their own (a mini-batch M-step ``"n_relocated"``, the starved clusters it moved).
+        After a refinement: the run's iterations, then those of each kept round, marked
+        with their ``"refinement_round"``.
     n_distance_evals_ : int
         Distance evaluations of the whole fit (the sum of ``cost_``), including the final
         ``"labels"`` pass; the papers' counts leave that pass out (coreset, seeding and
         iterations only), i.e. ``n_distance_evals_ - cost_["labels"]``.
     cost_ : dict
         Distance evaluations per phase: ``"seeding"``, ``"reduction"``, ``"estep"``,
-        ``"labels"``.
+        ``"labels"``, and after a refined run ``"refinement"`` (the refiner's own passes;
+        its rounds' iterations count as ``"estep"``).
     seconds_ : dict
         Wall time per phase: ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
         ``"labels"``, and the ``"total"`` of ``fit``; a fit on data in row chunks also has
-        ``"scan"``, the first pass over them (``"reduction"`` is then the second), and an
-        SLK fit that builds its kNN graph ``"graph"``.
+        ``"scan"``, the first pass over them (``"reduction"`` is then the second), an
+        SLK fit that builds its kNN graph ``"graph"``, and a refined fit ``"refinement"``
+        (its rounds' E- and M-steps included, which also count in ``"estep"`` and
+        ``"mstep"``).
+    refinement_log_ : list of dict
+        Only with a refiner: the kept run's refinement rounds, each with ``"round"``,
+        ``"moved"`` (centres moved), ``"objective_before"``, ``"objective"`` (quantization
+        error of the fit's data after the round's iterations) and ``"kept"``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
