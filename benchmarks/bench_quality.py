@@ -148,7 +148,7 @@ def summary_rows(name, runs):
 
 
 def criteria(name, runs):
-    """The acceptance checks of the quality page, per data set: (check, held)."""
+    """The quality targets, per data set: (check, held)."""
     med = statistics.median
     checks = []
 
