@@ -478,7 +478,7 @@ def test_nmbatch_first_prefix_is_auto_sized(blobs):
 def test_relocation_dedupes_rows_as_numpy_unique_does(dtype):
     """The starved rule's one centre per position: the first of each group of equal rows,
     the same set as ``np.unique(axis=0)`` (and -0.0 equal to 0.0)."""
-    from clusterkit._mstep import _first_of_equal_rows
+    from clusterkit._batch_rules import _first_of_equal_rows
     rng = np.random.RandomState(0)
     rows = rng.randint(3, size=(200, 7)).astype(dtype)
     expected = np.unique(rows, axis=0, return_index=True)[1]

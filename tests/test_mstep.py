@@ -4,7 +4,7 @@ import pytest
 
 from clusterkit import Assignment, Clusterer, FitState, SoftMStep, TruncatedEStep
 from clusterkit import _mstep
-from clusterkit._mstep import _largest
+from clusterkit._batch_rules import _largest
 
 
 @pytest.mark.parametrize("seed", range(20))
