@@ -7,7 +7,6 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, Cluste
                           TransformerMixin)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _chunked, _lazy
@@ -18,10 +17,9 @@ from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
-from ._reduction import NoReduction
-from ._refine import NoRefinement
 from ._registry import accepts_sparse, resolve, strategy_class
 from ._sparse import check_sparse_composition, is_sparse
+from ._streaming import StreamingMethods
 from ._state import weighted_sum
 from ._validation import (check_data, check_initial_centers, check_params,
                           check_representable, check_sample_weight, unit_rows)
@@ -29,8 +27,8 @@ from ._validation import (check_data, check_initial_centers, check_params,
 __all__ = ["Clusterer"]
 
 
-class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
-                TransformerMixin, BaseEstimator):
+class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeaturesOutMixin,
+                ClusterMixin, TransformerMixin, BaseEstimator):
     """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
 
     A fit runs the pseudo-code shared by the papers clusterkit implements: reduce the data
@@ -389,112 +387,6 @@ class Clusterer(GaussianMixtureMethods, ClassNamePrefixFeaturesOutMixin, Cluster
             self.sigma2_ = result.sigma2
         elif hasattr(self, "sigma2_"):
             del self.sigma2_
-
-    # -- streaming ---------------------------------------------------------------------------
-
-    def _can_stream(self):
-        """Whether ``partial_fit`` applies (a hard M-step, no refiner); otherwise the
-        ``AttributeError`` says why."""
-        mstep = strategy_class("mstep", self.mstep)
-        if mstep is not None and mstep.needs_resp:
-            raise AttributeError("partial_fit keeps running means of hard assignments; this "
-                                 "Clusterer's M-step needs responsibilities (a Gaussian "
-                                 "mixture).")
-        refiner = strategy_class("refine", self.refine)
-        if refiner not in (None, NoRefinement):
-            raise AttributeError(f"partial_fit cannot refine: {refiner.__name__} restarts the "
-                                 "iterations on all the data, which a stream never holds; use "
-                                 "fit, or refine=None for a stream.")
-        return True
-
-    @available_if(_can_stream)
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """Update the centres with one batch of a stream (mini-batch k-means).
-
-        Every call runs the fit's step on its batch: the E-step assigns it, and the M-step
-        adds it to the centres' running sums, a sample counted at every visit (the
-        ``"running"`` rule of :class:`MiniBatch`), as scikit-learn's
-        ``MiniBatchKMeans.partial_fit``. The stream starts from the fitted model if ``fit``
-        ran before (its centres, weighted by the training weight of their clusters, so that
-        the batches refine the fit), else by seeding on the first batch (which needs at least
-        ``n_clusters`` samples and fixes the frame the data are centred in: that batch's
-        mean). ``fit`` ends a stream.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            One batch; every call must have the model's number of features (and is converted
-            to its dtype). Sparse batches (as CSR) need a stream started on sparse data (or
-            a fit on them): dense data set a centred frame that sparse rows cannot take.
-        y : Ignored
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self : Clusterer
-            With ``cluster_centers_``; ``labels_`` and ``inertia_`` of this batch for the
-            updated centres (``compute_labels=True``, as scikit-learn's; one exact pass over
-            the batch, counted in ``cost_["labels"]``); ``n_iter_`` (batches so far),
-            ``history_``, ``cost_`` and ``n_distance_evals_`` (totals over the stream).
-
-        Raises
-        ------
-        ValueError
-            For what ``fit`` refuses, a batch whose number of features differs from the
-            model's, or a composition that cannot run on a stream (the message says what to
-            use instead): an E-step that is not exact, a reducer, or a schedule that needs
-            all the data in advance.
-        """
-        driver = self.__dict__.get("_stream")
-        fitted = driver is None and getattr(self, "cluster_centers_", None) is not None
-        if fitted and self.cluster_centers_.shape[0] != self.n_clusters:
-            fitted = False  # n_clusters changed since the fit: start afresh
-        dtype = ([np.float64, np.float32] if driver is None and not fitted
-                 else self.cluster_centers_.dtype)
-        X = self._model_rows(check_data(self, X, dtype, reset=driver is None and not fitted))
-        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-        check_representable(X, sample_weight=sample_weight)
-        if driver is None:
-            driver = self._start_stream(X, fitted)
-        if is_sparse(X) and np.any(driver.x_mean):
-            raise ValueError("This partial_fit stream started on dense data and runs centred "
-                             "on their mean; sparse batches cannot be centred. Pass "
-                             "X.toarray(), or start the stream (or fit) on sparse data.")
-        if fitted:
-            centers = np.ascontiguousarray(self.cluster_centers_ - driver.x_mean)
-            result = driver.stream(X, sample_weight, self.compute_labels, centers,
-                                   self._cluster_weight)
-        else:
-            result = driver.stream(X, sample_weight, self.compute_labels)
-        self._set_fitted(result, driver)
-        return self
-
-    def _start_stream(self, X, fitted):
-        """The driver of a stream: the fit's frame if it continues a fitted model, else the
-        first batch's; the composition refused clearly if it cannot stream."""
-        if not fitted:
-            check_params(self, X.shape[0])
-        x_mean = self._x_mean if fitted else self._frame_mean(X)
-        composition = self._strategies(X, x_mean)
-        reducer, estep, schedule = composition.reduce, composition.estep, composition.schedule
-        if not isinstance(reducer, NoReduction):
-            raise ValueError(f"partial_fit clusters each batch as it comes; "
-                             f"{type(reducer).__name__} summarises a whole data set. Use fit, "
-                             "or reduce=None for a stream.")
-        if not estep.exact:
-            raise ValueError(f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
-                             f"TruncatedEStep), not {type(estep).__name__}: per-sample "
-                             "search state cannot follow a stream of new samples.")
-        if not schedule.streams:
-            raise ValueError(f"partial_fit adds the caller's batches to running means; "
-                             f"{type(schedule).__name__} chooses its own batches from all the "
-                             "data. Use fit, or schedule='minibatch' (or 'full') for a stream.")
-        composition = composition._replace(schedule=resolve("schedule", "minibatch"))
-        check_composition(composition)
-        driver = self._driver(composition, X.shape[1])
-        driver.x_mean = x_mean
-        self._stream = driver
-        return driver
 
     # -- using a fitted model ----------------------------------------------------------------
 
