@@ -233,6 +233,9 @@ def publish_results(saved, write):
         "The per-seed seconds and errors are in benchmarks/bench_quality.json "
         "(`python benchmarks/bench_quality.py --replot benchmarks/bench_quality.json "
         "--write` rewrites this section, the docs table and the plot from them).",
+        "Checks marked no are the targets missed; the documentation's quality page "
+        "(section 'Targets missed, and what we decided') gives the evidence and the "
+        "decisions, and the larger breathing settings measured on the mixture.",
         saved["command"],
     ]
     publish(TITLE, markdown, notes, write, machine_info(saved["n_threads"]))
