@@ -109,6 +109,11 @@ GUIDE = {
         model="k-means", cost="N·C·D, plus N·C·D per breathing round (at most 10), after a "
                               "refined coreset fit",
         memory="N (labels, distances), N'·D pilot coreset"),
+    "large_scale": PresetGuide(
+        use="large N, many clusters, high D (embeddings): faiss-level error, less time",
+        model="k-means", cost="N·G·D per pilot iteration (G = 5), then N·C·D per Lloyd "
+                              "iteration (a few)",
+        memory="as var_kmeans_s, then N (labels, distances)"),
     "slk_bo": PresetGuide(
         use="non-convex shapes, density modes that are samples",
         model="Laplacian K-modes", cost="N·C·D kernel values, N·rho·C per z-update "

@@ -26,6 +26,8 @@ preset                    E-step / M-step                 distance evaluations p
                                                           once)
 :func:`best_quality`      a refined coreset fit, then     ``N C``, plus ``N C`` per breathing round
                           Lloyd and breathing rounds      (``cost_["refinement"]``)
+:func:`large_scale`       var-k-means-S as the start,     ``N (G + 1)`` per pilot iteration, then
+                          then Lloyd iterations           ``N C``
 :func:`slk_bo`            Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
                           by argmax                       per z-update (and the kNN graph once)
 :func:`slk_ms`            Laplacian z-updates / modes     as ``slk_bo``, plus the mean-shift
@@ -53,6 +55,12 @@ and the documentation's page on the defaults), not as in the papers:
   to 64 features (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`),
   and with AFK-MC² (chains of 200) on all the data above, where greedy seeding even of the
   sample costs more than the rest of the fit for little less error;
+* the full-data exact, mini-batch and mixture presets (:func:`lloyd`, :func:`elkan`,
+  :func:`minibatch`, :func:`nmbatch`, :func:`sbe`, :func:`gmm`, :func:`spherical_kmeans`)
+  seed as scikit-learn's ``KMeans`` does, with greedy k-means++ on all the data (``2 + ln C``
+  candidates per step). That makes ``C`` passes over the data: at 500,000 x 128 and
+  ``C = 4096`` it had not finished after six minutes. For such sizes :func:`large_scale`
+  seeds with AFK-MC² and polishes with Lloyd's iterations, or pass ``seed=AFKMC2()``;
 * the coreset presets seed with greedy k-means++ on the coreset up to 16 features, on a
   sample of the coreset up to 64, and with AFK-MC² (chains of 2) above, where greedy
   seeding would cost many times the rest of the fit;
@@ -83,7 +91,7 @@ from ._yinyang import BoundedEStep
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
            "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "best_quality",
-           "slk_bo", "slk_ms", "spherical_kmeans")
+           "large_scale", "slk_bo", "slk_ms", "spherical_kmeans")
 
 __all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
 
@@ -324,8 +332,7 @@ def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **k
         Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
         seeds, or ``"random"`` as in the paper.
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the default seeding,
-        see the module notes).
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding).
 
     Returns
     -------
@@ -612,6 +619,58 @@ def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
                                                       refine=Breathing())))
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep(),
                       refine=Breathing(max_rounds=rounds))
+
+
+def large_scale(n_clusters, G=5, chain_length=20, **kwargs):
+    """k-means for large data with many clusters (embeddings, index training): var-k-means-S
+    on all the data as the start, then Lloyd's iterations to polish it.
+
+    The seeding is a pilot fit (:class:`~clusterkit.FittedSeeder`): :func:`var_kmeans_s`
+    from AFK-MC² seeds with chains of ``chain_length`` (greedy k-means++ up to 64 features,
+    as the variational presets seed). Its iterations cost ``N G D``, not ``N C D``, so it
+    comes close to a fixed point cheaply; but a partial E-step stops where no sample's few
+    candidate clusters improve, and a few exact Lloyd iterations then lower the error
+    further (by about 1 % in two or three, on the embeddings of
+    ``benchmarks/bench_embeddings.py``). They stop at a relative change of ``tol`` (3e-3
+    unless given: the further iterations each cost a full pass and lowered the error by
+    less than 0.1 % there).
+
+    Parameters
+    ----------
+    n_clusters : int
+    G : int, default=5
+        Neighbourhood size of the pilot's partial E-step.
+    chain_length : int, default=20
+        AFK-MC² chain length of the pilot's seeding above 64 features. The variational
+        presets' 200 costs ``200 C^2 D / 2``: at ``C = 4096`` most of the fit.
+    **kwargs
+        Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the pilot fit;
+        ``tol`` defaults to 3e-3 here).
+
+    Returns
+    -------
+    Clusterer
+        Unfitted. Cost: ``N C`` for the pilot's start of ``K(n)``, ``N (G + 1)`` per pilot
+        iteration, then ``N C`` per Lloyd iteration.
+
+    Notes
+    -----
+    Memory: as :func:`var_kmeans_s` during the pilot, then as :func:`lloyd`.
+    ``benchmarks/bench_embeddings.py`` compares it with faiss' ``Kmeans`` and
+    ``SuperKMeans`` on float32 rows of 128 and 768 features with thousands of clusters.
+
+    Examples
+    --------
+    >>> from clusterkit.presets import large_scale
+    >>> large_scale(10).estep, large_scale(10).tol
+    (FullEStep(), 0.003)
+    """
+    kwargs.setdefault("tol", 3e-3)
+    pilot = var_kmeans_s(n_clusters, G=G,
+                         seed=_greedy_where_affordable(n_local_trials=15,
+                                                       chain_length=chain_length))
+    kwargs.setdefault("seed", FittedSeeder(pilot))
+    return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
 
 
 def _slk(n_clusters, method, lam, n_neighbors, graph, sigma, kwargs):

@@ -14,7 +14,7 @@ VARIATIONAL = {
     "var_gmm_s": ("estimated", SoftMStep),
 }
 ALL = ["lloyd", "elkan", "minibatch", "nmbatch", "sbe", "slk_bo", "slk_ms", "gmm", *VARIATIONAL,
-       "lwcs_lloyd", "vc_gmm"]
+       "lwcs_lloyd", "vc_gmm", "large_scale"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -100,3 +100,22 @@ def test_var_kmeans_s_reaches_lloyd_on_birch(n_side):
                                    n_threads=1).fit(X)
         ratios.append(var.inertia_ / lloyd.inertia_)
     assert np.mean(ratios) <= 1.05, ratios
+
+
+def test_large_scale_polishes_its_variational_pilot():
+    """Lloyd's iterations from the pilot's centres never raise the error, and the pilot's
+    work (its exact start of ``K(n)`` included) is counted under seeding."""
+    from clusterkit import FittedSeeder
+    from clusterkit.metrics import quantization_error
+    X, _, _ = make_birch_grid(n_side=8, n_per_cluster=60, random_state=0)
+    X = np.hstack([X, np.random.RandomState(1).normal(size=(len(X), 70))]).astype(np.float32)
+    model = presets.large_scale(64, random_state=0, tol=0, max_iter=300).fit(X)
+    assert isinstance(model.seed, FittedSeeder)
+    assert isinstance(model.seed.estimator.estep, PartialEStep)
+    assert isinstance(model.seed.estimator.seed.high.high, AFKMC2)  # 72 features
+    assert model.seed.estimator.seed.high.high.chain_length == 20
+    qe = [entry["qe"] for entry in model.history_]
+    assert all(b <= a * (1 + 1e-6) for a, b in zip(qe, qe[1:]))
+    assert model.inertia_ <= qe[0] * (1 + 1e-6)
+    assert model.cost_["seeding"] >= len(X) * 64
+    assert np.isclose(model.inertia_, quantization_error(X, model.cluster_centers_), rtol=1e-5)

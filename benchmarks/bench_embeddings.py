@@ -1,0 +1,249 @@
+"""Embeddings at scale: float32 vectors of 128 and 768 features, thousands of clusters, against faiss.
+
+The workload of inverted-file index training and topic discovery: float32 rows of unit norm,
+``C`` in the thousands. Every fit of a row runs in one process on ``--n-threads`` threads, is
+timed whole (seeding and sampling included) and is scored by the same error, the quantization
+error of *all* rows to their nearest centre (:func:`clusterkit.metrics.quantization_error`),
+reported relative to the best fit of the row:
+
+* peers: ``faiss.Kmeans`` with its defaults (25 iterations on at most 256 rows per centre:
+  all rows here; a second run on all rows is made only where the defaults subsample),
+  ``faiss.SuperKMeans`` with its defaults (dimension pruning on top of the matrix product);
+* clusterkit: ``presets.large_scale(C)`` (var-k-means-S on all rows as the start, then exact
+  Lloyd iterations), ``presets.lwcs_lloyd(C)`` and ``presets.vc_gmm(C)`` (a lightweight
+  coreset; ``lwcs_lloyd`` is left out where its coreset, ``32 C`` draws, is not smaller
+  than the data: it would be Lloyd on all rows to convergence);
+* exact Lloyd per iteration: the median time of ``large_scale``'s Lloyd iterations (the
+  iterations after its pilot) against the median of the iteration times faiss reports for
+  its ``Kmeans`` run; both do the same work per iteration (``N C`` distances, the centre
+  update).
+
+Data (:func:`make_embeddings`): a mixture of 1,000 topics whose means and within-topic noise
+share a power-law spectrum in a random basis (variance of direction ``i`` proportional to
+``1 / i``), Dirichlet(1) topic weights and within-topic spreads in [0.4, 0.8], every row
+scaled to unit norm. Rows (``--rows``; about 45 minutes for all three on 2 cores, most of it
+faiss)::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_embeddings.py --write
+
+The measurements go to ``bench_embeddings.json`` after each row; ``--write`` replaces the
+RESULTS.md section, ``docs/embeddings_table.inc`` and the plot, and ``--replot
+bench_embeddings.json --write`` does so from saved measurements.
+"""
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from clusterkit import presets
+from clusterkit.presets import default_coreset_size
+from clusterkit.metrics import quantization_error
+
+from _common import (command_note, format_table, median_time, publish,
+                     warn_openblas_overrides)
+
+TITLE = "Embeddings at scale: float32, C in the thousands, against faiss (bench_embeddings.py)"
+HERE = Path(__file__).resolve().parent
+SAVED = HERE / "bench_embeddings.json"
+PLOT = HERE.parent / "docs" / "images" / "bench_embeddings.png"
+INCLUDE = HERE.parent / "docs" / "embeddings_table.inc"
+#: name: (rows, features, clusters)
+ROWS = {"1M x 128, C=4096": (1_000_000, 128, 4096),
+        "200k x 768, C=4096": (200_000, 768, 4096),
+        "250k x 128, C=16384": (250_000, 128, 16384)}
+OURS = {"large_scale": presets.large_scale, "lwcs_lloyd": presets.lwcs_lloyd,
+        "vc_gmm": presets.vc_gmm}
+#: the composition the acceptance check is made for
+BEST = "large_scale"
+FAISS_SUBSAMPLE = 256  # faiss.Kmeans' default max_points_per_centroid
+
+
+def make_embeddings(n_samples, n_features, n_topics=1000, random_state=0):
+    """Unit-norm float32 rows from a mixture of topics with a power-law spectrum (see the
+    module notes)."""
+    rng = np.random.default_rng(random_state)
+    basis = np.linalg.qr(rng.standard_normal((n_features, n_features)))[0]
+    mix = ((np.arange(1, n_features + 1) ** -0.5)[:, None] * basis.T).astype(np.float32)
+    topics = rng.standard_normal((n_topics, n_features), dtype=np.float32) @ mix
+    weights = rng.dirichlet(np.ones(n_topics))
+    spread = rng.uniform(0.4, 0.8, n_topics).astype(np.float32)
+    labels = rng.choice(n_topics, n_samples, p=weights)
+    X = rng.standard_normal((n_samples, n_features), dtype=np.float32) @ mix
+    X *= spread[labels, None]
+    X += topics[labels]
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X
+
+
+def _faiss_centroids(centroids, n_clusters, n_features):
+    if not isinstance(centroids, np.ndarray):  # SuperKMeans keeps a faiss vector
+        import faiss
+        centroids = faiss.vector_to_array(centroids)
+    return np.asarray(centroids, dtype=np.float32).reshape(n_clusters, n_features)
+
+
+def fit_faiss(X, n_clusters, n_threads, kind):
+    """(centres, per-iteration seconds) of a faiss fit with its defaults; ``kind`` is
+    ``"kmeans"``, ``"kmeans-all"`` (every row, no subsampling) or ``"superkmeans"``."""
+    import faiss
+    faiss.omp_set_num_threads(n_threads)
+    n_features = X.shape[1]
+    if kind == "superkmeans":
+        km = faiss.SuperKMeans(n_features, n_clusters)
+        km.train(X)
+        stats = km.iteration_stats
+        per_iteration = [stats.at(i).time for i in range(stats.size())]
+    else:
+        extra = {"max_points_per_centroid": len(X)} if kind == "kmeans-all" else {}
+        km = faiss.Kmeans(n_features, n_clusters, **extra)
+        km.train(X)
+        per_iteration = list(np.diff([0.0] + [s["time"] for s in km.iteration_stats]))
+    return _faiss_centroids(km.centroids, n_clusters, n_features), per_iteration
+
+
+def _fit_ours(model, X):
+    """(centres, per-iteration seconds of the fit's own iterations)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    seconds = [entry["seconds"] for entry in model.history_]
+    return model.cluster_centers_, list(np.diff(seconds))
+
+
+def measure_row(name, args):
+    n, d, c = ROWS[name]
+    n, c = n // args.shrink, c // args.shrink
+    X = make_embeddings(n, d, random_state=args.seed)
+    print(f"{name}: data made", file=sys.stderr, flush=True)
+    kinds = ["kmeans", "superkmeans"] + (["kmeans-all"] if n > FAISS_SUBSAMPLE * c else [])
+    fits = {}
+
+    def record(method, fn):
+        seconds, _, (centers, per_iteration) = median_time(fn, 1)
+        error = quantization_error(X, centers, n_threads=args.n_threads) / n
+        fits[method] = {"seconds": seconds, "error": error,
+                        "per_iteration": float(np.median(per_iteration))
+                        if per_iteration else None}
+        print(f"{name} {method}: {seconds:.1f} s, error {error:.6g}", file=sys.stderr,
+              flush=True)
+
+    for kind in kinds:
+        record(f"faiss {kind}", lambda: fit_faiss(X, c, args.n_threads, kind))
+    for method, make in OURS.items():
+        if method == "lwcs_lloyd" and default_coreset_size(c) >= n:
+            continue
+        record(method, lambda: _fit_ours(make(c, random_state=args.seed,
+                                              n_threads=args.n_threads), X))
+    return {"rows": n, "features": d, "clusters": c, "fits": fits}
+
+
+def _cells(row):
+    fits = row["fits"]
+    best = min(f["error"] for f in fits.values() if "error" in f)
+    faiss_s = fits["faiss kmeans"]["seconds"]
+    out = []
+    for method, f in fits.items():
+        if "error" not in f:
+            continue
+        out.append([method, f"{f['seconds']:.1f}", f"{f['seconds'] / faiss_s:.2f}",
+                    f"{100 * (f['error'] / best - 1):+.2f} %",
+                    f"{f['per_iteration']:.2f}" if f["per_iteration"] else ""])
+    return out
+
+
+def check(row):
+    """Whether :data:`BEST` reaches every faiss fit's error in at most half its time, and
+    whether exact Lloyd's iteration is at most faiss Kmeans'."""
+    fits = row["fits"]
+    ours = fits[BEST]
+    peers = [m for m in fits if m.startswith("faiss")]
+    reached = all(ours["error"] <= fits[m]["error"] and ours["seconds"] <= fits[m]["seconds"] / 2
+                  for m in peers)
+    ours_s, faiss_s = fits[BEST]["per_iteration"], fits["faiss kmeans"]["per_iteration"]
+    return reached, ours_s / faiss_s if ours_s and faiss_s else float("nan")
+
+
+def plot(saved, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(saved), figsize=(4.2 * len(saved), 3.6), squeeze=False)
+    for ax, (name, row) in zip(axes[0], saved.items()):
+        fits = {m: f for m, f in row["fits"].items() if "error" in f}
+        best = min(f["error"] for f in fits.values())
+        for method, f in fits.items():
+            marker = "s" if method.startswith("faiss") else "o"
+            ax.scatter(f["seconds"], 100 * (f["error"] / best - 1), marker=marker)
+            ax.annotate(method, (f["seconds"], 100 * (f["error"] / best - 1)), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds (log)")
+        ax.set_title(name, fontsize=9)
+    axes[0][0].set_ylabel("error above the row's best (%)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def rst_include(rows, headers):
+    lines = [".. This file is generated by benchmarks/bench_embeddings.py --write; do not edit.",
+             "", ".. list-table::", "   :header-rows: 1", ""]
+    for row in [headers, *rows]:
+        lines.append(f"   * - {row[0]}")
+        lines += [f"     - {cell}" for cell in row[1:]]
+    return "\n".join(lines) + "\n"
+
+
+def publish_results(saved, write):
+    table, checks = [], []
+    for name, row in saved.items():
+        table += [[name] + cells for cells in _cells(row)]
+        reached, ratio = check(row)
+        checks.append(f"{name}: {BEST} reaches every faiss fit's error in at most half its "
+                      f"time: {'yes' if reached else 'NO'}; exact Lloyd's iteration / faiss "
+                      f"Kmeans' iteration: {ratio:.2f}.")
+    headers = ["data", "fit", "seconds", "/ faiss Kmeans", "error vs best", "s / iteration"]
+    notes = checks + [
+        "Error: quantization error of all rows, relative to the row's best fit; seconds: the "
+        "whole fit, one run (faiss and clusterkit in the same process, one after the other).",
+        "faiss Kmeans' defaults keep all rows on every row here (at most 256 per centre); "
+        "faiss kmeans-all appears only where they would subsample.",
+        "s / iteration: median over the fit's iterations: faiss's own iteration times; for "
+        "large_scale its exact Lloyd iterations after the pilot (the same work per "
+        "iteration as faiss Kmeans'); the coreset presets' iterations run on the coreset.",
+        f"Plot: `docs/images/{PLOT.name}`.", command_note()]
+    publish(TITLE, format_table(headers, table), notes, write)
+    if write:
+        plot(saved, PLOT)
+        INCLUDE.write_text(rst_include(table, headers), encoding="utf-8")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shrink", type=int, default=1,
+                        help="divide rows and clusters by this (a quick check of the script)")
+    parser.add_argument("--save", default=str(SAVED))
+    parser.add_argument("--replot", metavar="JSON")
+    parser.add_argument("--write", action="store_true",
+                        help="write the RESULTS.md section and the plot")
+    args = parser.parse_args()
+    if args.replot:
+        saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
+    else:
+        warn_openblas_overrides()
+        path = Path(args.save)
+        saved = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        for name in args.rows:
+            saved[name] = measure_row(name, args)
+            path.write_text(json.dumps(saved, indent=1), encoding="utf-8")
+    publish_results(saved, args.write)
+
+
+if __name__ == "__main__":
+    main()
