@@ -23,7 +23,8 @@ from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, Sampled
 from ._slk import SLK_ENERGY, LaplacianEStep, ModeMStep
 from ._state import Channel, FitState
 from ._variational import PartialEStep
-from ._yinyang import BoundedEStep, YinyangEStep, yinyang_groups
+from ._bounded import BoundedEStep
+from ._yinyang import YinyangEStep, yinyang_groups
 
 from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
 

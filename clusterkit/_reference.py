@@ -363,8 +363,9 @@ def d2_update_sparse(X, candidates, min_dist2):
 
 def yinyang_assign(X, rows, centers, members, group_starts, group_of, shift, group_shift_sum,
                    group_shift_prev, last_moved, step, lower, previous, last_dist2, visit,
-                   slack):
-    """Twin of ``yinyang_assign`` (without the fused sums), one sample at a time as the
+                   slack, half_min=None):
+    """Twin of ``yinyang_assign`` (without the fused sums and the neighbour search; with
+    Hamerly's separation test when ``half_min`` is given), one sample at a time as the
     kernel's ``_yinyang_sample``; updates ``lower``, ``last_dist2`` and ``visit`` in place and
     returns (labels, min_dist2, n_evals). Distances are NumPy's direct sums in float64, so
     they may round differently from the kernel's."""
@@ -386,7 +387,8 @@ def yinyang_assign(X, rows, centers, members, group_starts, group_of, shift, gro
             else:
                 d2_a = float(last_dist2[r])
             u = np.sqrt(d2_a)
-            if (bound.astype(np.float64) - group_shift_sum).min() > u:  # global filter
+            separated = half_min is not None and half_min[a] * keep > u  # Hamerly's test
+            if separated or (bound.astype(np.float64) - group_shift_sum).min() > u:  # global filter
                 labels[i], min_dist2[i], visit[r] = a, d2_a, step
                 last_dist2[r] = d2_a
                 continue

@@ -13,7 +13,8 @@ from ._refine import Breathing, NoRefinement
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from ._variational import PartialEStep
-from ._yinyang import BoundedEStep, YinyangEStep
+from ._bounded import BoundedEStep
+from ._yinyang import YinyangEStep
 
 __all__ = ["SHORTCUTS", "accepts_sparse", "build_preset", "preset_names", "resolve",
            "strategy_class"]

@@ -1,20 +1,18 @@
-"""Exact bounded E-steps whose memory does not grow with the number of clusters: Yinyang's
-grouped bounds (:class:`YinyangEStep`, Hamerly's single bound with one group), and the rule
-that chooses between Elkan's and Yinyang's bounds (:class:`BoundedEStep`)."""
+"""The exact bounded E-step whose memory does not grow with the number of clusters: Yinyang's
+grouped bounds (:class:`YinyangEStep`; Hamerly's single bound with one group, with a search
+of the centre's nearest neighbours at low dimension)."""
 import math
 
 import numpy as np
 
 from ._assignment import QUANTIZATION_ERROR, Assignment
 from ._base import EStep
-from ._exact import (ElkanEStep, _ElkanBounds, batch_rows, bound_slack, bounds_scale,
-                     elkan_memory)
+from ._exact import batch_rows, bound_slack, bounds_scale
 from ._kernels import _assign, _mstep, _yinyang
-from ._sparse import is_sparse
 from ._state import weighted_sum
 from ._validation import available_memory, check_int, check_memory
 
-__all__ = ["YinyangEStep", "BoundedEStep", "yinyang_memory", "yinyang_groups"]
+__all__ = ["YinyangEStep", "yinyang_memory", "yinyang_groups"]
 
 #: The bounds' budget of ``n_groups="auto"`` when ``max_bounds_bytes`` is ``None``: 1 GiB, or
 #: half the memory available when ``fit`` starts if that is less.
@@ -22,6 +20,37 @@ YINYANG_DEFAULT_BUDGET = 2 ** 30
 
 #: Lloyd iterations of the k-means that groups the initial centres (Ding et al. 2015, §3.1).
 GROUPING_ITERATIONS = 5
+
+#: Up to this many features the E-step also tests each sample against half the distance from
+#: its centre to the nearest other one (Hamerly's test; ``C (C - 1)`` centre distances per
+#: step): at low dimension that test keeps most samples from their bounds.
+SEPARATION_MAX_FEATURES = 8
+
+#: With one group (Hamerly's bound) at low dimension, each centre's list of its nearest
+#: other centres that a sample whose bound fails searches (at most this many).
+NEIGHBOURS = 64
+
+
+def center_neighbours(centers, n_neighbours, n_threads=1):
+    """Each centre's ``n_neighbours`` nearest other centres, nearest first, their distances
+    to it, and half the distance to the nearest one (kernel ``center_neighbours``).
+
+    Returns
+    -------
+    neighbours : ndarray of shape (n_clusters, n_neighbours), dtype=int32
+    neighbour_dist : ndarray of shape (n_clusters, n_neighbours), dtype=float64
+    half_min : ndarray of shape (n_clusters,), dtype=float64
+        ``inf`` for a single centre.
+    n_distance_evals : int
+        ``n_clusters (n_clusters - 1)``.
+    """
+    n_clusters = centers.shape[0]
+    neighbours = np.empty((n_clusters, n_neighbours), dtype=np.int32)
+    neighbour_dist = np.empty((n_clusters, n_neighbours))
+    n_evals = _yinyang.center_neighbours(centers, neighbours, neighbour_dist, n_threads)
+    half_min = (0.5 * neighbour_dist[:, 0] if n_neighbours > 0
+                else np.full(n_clusters, np.inf))
+    return neighbours, neighbour_dist, half_min, n_evals
 
 
 def yinyang_memory(n_samples, n_groups):
@@ -123,7 +152,7 @@ class _YinyangBounds:
     the call at which it last moved; the number of calls (``step``) and the coordinates'
     ``scale`` (see :func:`~clusterkit._exact.bounds_scale`)."""
 
-    def __init__(self, n_samples, group_of, dtype, scale):
+    def __init__(self, n_samples, group_of, dtype, scale, separated=False):
         n_groups = int(group_of.max(initial=0)) + 1
         self.lower = np.empty((n_samples, n_groups), dtype=np.float32)
         self.last_dist2 = np.empty(n_samples, dtype=dtype)
@@ -135,6 +164,9 @@ class _YinyangBounds:
         self.group_shift_sum = np.zeros(n_groups)
         self.group_shift_prev = np.zeros(n_groups)
         self.last_moved = np.zeros(group_of.shape[0], dtype=np.int32)
+        self.separated = separated
+        self.half_min = np.empty(group_of.shape[0])
+        self.neighbours = self.neighbour_dist = None
         self.step = 0
         self.scale = scale
 
@@ -163,6 +195,15 @@ class YinyangEStep(EStep):
     With ``t = 1`` this is Hamerly's algorithm (one bound on the second-nearest centre); with
     ``t = C`` each group is one centre, and the bounds are Elkan's.
 
+    At low dimension (at most 8 features) two more tests come first, as in Hamerly's and the
+    Exponion algorithm (Newling & Fleuret 2016): a sample nearer to its centre than half the
+    distance from that centre to its nearest other one keeps it without a look at its bounds;
+    and with ``t = 1``, a sample whose bound fails searches the other centres in order of
+    their distance to its centre, and stops at the first one too far from that centre
+    (``d(a, c) - u`` above the second distance so far) to be among its two nearest (the
+    bound is then the exact second distance). At low dimension a sample then looks at a few
+    centres around its own instead of all ``C``.
+
     Parameters
     ----------
     n_groups : int or "auto", default="auto"
@@ -183,7 +224,9 @@ class YinyangEStep(EStep):
 
     Cost per step: one distance per sample whose centre moved, plus those the filters do not
     rule out (at a sample's first visit all ``C``); ``O(t)`` per sample for the global filter.
-    Grouping the centres costs ``5 C t`` distances once per run, counted under ``"estep"``.
+    Grouping the centres costs ``5 C t`` distances once per run, counted under ``"estep"``;
+    at low dimension, the centre-centre distances cost ``C (C - 1)`` per step (counted), and
+    with ``t = 1`` each centre's 64 nearest centres are sorted per step.
 
     Deviations from the paper, and why: the upper bound is always the exact distance to the
     current centre (the paper keeps a loose one and tightens it only when the global filter
@@ -203,6 +246,7 @@ class YinyangEStep(EStep):
     .. [1] Y. Ding, Y. Zhao, X. Shen, M. Musuvathi and T. Mytkowicz, "Yinyang K-Means: A
        Drop-In Replacement of the Classic K-Means with Consistent Speedup", ICML 2015.
     .. [2] G. Hamerly, "Making k-means even faster", SDM 2010.
+    .. [3] J. Newling and F. Fleuret, "Fast k-means with accurate bounds", ICML 2016.
 
     Examples
     --------
@@ -272,7 +316,8 @@ class YinyangEStep(EStep):
         n_groups = self._resolved_groups(X.shape[0], centers.shape[0])
         group_of, n_evals = center_groups(centers, n_groups, state.n_threads)
         state.count("estep", n_evals)
-        return _YinyangBounds(X.shape[0], group_of, X.dtype, bounds_scale(X))
+        return _YinyangBounds(X.shape[0], group_of, X.dtype, bounds_scale(X),
+                              X.shape[1] <= SEPARATION_MAX_FEATURES)
 
     def assign(self, X, sample_weight, centers, state):
         """Return the exact nearest-centre assignment of the batch ``state.rows``.
@@ -292,6 +337,15 @@ class YinyangEStep(EStep):
         bounds.group_shift_sum += np.maximum.reduceat(shift[bounds.members],
                                                       bounds.group_starts[:-1])
         bounds.last_moved[shift > 0] = bounds.step
+        bounds.neighbours = bounds.neighbour_dist = None
+        if bounds.separated and bounds.n_groups == 1:  # Hamerly's bound: neighbour search
+            (bounds.neighbours, bounds.neighbour_dist, bounds.half_min,
+             n_evals) = center_neighbours(centers, min(NEIGHBOURS, centers.shape[0] - 1),
+                                        state.n_threads)
+            state.count("estep", n_evals)
+        elif bounds.separated:  # Hamerly's test at low dimension (see the class notes)
+            state.count("estep", _yinyang.center_half_min(centers, bounds.half_min,
+                                                          state.n_threads))
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
         repeated = not isinstance(rows, slice) and _has_repeats(rows)
         if isinstance(rows, slice):
@@ -318,7 +372,7 @@ class YinyangEStep(EStep):
 
     @staticmethod
     def _init_rows(X, rows, centers, bounds, state):
-        """First visits of distinct ``rows`` by gemm tiles: labels and distances."""
+        """First visits of distinct ``rows`` by distance tiles: labels and distances."""
         labels = np.empty(X.shape[0], dtype=np.int32)
         dist2 = np.empty(X.shape[0], dtype=X.dtype)
         state.count("estep", _yinyang.yinyang_init_bounds(
@@ -337,8 +391,8 @@ class YinyangEStep(EStep):
         labels = np.empty(n_samples, dtype=np.int32)
         dist2 = np.empty(n_samples, dtype=X.dtype)
         first = previous < 0
-        if _yinyang.init_uses_gemm(n_features) and first.any():
-            # first visits: all distances in gemm tiles, as Lloyd's E-step computes them
+        if first.any():
+            # first visits: all distances in tiles, as Lloyd's E-step computes them
             if first.all():
                 return (*YinyangEStep._init_rows(X, rows, centers, bounds, state), None, None)
             new, again = np.flatnonzero(first), np.flatnonzero(~first)
@@ -358,108 +412,7 @@ class YinyangEStep(EStep):
             bounds.group_starts, bounds.group_of, shift, bounds.group_shift_sum,
             bounds.group_shift_prev, bounds.last_moved, bounds.step, bounds.lower,
             previous, bounds.last_dist2, bounds.visit, labels, dist2, centers_sum, weight,
-            bound_slack(X.dtype), state.n_threads))
+            bound_slack(X.dtype), state.n_threads,
+            bounds.half_min if bounds.separated else None, bounds.neighbours,
+            bounds.neighbour_dist))
         return labels, dist2, centers_sum, weight
-
-
-class BoundedEStep(EStep):
-    """Exact bounded E-step chosen by memory: Elkan's bounds when they fit, else Yinyang's.
-
-    The rule, applied when ``fit`` starts (to the rows the fit runs on, a coreset's if the
-    data are reduced):
-
-    * :class:`ElkanEStep` (``4 N C`` bytes of bounds, the fewest distances) when
-      :func:`~clusterkit._exact.elkan_memory` is at most the budget, and always for sparse
-      data (only Elkan's kernel takes CSR rows);
-    * :class:`YinyangEStep` with ``n_groups`` groups (``4 N t`` bytes, ``t`` at most
-      ``C / 10`` and within the budget) otherwise.
-
-    Both give Lloyd's iterates, so the rule changes the time and memory of a fit, never its
-    result. This is the E-step of :func:`~clusterkit.presets.elkan`.
-
-    Parameters
-    ----------
-    max_bounds_bytes : int or None, default=None
-        The budget. ``None``: half the memory available when ``fit`` starts (all of it if
-        that is not known), and for Yinyang's groups at most 1 GiB (:func:`yinyang_groups`).
-    n_groups : int or "auto", default="auto"
-        Yinyang's groups, when it is chosen (see :class:`YinyangEStep`).
-
-    Notes
-    -----
-    Cost, memory and state are those of the chosen E-step (``state.estep_state`` is its
-    state). ``benchmarks/bench_exact.py --yinyang`` measures the two side by side; the
-    documentation's page on exact k-means has the numbers and why memory, not speed, decides.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from clusterkit import BoundedEStep, Clusterer
-    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> Clusterer(2, seed=X[[0, 2]], estep=BoundedEStep()).fit(X).labels_
-    array([0, 0, 1, 1], dtype=int32)
-    >>> BoundedEStep(max_bounds_bytes=10**6).chosen(1000, 100)
-    ElkanEStep(max_bounds_bytes=1000000)
-    >>> BoundedEStep(max_bounds_bytes=10**6).chosen(10**5, 100)
-    YinyangEStep(n_groups='auto', max_bounds_bytes=1000000)
-    """
-
-    exact = True
-    objectives = (QUANTIZATION_ERROR,)
-    accepts_sparse = True  # sparse data always go to ElkanEStep
-
-    def __init__(self, max_bounds_bytes=None, n_groups="auto"):
-        self.max_bounds_bytes = max_bounds_bytes
-        self.n_groups = n_groups
-
-    def chosen(self, n_samples, n_clusters, sparse=False):
-        """The E-step the rule picks for a fit on ``n_samples`` rows (see the class notes).
-
-        Parameters
-        ----------
-        n_samples, n_clusters : int
-        sparse : bool, default=False
-            Whether the data are sparse.
-
-        Returns
-        -------
-        estep : ElkanEStep or YinyangEStep
-        """
-        elkan = ElkanEStep(self.max_bounds_bytes)
-        if sparse:
-            return elkan
-        budget = self.max_bounds_bytes
-        if budget is None:
-            available = available_memory()
-            budget = None if available is None else available // 2
-        if budget is None or elkan_memory(n_samples, n_clusters) <= int(budget):
-            return elkan
-        return YinyangEStep(self.n_groups, self.max_bounds_bytes)
-
-    def _validate(self, X, n_clusters, composition):
-        """Check ``max_bounds_bytes``, then the chosen E-step's own rules.
-
-        Raises
-        ------
-        TypeError, ValueError
-            As :class:`ElkanEStep` and :class:`YinyangEStep`.
-        """
-        if self.max_bounds_bytes is not None:
-            check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0)
-        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
-        self.chosen(n_rows, n_clusters, is_sparse(X))._validate(X, n_clusters, composition)
-
-    def init_state(self, X, sample_weight, centers, state):
-        """The chosen E-step's state (which one it is tells :meth:`assign` which to run)."""
-        estep = self.chosen(X.shape[0], centers.shape[0], is_sparse(X))
-        return estep.init_state(X, sample_weight, centers, state)
-
-    def assign(self, X, sample_weight, centers, state):
-        """Return the chosen E-step's assignment (see :meth:`EStep.assign`)."""
-        if isinstance(state.estep_state, _ElkanBounds):
-            return ElkanEStep(self.max_bounds_bytes).assign(X, sample_weight, centers, state)
-        if not isinstance(state.estep_state, _YinyangBounds):  # called without init_state
-            state.estep_state = self.init_state(X, sample_weight, centers, state)
-            return self.assign(X, sample_weight, centers, state)
-        return YinyangEStep(self.n_groups, self.max_bounds_bytes).assign(X, sample_weight,
-                                                                         centers, state)

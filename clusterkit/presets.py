@@ -86,7 +86,7 @@ from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
 from ._slk import LaplacianEStep, ModeMStep
 from ._variational import PartialEStep
-from ._yinyang import BoundedEStep
+from ._bounded import BoundedEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",

@@ -215,7 +215,7 @@ def test_validation_messages():
 
 def test_bounded_estep_chooses_by_memory():
     """Elkan's bounds while 4 N C fits the budget, Yinyang's above it: the same iterates."""
-    X = _blobs(2000, 3, 12, seed=6)
+    X = _blobs(2000, 9, 12, seed=6)  # above the low dimensions the rule sends to Yinyang
     init = X[:12]
     elkan_bytes = 4 * 2000 * 12 + 16 * 2000 + 8 * 12 * 12
     runs = {}
@@ -236,6 +236,47 @@ def test_bounded_estep_chooses_by_memory():
     np.testing.assert_array_equal(runs[_ElkanBounds].cluster_centers_,
                                   runs[_YinyangBounds].cluster_centers_)
     assert presets.elkan(5).estep == BoundedEStep()
+
+
+@pytest.mark.parametrize("n_clusters,n_groups", [(12, 1), (600, "auto")])
+def test_bounded_estep_at_low_dimension(n_clusters, n_groups):
+    """Up to 8 features Yinyang's bounds whatever the budget: one group (Hamerly's bound
+    with the neighbour search) up to 512 clusters, the automatic groups above."""
+    expected = YinyangEStep(n_groups=n_groups)
+    assert BoundedEStep().chosen(10**5, n_clusters, n_features=8) == expected
+    assert BoundedEStep(n_groups=3).chosen(10**5, 12, n_features=2) == YinyangEStep(3)
+    assert BoundedEStep().chosen(10**5, n_clusters, n_features=9) != expected
+    X = _blobs(1500, 2, 10, seed=6)
+    km = Clusterer(12, seed=X[:12], estep=BoundedEStep(max_bounds_bytes=10**9), tol=0,
+                   max_iter=100).fit(X)
+    lloyd = Clusterer(12, seed=X[:12], estep=FullEStep(), tol=0, max_iter=100).fit(X)
+    np.testing.assert_array_equal(km.cluster_centers_, lloyd.cluster_centers_)
+    np.testing.assert_array_equal(km.labels_, lloyd.labels_)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("n_groups", [1, 3])
+def test_low_dimension_lloyds_iterates(dtype, n_threads, n_groups):
+    """Two features, many clusters (the separation test, and with one group the neighbour
+    search, both on): every iteration's centres and the labels are Lloyd's; fewer distances.
+    Integer coordinates make exact ties between centres, which go to the lower index."""
+    rng = np.random.RandomState(7)
+    X = np.vstack([_blobs(2999, 2, 40, seed=8), rng.randint(-5, 6, size=(300, 2))])
+    X = X.astype(dtype)
+    init = X[rng.choice(len(X), 90, replace=False)]
+    lloyd, lloyd_centers = _fit(X, init, FullEStep(), n_threads=n_threads)
+    yy, yy_centers = _fit(X, init, YinyangEStep(n_groups=n_groups), n_threads=n_threads)
+    assert yy.n_iter_ == lloyd.n_iter_
+    assert [h["n_changed"] for h in yy.history_] == [h["n_changed"] for h in lloyd.history_]
+    for a, b in zip(yy_centers, lloyd_centers):
+        if dtype == np.float64:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(yy.labels_, lloyd.labels_)
+    assert yy.cluster_centers_.dtype == dtype
+    assert yy.n_distance_evals_ < 0.5 * lloyd.n_distance_evals_
 
 
 def test_bounded_estep_sends_sparse_data_to_elkan():

@@ -37,6 +37,10 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                                 const double* group_shift_sum,   # IN (n_groups,)
                                 const double* group_shift_prev,  # IN (n_groups,)
                                 const int* last_moved,         # IN  (n_clusters,)
+                                const double* half_min,        # IN  (n_clusters,) or NULL
+                                const int* neighbours,         # IN  (n_clusters, n_nb) or NULL
+                                const double* neighbour_dist,  # IN  (n_clusters, n_nb)
+                                Py_ssize_t n_nb,
                                 int step,
                                 float* lower,                  # INOUT (n_groups,)
                                 int previous,
@@ -48,13 +52,23 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
 
     The exact distance ``u`` to the previous label ``a`` is the last visit's ``dist2`` if
     centre ``a`` has not moved since (``last_moved[a] <= visit``), else it is computed.
-    Global filter: if every group's bound exceeds ``u``, the label stays. Group filter: a group
-    is searched only if its bound is at most the best distance found so far. Local filter
+    Separation test (when ``half_min`` is given, Hamerly's): if ``u`` is below half the
+    distance from centre ``a`` to its nearest other centre, the label stays. Global filter: if
+    every group's bound exceeds ``u``, the label stays. Neighbour search (one group and
+    ``neighbours`` given, each centre's other centres by increasing distance): the centres
+    are looked at in the order of ``a``'s list until one is so far from ``a`` (``d(a, c) - u``
+    above the second smallest distance so far) that no later one can be among the two
+    nearest; the bound is then the exact second distance (the search runs only over the few
+    centres around ``a`` at low dimension). If ``a``'s list runs out first, the search goes
+    on as Yinyang's. Group filter: a group is searched only if its bound is at most the best
+    distance found so far. Local filter
     (only for a sample visited in the previous E-step, whose group bounds of then are
     ``lower - group_shift_prev``): centre ``c`` of a searched group is skipped if that old
     bound minus ``c``'s move exceeds the best distance so far. All tests are strict, so a tie is
     always looked at. A first visit (``previous < 0``) computes every distance and sets every
-    bound.
+    bound. A group's two smallest values are kept squared (a skipped centre's bound ``v > 0``
+    as ``v * v``), so that a square root is taken per new best and per group only, not per
+    distance: what makes the search cheap at low dimension.
     """
     cdef double keep = 1.0 - slack
     cdef bint first = previous < 0, local, scanned_a = False
@@ -68,6 +82,11 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
         else:
             d2_a = dist2[0]
         u = sqrt(<double> d2_a)
+        if half_min != NULL and half_min[a] * keep > u:  # no other centre can be as near
+            label[0] = <int> a
+            dist2[0] = d2_a
+            visit[0] = step
+            return n_evals
         lb = INFINITY
         for g in range(n_groups):
             v = lower[g] - group_shift_sum[g]
@@ -76,6 +95,17 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
         if lb > u:  # global filter: no other centre can be as near
             label[0] = <int> a
             dist2[0] = d2_a
+            visit[0] = step
+            return n_evals
+        best, best_c = d2_a, a
+        if neighbours != NULL and _neighbour_search(x, n_features, centers, a, d2_a, u,
+                                                    neighbours + a * n_nb,
+                                                    neighbour_dist + a * n_nb, n_nb,
+                                                    n_nb == group_starts[1] - 1, keep,
+                                                    &best, &best_c, &m2, &n_evals):
+            lower[0] = _store_lower(sqrt(m2) + group_shift_sum[0], keep)
+            label[0] = <int> best_c
+            dist2[0] = best
             visit[0] = step
             return n_evals
         best, best_c = d2_a, a
@@ -88,8 +118,8 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
             old_lb = lower[g] - group_shift_prev[g]
             if g == group_of[a]:
                 scanned_a = True
-        # m1 <= m2: the two smallest distances (or bounds of skipped centres) in the group,
-        # m1 at centre j1 (-1 for a bound); the group's new bound excludes the final label
+        # m1 <= m2: the two smallest squared distances (or squared bounds of skipped
+        # centres) in the group; the group's new bound excludes the final label
         m1 = m2 = INFINITY
         for p in range(group_starts[g], group_starts[g + 1]):
             c = members[p]
@@ -99,6 +129,7 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                 if local:
                     v = old_lb - shift[c]
                     if v > best_u:  # local filter: d(x, c) >= old bound - move of c
+                        v = v * v
                         if v < m1:
                             m2 = m1
                             m1 = v
@@ -107,7 +138,7 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                         continue
                 d2 = _sqdist_wide(x, centers + c * n_features, n_features)
                 n_evals += 1
-            v = sqrt(<double> d2)
+            v = <double> d2
             if v < m1:
                 m2 = m1
                 m1 = v
@@ -116,14 +147,14 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
             if d2 < best or (d2 == best and c < best_c):
                 best = d2
                 best_c = c
-                best_u = v
-        lower[g] = _store_lower(m1 + group_shift_sum[g], keep)
+                best_u = sqrt(v)
+        lower[g] = _store_lower(sqrt(m1) + group_shift_sum[g], keep)
         if group_of[best_c] == g:
             # the best so far is this group's nearest centre: its bound is the second nearest
             best_group = g
             best_m2 = m2
     if best_group >= 0 and group_of[best_c] == best_group:
-        lower[best_group] = _store_lower(best_m2 + group_shift_sum[best_group], keep)
+        lower[best_group] = _store_lower(sqrt(best_m2) + group_shift_sum[best_group], keep)
     if not first and best_c != a and not scanned_a:
         # the old label joins its group's other centres: their bound must not exceed u
         g = group_of[a]
@@ -134,6 +165,53 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
     dist2[0] = best
     visit[0] = step
     return n_evals
+
+
+
+cdef bint _neighbour_search(const floating* x,            # IN  (n_features,)
+                            Py_ssize_t n_features,
+                            const floating* centers,      # IN  (n_clusters, n_features)
+                            Py_ssize_t a,
+                            floating d2_a,
+                            double u,
+                            const int* neighbours,        # IN  (n_nb,) a's, nearest first
+                            const double* neighbour_dist,  # IN (n_nb,) d(a, c)
+                            Py_ssize_t n_nb,
+                            bint complete,
+                            double keep,
+                            floating* best,               # OUT
+                            Py_ssize_t* best_c,           # OUT
+                            double* second,               # OUT squared
+                            Py_ssize_t* n_evals) noexcept nogil:  # INOUT
+    """The two nearest centres of a sample by ``a``'s neighbour list (see
+    ``_yinyang_sample``); ``False`` if the list ran out before the stop and is not
+    ``complete`` (all the other centres): then the outputs are not to be used. Every centre
+    not looked at is farther than ``second`` (strictly, with the bounds' margin), so ties are
+    always looked at."""
+    cdef Py_ssize_t k, c
+    cdef floating d2
+    cdef double m2 = INFINITY, stop = INFINITY, v
+    best[0] = d2_a
+    best_c[0] = a
+    for k in range(n_nb):
+        if (neighbour_dist[k] - u) * keep > stop:
+            second[0] = m2
+            return True
+        c = neighbours[k]
+        d2 = _sqdist_wide(x, centers + c * n_features, n_features)
+        n_evals[0] += 1
+        v = <double> d2
+        if d2 < best[0] or (d2 == best[0] and c < best_c[0]):
+            m2 = <double> best[0]
+            best[0] = d2
+            best_c[0] = c
+        elif v < m2:
+            m2 = v
+        else:
+            continue
+        stop = sqrt(m2)
+    second[0] = m2
+    return complete
 
 
 def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
@@ -157,7 +235,10 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
                    floating[:, ::1] centers_sum,        # OUT (n_clusters, n_features) or None
                    floating[::1] weight_in_clusters,    # OUT (n_clusters,) or None
                    double slack,
-                   int n_threads):
+                   int n_threads,
+                   const double[::1] half_min=None,   # IN  (n_clusters,) or None
+                   const int[:, ::1] neighbours=None,       # IN  (n_clusters, n_nb) or None
+                   const double[:, ::1] neighbour_dist=None):  # IN  (n_clusters, n_nb)
     """Assign a batch to the nearest centres with Yinyang's grouped bounds.
 
     Parameters
@@ -204,6 +285,16 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
         Relative margin by which a bound must beat a distance (covers rounding).
     n_threads : int
         Number of OpenMP threads.
+    half_min : ndarray of shape (n_clusters,), dtype=float64, or None
+        Half the distance from each centre to its nearest other one
+        (``_elkan.center_half_distances``): a sample nearer than that to its own centre
+        keeps it without a look at its bounds (Hamerly's test; strong at low dimension).
+        ``None``: no such test.
+    neighbours, neighbour_dist : ndarrays of shape (n_clusters, n_nb), dtype=int32 and \
+float64, or None
+        With one group only: each centre's ``n_nb`` nearest other centres, nearest first, and
+        their distances to it (:func:`center_neighbours`); a sample whose filters fail then
+        searches its centre's list (see ``_yinyang_sample``). ``None``: Yinyang's search.
 
     Returns
     -------
@@ -222,6 +313,16 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
     cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1], i, b, block_rows
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
     cdef Py_ssize_t n_evals = 0
+    cdef const double* separation = NULL
+    cdef const int* nb = NULL
+    cdef const double* nb_dist = NULL
+    cdef Py_ssize_t n_nb = 0
+    if half_min is not None:
+        separation = &half_min[0]
+    if neighbours is not None and neighbours.shape[1] > 0:
+        if n_groups != 1:
+            raise ValueError("neighbours need a single group.")
+        nb, nb_dist, n_nb = &neighbours[0, 0], &neighbour_dist[0, 0], neighbours.shape[1]
     n_threads = max(1, n_threads)
     if n_batch == 0:
         return 0
@@ -231,7 +332,9 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
                 n_evals += _yinyang_sample(&X[i, 0], n_features, &centers[0, 0], &members[0],
                                            &group_starts[0], n_groups, &group_of[0], &shift[0],
                                            &group_shift_sum[0], &group_shift_prev[0],
-                                           &last_moved[0], step, &lower[rows[i], 0],
+                                           &last_moved[0], separation, nb, nb_dist, n_nb,
+                                           step,
+                                           &lower[rows[i], 0],
                                            previous[i], slack, &last_dist2[rows[i]],
                                            &visit[rows[i]], &labels[i])
                 min_dist2[i] = last_dist2[rows[i]]
@@ -246,7 +349,9 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
                 n_evals += _yinyang_sample(&X[i, 0], n_features, &centers[0, 0], &members[0],
                                            &group_starts[0], n_groups, &group_of[0], &shift[0],
                                            &group_shift_sum[0], &group_shift_prev[0],
-                                           &last_moved[0], step, &lower[rows[i], 0],
+                                           &last_moved[0], separation, nb, nb_dist, n_nb,
+                                           step,
+                                           &lower[rows[i], 0],
                                            previous[i], slack, &last_dist2[rows[i]],
                                            &visit[rows[i]], &labels[i])
                 min_dist2[i] = last_dist2[rows[i]]
@@ -266,6 +371,8 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
                       const floating* centers_sqnorm,  # IN  (n_clusters,)
                       Py_ssize_t n_clusters,
                       const int* group_of,             # IN  (n_clusters,)
+                      const int* members,              # IN  (n_clusters,)
+                      const Py_ssize_t* group_starts,  # IN  (n_groups + 1,)
                       const double* group_shift_sum,   # IN  (n_groups,)
                       Py_ssize_t n_groups,
                       int step,
@@ -280,16 +387,24 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
     cdef double keep = 1.0 - slack
     cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef double max_sqnorm, xn, window, v
-    cdef Py_ssize_t i, c, g, best
+    cdef bint gemm = _use_gemm(n_features)
+    cdef Py_ssize_t i, c, g, p, best
+    cdef floating m
     cdef const floating* x
     cdef floating* row
     cdef floating d2
     cdef float* bound
-    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    if gemm:
+        _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters,
+                    tile)
     max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
     for i in range(n_rows):
         x = X + i * n_features
-        row = tile + i * n_clusters
+        if gemm:
+            row = tile + i * n_clusters
+        else:  # direct distances row by row: the row stays in the L1 cache for its passes
+            row = tile
+            _dist2_tile(x, 1, n_features, centers, centers_T, centers_sqnorm, n_clusters, row)
         xn = _sqnorm(x, n_features)
         if floating is float:
             best = ck_argmin_float(row, n_clusters)
@@ -300,14 +415,24 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
         best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
                                  max_sqnorm, &d2)
         d2 = _sqdist_wide(x, centers + best * n_features, n_features)
-        # each gemm entry is within `window` of the squared distance (_settle_near_ties)
+        # each tile entry is within `window` of the squared distance (_settle_near_ties);
+        # gemm entries leave out ||x||^2, direct ones (few features) are whole distances
         window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+        if not gemm:
+            xn = 0.0
+        # each group's smallest entry (branch-free), then the label's group again without it
         for g in range(n_groups):
-            group_min[g] = INFINITY
-        for c in range(n_clusters):
-            v = <double> row[c]
-            if c != best and v < group_min[group_of[c]]:
-                group_min[group_of[c]] = v
+            m = <floating> INFINITY
+            for p in range(group_starts[g], group_starts[g + 1]):
+                m = row[members[p]] if row[members[p]] < m else m
+            group_min[g] = m
+        g = group_of[best]
+        m = <floating> INFINITY
+        for p in range(group_starts[g], group_starts[g + 1]):
+            c = members[p]
+            if c != best and row[c] < m:
+                m = row[c]
+        group_min[g] = m
         bound = lower + rows[i] * n_groups
         for g in range(n_groups):
             v = group_min[g] + xn - window
@@ -319,7 +444,8 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
 
 
 def init_uses_gemm(Py_ssize_t n_features):
-    """Whether :func:`yinyang_init_bounds` applies to rows of ``n_features`` features.
+    """Whether :func:`yinyang_init_bounds` computes its tiles by gemm for rows of
+    ``n_features`` features.
 
     Parameters
     ----------
@@ -327,10 +453,10 @@ def init_uses_gemm(Py_ssize_t n_features):
 
     Returns
     -------
-    applies : bool
-        ``True`` from ``GEMM_MIN_FEATURES`` features on, where the distance tiles come from
-        gemm (below, the tiles hold direct distances and :func:`yinyang_assign`'s direct first
-        visits are as fast).
+    gemm : bool
+        ``True`` from ``GEMM_MIN_FEATURES`` features on; below, the tiles hold direct
+        distances, computed centre-vectorised (still several times faster at first visits
+        than :func:`yinyang_assign`'s per-centre loop).
     """
     return bool(_use_gemm(n_features))
 
@@ -348,14 +474,15 @@ def yinyang_init_bounds(const floating[:, ::1] X,           # IN  (n_batch, n_fe
                         floating[::1] min_dist2,             # OUT (n_batch,)
                         double slack,
                         int n_threads):
-    """First visits of a batch: labels and group bounds from all distances, by gemm.
+    """First visits of a batch: labels and group bounds from all distances, in tiles.
 
-    The first visit of :func:`yinyang_assign`, for data with at least ``GEMM_MIN_FEATURES``
-    features: the distances to all centres come in ``CHUNK_SIZE x n_clusters`` gemm tiles, as
-    in Lloyd's E-step (``_assign.assign_full``), and the label is ranked the same way (the
-    near-ties by direct distances), so it is Lloyd's. The distance to it is then computed
-    directly (``min_dist2``, exact: later visits reuse it). Each group bound is the smallest
-    gemm value of the group's other centres, lowered by the rounding window of
+    The first visit of :func:`yinyang_assign`: the distances to all centres come in
+    ``CHUNK_SIZE x n_clusters`` tiles (gemm from ``GEMM_MIN_FEATURES`` features on, as in
+    Lloyd's E-step ``_assign.assign_full``; below, direct distances vectorised over the
+    centres), and the label is ranked with the near-ties settled by direct distances
+    (``_settle_near_ties``), so it is Lloyd's. The distance to it is then computed directly
+    (``min_dist2``, exact: later visits reuse it). Each group bound is the smallest tile
+    value of the group's other centres, lowered by the rounding window of
     ``_settle_near_ties`` so that it stays below the exact distance.
 
     Parameters
@@ -373,8 +500,7 @@ min_dist2, slack, n_threads
 
     Notes
     -----
-    Only for ``init_uses_gemm(n_features)``. Each thread owns one tile and one row of group
-    minima; every output element is written
+    Each thread owns one tile and one row of group minima; every output element is written
     by one thread, so the result does not depend on ``n_threads``. Assumes valid input.
     """
     cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
@@ -386,6 +512,9 @@ min_dist2, slack, n_threads
     n_threads = max(1, min(n_threads, n_chunks))
     dtype = np.float32 if floating is float else np.float64
     sqnorm, transposed = center_tables(centers)
+    cdef int[::1] members = np.argsort(group_of, kind="stable").astype(np.int32)
+    cdef Py_ssize_t[::1] group_starts = np.zeros(n_groups + 1, dtype=np.intp)
+    np.cumsum(np.bincount(group_of, minlength=n_groups), out=np.asarray(group_starts)[1:])
     cdef floating[::1] centers_sqnorm = sqnorm
     cdef floating[:, ::1] centers_T = transposed
     cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
@@ -397,7 +526,97 @@ min_dist2, slack, n_threads
             t = threadid()
             _init_chunk(&X[start, 0], end - start, n_features, &rows[start], &centers[0, 0],
                         &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &group_of[0],
-                        &group_shift_sum[0], n_groups, step, slack, &tiles[t, 0, 0],
-                        &group_min[t, 0], &lower[0, 0], &last_dist2[0], &visit[0],
-                        &labels[start], &min_dist2[start])
+                        &members[0], &group_starts[0], &group_shift_sum[0], n_groups, step,
+                        slack, &tiles[t, 0, 0], &group_min[t, 0], &lower[0, 0],
+                        &last_dist2[0], &visit[0], &labels[start], &min_dist2[start])
     return n_batch * (n_clusters + 1)
+
+
+def center_half_min(const floating[:, ::1] centers,  # IN  (n_clusters, n_features)
+                    double[::1] half_min,             # OUT (n_clusters,)
+                    int n_threads):
+    """Half the distance from each centre to its nearest other one, without the pair table.
+
+    Parameters
+    ----------
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    half_min : ndarray of shape (n_clusters,), dtype=float64
+        Output: ``min_{j != i} d(c_i, c_j) / 2`` (``inf`` for a single centre), the distances
+        computed directly as the samples' are.
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_clusters (n_clusters - 1)``: each pair is computed from both ends, so that every
+        centre's row is one thread's and no ``C x C`` table is kept.
+
+    Notes
+    -----
+    Results do not depend on ``n_threads``. Assumes valid input.
+    """
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1], i, j
+    cdef double d, best
+    with nogil:
+        for i in prange(n_clusters, schedule="static", num_threads=max(1, n_threads)):
+            best = INFINITY
+            for j in range(n_clusters):
+                if j != i:
+                    d = _sqdist_wide(&centers[i, 0], &centers[j, 0], n_features)
+                    if d < best:
+                        best = d
+            half_min[i] = 0.5 * sqrt(best)
+    return n_clusters * (n_clusters - 1)
+
+
+def center_neighbours(const floating[:, ::1] centers,  # IN  (n_clusters, n_features)
+                      int[:, ::1] neighbours,           # OUT (n_clusters, n_nb)
+                      double[:, ::1] neighbour_dist,    # OUT (n_clusters, n_nb)
+                      int n_threads):
+    """Each centre's ``n_nb`` nearest other centres, nearest first (ties to the lower index).
+
+    Parameters
+    ----------
+    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    neighbours : ndarray of shape (n_clusters, n_nb), dtype=int32
+        Output: ``n_nb <= n_clusters - 1``.
+    neighbour_dist : ndarray of shape (n_clusters, n_nb), dtype=float64
+        Output: their distances, computed directly as the samples' are.
+    n_threads : int
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_clusters (n_clusters - 1)`` (each pair from both ends: one thread per centre).
+
+    Notes
+    -----
+    The list is kept sorted by insertion while the row is scanned (``O(C n_nb)`` at worst per
+    centre, about ``O(C)`` in practice). Results do not depend on ``n_threads``. Assumes valid
+    input.
+    """
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1]
+    cdef Py_ssize_t n_nb = neighbours.shape[1], i, j, k, size
+    cdef double d
+    if n_nb == 0:
+        return n_clusters * (n_clusters - 1)
+    with nogil:
+        for i in prange(n_clusters, schedule="static", num_threads=max(1, n_threads)):
+            size = 0
+            for j in range(n_clusters):
+                if j == i:
+                    continue
+                d = sqrt(<double> _sqdist_wide(&centers[i, 0], &centers[j, 0], n_features))
+                if size == n_nb and d >= neighbour_dist[i, n_nb - 1]:
+                    continue
+                # insert after every entry <= d (so equal distances keep index order)
+                k = size if size < n_nb else n_nb - 1
+                while k > 0 and neighbour_dist[i, k - 1] > d:
+                    neighbour_dist[i, k] = neighbour_dist[i, k - 1]
+                    neighbours[i, k] = neighbours[i, k - 1]
+                    k = k - 1
+                neighbour_dist[i, k] = d
+                neighbours[i, k] = <int> j
+                if size < n_nb:
+                    size = size + 1
+    return n_clusters * (n_clusters - 1)

@@ -4,7 +4,7 @@ import pytest
 
 from clusterkit import _reference
 from clusterkit._kernels import _mstep, _yinyang
-from clusterkit._yinyang import _YinyangBounds, center_groups
+from clusterkit._yinyang import _YinyangBounds, center_groups, center_neighbours
 
 from .._helpers import assert_labels_equal_up_to_ties
 
@@ -33,18 +33,32 @@ def _group_bounds_hold(bounds, rows, X, centers, labels):
         assert np.all(valid <= d[:, members].min(1) * (1 + 1e-9)), f"group {g} bound invalid"
 
 
-def _call(impl, X, centers, bounds, shift, previous, rows, n_threads, sums=None):
-    """One call with the bookkeeping YinyangEStep.assign does; ``impl`` 'kernel' or 'ref'."""
+def _call(impl, X, centers, bounds, shift, previous, rows, n_threads, sums=None, search=None):
+    """One call with the bookkeeping YinyangEStep.assign does; ``impl`` 'kernel' or 'ref';
+    ``search``: None, "separation" (Hamerly's test), "neighbours" (also each centre's full
+    list of neighbours) or "partial" (lists of 3, then Yinyang's search)."""
     bounds.step += 1
     bounds.group_shift_prev[:] = bounds.group_shift_sum
     bounds.group_shift_sum += np.maximum.reduceat(shift[bounds.members], bounds.group_starts[:-1])
     bounds.last_moved[shift > 0] = bounds.step
     slack = 2.0 ** -12 if X.dtype == np.float32 else 2.0 ** -20
+    half_min = neighbours = neighbour_dist = None
+    if search is not None:
+        n_nb = len(centers) - 1 if search != "partial" else min(3, len(centers) - 1)
+        neighbours, neighbour_dist, half_min, _ = center_neighbours(centers, n_nb)
+        if search == "separation":
+            half_min = np.empty(len(centers))
+            assert _yinyang.center_half_min(centers, half_min, n_threads) == (
+                len(centers) * (len(centers) - 1))
+            d = _distances(centers, centers) + np.diag(np.full(len(centers), np.inf))
+            np.testing.assert_allclose(half_min, d.min(1, initial=np.inf) / 2, rtol=1e-6)
+            neighbours = neighbour_dist = None
     if impl == "ref":
         return _reference.yinyang_assign(
             X[rows], rows, centers, bounds.members, bounds.group_starts, bounds.group_of, shift,
             bounds.group_shift_sum, bounds.group_shift_prev, bounds.last_moved, bounds.step,
-            bounds.lower, previous[rows], bounds.last_dist2, bounds.visit, slack)
+            bounds.lower, previous[rows], bounds.last_dist2, bounds.visit, slack,
+            None if search is None else half_min)
     labels = np.empty(len(rows), dtype=np.int32)
     dist2 = np.empty(len(rows), dtype=X.dtype)
     centers_sum, weight = sums if sums is not None else (None, None)
@@ -53,20 +67,25 @@ def _call(impl, X, centers, bounds, shift, previous, rows, n_threads, sums=None)
         bounds.members, bounds.group_starts, bounds.group_of, shift, bounds.group_shift_sum,
         bounds.group_shift_prev, bounds.last_moved, bounds.step, bounds.lower,
         np.ascontiguousarray(previous[rows]), bounds.last_dist2, bounds.visit, labels, dist2,
-        centers_sum, weight, slack, n_threads)
+        centers_sum, weight, slack, n_threads, half_min, neighbours, neighbour_dist)
     return labels, dist2, n_evals
 
 
+@pytest.mark.parametrize("search", [None, "separation", "neighbours", "partial"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_samples,n_features,n_clusters,n_groups", [
     (1, 2, 1, 1), (255, 3, 9, 1), (257, 3, 9, 3), (600, 17, 31, 4), (300, 1, 40, 40),
-    (513, 20, 12, 12)])
+    (513, 20, 12, 12), (701, 2, 45, 1)])
 def test_kernel_matches_reference_with_valid_bounds(dtype, n_samples, n_features, n_clusters,
-                                                    n_groups):
+                                                    n_groups, search):
     """First visits, then visits after random centre moves (one centre still from the second
     move on, so that its samples' distances are reused): the kernel's labels, distances and
     counts are the NumPy twin's, labels are the nearest centres, every stored bound stays
-    valid, and the results do not depend on the number of threads."""
+    valid, and the results do not depend on the number of threads. With the separation test
+    or the neighbour search (one group only) the labels and distances are still the twin's;
+    the neighbour search computes other distances, so its counts are not compared."""
+    if search in ("neighbours", "partial") and n_groups != 1:
+        pytest.skip("the neighbour search needs one group")
     X = _blobs(n_samples, n_features, 6, dtype)
     rng = np.random.RandomState(1)
     centers = X[rng.choice(n_samples, n_clusters, replace=n_clusters > n_samples)].copy()
@@ -81,7 +100,7 @@ def test_kernel_matches_reference_with_valid_bounds(dtype, n_samples, n_features
         runs = []
         for visit in range(5):
             labels, dist2, n_evals = _call(impl, X, current, bounds, shift, previous, rows,
-                                           n_threads)
+                                           n_threads, search=search)
             d = _distances(X, current)
             assert_labels_equal_up_to_ties(X, current, labels, d.argmin(1), RTOL[dtype])
             np.testing.assert_allclose(dist2, d[rows, labels] ** 2, rtol=RTOL[dtype] * 10,
@@ -104,7 +123,7 @@ def test_kernel_matches_reference_with_valid_bounds(dtype, n_samples, n_features
         assert one[2] == two[2]
         assert_labels_equal_up_to_ties(X, centers, one[0], ref[0], 1.0)  # (checked above)
         np.testing.assert_allclose(one[1], ref[1], rtol=RTOL[dtype] * 10, atol=1e-5)
-        assert one[2] == ref[2]
+        assert one[2] == ref[2] or search in ("neighbours", "partial")
 
 
 def test_filters_skip_distances_once_centres_settle():
@@ -195,11 +214,13 @@ def test_center_groups_partition_the_centres(n_groups):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_samples,n_features,n_clusters,n_groups", [
-    (1, 9, 1, 1), (255, 12, 9, 3), (257, 40, 30, 30), (700, 17, 31, 1)])
+    (1, 9, 1, 1), (255, 12, 9, 3), (257, 40, 30, 30), (700, 17, 31, 1), (301, 2, 17, 3),
+    (600, 8, 33, 1), (2, 1, 3, 3)])
 def test_init_bounds_match_reference(dtype, n_samples, n_features, n_clusters, n_groups):
-    """gemm first visits: Lloyd's labels, exact distances, group bounds below the exact
-    group minima and close to them; the same for 1 and 2 threads."""
-    assert _yinyang.init_uses_gemm(n_features) and not _yinyang.init_uses_gemm(8)
+    """First visits in tiles (gemm from 9 features, direct distances below): Lloyd's labels,
+    exact distances, group bounds below the exact group minima and close to them; the same
+    for 1 and 2 threads."""
+    assert _yinyang.init_uses_gemm(9) and not _yinyang.init_uses_gemm(8)
     X = _blobs(n_samples, n_features, 5, dtype, seed=4)
     X -= X.mean(0)  # as the driver centres them
     centers = X[np.random.RandomState(3).choice(n_samples, n_clusters,
@@ -232,3 +253,25 @@ def test_init_bounds_match_reference(dtype, n_samples, n_features, n_clusters, n
         outputs.append((labels, dist2, bounds.lower[rows].copy()))
     for a, b in zip(*outputs):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_clusters,n_features,n_nb", [(1, 2, 0), (2, 1, 1), (37, 2, 36),
+                                                        (101, 3, 7), (65, 8, 64)])
+def test_center_neighbours_match_reference(dtype, n_clusters, n_features, n_nb):
+    """Each centre's nearest other centres in order (integer coordinates: exact ties, kept in
+    index order), their distances and half the nearest one; the same for 1 and 2 threads."""
+    centers = np.random.RandomState(n_clusters).randint(-4, 5, size=(n_clusters, n_features))
+    centers = centers.astype(dtype)
+    d = _distances(centers, centers) + np.diag(np.full(n_clusters, np.inf))
+    order = np.argsort(d, axis=1, kind="stable")[:, :n_nb]
+    for n_threads in (1, 2):
+        neighbours, neighbour_dist, half_min, n_evals = center_neighbours(centers, n_nb,
+                                                                          n_threads)
+        assert n_evals == n_clusters * (n_clusters - 1)
+        assert neighbours.dtype == np.int32 and neighbours.shape == (n_clusters, n_nb)
+        np.testing.assert_allclose(neighbour_dist, np.take_along_axis(d, order, axis=1),
+                                   rtol=1e-6)
+        # (integer coordinates: the distances are exact, so the ties are real ones)
+        np.testing.assert_array_equal(neighbours, order)
+        np.testing.assert_allclose(half_min, d.min(axis=1, initial=np.inf) / 2, rtol=1e-6)
