@@ -19,16 +19,23 @@ __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
 
 def _float32_rows(X, buffers, state):
-    """The float32 copy of the batch ``X`` for mixed-precision products, or ``None``: only a
-    contiguous run of the rows of the data the copy was made of (a view, no copy)."""
-    if buffers.x32 is None or not np.may_share_memory(X, buffers.source):
+    """The float32 copy of the batch ``X`` for mixed-precision products, or ``None``: only
+    for a contiguous run of the rows of the run's data (a view of the copy), which is made
+    at the first such batch (batches of scattered rows, as mini-batches, never use it)."""
+    source = buffers.source
+    if source is None or not np.may_share_memory(X, source):
         return None
     try:
-        rows = batch_rows(state, X.shape[0], buffers.x32.shape[0])
+        rows = batch_rows(state, X.shape[0], source.shape[0])
     except ValueError:
         return None
     if not isinstance(rows, slice) or rows.step != 1:
         return None
+    if buffers.x32 is None:
+        buffers.x32 = _assign.float32_products(source)
+        if buffers.x32 is None:  # values float32 cannot take
+            buffers.source = None
+            return None
     x32 = buffers.x32[rows]
     return x32 if x32.shape[0] == X.shape[0] else None
 
@@ -44,10 +51,11 @@ class _Buffers:
     its step only, so the next step may overwrite it."""
 
     def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None,
-                 x32=None, source=None):
+                 source=None):
         self.x_sqnorms = x_sqnorms  # of the rows of sparse data, once per run
-        # float32 copy of float64 data for mixed-precision products, and the data it copies
-        self.x32, self.source = x32, source
+        # the run's data if it may get a float32 copy for mixed-precision products (made
+        # at its first contiguous batch), and the copy
+        self.source, self.x32 = source, None
         self.labels = np.empty(n_samples, dtype=np.int32)
         self.dist2 = np.empty(n_samples, dtype=dtype)
         self.centers_sum = np.empty((n_clusters, n_features), dtype=dtype)
@@ -116,13 +124,14 @@ class FullEStep(EStep):
         """The output buffers, allocated once per run for the largest batch (all rows)."""
         x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
         soft = soft_fit(state)
-        x32 = None
-        if not (soft or is_sparse(X)) and X.shape[1] >= _assign.MIXED_MIN_FEATURES:
+        source = None
+        if (not (soft or is_sparse(X)) and X.dtype == np.float64
+                and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
             available = available_memory()
             if available is None or X.shape[0] * (X.shape[1] + 1) * 4 <= available // 2:
-                x32 = _assign.float32_products(X)
+                source = X
         return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft, x_sqnorms,
-                        x32, X if x32 is not None else None)
+                        source)
 
     def assign(self, X, sample_weight, centers, state):
         n_samples = X.shape[0]
