@@ -514,8 +514,12 @@ class Driver:
             if labels is None:
                 labels = settled
             if labels is None:
+                # the E-step's float32 copy of the fit's rows, if it made one (FullEStep)
+                X32 = getattr(state.estep_state, "x32", None)
+                if getattr(state.estep_state, "source", None) is not X_fit:
+                    X32 = None
                 labels, dist2, n_evals = nearest(X_fit, None, centers, state.n_threads,
-                                                 progress)
+                                                 progress, X32)
             else:
                 labels = np.ascontiguousarray(labels, dtype=np.int32)
                 dist2, n_evals = dist2_to_labels(X_fit, centers, labels, state.n_threads)

@@ -13,9 +13,31 @@ from ._mixture import free_energy
 from ._sparse import center_half_distances as sparse_center_half_distances
 from ._sparse import csr_arrays, is_sparse, row_sqnorms
 from ._state import weighted_sum
-from ._validation import check_int, check_memory
+from ._validation import available_memory, check_int, check_memory
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
+
+
+def _float32_rows(X, buffers, state):
+    """The float32 copy of the batch ``X`` for mixed-precision products, or ``None``: only
+    for a contiguous run of the rows of the run's data (a view of the copy), which is made
+    at the first such batch (batches of scattered rows, as mini-batches, never use it)."""
+    source = buffers.source
+    if source is None or not np.may_share_memory(X, source):
+        return None
+    try:
+        rows = batch_rows(state, X.shape[0], source.shape[0])
+    except ValueError:
+        return None
+    if not isinstance(rows, slice) or rows.step != 1:
+        return None
+    if buffers.x32 is None:
+        buffers.x32 = _assign.float32_products(source)
+        if buffers.x32 is None:  # values float32 cannot take
+            buffers.source = None
+            return None
+    x32 = buffers.x32[rows]
+    return x32 if x32.shape[0] == X.shape[0] else None
 
 
 def soft_fit(state):
@@ -28,8 +50,12 @@ class _Buffers:
     """:class:`FullEStep`'s outputs, allocated once per run: an assignment is used within
     its step only, so the next step may overwrite it."""
 
-    def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None):
+    def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None,
+                 source=None):
         self.x_sqnorms = x_sqnorms  # of the rows of sparse data, once per run
+        # the run's data if it may get a float32 copy for mixed-precision products (made
+        # at its first contiguous batch), and the copy
+        self.source, self.x32 = source, None
         self.labels = np.empty(n_samples, dtype=np.int32)
         self.dist2 = np.empty(n_samples, dtype=dtype)
         self.centers_sum = np.empty((n_clusters, n_features), dtype=dtype)
@@ -53,7 +79,12 @@ class FullEStep(EStep):
     Notes
     -----
     Cost per call: ``N C`` distance evaluations. Memory: hard, ``O(N)`` outputs plus one
-    ``256 x C`` tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    cache-sized tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    Hard assignments of float64 data with at least ``MIXED_MIN_FEATURES`` (64) features
+    rank the centres by float32 products on a float32 copy of the data made once per run
+    (``N (D + 1)`` float32, about half the data; skipped when it would take more than half
+    the free memory, or for values beyond 1e15): the labels are the same, rows with a near-tie in
+    float32 are settled by float64 distances, and each distance is computed in float64.
     Hard assignments also take sparse (CSR) data (``accepts_sparse``): distances
     ``||x||^2 - 2 x.c + ||c||^2`` from the rows' squared norms, computed once per run, in
     ``O(nnz C)`` per call.
@@ -92,8 +123,15 @@ class FullEStep(EStep):
     def init_state(self, X, sample_weight, centers, state):
         """The output buffers, allocated once per run for the largest batch (all rows)."""
         x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
-        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft_fit(state),
-                        x_sqnorms)
+        soft = soft_fit(state)
+        source = None
+        if (not (soft or is_sparse(X)) and X.dtype == np.float64
+                and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
+            available = available_memory()
+            if available is None or X.shape[0] * (X.shape[1] + 1) * 4 <= available // 2:
+                source = X
+        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft, x_sqnorms,
+                        source)
 
     def assign(self, X, sample_weight, centers, state):
         n_samples = X.shape[0]
@@ -110,16 +148,18 @@ class FullEStep(EStep):
             return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
         if not soft_fit(state):
             n_clusters, n_features = centers.shape
+            x32 = _float32_rows(X, buffers, state)
             if not (state.fuse_sums
                     and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize)):
                 state.count("estep", _assign.assign_full(X, centers, labels, dist2,
-                                                         state.n_threads))
+                                                         state.n_threads, x32))
                 qe = weighted_sum(dist2, sample_weight)
                 return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
             # One pass over the data for the assignment and the hard M-step's sums.
             centers_sum, weight = buffers.centers_sum, buffers.weight
             state.count("estep", _assign.assign_full_accumulate(
-                X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads))
+                X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads,
+                X32=x32))
             qe = weighted_sum(dist2, sample_weight)
             return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                               centers_sum=centers_sum, weight_in_clusters=weight)

@@ -101,7 +101,7 @@ def row_blocks(n_samples, row_bytes):
     return [slice(start, min(start + block, n_samples)) for start in range(0, n_samples, block)]
 
 
-def nearest(X, x_mean, centers, n_threads, progress=None):
+def nearest(X, x_mean, centers, n_threads, progress=None, X32=None):
     """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
 
     Parameters
@@ -117,6 +117,9 @@ def nearest(X, x_mean, centers, n_threads, progress=None):
         The caller runs this under :func:`single_threaded_blas`.
     progress : callable or None, default=None
         Called as ``progress(rows_done, n_samples)`` after each block of rows.
+    X32 : ndarray of shape (n_samples, n_features), dtype=float32, or None
+        ``_assign.float32_products(X)`` if made already (with ``x_mean=None``); otherwise
+        float64 rows with many features get it block by block.
 
     Returns
     -------
@@ -135,9 +138,16 @@ def nearest(X, x_mean, centers, n_threads, progress=None):
                                                 n_threads)
         return labels, dist2, n_evals
     n_evals = 0
+    # float64 rows with many features: float32 products, the same labels (FullEStep's)
+    mixed = X.dtype == np.float64 and X.shape[1] >= _assign.MIXED_MIN_FEATURES
     for rows in row_blocks(X.shape[0], X.shape[1] * X.itemsize):
         block = X[rows] if x_mean is None else X[rows] - x_mean
-        n_evals += _assign.assign_full(block, centers, labels[rows], dist2[rows], n_threads)
+        if X32 is not None and x_mean is None:
+            x32 = X32[rows]
+        else:
+            x32 = _assign.float32_products(block) if mixed else None
+        n_evals += _assign.assign_full(block, centers, labels[rows], dist2[rows], n_threads,
+                                       x32)
         if progress is not None:
             progress(rows.stop, X.shape[0])
     return labels, dist2, n_evals

@@ -8,8 +8,72 @@ from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _add_sample, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
 from ._dist import center_tables
-from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
-                    _sqnorm, _use_gemm)
+from ._blocked cimport CHUNK_SIZE, _block_width, _nearest_blocked
+from ._dist cimport _dist2_tile, _max_sqnorm, _sqdist_wide, _sqnorm, _use_gemm
+
+#: From this many features on, the fits and ``nearest`` give float64 data float32 products
+#: (a float32 copy of the data, :func:`float32_products`): about twice as fast, the same
+#: labels (near-ties are settled in float64). Below it the copy costs about what it saves.
+MIXED_MIN_FEATURES = 64
+
+#: Data and centres beyond this magnitude keep float64 products: float32 squares and dot
+#: products of them could overflow.
+MIXED_MAX_ABS = 1e15
+
+
+cdef struct _Products:
+    const float* X32        # float32_products of float64 data (mixed precision), or NULL
+    const float* centers32
+    const float* sqnorm32
+    double max_sqnorm       # largest ||c_j||^2 (the near-tie window)
+
+
+def float32_products(X):
+    """A float32 copy of float64 data with each row's ``||x||^2`` appended, for the
+    mixed-precision products of :func:`assign_full`, or ``None`` where they do not apply
+    (float32 data, few features, values beyond ``MIXED_MAX_ABS`` or not finite).
+
+    With it, the distance tiles come from float32 gemm (about twice float64's speed) and
+    the labels stay exactly those of float64 products: rows whose runner-up is within the
+    float32 rounding window are settled by float64 distances. The norms (for that window)
+    spare a pass over the float64 rows per call. Costs ``n_samples x (n_features + 1)``
+    float32 (about half the data), made once per fit.
+    """
+    if X.dtype != np.float64 or X.ndim != 2 or not _use_gemm(X.shape[1]) or X.size == 0:
+        return None
+    X32 = np.empty((X.shape[0], X.shape[1] + 1), dtype=np.float32)
+    X32[:, :-1] = X
+    if not np.abs(X32[:, :-1]).max() <= MIXED_MAX_ABS:  # also refuses NaN and inf
+        return None
+    X32[:, -1] = np.einsum("ij,ij->i", X, X)
+    return X32
+
+
+cdef object _fill_products(_Products* products, const floating[:, ::1] X,
+                           const floating[:, ::1] centers, const floating[::1] centers_sqnorm,
+                           X32):
+    """Set ``products`` for a call; returns the arrays its pointers point into (to keep)."""
+    cdef const float[:, ::1] x32v
+    cdef const float[:, ::1] c32v
+    cdef const float[::1] n32v
+    products.X32 = NULL
+    products.max_sqnorm = _max_sqnorm(&centers_sqnorm[0], centers.shape[0])
+    if floating is double and X32 is not None and _use_gemm(X.shape[1]):
+        if X32.shape != (X.shape[0], X.shape[1] + 1):
+            raise ValueError("X32 must be float32_products(X)")
+        centers32 = np.asarray(centers, dtype=np.float32)
+        if np.abs(centers32).max() <= MIXED_MAX_ABS:
+            sqnorm32 = np.asarray(centers_sqnorm, dtype=np.float32)
+            x32v, c32v, n32v = X32, centers32, sqnorm32
+            products.X32 = &x32v[0, 0]
+            products.centers32, products.sqnorm32 = &c32v[0, 0], &n32v[0]
+            return X32, centers32, sqnorm32
+    return None
+
+
+cdef Py_ssize_t _tile_size(Py_ssize_t n_clusters, size_t itemsize):
+    """Items of one thread's scratch: a tile block and one full row (``_nearest_blocked``)."""
+    return CHUNK_SIZE * _block_width(n_clusters, itemsize) + n_clusters
 
 
 cdef extern from "_nearest.h" nogil:
@@ -36,11 +100,12 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                         const floating* centers_T,       # IN
                         const floating* centers_sqnorm,  # IN
                         Py_ssize_t n_clusters,
-                        floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
+                        _Products* products,             # IN  (centre tables, mixed precision)
+                        void* tile,                      # TMP (_tile_size(n_clusters, ...))
+                        Py_ssize_t start,                # the chunk's first row (mixed data)
                         int* labels,                     # OUT (n_rows,)
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef Py_ssize_t i, best
-    cdef double max_sqnorm
     cdef bint four
     cdef ck_nearest_double_fn nearest_double = ck_nearest_double_for(n_features)
     cdef ck_nearest_float_fn nearest_float = ck_nearest_float_for(n_features)
@@ -65,30 +130,30 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
         while i < n_rows:
             if floating is float:
                 best = nearest_float(X + i * n_features, centers_T, n_clusters, n_features,
-                                     tile, min_dist2 + i)
+                                     <float*> tile, min_dist2 + i)
             else:
                 best = nearest_double(X + i * n_features, centers_T, n_clusters, n_features,
-                                      tile, min_dist2 + i)
+                                      <double*> tile, min_dist2 + i)
             labels[i] = <int> best
             i += 1
         return
-    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
-    max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
-    for i in range(n_rows):
-        if floating is float:
-            best = ck_argmin_float(tile + i * n_clusters, n_clusters)
-        else:
-            best = ck_argmin_double(tile + i * n_clusters, n_clusters)
-        labels[i] = <int> _settle_near_ties(
-            tile + i * n_clusters, n_clusters, best, X + i * n_features, n_features, centers,
-            _sqnorm(X + i * n_features, n_features), max_sqnorm, min_dist2 + i)
+    if floating is double and products.X32 != NULL:
+        _nearest_blocked(X, n_rows, n_features, centers, n_clusters,
+                         products.X32 + start * (n_features + 1), n_features + 1,
+                         products.centers32, products.sqnorm32, products.max_sqnorm,
+                         <float*> tile, labels, min_dist2)
+    else:
+        _nearest_blocked(X, n_rows, n_features, centers, n_clusters, X, n_features, centers,
+                         centers_sqnorm, products.max_sqnorm, <floating*> tile, labels,
+                         min_dist2)
 
 
 def assign_full(const floating[:, ::1] X,        # IN
                 const floating[:, ::1] centers,  # IN
                 int[::1] labels,                 # OUT
                 floating[::1] min_dist2,         # OUT
-                int n_threads):
+                int n_threads,
+                X32=None):                       # IN  float32_products(X), or None
     """Assign every sample to its nearest centre.
 
     Parameters
@@ -101,6 +166,11 @@ def assign_full(const floating[:, ::1] X,        # IN
         Output: squared distance to the nearest centre, clamped at zero.
     n_threads : int
         Number of OpenMP threads.
+    X32 : ndarray of shape (n_samples, n_features + 1), dtype=float32, or None
+        For float64 data, ``float32_products(X)``: the distance tiles then come from float32
+        gemm, the labels are the same and ``min_dist2`` is a direct float64 distance.
+        Ignored for float32 data, below ``GEMM_MIN_FEATURES`` and for centres beyond
+        ``MIXED_MAX_ABS``.
 
     Returns
     -------
@@ -109,13 +179,13 @@ def assign_full(const floating[:, ::1] X,        # IN
 
     Notes
     -----
-    Works by chunks of ``CHUNK_SIZE`` samples; each thread owns one ``CHUNK_SIZE x n_clusters``
-    tile, so no ``n_samples x n_clusters`` array is formed. From ``GEMM_MIN_FEATURES`` on the
-    centres are ranked by gemm, and the centres within its rounding of the nearest are ranked
-    again by direct distances (``_settle_near_ties``): an exact tie goes to the lowest index,
-    as in Elkan's E-step. Every output element is written by exactly one thread, so results
-    do not depend on ``n_threads``. Assumes valid input; NaN centres give labels inside
-    ``[0, n_clusters)`` all the same.
+    Works by chunks of ``CHUNK_SIZE`` samples; from ``GEMM_MIN_FEATURES`` on the centres are
+    ranked by gemm in blocks that keep each thread's ``CHUNK_SIZE x block`` tile in cache
+    (``_blocked.pxd``), so no ``n_samples x n_clusters`` array is formed. The centres within
+    the products' rounding of the nearest are ranked again by direct distances: an exact tie
+    goes to the lowest index, as in Elkan's E-step. Every output element is written by
+    exactly one thread, so results do not depend on ``n_threads``. Assumes valid input; NaN
+    centres give labels inside ``[0, n_clusters)`` all the same.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]
@@ -128,14 +198,22 @@ def assign_full(const floating[:, ::1] X,        # IN
     sqnorm, transposed = center_tables(centers)
     cdef floating[::1] centers_sqnorm = sqnorm
     cdef floating[:, ::1] centers_T = transposed
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef _Products products
+    keep = _fill_products(&products, X, centers, centers_sqnorm, X32)
+    tile_dtype = np.float32 if keep is not None else dtype
+    tiles = np.empty((n_threads, _tile_size(n_clusters, np.dtype(tile_dtype).itemsize)),
+                     dtype=tile_dtype)
+    cdef unsigned char[:, ::1] tile_view = tiles.view(np.uint8)
+    cdef unsigned char* tile0 = &tile_view[0, 0]
+    cdef Py_ssize_t tile_bytes = tile_view.shape[1]
     with nogil, parallel(num_threads=n_threads):
         for c in prange(n_chunks, schedule="static"):
             start = c * CHUNK_SIZE
             end = min(start + CHUNK_SIZE, n_samples)
             _assign_chunk(&X[start, 0], end - start, n_features, &centers[0, 0],
-                          &centers_T[0, 0], &centers_sqnorm[0], n_clusters,
-                          &tiles[threadid(), 0, 0], &labels[start], &min_dist2[start])
+                          &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &products,
+                          tile0 + threadid() * tile_bytes, start, &labels[start],
+                          &min_dist2[start])
     return n_samples * n_clusters
 
 
@@ -147,7 +225,8 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
                            floating[:, ::1] centers_sum,          # OUT
                            floating[::1] weight_in_clusters,      # OUT
                            int n_threads,
-                           double[::1] sse=None):                 # OUT, or None
+                           double[::1] sse=None,                  # OUT, or None
+                           X32=None):                             # IN  float32_products(X)
     """Assign every sample to its nearest centre and sum the clusters in the same pass.
 
     Equals :func:`assign_full` followed by
@@ -171,6 +250,8 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     n_threads : int
     sse : ndarray of shape (n_clusters,), dtype=float64, or None
         Output if given: ``sum_{n: labels_n = c} w_n min_dist2_n``, summed in float64.
+    X32 : ndarray of shape (n_samples, n_features + 1), dtype=float32, or None
+        As in :func:`assign_full`.
 
     Returns
     -------
@@ -200,7 +281,14 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     sqnorm, transposed = center_tables(centers)
     cdef floating[::1] centers_sqnorm = sqnorm
     cdef floating[:, ::1] centers_T = transposed
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    cdef _Products products
+    keep = _fill_products(&products, X, centers, centers_sqnorm, X32)
+    tile_dtype = np.float32 if keep is not None else dtype
+    tiles = np.empty((n_threads, _tile_size(n_clusters, np.dtype(tile_dtype).itemsize)),
+                     dtype=tile_dtype)
+    cdef unsigned char[:, ::1] tile_view = tiles.view(np.uint8)
+    cdef unsigned char* tile0 = &tile_view[0, 0]
+    cdef Py_ssize_t tile_bytes = tile_view.shape[1]
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
     cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
@@ -213,7 +301,8 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
                     end = min(start + CHUNK_SIZE, n_samples)
                     _assign_chunk(&X[start, 0], end - start, n_features, &centers[0, 0],
                                   &centers_T[0, 0], &centers_sqnorm[0], n_clusters,
-                                  &tiles[threadid(), 0, 0], &labels[start], &min_dist2[start])
+                                  &products, tile0 + threadid() * tile_bytes, start,
+                                  &labels[start], &min_dist2[start])
                     for i in range(start, end):
                         _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i],
                                     &X[i, 0], sample_weight[i], min_dist2[i], n_features)

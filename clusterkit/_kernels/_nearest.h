@@ -84,6 +84,50 @@ static ptrdiff_t NAME(const T* row, ptrdiff_t n, T limit)                       
 CK_DEFINE_COUNT_AT_MOST(ck_count_at_most_double, double)
 CK_DEFINE_COUNT_AT_MOST(ck_count_at_most_float, float)
 
+/* The smallest and second smallest of row[j] + add[j], j < n (n >= 1; two equal smallest
+ * values give second == best), and the first index of the smallest: one vectorised pass in
+ * which each lane keeps its two smallest values, then a search for the index (the sums are
+ * formed again, rounded the same way). A block of centres of a gemm tile: the argmin and
+ * the gap to the runner-up (the near-tie test) without a stored row or a second pass. */
+#define CK_DEFINE_BEST_TWO(NAME, T)                                                         \
+CK_TARGET_CLONES                                                                            \
+static ptrdiff_t NAME(const T* row, const T* add, ptrdiff_t n, T* best, T* second)          \
+{                                                                                           \
+    T m1[CK_FIND_BLOCK], m2[CK_FIND_BLOCK];                                                 \
+    ptrdiff_t j = 0, l;                                                                     \
+    for (l = 0; l < CK_FIND_BLOCK; l++) m1[l] = m2[l] = (T) INFINITY;                       \
+    for (; j + CK_FIND_BLOCK <= n; j += CK_FIND_BLOCK) {                                    \
+        _Pragma("omp simd")                                                                 \
+        for (l = 0; l < CK_FIND_BLOCK; l++) {                                               \
+            const T v = row[j + l] + add[j + l];                                            \
+            const T hi = m1[l] > v ? m1[l] : v;                                             \
+            m2[l] = m2[l] < hi ? m2[l] : hi;                                                \
+            m1[l] = m1[l] < v ? m1[l] : v;                                                  \
+        }                                                                                   \
+    }                                                                                       \
+    for (l = 0; j < n; j++, l++) {                                                          \
+        const T v = row[j] + add[j];                                                        \
+        const T hi = m1[l] > v ? m1[l] : v;                                                 \
+        m2[l] = m2[l] < hi ? m2[l] : hi;                                                    \
+        m1[l] = m1[l] < v ? m1[l] : v;                                                      \
+    }                                                                                       \
+    T b = m1[0], s = m2[0];                                                                 \
+    for (l = 1; l < CK_FIND_BLOCK; l++) {                                                   \
+        const T hi = b > m1[l] ? b : m1[l];                                                 \
+        s = s < hi ? s : hi;                                                                \
+        s = s < m2[l] ? s : m2[l];                                                          \
+        b = b < m1[l] ? b : m1[l];                                                          \
+    }                                                                                       \
+    *best = b;                                                                              \
+    *second = s;                                                                            \
+    /* bounded: with NaN entries b may be found nowhere; the last index is returned */      \
+    for (j = 0; j < n - 1 && row[j] + add[j] != b; j++) {}                                  \
+    return j;                                                                               \
+}
+
+CK_DEFINE_BEST_TWO(ck_best_two_double, double)
+CK_DEFINE_BEST_TWO(ck_best_two_float, float)
+
 /* FIXED_D > 0 makes the feature count a compile-time constant (the feature loop unrolls);
  * FIXED_D = 0 reads it from the argument. */
 #define CK_DEFINE_NEAREST(NAME, T, FIXED_D)                                                 \
