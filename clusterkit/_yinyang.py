@@ -8,7 +8,7 @@ import numpy as np
 from ._assignment import QUANTIZATION_ERROR, Assignment
 from ._base import EStep
 from ._exact import batch_rows, bound_slack, bounds_scale
-from ._kernels import _assign, _mstep, _yinyang
+from ._kernels import _assign, _centers, _mstep, _yinyang
 from ._state import weighted_sum
 from ._validation import available_memory, check_int, check_memory
 
@@ -47,7 +47,7 @@ def center_neighbours(centers, n_neighbours, n_threads=1):
     n_clusters = centers.shape[0]
     neighbours = np.empty((n_clusters, n_neighbours), dtype=np.int32)
     neighbour_dist = np.empty((n_clusters, n_neighbours))
-    n_evals = _yinyang.center_neighbours(centers, neighbours, neighbour_dist, n_threads)
+    n_evals = _centers.center_neighbours(centers, neighbours, neighbour_dist, n_threads)
     half_min = (0.5 * neighbour_dist[:, 0] if n_neighbours > 0
                 else np.full(n_clusters, np.inf))
     return neighbours, neighbour_dist, half_min, n_evals
@@ -147,16 +147,17 @@ def _has_repeats(rows):
 
 class _YinyangBounds:
     """:class:`YinyangEStep`'s per-run state: the stored group bounds and each row's last
-    distance and visit; the groups (``members`` in group order, ``group_starts``,
-    ``group_of``); per group the sum of its largest moves (now and at the last call); per centre
-    the call at which it last moved; the number of calls (``step``) and the coordinates'
-    ``scale`` (see :func:`~clusterkit._exact.bounds_scale`)."""
+    distance and visit (and the rows' indices ``0 .. N - 1``); the groups (``members`` in group
+    order, ``group_starts``, ``group_of``); per group the sum of its largest moves (now and at
+    the last call); per centre the call at which it last moved; the number of calls (``step``)
+    and the coordinates' ``scale`` (see :func:`~clusterkit._exact.bounds_scale`)."""
 
     def __init__(self, n_samples, group_of, dtype, scale, separated=False):
         n_groups = int(group_of.max(initial=0)) + 1
         self.lower = np.empty((n_samples, n_groups), dtype=np.float32)
         self.last_dist2 = np.empty(n_samples, dtype=dtype)
         self.visit = np.zeros(n_samples, dtype=np.int32)
+        self.all_rows = np.arange(n_samples, dtype=np.intp)
         self.group_of = group_of
         self.members = np.argsort(group_of, kind="stable").astype(np.int32)
         self.group_starts = np.zeros(n_groups + 1, dtype=np.intp)
@@ -226,7 +227,9 @@ class YinyangEStep(EStep):
     rule out (at a sample's first visit all ``C``); ``O(t)`` per sample for the global filter.
     Grouping the centres costs ``5 C t`` distances once per run, counted under ``"estep"``;
     at low dimension, the centre-centre distances cost ``C (C - 1)`` per step (counted), and
-    with ``t = 1`` each centre's 64 nearest centres are sorted per step.
+    with ``t = 1`` each centre's 64 nearest centres are sorted per step. A sample whose centre
+    did not move and that passes the separation test (or with ``t = 1`` its bound) costs a few
+    loads and stores: the kernel tests it in squares before the per-sample routine.
 
     Deviations from the paper, and why: the upper bound is always the exact distance to the
     current centre (the paper keeps a loose one and tightens it only when the global filter
@@ -344,12 +347,12 @@ class YinyangEStep(EStep):
                                         state.n_threads)
             state.count("estep", n_evals)
         elif bounds.separated:  # Hamerly's test at low dimension (see the class notes)
-            state.count("estep", _yinyang.center_half_min(centers, bounds.half_min,
+            state.count("estep", _centers.center_half_min(centers, bounds.half_min,
                                                           state.n_threads))
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
         repeated = not isinstance(rows, slice) and _has_repeats(rows)
-        if isinstance(rows, slice):
-            rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
+        if isinstance(rows, slice):  # a view of the kept 0 .. N - 1: no array per step
+            rows = bounds.all_rows[rows]
         rows = np.asarray(rows, dtype=np.intp)
         if repeated:
             # a batch drawn with replacement: a sample's group bounds exclude the label its

@@ -213,6 +213,34 @@ cdef bint _neighbour_search(const floating* x,            # IN  (n_features,)
     second[0] = m2
     return complete
 
+#: ``(1 - 8 eps)``: a square ``v * v`` times this that exceeds ``d2`` proves ``v`` above the
+#: rounded ``sqrt(d2)`` (the products' and the square root's rounding are within it).
+cdef double _SQUARE_MARGIN = 1.0 - 8.0 * DBL_EPSILON
+
+
+cdef inline bint _stays(Py_ssize_t a,
+                        int visit,
+                        double d2_a,
+                        const int* last_moved,   # IN  (n_clusters,)
+                        const double* stay2,     # IN  (n_clusters,)
+                        const float* lower,      # IN  (1,) the sample's bound, or NULL
+                        double shift_sum) noexcept nogil:
+    """Whether a sample keeps its label by the first tests of ``_yinyang_sample`` without a
+    call to it: its centre ``a`` has not moved since its last visit (so ``d2_a``, the stored
+    distance, is exact), and Hamerly's separation test or the one-group global filter holds,
+    compared in squares (``stay2[a]`` is the squared separation threshold, within
+    :data:`_SQUARE_MARGIN`), so with no square root. It implies that test's outcome, so the
+    results are the same; most samples of a settled fit leave here."""
+    cdef double v
+    if a < 0 or last_moved[a] > visit:
+        return False
+    if d2_a < stay2[a]:
+        return True
+    if lower == NULL:
+        return False
+    v = lower[0] - shift_sum
+    return v > 0 and v * v * _SQUARE_MARGIN > d2_a
+
 
 def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                    const floating[::1] sample_weight,   # IN  (n_batch,)
@@ -293,7 +321,7 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
     neighbours, neighbour_dist : ndarrays of shape (n_clusters, n_nb), dtype=int32 and \
 float64, or None
         With one group only: each centre's ``n_nb`` nearest other centres, nearest first, and
-        their distances to it (:func:`center_neighbours`); a sample whose filters fail then
+        their distances to it (``_centers.center_neighbours``); a sample whose filters fail then
         searches its centre's list (see ``_yinyang_sample``). ``None``: Yinyang's search.
 
     Returns
@@ -316,9 +344,16 @@ float64, or None
     cdef const double* separation = NULL
     cdef const int* nb = NULL
     cdef const double* nb_dist = NULL
-    cdef Py_ssize_t n_nb = 0
+    cdef Py_ssize_t n_nb = 0, r, a
+    cdef double keep = 1.0 - slack, hk, shift_sum0 = group_shift_sum[0]
+    cdef bint one_group = n_groups == 1
+    # per centre, the square of the separation test's threshold (see _stays)
+    cdef double[::1] stay2 = np.full(n_clusters, -INFINITY)
     if half_min is not None:
         separation = &half_min[0]
+        for a in range(n_clusters):
+            hk = half_min[a] * keep
+            stay2[a] = hk * hk * _SQUARE_MARGIN
     if neighbours is not None and neighbours.shape[1] > 0:
         if n_groups != 1:
             raise ValueError("neighbours need a single group.")
@@ -329,15 +364,19 @@ float64, or None
     if centers_sum is None:
         with nogil:
             for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
-                n_evals += _yinyang_sample(&X[i, 0], n_features, &centers[0, 0], &members[0],
-                                           &group_starts[0], n_groups, &group_of[0], &shift[0],
-                                           &group_shift_sum[0], &group_shift_prev[0],
-                                           &last_moved[0], separation, nb, nb_dist, n_nb,
-                                           step,
-                                           &lower[rows[i], 0],
-                                           previous[i], slack, &last_dist2[rows[i]],
-                                           &visit[rows[i]], &labels[i])
-                min_dist2[i] = last_dist2[rows[i]]
+                r, a = rows[i], previous[i]
+                if _stays(a, visit[r], <double> last_dist2[r], &last_moved[0], &stay2[0],
+                          &lower[r, 0] if one_group else NULL, shift_sum0):
+                    labels[i] = <int> a
+                    visit[r] = step
+                else:
+                    n_evals += _yinyang_sample(
+                        &X[i, 0], n_features, &centers[0, 0], &members[0], &group_starts[0],
+                        n_groups, &group_of[0], &shift[0], &group_shift_sum[0],
+                        &group_shift_prev[0], &last_moved[0], separation, nb, nb_dist, n_nb,
+                        step, &lower[r, 0], <int> a, slack, &last_dist2[r], &visit[r],
+                        &labels[i])
+                min_dist2[i] = last_dist2[r]
         return n_evals
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
@@ -346,15 +385,19 @@ float64, or None
     with nogil:
         for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
             for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
-                n_evals += _yinyang_sample(&X[i, 0], n_features, &centers[0, 0], &members[0],
-                                           &group_starts[0], n_groups, &group_of[0], &shift[0],
-                                           &group_shift_sum[0], &group_shift_prev[0],
-                                           &last_moved[0], separation, nb, nb_dist, n_nb,
-                                           step,
-                                           &lower[rows[i], 0],
-                                           previous[i], slack, &last_dist2[rows[i]],
-                                           &visit[rows[i]], &labels[i])
-                min_dist2[i] = last_dist2[rows[i]]
+                r, a = rows[i], previous[i]
+                if _stays(a, visit[r], <double> last_dist2[r], &last_moved[0], &stay2[0],
+                          &lower[r, 0] if one_group else NULL, shift_sum0):
+                    labels[i] = <int> a
+                    visit[r] = step
+                else:
+                    n_evals += _yinyang_sample(
+                        &X[i, 0], n_features, &centers[0, 0], &members[0], &group_starts[0],
+                        n_groups, &group_of[0], &shift[0], &group_shift_sum[0],
+                        &group_shift_prev[0], &last_moved[0], separation, nb, nb_dist, n_nb,
+                        step, &lower[r, 0], <int> a, slack, &last_dist2[r], &visit[r],
+                        &labels[i])
+                min_dist2[i] = last_dist2[r]
                 _add_sample(&sums[b, 0, 0], &weights[b, 0], NULL, labels[i], &X[i, 0],
                             sample_weight[i], min_dist2[i], n_features)
         _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
@@ -530,93 +573,3 @@ min_dist2, slack, n_threads
                         slack, &tiles[t, 0, 0], &group_min[t, 0], &lower[0, 0],
                         &last_dist2[0], &visit[0], &labels[start], &min_dist2[start])
     return n_batch * (n_clusters + 1)
-
-
-def center_half_min(const floating[:, ::1] centers,  # IN  (n_clusters, n_features)
-                    double[::1] half_min,             # OUT (n_clusters,)
-                    int n_threads):
-    """Half the distance from each centre to its nearest other one, without the pair table.
-
-    Parameters
-    ----------
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
-    half_min : ndarray of shape (n_clusters,), dtype=float64
-        Output: ``min_{j != i} d(c_i, c_j) / 2`` (``inf`` for a single centre), the distances
-        computed directly as the samples' are.
-    n_threads : int
-
-    Returns
-    -------
-    n_distance_evals : int
-        ``n_clusters (n_clusters - 1)``: each pair is computed from both ends, so that every
-        centre's row is one thread's and no ``C x C`` table is kept.
-
-    Notes
-    -----
-    Results do not depend on ``n_threads``. Assumes valid input.
-    """
-    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1], i, j
-    cdef double d, best
-    with nogil:
-        for i in prange(n_clusters, schedule="static", num_threads=max(1, n_threads)):
-            best = INFINITY
-            for j in range(n_clusters):
-                if j != i:
-                    d = _sqdist_wide(&centers[i, 0], &centers[j, 0], n_features)
-                    if d < best:
-                        best = d
-            half_min[i] = 0.5 * sqrt(best)
-    return n_clusters * (n_clusters - 1)
-
-
-def center_neighbours(const floating[:, ::1] centers,  # IN  (n_clusters, n_features)
-                      int[:, ::1] neighbours,           # OUT (n_clusters, n_nb)
-                      double[:, ::1] neighbour_dist,    # OUT (n_clusters, n_nb)
-                      int n_threads):
-    """Each centre's ``n_nb`` nearest other centres, nearest first (ties to the lower index).
-
-    Parameters
-    ----------
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
-    neighbours : ndarray of shape (n_clusters, n_nb), dtype=int32
-        Output: ``n_nb <= n_clusters - 1``.
-    neighbour_dist : ndarray of shape (n_clusters, n_nb), dtype=float64
-        Output: their distances, computed directly as the samples' are.
-    n_threads : int
-
-    Returns
-    -------
-    n_distance_evals : int
-        ``n_clusters (n_clusters - 1)`` (each pair from both ends: one thread per centre).
-
-    Notes
-    -----
-    The list is kept sorted by insertion while the row is scanned (``O(C n_nb)`` at worst per
-    centre, about ``O(C)`` in practice). Results do not depend on ``n_threads``. Assumes valid
-    input.
-    """
-    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1]
-    cdef Py_ssize_t n_nb = neighbours.shape[1], i, j, k, size
-    cdef double d
-    if n_nb == 0:
-        return n_clusters * (n_clusters - 1)
-    with nogil:
-        for i in prange(n_clusters, schedule="static", num_threads=max(1, n_threads)):
-            size = 0
-            for j in range(n_clusters):
-                if j == i:
-                    continue
-                d = sqrt(<double> _sqdist_wide(&centers[i, 0], &centers[j, 0], n_features))
-                if size == n_nb and d >= neighbour_dist[i, n_nb - 1]:
-                    continue
-                # insert after every entry <= d (so equal distances keep index order)
-                k = size if size < n_nb else n_nb - 1
-                while k > 0 and neighbour_dist[i, k - 1] > d:
-                    neighbour_dist[i, k] = neighbour_dist[i, k - 1]
-                    neighbours[i, k] = neighbours[i, k - 1]
-                    k = k - 1
-                neighbour_dist[i, k] = d
-                neighbours[i, k] = <int> j
-                if size < n_nb:
-                    size = size + 1
-    return n_clusters * (n_clusters - 1)

@@ -1,9 +1,10 @@
-"""_yinyang.pyx against its NumPy twin: labels, distances, counts, valid bounds, threads."""
+"""_yinyang.pyx and _centers.pyx against their NumPy twins: labels, distances, counts, valid
+bounds, threads."""
 import numpy as np
 import pytest
 
 from clusterkit import _reference
-from clusterkit._kernels import _mstep, _yinyang
+from clusterkit._kernels import _centers, _mstep, _yinyang
 from clusterkit._yinyang import _YinyangBounds, center_groups, center_neighbours
 
 from .._helpers import assert_labels_equal_up_to_ties
@@ -48,7 +49,7 @@ def _call(impl, X, centers, bounds, shift, previous, rows, n_threads, sums=None,
         neighbours, neighbour_dist, half_min, _ = center_neighbours(centers, n_nb)
         if search == "separation":
             half_min = np.empty(len(centers))
-            assert _yinyang.center_half_min(centers, half_min, n_threads) == (
+            assert _centers.center_half_min(centers, half_min, n_threads) == (
                 len(centers) * (len(centers) - 1))
             d = _distances(centers, centers) + np.diag(np.full(len(centers), np.inf))
             np.testing.assert_allclose(half_min, d.min(1, initial=np.inf) / 2, rtol=1e-6)
@@ -124,6 +125,45 @@ def test_kernel_matches_reference_with_valid_bounds(dtype, n_samples, n_features
         assert_labels_equal_up_to_ties(X, centers, one[0], ref[0], 1.0)  # (checked above)
         np.testing.assert_allclose(one[1], ref[1], rtol=RTOL[dtype] * 10, atol=1e-5)
         assert one[2] == ref[2] or search in ("neighbours", "partial")
+
+
+@pytest.mark.parametrize("search", ["separation", "neighbours"])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_groups", [1, 3])
+def test_samples_of_still_centres_leave_early(dtype, n_threads, search, n_groups):
+    """Centres that do not move: the early exit (squared tests, no call per sample) gives the
+    twin's labels, distances and counts; once all centres are still, only a sample exactly
+    halfway between two centres (a tie) is searched, and it goes to the lower index."""
+    if search == "neighbours" and n_groups != 1:
+        pytest.skip("the neighbour search needs one group")
+    grid = np.array([(i, j) for i in range(-6, 7, 3) for j in range(-6, 7, 4)])
+    centers = grid[np.random.RandomState(4).permutation(len(grid))[:9]].astype(dtype)
+    centers[1] = centers[0] + np.array([2, 0], dtype=dtype)  # (grid points are 3 or 4 apart)
+    X = np.vstack([_blobs(301, 2, 9, dtype, seed=5), centers[:1] + np.array([1, 0], dtype)])
+    X = X.astype(dtype)
+    group_of, _ = center_groups(centers, n_groups, 1)
+    rows = np.arange(len(X), dtype=np.intp)
+    outputs = {}
+    for impl in ("ref", "kernel"):
+        bounds = _YinyangBounds(len(X), group_of, dtype, 1.0)
+        previous = np.full(len(X), -1, dtype=np.int32)
+        shift = np.zeros(len(centers))
+        outputs[impl] = []
+        for _ in range(3):
+            labels, dist2, n_evals = _call(impl, X, centers, bounds, shift, previous, rows,
+                                           n_threads, search=search)
+            outputs[impl].append((labels.copy(), dist2.copy(), n_evals))
+            previous = labels
+    for ref, ours in zip(outputs["ref"], outputs["kernel"]):
+        np.testing.assert_array_equal(ours[0], ref[0])
+        np.testing.assert_allclose(ours[1], ref[1], rtol=RTOL[dtype] * 10, atol=1e-5)
+        assert ours[2] == ref[2] or search == "neighbours"
+    labels, dist2, n_evals = outputs["kernel"][-1]
+    assert labels[-1] == 0  # the tie between centres 0 and 1
+    d = _distances(X, centers)
+    np.testing.assert_array_equal(labels, d.argmin(1))
+    assert n_evals <= len(centers)  # the tied sample's search only
 
 
 def test_filters_skip_distances_once_centres_settle():
