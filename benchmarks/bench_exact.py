@@ -17,7 +17,6 @@ override variables unset::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_exact.py --write
 """
 import argparse
-import shlex
 import sys
 import warnings
 from pathlib import Path
@@ -30,8 +29,8 @@ from threadpoolctl import threadpool_limits
 from clusterkit import presets
 from clusterkit.datasets import load_benchmark, make_birch_grid
 
-from _common import (RESULTS_PATH, data_home, format_table, machine_info, median_time,
-                     warn_openblas_overrides, write_results)
+from _common import (RESULTS_PATH, command_note, data_home, format_table, machine_info,
+                     median_time, warn_openblas_overrides, write_results)
 
 TITLE = "Exact k-means to convergence: Lloyd and Elkan (bench_exact.py)"
 METHODS = ("ours lloyd", "ours elkan", "sklearn lloyd", "sklearn elkan")
@@ -114,8 +113,7 @@ def run(args):
         "the centre-centre distances are included). Times are medians of "
         f"{args.repeats} fits (1 for scikit-learn's Elkan on MNIST), {args.n_threads} threads "
         "for both libraries.")
-    notes.append("Command: `" + " ".join(["env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE",
-                                          "python"] + [shlex.quote(a) for a in sys.argv]) + "`")
+    notes.append(command_note())
     return format_table(headers, table), notes
 
 
