@@ -338,7 +338,7 @@ float64, or None
     input.
     """
     cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1], i, b, block_rows
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1], i, b
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
     cdef Py_ssize_t n_evals = 0
     cdef const double* separation = NULL
@@ -361,30 +361,19 @@ float64, or None
     n_threads = max(1, n_threads)
     if n_batch == 0:
         return 0
-    if centers_sum is None:
-        with nogil:
-            for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
-                r, a = rows[i], previous[i]
-                if _stays(a, visit[r], <double> last_dist2[r], &last_moved[0], &stay2[0],
-                          &lower[r, 0] if one_group else NULL, shift_sum0):
-                    labels[i] = <int> a
-                    visit[r] = step
-                else:
-                    n_evals += _yinyang_sample(
-                        &X[i, 0], n_features, &centers[0, 0], &members[0], &group_starts[0],
-                        n_groups, &group_of[0], &shift[0], &group_shift_sum[0],
-                        &group_shift_prev[0], &last_moved[0], separation, nb, nb_dist, n_nb,
-                        step, &lower[r, 0], <int> a, slack, &last_dist2[r], &visit[r],
-                        &labels[i])
-                min_dist2[i] = last_dist2[r]
-        return n_evals
+    # Without sums, pieces of 64 rows balance the uneven per-sample work; with sums, the
+    # fixed blocks of the M-step's layout keep the result independent of n_threads.
+    cdef bint with_sums = centers_sum is not None
+    cdef Py_ssize_t piece_rows = _block_rows(n_batch, n_blocks) if with_sums else 64
+    cdef Py_ssize_t n_pieces = (n_batch + piece_rows - 1) // piece_rows
     dtype = np.float32 if floating is float else np.float64
-    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
-    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
-    block_rows = _block_rows(n_batch, n_blocks)
+    cdef floating[:, :, ::1] sums = np.zeros((n_blocks if with_sums else 1, n_clusters,
+                                              n_features), dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_blocks if with_sums else 1, n_clusters),
+                                             dtype=dtype)
     with nogil:
-        for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
-            for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
+        for b in prange(n_pieces, schedule="dynamic", num_threads=min(n_threads, n_pieces)):
+            for i in range(b * piece_rows, min((b + 1) * piece_rows, n_batch)):
                 r, a = rows[i], previous[i]
                 if _stays(a, visit[r], <double> last_dist2[r], &last_moved[0], &stay2[0],
                           &lower[r, 0] if one_group else NULL, shift_sum0):
@@ -398,10 +387,13 @@ float64, or None
                         step, &lower[r, 0], <int> a, slack, &last_dist2[r], &visit[r],
                         &labels[i])
                 min_dist2[i] = last_dist2[r]
-                _add_sample(&sums[b, 0, 0], &weights[b, 0], NULL, labels[i], &X[i, 0],
-                            sample_weight[i], min_dist2[i], n_features)
-        _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
-                       NULL, min(n_threads, n_clusters))
+                if with_sums:
+                    _add_sample(&sums[b, 0, 0], &weights[b, 0], NULL, labels[i], &X[i, 0],
+                                sample_weight[i], min_dist2[i], n_features)
+    if with_sums:
+        with nogil:
+            _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
+                           NULL, min(n_threads, n_clusters))
     return n_evals
 
 
