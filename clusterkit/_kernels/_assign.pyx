@@ -71,9 +71,12 @@ cdef object _fill_products(_Products* products, const floating[:, ::1] X,
     return None
 
 
-cdef Py_ssize_t _tile_size(Py_ssize_t n_clusters, size_t itemsize):
-    """Items of one thread's scratch: a tile block and one full row (``_nearest_blocked``)."""
-    return CHUNK_SIZE * _block_width(n_clusters, itemsize) + n_clusters
+cdef object _thread_tiles(Py_ssize_t n_threads, Py_ssize_t n_clusters, products_kept, dtype):
+    """One scratch row per thread for ``_assign_chunk``: a tile block and one full row
+    (``_nearest_blocked``), in float32 where the float32 products are used."""
+    dtype = np.dtype(np.float32 if products_kept is not None else dtype)
+    width = CHUNK_SIZE * _block_width(n_clusters, dtype.itemsize) + n_clusters
+    return np.empty((n_threads, width), dtype=dtype)
 
 
 cdef extern from "_nearest.h" nogil:
@@ -101,7 +104,7 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
                         const floating* centers_sqnorm,  # IN
                         Py_ssize_t n_clusters,
                         _Products* products,             # IN  (centre tables, mixed precision)
-                        void* tile,                      # TMP (_tile_size(n_clusters, ...))
+                        void* tile,                      # TMP (a row of _thread_tiles)
                         Py_ssize_t start,                # the chunk's first row (mixed data)
                         int* labels,                     # OUT (n_rows,)
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
@@ -200,9 +203,7 @@ def assign_full(const floating[:, ::1] X,        # IN
     cdef floating[:, ::1] centers_T = transposed
     cdef _Products products
     keep = _fill_products(&products, X, centers, centers_sqnorm, X32)
-    tile_dtype = np.float32 if keep is not None else dtype
-    tiles = np.empty((n_threads, _tile_size(n_clusters, np.dtype(tile_dtype).itemsize)),
-                     dtype=tile_dtype)
+    tiles = _thread_tiles(n_threads, n_clusters, keep, dtype)
     cdef unsigned char[:, ::1] tile_view = tiles.view(np.uint8)
     cdef unsigned char* tile0 = &tile_view[0, 0]
     cdef Py_ssize_t tile_bytes = tile_view.shape[1]
@@ -283,9 +284,7 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     cdef floating[:, ::1] centers_T = transposed
     cdef _Products products
     keep = _fill_products(&products, X, centers, centers_sqnorm, X32)
-    tile_dtype = np.float32 if keep is not None else dtype
-    tiles = np.empty((n_threads, _tile_size(n_clusters, np.dtype(tile_dtype).itemsize)),
-                     dtype=tile_dtype)
+    tiles = _thread_tiles(n_threads, n_clusters, keep, dtype)
     cdef unsigned char[:, ::1] tile_view = tiles.view(np.uint8)
     cdef unsigned char* tile0 = &tile_view[0, 0]
     cdef Py_ssize_t tile_bytes = tile_view.shape[1]

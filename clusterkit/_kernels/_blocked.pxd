@@ -4,12 +4,7 @@ from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport INFINITY, ldexp
 from ._blas cimport _gemm_nt
-from ._dist cimport CHUNK_SIZE, _sqdist_wide, _sqnorm
-
-# The dtype of the products (gemm tile): the data's, or float32 for float64 data.
-ctypedef fused tile_t:
-    float
-    double
+from ._dist cimport CHUNK_SIZE, _settle_exactly, _sqdist_wide, _sqnorm, tile_t
 
 # Bytes of one thread's tile of CHUNK_SIZE rows x a block of centres: it stays in the
 # (1 MiB) L2 cache between gemm and the pass over it, half of it for the packed operands.
@@ -64,8 +59,6 @@ cdef inline Py_ssize_t _settle_row(const tile_t* x_t, const tile_t* centers_t,
     every centre within ``window`` of the smallest ranked by ``_sqdist_wide`` on the data's
     dtype, ties to the lower index, as the direct-distance E-steps rank them."""
     cdef Py_ssize_t j, best
-    cdef double limit
-    cdef floating d, d_best
     _gemm_nt(1, <int> n_clusters, <int> n_features, -2.0, x_t, <int> n_features, centers_t,
              <int> n_features, 0.0, row, <int> n_clusters)
     for j in range(n_clusters):
@@ -74,16 +67,8 @@ cdef inline Py_ssize_t _settle_row(const tile_t* x_t, const tile_t* centers_t,
         best = ck_argmin_float(row, n_clusters)
     else:
         best = ck_argmin_double(row, n_clusters)
-    limit = row[best] + window
-    d_best = _sqdist_wide(x, centers + best * n_features, n_features)
-    for j in range(n_clusters):
-        if j != best and row[j] <= limit:
-            d = _sqdist_wide(x, centers + j * n_features, n_features)
-            if d < d_best or (d == d_best and j < best):
-                best = j
-                d_best = d
-    dist2[0] = d_best
-    return best
+    return _settle_exactly(row, n_clusters, best, x, n_features, centers, row[best] + window,
+                           dist2)
 
 
 cdef inline void _nearest_blocked(const floating* X,          # IN  (n_rows, n_features)

@@ -122,11 +122,19 @@ cdef extern from "_nearest.h" nogil:
     Py_ssize_t ck_count_at_most_float(const float* row, Py_ssize_t n, float limit)
 
 
-cdef inline Py_ssize_t _settle_exactly(const floating* row, Py_ssize_t n_clusters, Py_ssize_t best,
+# The dtype of a row of gemm products: the data's, or float32 for float64 data (_blocked.pxd).
+ctypedef fused tile_t:
+    float
+    double
+
+
+cdef inline Py_ssize_t _settle_exactly(const tile_t* row, Py_ssize_t n_clusters, Py_ssize_t best,
                                        const floating* x, Py_ssize_t n_features,
-                                       const floating* centers, floating limit,
+                                       const floating* centers, double limit,
                                        floating* dist2) noexcept nogil:
-    """The rare path of :func:`_settle_near_ties`: rank the near-ties by direct distances."""
+    """The near-ties of a row of products (entries at most ``limit``) ranked by direct
+    distances on the data's dtype, ties to the lower index, as the direct-distance E-steps
+    rank them; ``best`` is the row's argmin. Writes its squared distance to ``dist2``."""
     cdef Py_ssize_t j
     cdef floating d, d_best = _sqdist_wide(x, centers + best * n_features, n_features)
     for j in range(n_clusters):
