@@ -21,6 +21,7 @@ import argparse
 import ctypes
 import sys
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -70,19 +71,18 @@ def run_case(name, n_clusters, args):
     X, _ = load_benchmark(name, args.data)
     X = np.ascontiguousarray(X, dtype=np.float64)
     init = geo_start(X, n_clusters, args.seed)
+    fits = ([(f"geokmeans {algorithm}",
+              partial(fit_geo, algorithm, X, n_clusters, args.seed, args.max_iter))
+             for algorithm in args.geo]
+            + [(f"clusterkit {estep}",
+                partial(fit_ours, estep, X, init, args.n_threads, args.max_iter))
+               for estep in args.ours])
     results = {}
-    for algorithm in args.geo:
-        seconds, _, model = median_time(
-            lambda: fit_geo(algorithm, X, n_clusters, args.seed, args.max_iter), args.repeats)
-        results[f"geokmeans {algorithm}"] = seconds, model.n_iter_, model.labels_
-        print(f"{name} C={n_clusters} geokmeans {algorithm}: {seconds:.3f} s, "
-              f"{model.n_iter_} iterations", file=sys.stderr, flush=True)
-    for estep in args.ours:
-        seconds, _, model = median_time(
-            lambda: fit_ours(estep, X, init, args.n_threads, args.max_iter), args.repeats)
-        results[f"clusterkit {estep}"] = seconds, model.n_iter_, model.labels_
-        print(f"{name} C={n_clusters} clusterkit {estep}: {seconds:.3f} s, "
-              f"{model.n_iter_} iterations", file=sys.stderr, flush=True)
+    for key, fit in fits:
+        seconds, _, model = median_time(fit, args.repeats)
+        results[key] = seconds, model.n_iter_, model.labels_
+        print(f"{name} C={n_clusters} {key}: {seconds:.3f} s, {model.n_iter_} iterations",
+              file=sys.stderr, flush=True)
     fastest = min((key for key in results if key.startswith("geokmeans")),
                   key=lambda key: results[key][0])
     reference = results[fastest][2]
