@@ -204,6 +204,8 @@ def publish_results(saved, write):
         "s / iteration: median over the fit's iterations: faiss's own iteration times; for "
         "large_scale its exact Lloyd iterations after the pilot (the same work per "
         "iteration as faiss Kmeans'); the coreset presets' iterations run on the coreset.",
+        "Targets missed (768 features against SuperKMeans) and the decision with its "
+        "evidence: docs/embeddings.rst, section \"Targets missed, and what we decided\".",
         f"Plot: `docs/images/{PLOT.name}`.", command_note()]
     publish(TITLE, format_table(headers, table), notes, write)
     if write:

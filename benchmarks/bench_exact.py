@@ -29,8 +29,9 @@ from threadpoolctl import threadpool_limits
 from clusterkit import presets
 from clusterkit.datasets import load_benchmark, make_birch_grid
 
-from _common import (RESULTS_PATH, command_note, data_home, format_table, machine_info,
-                     median_time, warn_openblas_overrides, write_results)
+from _common import (EXACT_TARGETS_NOTE, RESULTS_PATH, command_note, data_home,
+                     format_table, machine_info, median_time, warn_openblas_overrides,
+                     write_results)
 
 TITLE = "Exact k-means to convergence: Lloyd and Elkan (bench_exact.py)"
 METHODS = ("ours lloyd", "ours elkan", "sklearn lloyd", "sklearn elkan")
@@ -113,6 +114,7 @@ def run(args):
         "the centre-centre distances are included). Times are medians of "
         f"{args.repeats} fits (1 for scikit-learn's Elkan on MNIST), {args.n_threads} threads "
         "for both libraries.")
+    notes.append(EXACT_TARGETS_NOTE)
     notes.append(command_note())
     return format_table(headers, table), notes
 

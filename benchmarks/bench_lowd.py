@@ -29,8 +29,8 @@ from sklearn.exceptions import ConvergenceWarning
 from clusterkit import BoundedEStep, Clusterer, ElkanEStep, FullEStep, YinyangEStep
 from clusterkit.datasets import load_benchmark
 
-from _common import (command_note, data_home, format_table, machine_info, median_time,
-                     publish, warn_openblas_overrides)
+from _common import (EXACT_TARGETS_NOTE, command_note, data_home, format_table,
+                     machine_info, median_time, publish, warn_openblas_overrides)
 
 TITLE = "The exact family at low dimension, against geokmeans (bench_lowd.py)"
 CASES = (("birch1", 100), ("birch1", 1024), ("cod_rna_trn_tst", 500))
@@ -130,7 +130,7 @@ def main(argv=None):
              "other (ball stops after 98 iterations, geo and exponion after 105).",
              "The machine is shared: its load (above) moved these ratios by up to 2x between "
              "runs, clusterkit's (2 threads) more than geokmeans' (one).",
-             command_note()]
+             EXACT_TARGETS_NOTE, command_note()]
     publish(TITLE, format_table(headers, rows), notes, args.write,
             machine_info(args.n_threads))
 
