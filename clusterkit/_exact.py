@@ -7,7 +7,7 @@ import numpy as np
 
 from ._assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
 from ._base import EStep
-from ._kernels import _assign, _elkan, _mstep, _topk
+from ._kernels import _assign, _dist, _elkan, _mstep, _topk
 from ._kernels import _sparse as _sparse_kernels
 from ._mixture import free_energy
 from ._sparse import center_half_distances as sparse_center_half_distances
@@ -278,8 +278,10 @@ class ElkanEStep(EStep):
     :class:`PartialEStep`.
 
     Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
-    moved, and those the bounds do not rule out (at a sample's first visit all ``C``, pruned
-    by the centre distances). Each bound is stored as ``l + S_c`` with ``S_c`` the total move
+    moved, and those the bounds do not rule out. At a sample's first visit all ``C``: from 9
+    features on in gemm tiles, as Lloyd's E-step computes them (several times faster than
+    one by one; each bound is the tile's distance lowered by its rounding), below that one by
+    one, pruned by the centre distances. Each bound is stored as ``l + S_c`` with ``S_c`` the total move
     of centre ``c`` so far, so the centres' moves apply to all bounds without a pass over the
     table, and under a mini-batch schedule the bounds of samples outside the batch stay valid.
     Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
@@ -372,30 +374,26 @@ class ElkanEStep(EStep):
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
         if isinstance(rows, slice):
             rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
-        n_samples, n_features = X.shape
-        n_clusters = centers.shape[0]
-        labels = np.empty(n_samples, dtype=np.int32)
-        dist2 = np.empty(n_samples, dtype=X.dtype)
-        centers_sum = weight = None
-        if state.fuse_sums and not is_sparse(X) and _mstep.blocks_fit(
-                n_samples, n_clusters, n_features, X.itemsize):
-            # the M-step's sums in the same pass (every row is read for its distance anyway)
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(n_clusters, dtype=X.dtype)
-        slack = bound_slack(X.dtype)
-        if is_sparse(X):  # no fused sums: the M-step sums the CSR rows itself
-            state.count("estep", _elkan.elkan_assign_sparse(
-                *csr_arrays(X), bounds.x_sqnorms[rows], np.asarray(rows, dtype=np.intp),
-                centers, bounds.half_cc, bounds.half_min, bounds.shift_sum, bounds.lower,
-                np.ascontiguousarray(state.labels[rows]), bounds.last_dist2,
-                bounds.visit_shift, labels, dist2, slack, state.n_threads))
+        rows = np.asarray(rows, dtype=np.intp)
+        previous = np.ascontiguousarray(state.labels[rows])
+        first = previous < 0
+        if not is_sparse(X) and _dist.uses_gemm(X.shape[1]) and first.any():
+            # first visits with many features: all distances in gemm tiles, as Lloyd's
+            centers_sum = weight = None
+            if first.all():
+                labels, dist2 = self._first_visits(X, rows, centers, bounds, state)
+            else:
+                new, again = np.flatnonzero(first), np.flatnonzero(~first)
+                labels = np.empty(X.shape[0], dtype=np.int32)
+                dist2 = np.empty(X.shape[0], dtype=X.dtype)
+                labels[new], dist2[new] = self._first_visits(X[new], rows[new], centers,
+                                                             bounds, state)
+                labels[again], dist2[again] = self._visit(
+                    X[again], sample_weight[again], rows[again], centers, bounds,
+                    previous[again], state, fuse=False)[:2]
         else:
-            state.count("estep", _elkan.elkan_assign(
-                X, sample_weight, np.asarray(rows, dtype=np.intp), centers, bounds.half_cc,
-                bounds.half_min, bounds.shift_sum, bounds.lower,
-                np.ascontiguousarray(state.labels[rows]), bounds.last_dist2,
-                bounds.visit_shift, labels, dist2, centers_sum, weight, slack,
-                state.n_threads))
+            labels, dist2, centers_sum, weight = self._visit(
+                X, sample_weight, rows, centers, bounds, previous, state, fuse=state.fuse_sums)
         if scale != 1.0:
             dist2 /= scale * scale
             if centers_sum is not None:
@@ -403,6 +401,47 @@ class ElkanEStep(EStep):
         qe = weighted_sum(dist2, sample_weight)
         return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                           centers_sum=centers_sum, weight_in_clusters=weight)
+
+    @staticmethod
+    def _first_visits(X, rows, centers, bounds, state):
+        """Labels and distances of ``rows`` at their first visit, and all their bounds, from
+        gemm tiles (``_elkan.elkan_init_bounds``)."""
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        state.count("estep", _elkan.elkan_init_bounds(
+            np.ascontiguousarray(X), rows, centers, bounds.shift_sum, bounds.lower,
+            bounds.last_dist2, bounds.visit_shift, labels, dist2, bound_slack(X.dtype),
+            state.n_threads))
+        return labels, dist2
+
+    @staticmethod
+    def _visit(X, sample_weight, rows, centers, bounds, previous, state, fuse):
+        """The bounded search on the batch's rows (``previous``: their labels at the last
+        visit, -1 at a first one): labels, distances and, if ``fuse`` and the fixed-block
+        layout fits, the M-step's sums (else ``None``)."""
+        n_samples, n_features = X.shape
+        n_clusters = centers.shape[0]
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=X.dtype)
+        centers_sum = weight = None
+        if fuse and not is_sparse(X) and _mstep.blocks_fit(
+                n_samples, n_clusters, n_features, X.itemsize):
+            # the M-step's sums in the same pass (every row is read for its distance anyway)
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+        slack = bound_slack(X.dtype)
+        if is_sparse(X):  # no fused sums: the M-step sums the CSR rows itself
+            state.count("estep", _elkan.elkan_assign_sparse(
+                *csr_arrays(X), bounds.x_sqnorms[rows], rows, centers, bounds.half_cc,
+                bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+                bounds.visit_shift, labels, dist2, slack, state.n_threads))
+        else:
+            state.count("estep", _elkan.elkan_assign(
+                np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
+                bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+                bounds.visit_shift, labels, dist2, centers_sum, weight, slack,
+                state.n_threads))
+        return labels, dist2, centers_sum, weight
 
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------

@@ -113,6 +113,53 @@ def test_elkan_kernel_is_nearest_centre_with_valid_bounds(dtype, n_samples, n_fe
         assert n1 == n2
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_samples,n_features,n_clusters", [(1, 9, 1), (255, 12, 9),
+                                                             (257, 40, 30), (700, 17, 31)])
+def test_first_visits_in_tiles_match_numpy_and_the_bounded_kernel(dtype, n_samples,
+                                                                   n_features, n_clusters):
+    """First visits from gemm tiles: the nearest centres (up to ties), exact distances, every
+    bound below the exact distance and close to it, the same for 1 and 2 threads; the next
+    visit of elkan_assign from these bounds keeps the nearest centres."""
+    rng = np.random.RandomState(3)
+    X = _blobs(n_samples, n_features, 5, dtype, seed=4)
+    X -= X.mean(0)  # as the driver centres them
+    centers = X[rng.choice(n_samples, n_clusters, replace=n_clusters > n_samples)].copy()
+    d = _distances(X, centers)
+    slack = 2.0 ** -12 if dtype == np.float32 else 2.0 ** -20
+    shift_sum = np.full(n_clusters, 0.5)
+    rows = np.arange(2, n_samples + 2, dtype=np.intp)  # rows of the state, not the batch
+    per_thread = []
+    for n_threads in (1, 2):
+        lower, last_dist2, visit_shift = _new_bounds(n_samples + 2, n_clusters, dtype)
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=dtype)
+        n_evals = _elkan.elkan_init_bounds(X, rows, centers, shift_sum, lower, last_dist2,
+                                           visit_shift, labels, dist2, slack, n_threads)
+        assert n_evals == n_samples * (n_clusters + 1)
+        assert_labels_equal_up_to_ties(X, centers, labels, d.argmin(1), RTOL[dtype])
+        np.testing.assert_allclose(dist2, d[np.arange(n_samples), labels] ** 2,
+                                   rtol=RTOL[dtype] * 10, atol=1e-5)
+        np.testing.assert_array_equal(last_dist2[rows], dist2)
+        np.testing.assert_array_equal(visit_shift[rows], shift_sum[labels])
+        valid = lower[rows].astype(np.float64) - shift_sum
+        assert np.all(valid <= d * (1 + 1e-9)), "a bound is above the distance"
+        np.testing.assert_allclose(valid, d, rtol=1e-2, atol=0.05)
+        per_thread.append((labels, dist2, lower[rows].copy()))
+        # a visit of the bounded kernel from these bounds (centres still): the same labels
+        half_cc, half_min, _ = _half_cc(centers)
+        again = np.empty(n_samples, dtype=np.int32)
+        _elkan.elkan_assign(X, np.ones(n_samples, dtype), rows, centers, half_cc, half_min,
+                            shift_sum, lower, labels, last_dist2, visit_shift, again,
+                            np.empty(n_samples, dtype), None, None, slack, n_threads)
+        np.testing.assert_array_equal(again, labels)
+    for a, b in zip(*per_thread):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="too few"):
+        _elkan.elkan_init_bounds(X[:, :8].copy(), rows, centers[:, :8].copy(), shift_sum,
+                                 lower, last_dist2, visit_shift, labels, dist2, slack, 1)
+
+
 def test_elkan_kernel_bounds_survive_samples_outside_the_batch():
     """Rows not in a batch keep their bounds; after more centre moves they are still valid."""
     X = _blobs(500, 4, 8)
@@ -146,8 +193,9 @@ class _Given(Seeder):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_elkan_gives_lloyds_iterates(dtype, weighted, n_threads):
-    X = _blobs(3001, 5, 25, dtype, seed=3)
+@pytest.mark.parametrize("n_features", [5, 20])  # first visits by pruned search, by gemm tiles
+def test_elkan_gives_lloyds_iterates(dtype, weighted, n_threads, n_features):
+    X = _blobs(3001, n_features, 25, dtype, seed=3)
     w = np.random.RandomState(4).uniform(0.5, 2, len(X)).astype(dtype) if weighted else None
     init = X[np.random.RandomState(5).choice(len(X), 30, replace=False)]
     fits = {}
@@ -208,8 +256,9 @@ class _RandomBatches(Schedule):
 
 
 @pytest.mark.parametrize("schedule", ["full", _RandomBatches()])
-def test_bounds_are_never_violated_during_a_fit(schedule):
-    X = _blobs(1500, 3, 12, np.float32, seed=2)
+@pytest.mark.parametrize("n_features", [3, 12])  # first visits by pruned search, by gemm tiles
+def test_bounds_are_never_violated_during_a_fit(schedule, n_features):
+    X = _blobs(1500, n_features, 12, np.float32, seed=2)
     checks = []
     Clusterer(20, estep=_CheckedElkan(checks=checks), schedule=schedule, random_state=0,
               tol=0, max_iter=40).fit(X)

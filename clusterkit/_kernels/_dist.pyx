@@ -4,11 +4,28 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 
-from ._dist cimport CHUNK_SIZE
+from ._dist cimport CHUNK_SIZE, _use_gemm
 
 #: Rows per tile of the chunked kernels; callers that split the data themselves cut at
 #: multiples of it, so that every tile (and so every result) stays the same.
 TILE_ROWS = CHUNK_SIZE
+
+
+def uses_gemm(Py_ssize_t n_features):
+    """Whether distance tiles of rows of ``n_features`` features come from gemm (``_dist2_tile``;
+    Lloyd's E-step and the bounded E-steps' first visits).
+
+    Parameters
+    ----------
+    n_features : int
+
+    Returns
+    -------
+    gemm : bool
+        ``True`` from ``GEMM_MIN_FEATURES`` features on; below, the tiles hold direct
+        distances, computed centre-vectorised.
+    """
+    return bool(_use_gemm(n_features))
 
 
 def center_tables(centers):

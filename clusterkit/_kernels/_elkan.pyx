@@ -9,12 +9,20 @@ was not in the last batches keeps valid bounds (shifted by every move since its 
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange, threadid
+from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
-from ._dist cimport _sqdist_wide, _store_lower
+from ._dist import center_tables
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
+                    _sqnorm, _store_lower, _use_gemm)
 from ._sparse cimport _sparse_dist2
+
+
+cdef extern from "_nearest.h" nogil:
+    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
+    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
 cdef inline floating _dist2_to(const floating* x, const int* x_indices, Py_ssize_t x_nnz,
@@ -208,6 +216,126 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
         _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
                        &sse[0] if with_sse else NULL, min(n_threads, n_clusters))
     return n_evals
+
+
+cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features)
+                      Py_ssize_t n_rows,
+                      Py_ssize_t n_features,
+                      const Py_ssize_t* rows,          # IN  (n_rows,)
+                      const floating* centers,         # IN  (n_clusters, n_features)
+                      const floating* centers_T,       # IN  (n_features, n_clusters)
+                      const floating* centers_sqnorm,  # IN  (n_clusters,)
+                      Py_ssize_t n_clusters,
+                      const double* shift_sum,         # IN  (n_clusters,)
+                      double slack,
+                      floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
+                      float* lower,                    # INOUT (n_samples, n_clusters)
+                      floating* last_dist2,            # INOUT (n_samples,)
+                      double* visit_shift,             # INOUT (n_samples,)
+                      int* labels,                     # OUT (n_rows,)
+                      floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
+    cdef double keep = 1.0 - slack
+    cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
+    cdef double max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters), xn, window, v
+    cdef Py_ssize_t i, c, best
+    cdef const floating* x
+    cdef const floating* row
+    cdef floating d2
+    cdef float* bound
+    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    for i in range(n_rows):
+        x = X + i * n_features
+        row = tile + i * n_clusters
+        xn = _sqnorm(x, n_features)
+        if floating is float:
+            best = ck_argmin_float(row, n_clusters)
+        else:
+            best = ck_argmin_double(row, n_clusters)
+        # the label as Lloyd's E-step ranks it (near-ties by direct distances), then the
+        # direct distance to it: the exact u later visits reuse
+        best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
+                                 max_sqnorm, &d2)
+        d2 = _sqdist_wide(x, centers + best * n_features, n_features)
+        # each entry plus ||x||^2 is within `window` of the squared distance
+        # (_settle_near_ties): lowered by it, the bound stays below the exact distance
+        window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+        bound = lower + rows[i] * n_clusters
+        for c in range(n_clusters):
+            v = row[c] + xn - window
+            bound[c] = _store_lower((sqrt(v) if v > 0 else 0.0) + shift_sum[c], keep)
+        bound[best] = _store_lower(sqrt(<double> d2) + shift_sum[best], keep)
+        labels[i] = <int> best
+        min_dist2[i] = d2
+        last_dist2[rows[i]] = d2
+        visit_shift[rows[i]] = shift_sum[best]
+
+
+def elkan_init_bounds(const floating[:, ::1] X,           # IN  (n_batch, n_features)
+                      const Py_ssize_t[::1] rows,          # IN  (n_batch,)
+                      const floating[:, ::1] centers,      # IN  (n_clusters, n_features)
+                      const double[::1] shift_sum,         # IN  (n_clusters,)
+                      float[:, ::1] lower,                 # OUT rows of (n_samples, n_clusters)
+                      floating[::1] last_dist2,            # OUT rows of (n_samples,)
+                      double[::1] visit_shift,             # OUT rows of (n_samples,)
+                      int[::1] labels,                     # OUT (n_batch,)
+                      floating[::1] min_dist2,             # OUT (n_batch,)
+                      double slack,
+                      int n_threads):
+    """First visits of a batch with many features: labels and all bounds from gemm tiles.
+
+    The first visit of :func:`elkan_assign` looks at every centre the centre distances do
+    not rule out, one direct distance each; with many features the same ``C`` distances cost
+    several times less as ``CHUNK_SIZE x n_clusters`` gemm tiles (as in Lloyd's E-step,
+    ``_assign.assign_full``). The label is ranked with the near-ties settled by direct
+    distances (``_settle_near_ties``), so it is Lloyd's and :func:`elkan_assign`'s; the
+    distance to it is then computed directly (exact: later visits reuse it). Every other
+    bound is the tile's distance lowered by the rounding window of ``_settle_near_ties``, so
+    it stays below the exact distance.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_batch, n_features), dtype=floating
+        Samples at their first visit; at least ``GEMM_MIN_FEATURES`` features
+        (``_dist.uses_gemm``).
+    rows, centers, shift_sum, lower, last_dist2, visit_shift, labels, min_dist2, slack, \
+n_threads
+        As for :func:`elkan_assign`.
+
+    Returns
+    -------
+    n_distance_evals : int
+        ``n_batch * (n_clusters + 1)``: the gemm distances and the direct one to the label.
+
+    Notes
+    -----
+    Each thread owns one tile; every output element is written by one thread, so the result
+    does not depend on ``n_threads``. Assumes valid input.
+    """
+    cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0]
+    cdef Py_ssize_t n_chunks = (n_batch + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t c, start, end, t
+    if n_batch == 0:
+        return 0
+    if not _use_gemm(n_features):
+        raise ValueError(f"elkan_init_bounds needs gemm tiles; {n_features} features are "
+                         "too few (see _dist.uses_gemm)")
+    n_threads = max(1, min(n_threads, n_chunks))
+    dtype = np.float32 if floating is float else np.float64
+    sqnorm, transposed = center_tables(centers)
+    cdef floating[::1] centers_sqnorm = sqnorm
+    cdef floating[:, ::1] centers_T = transposed
+    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
+    with nogil, parallel(num_threads=n_threads):
+        for c in prange(n_chunks, schedule="static"):
+            start = c * CHUNK_SIZE
+            end = min(start + CHUNK_SIZE, n_batch)
+            t = threadid()
+            _init_chunk(&X[start, 0], end - start, n_features, &rows[start], &centers[0, 0],
+                        &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &shift_sum[0], slack,
+                        &tiles[t, 0, 0], &lower[0, 0], &last_dist2[0], &visit_shift[0],
+                        &labels[start], &min_dist2[start])
+    return n_batch * (n_clusters + 1)
 
 
 def elkan_assign_sparse(const floating[::1] data,           # IN  CSR values of the batch

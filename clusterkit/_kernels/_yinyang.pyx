@@ -478,24 +478,6 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
         visit[rows[i]] = step
 
 
-def init_uses_gemm(Py_ssize_t n_features):
-    """Whether :func:`yinyang_init_bounds` computes its tiles by gemm for rows of
-    ``n_features`` features.
-
-    Parameters
-    ----------
-    n_features : int
-
-    Returns
-    -------
-    gemm : bool
-        ``True`` from ``GEMM_MIN_FEATURES`` features on; below, the tiles hold direct
-        distances, computed centre-vectorised (still several times faster at first visits
-        than :func:`yinyang_assign`'s per-centre loop).
-    """
-    return bool(_use_gemm(n_features))
-
-
 def yinyang_init_bounds(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                         const Py_ssize_t[::1] rows,          # IN  (n_batch,)
                         const floating[:, ::1] centers,      # IN  (n_clusters, n_features)

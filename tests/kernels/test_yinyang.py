@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from clusterkit import _reference
-from clusterkit._kernels import _centers, _mstep, _yinyang
+from clusterkit._kernels import _centers, _dist, _mstep, _yinyang
 from clusterkit._yinyang import _YinyangBounds, center_groups, center_neighbours
 
 from .._helpers import assert_labels_equal_up_to_ties
@@ -260,7 +260,7 @@ def test_init_bounds_match_reference(dtype, n_samples, n_features, n_clusters, n
     """First visits in tiles (gemm from 9 features, direct distances below): Lloyd's labels,
     exact distances, group bounds below the exact group minima and close to them; the same
     for 1 and 2 threads."""
-    assert _yinyang.init_uses_gemm(9) and not _yinyang.init_uses_gemm(8)
+    assert _dist.uses_gemm(9) and not _dist.uses_gemm(8)
     X = _blobs(n_samples, n_features, 5, dtype, seed=4)
     X -= X.mean(0)  # as the driver centres them
     centers = X[np.random.RandomState(3).choice(n_samples, n_clusters,
