@@ -8,10 +8,16 @@ import numpy as np
 
 
 def sqdist(X, centers):
-    """All squared distances, shape (n_samples, n_clusters), computed the direct way."""
+    """All squared distances, shape (n_samples, n_clusters), computed the direct way (by
+    blocks of rows, so that the differences take at most about 32 MiB)."""
     X = np.asarray(X, dtype=np.float64)
     centers = np.asarray(centers, dtype=np.float64)
-    return ((X[:, None, :] - centers[None, :, :]) ** 2).sum(axis=-1)
+    out = np.empty((X.shape[0], centers.shape[0]))
+    step = max(1, 2**22 // max(1, centers.size))
+    for start in range(0, X.shape[0], step):
+        block = X[start:start + step]
+        out[start:start + step] = ((block[:, None, :] - centers[None, :, :]) ** 2).sum(axis=-1)
+    return out
 
 
 # --- exact assignment (_assign.pyx) ---------------------------------------------------------

@@ -9,9 +9,9 @@ from clusterkit._kernels import _assign
 from .._helpers import assert_labels_equal_up_to_ties
 from ..conftest import rtol_for
 
-# (n_samples, n_features, n_clusters): centres in several tile blocks (512 float32, 256
-# float64 per block) with a short last one, odd sizes, chunk edges.
-SHAPES = [(257, 13, 1100), (300, 33, 700), (513, 70, 45), (1, 64, 3)]
+# (n_samples, n_features, n_clusters): centres in several tile blocks (4096 float32, 2048
+# float64 per block) with a short last one, with float32 products too, odd sizes, chunk edges.
+SHAPES = [(257, 13, 6500), (130, 70, 6200), (300, 33, 700), (513, 70, 45), (1, 64, 3)]
 
 
 def _data(shape, dtype, seed=0):
@@ -70,13 +70,13 @@ def test_blocked_assign_same_for_one_and_two_threads(shape, mixed, dtype):
 
 
 @pytest.mark.parametrize("n_features", [20, 65])
-@pytest.mark.parametrize("tied", [(3, 600), (1, 515, 1040), (700, 1099)])
+@pytest.mark.parametrize("tied", [(3, 5000), (1, 4100, 6150), (4000, 6199)])
 @pytest.mark.parametrize("mixed", [False, True], ids=["own", "mixed"])
 def test_ties_across_blocks_go_to_the_lowest_index(n_features, tied, mixed, dtype,
                                                    n_threads):
     # integer data: every point exactly between the tied centres, in different tile blocks
     rng = np.random.default_rng(2)
-    n_clusters = 1100
+    n_clusters = 6200
     centers = rng.integers(-3, 4, size=(n_clusters, n_features)).astype(dtype) + 40
     X = rng.integers(-2, 3, size=(301, n_features)).astype(dtype)
     X[:, 0] = 0
@@ -96,7 +96,7 @@ def test_ties_across_blocks_go_to_the_lowest_index(n_features, tied, mixed, dtyp
 def test_many_equal_nearest_centres_go_to_the_lowest_index(n_copies, mixed, dtype, n_threads):
     # more equal nearest centres than a row keeps as near-ties (16): its row is recomputed
     rng = np.random.default_rng(5)
-    n_features, n_clusters = 70, 1300
+    n_features, n_clusters = 70, 6200
     centers = rng.integers(-3, 4, size=(n_clusters, n_features)).astype(dtype) + 40
     X = rng.integers(-2, 3, size=(300, n_features)).astype(dtype)
     copies = np.sort(rng.choice(n_clusters, n_copies, replace=False))
