@@ -281,9 +281,10 @@ class ElkanEStep(EStep):
     moved, and those the bounds do not rule out. At a sample's first visit all ``C``: from 9
     features on in gemm tiles, as Lloyd's E-step computes them (several times faster than
     one by one; each bound is the tile's distance lowered by its rounding), below that one by
-    one, pruned by the centre distances. Each bound is stored as ``l + S_c`` with ``S_c`` the total move
-    of centre ``c`` so far, so the centres' moves apply to all bounds without a pass over the
-    table, and under a mini-batch schedule the bounds of samples outside the batch stay valid.
+    one, pruned by the centre distances. Each bound is stored as ``l + S_c`` with ``S_c`` the
+    total move of centre ``c`` so far, so the centres' moves apply to all bounds without a pass
+    over the table, and under a mini-batch schedule the bounds of samples outside the batch
+    stay valid.
     Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
     float64) larger than the rounding of the distances, so rounding never makes one invalid.
     Hard M-steps only. Results do not depend on the number of threads.
