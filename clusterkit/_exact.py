@@ -216,6 +216,22 @@ def bounds_scale(X):
     return 1.0
 
 
+def split_first_visits(first, dtype, first_visits, revisit):
+    """Labels and distances of a batch whose rows ``first`` are at their first visit: those
+    from ``first_visits(index)``, the others from ``revisit(index)``, each returning the
+    ``(labels, dist2)`` of the batch's rows at ``index`` (a slice of all rows when every
+    row is new). The bounded E-steps' first visits go by distance tiles, their revisits by
+    the bounds."""
+    if first.all():
+        return first_visits(slice(None))
+    labels = np.empty(first.shape[0], dtype=np.int32)
+    dist2 = np.empty(first.shape[0], dtype=dtype)
+    new, again = np.flatnonzero(first), np.flatnonzero(~first)
+    labels[new], dist2[new] = first_visits(new)
+    labels[again], dist2[again] = revisit(again)
+    return labels, dist2
+
+
 def bound_slack(dtype):
     """The relative margin of the bounded E-steps' stored bounds: well above the rounding of
     the distances of ``dtype`` and of the float32 conversion."""
@@ -381,17 +397,11 @@ class ElkanEStep(EStep):
         if not is_sparse(X) and _dist.uses_gemm(X.shape[1]) and first.any():
             # first visits with many features: all distances in gemm tiles, as Lloyd's
             centers_sum = weight = None
-            if first.all():
-                labels, dist2 = self._first_visits(X, rows, centers, bounds, state)
-            else:
-                new, again = np.flatnonzero(first), np.flatnonzero(~first)
-                labels = np.empty(X.shape[0], dtype=np.int32)
-                dist2 = np.empty(X.shape[0], dtype=X.dtype)
-                labels[new], dist2[new] = self._first_visits(X[new], rows[new], centers,
-                                                             bounds, state)
-                labels[again], dist2[again] = self._visit(
-                    X[again], sample_weight[again], rows[again], centers, bounds,
-                    previous[again], state, fuse=False)[:2]
+            labels, dist2 = split_first_visits(
+                first, X.dtype,
+                lambda i: self._first_visits(X[i], rows[i], centers, bounds, state),
+                lambda i: self._visit(X[i], sample_weight[i], rows[i], centers, bounds,
+                                      previous[i], state, fuse=False)[:2])
         else:
             labels, dist2, centers_sum, weight = self._visit(
                 X, sample_weight, rows, centers, bounds, previous, state, fuse=state.fuse_sums)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._assignment import QUANTIZATION_ERROR, Assignment
 from ._base import EStep
-from ._exact import batch_rows, bound_slack, bounds_scale
+from ._exact import batch_rows, bound_slack, bounds_scale, split_first_visits
 from ._kernels import _assign, _centers, _mstep, _yinyang
 from ._state import weighted_sum
 from ._validation import available_memory, check_int, check_memory
@@ -391,20 +391,17 @@ class YinyangEStep(EStep):
         n_samples, n_features = X.shape
         n_clusters = centers.shape[0]
         previous = np.ascontiguousarray(state.labels[rows])
-        labels = np.empty(n_samples, dtype=np.int32)
-        dist2 = np.empty(n_samples, dtype=X.dtype)
         first = previous < 0
         if first.any():
             # first visits: all distances in tiles, as Lloyd's E-step computes them
-            if first.all():
-                return (*YinyangEStep._init_rows(X, rows, centers, bounds, state), None, None)
-            new, again = np.flatnonzero(first), np.flatnonzero(~first)
-            labels[new], dist2[new] = YinyangEStep._init_rows(X[new], rows[new], centers,
-                                                              bounds, state)
-            labels[again], dist2[again] = YinyangEStep._assign_rows(
-                X[again], sample_weight[again], rows[again], centers, shift, bounds, state,
-                fuse=False)[:2]
+            labels, dist2 = split_first_visits(
+                first, X.dtype,
+                lambda i: YinyangEStep._init_rows(X[i], rows[i], centers, bounds, state),
+                lambda i: YinyangEStep._assign_rows(X[i], sample_weight[i], rows[i], centers,
+                                                    shift, bounds, state, fuse=False)[:2])
             return labels, dist2, None, None
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=X.dtype)
         centers_sum = weight = None
         if fuse and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
             # the M-step's sums in the same pass (every row is read for its distance anyway)

@@ -120,6 +120,8 @@ cdef inline void _dist2_tile(const floating* X,              # IN  (n_rows, n_fe
 cdef extern from "_nearest.h" nogil:
     Py_ssize_t ck_count_at_most_double(const double* row, Py_ssize_t n, double limit)
     Py_ssize_t ck_count_at_most_float(const float* row, Py_ssize_t n, float limit)
+    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
+    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
 # The dtype of a row of gemm products: the data's, or float32 for float64 data (_blocked.pxd).
@@ -147,6 +149,13 @@ cdef inline Py_ssize_t _settle_exactly(const tile_t* row, Py_ssize_t n_clusters,
     return best
 
 
+cdef inline double _near_tie_window(Py_ssize_t n_features, double xn, double max_sqnorm,
+                                   double eps) noexcept nogil:
+    """How far a gemm tile entry plus ``||x||^2`` may lie from the exact squared distance:
+    the generous ``4 (D + 2) eps (2 ||x||^2 + 2 max_j ||c_j||^2)``."""
+    return 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+
+
 cdef inline Py_ssize_t _settle_near_ties(const floating* row,            # IN  (n_clusters,)
                                         Py_ssize_t n_clusters,
                                         Py_ssize_t best,
@@ -169,9 +178,8 @@ cdef inline Py_ssize_t _settle_near_ties(const floating* row,            # IN  (
     (clamped at 0) to ``dist2``; ``xn`` is ``||x||^2``, ``max_sqnorm`` the largest
     ``||c_j||^2``. With NaN entries the result is ``best``.
     """
-    cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
-    cdef double window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
-    cdef floating limit = <floating> (row[best] + window)
+    cdef floating limit = <floating> (row[best] + _near_tie_window(
+        n_features, xn, max_sqnorm, FLT_EPSILON if floating is float else DBL_EPSILON))
     cdef Py_ssize_t n_near
     cdef floating d
     if floating is float:
@@ -193,6 +201,33 @@ cdef inline double _max_sqnorm(const floating* centers_sqnorm, Py_ssize_t n_clus
         if centers_sqnorm[j] > m:
             m = centers_sqnorm[j]
     return m
+
+
+cdef inline Py_ssize_t _first_visit(const floating* row,          # IN  (n_clusters,)
+                                    Py_ssize_t n_clusters,
+                                    const floating* x,            # IN  (n_features,)
+                                    Py_ssize_t n_features,
+                                    const floating* centers,      # IN  (n_clusters, n_features)
+                                    double xn,
+                                    double max_sqnorm,
+                                    floating* dist2,              # OUT
+                                    double* window) noexcept nogil:  # OUT
+    """A bounded E-step's first visit of a sample from its tile row (``_dist2_tile``): the
+    label as Lloyd's E-step ranks it (near-ties by direct distances, ``_settle_near_ties``),
+    the direct squared distance to it in ``dist2`` (exact: later visits reuse it), and in
+    ``window`` how far an entry plus ``||x||^2`` may lie from the exact squared distance (a
+    bound from an entry lowered by it stays valid). ``xn`` is ``||x||^2``."""
+    cdef Py_ssize_t best
+    if floating is float:
+        best = ck_argmin_float(row, n_clusters)
+    else:
+        best = ck_argmin_double(row, n_clusters)
+    best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
+                             max_sqnorm, dist2)
+    dist2[0] = _sqdist_wide(x, centers + best * n_features, n_features)
+    window[0] = _near_tie_window(n_features, xn, max_sqnorm,
+                                 FLT_EPSILON if floating is float else DBL_EPSILON)
+    return best
 
 
 cdef inline void _center_dist2(const floating* candidate,    # IN  (n_features,)

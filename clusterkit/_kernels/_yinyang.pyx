@@ -12,18 +12,13 @@ import numpy as np
 
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
-from libc.float cimport DBL_EPSILON, FLT_EPSILON
+from libc.float cimport DBL_EPSILON
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._dist import center_tables
-from ._dist cimport (CHUNK_SIZE, _dist2_tile, _max_sqnorm, _settle_near_ties, _sqdist_wide,
-                    _sqnorm, _store_lower, _use_gemm)
-
-
-cdef extern from "_nearest.h" nogil:
-    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
-    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
+from ._dist cimport (CHUNK_SIZE, _dist2_tile, _first_visit, _max_sqnorm, _sqdist_wide, _sqnorm,
+                    _store_lower, _use_gemm)
 
 
 cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features,)
@@ -420,7 +415,6 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
                       int* labels,                     # OUT (n_rows,)
                       floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef double keep = 1.0 - slack
-    cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
     cdef double max_sqnorm, xn, window, v
     cdef bint gemm = _use_gemm(n_features)
     cdef Py_ssize_t i, c, g, p, best
@@ -441,18 +435,9 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
             row = tile
             _dist2_tile(x, 1, n_features, centers, centers_T, centers_sqnorm, n_clusters, row)
         xn = _sqnorm(x, n_features)
-        if floating is float:
-            best = ck_argmin_float(row, n_clusters)
-        else:
-            best = ck_argmin_double(row, n_clusters)
-        # the label as Lloyd's E-step ranks it (near-ties by direct distances), then the
-        # direct distance to it: the exact u later visits reuse
-        best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
-                                 max_sqnorm, &d2)
-        d2 = _sqdist_wide(x, centers + best * n_features, n_features)
-        # each tile entry is within `window` of the squared distance (_settle_near_ties);
+        best = _first_visit(row, n_clusters, x, n_features, centers, xn, max_sqnorm, &d2,
+                            &window)
         # gemm entries leave out ||x||^2, direct ones (few features) are whole distances
-        window = 4.0 * (n_features + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
         if not gemm:
             xn = 0.0
         # each group's smallest entry (branch-free), then the label's group again without it
