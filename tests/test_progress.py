@@ -335,14 +335,13 @@ def test_labelling_reports_rows_block_by_block(monkeypatch):
 @pytest.mark.slow  # a new interpreter
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 def test_ctrl_c_in_a_kernel_ends_the_heartbeat_too():
-    from .test_robustness import _interrupt
-    code = textwrap.dedent("""
+    from .test_robustness import ANNOUNCING_SEEDER, _interrupt
+    code = ANNOUNCING_SEEDER + textwrap.dedent("""
         import sys, threading, numpy as np
         from clusterkit import _progress, presets
         _progress.HEARTBEAT_INTERVAL = 0.2
-        X = np.random.RandomState(0).normal(size=(100000, 16)).astype(np.float32)
-        model = presets.lloyd(2000, random_state=0, max_iter=1, verbose=1)
-        print("start", flush=True)
+        X = np.random.RandomState(0).normal(size=(400000, 16)).astype(np.float32)
+        model = announcing(presets.lloyd(2000, random_state=0, max_iter=1, verbose=1))
         try:
             model.fit(X)
         except KeyboardInterrupt:

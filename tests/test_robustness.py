@@ -191,33 +191,60 @@ def test_exact_ties_give_identical_runs(dtype, n_features, n_threads):
 
 # --- Ctrl-C (#10) -------------------------------------------------------------------------------
 
+# The child restores Python's Ctrl-C handler: a process started with SIGINT ignored (in the
+# background, under nohup, on some CI runners) inherits that, and would never see the signal.
+_CHILD_PRELUDE = """
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
+"""
+
+# A seeder that says "start" when seeding begins, so that the signal is sent while the phase
+# under test runs (not after a time that a fast or a busy machine can make too short or long).
+ANNOUNCING_SEEDER = """
+def announcing(model):
+    class Announcing(type(model.seed)):
+        def seed(self, *args, **kwargs):
+            print("start", flush=True)
+            return super().seed(*args, **kwargs)
+    return model.set_params(seed=Announcing(**model.seed.get_params(deep=False)))
+"""
+
+
 def _interrupt(code, after):
     """Run ``code`` in a new interpreter, send it SIGINT ``after`` seconds past its "start"
-    line; its output, exit status and the seconds it took to end after the signal."""
+    line; its output (but that line), exit status and the seconds it took to end after the
+    signal."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            env=env)
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD_PRELUDE + code],
+                            stdout=subprocess.PIPE, text=True, env=env)
     try:
-        assert proc.stdout.readline().strip() == "start"
+        before = []
+        for line in proc.stdout:
+            if line.strip() == "start":
+                break
+            before.append(line)
         time.sleep(after)
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
-        out, _ = proc.communicate(timeout=30)
-        return out, proc.returncode, time.monotonic() - sent
+        out, _ = proc.communicate(timeout=120)
+        return "".join(before) + out, proc.returncode, time.monotonic() - sent
     finally:
         proc.kill()
 
 
+# Seedings that take minutes by construction (greedy k-means++ over 400,000 rows for 2,000
+# centres; AFK-MC² chains of 20,000), so that only the interruption can end them early; the
+# bound on the reaction is loose enough for a machine busy with other work.
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
-@pytest.mark.parametrize("preset,n_features", [("lloyd", 16), ("vc_gmm", 100)])
-def test_ctrl_c_in_seeding_stops_quickly(preset, n_features):
-    code = textwrap.dedent(f"""
+@pytest.mark.parametrize("preset,n_features,options", [
+    ("lloyd", 16, ""), ("vc_gmm", 100, "chain_length=20000")])
+def test_ctrl_c_in_seeding_stops_quickly(preset, n_features, options):
+    code = ANNOUNCING_SEEDER + textwrap.dedent(f"""
         import sys, numpy as np
         from clusterkit import presets
-        X = np.random.RandomState(0).normal(size=(100000, {n_features})).astype(np.float32)
-        model = presets.{preset}(2000, random_state=0, max_iter=1)
-        print("start", flush=True)
+        X = np.random.RandomState(0).normal(size=(400000, {n_features})).astype(np.float32)
+        model = announcing(presets.{preset}(2000, random_state=0, max_iter=1, {options}))
         try:
             model.fit(X)
         except KeyboardInterrupt:
@@ -226,9 +253,9 @@ def test_ctrl_c_in_seeding_stops_quickly(preset, n_features):
             sys.exit(0)
         print("finished", flush=True)
     """)
-    out, status, elapsed = _interrupt(code, after=1.0)
-    assert out.strip() == "interrupted" and status == 0
-    assert elapsed < 3.0
+    out, status, elapsed = _interrupt(code, after=0.5)
+    assert out.split()[-1] == "interrupted" and status == 0  # the refit announces itself too
+    assert elapsed < 10.0
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
@@ -242,7 +269,7 @@ def test_ctrl_c_ends_a_wait_for_code_that_never_checks_for_it():
         never = threading.Event()
         print("start", flush=True)
         try:
-            interruptible(never.wait, 30)
+            interruptible(never.wait, 300)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             sys.exit(0)
@@ -250,7 +277,7 @@ def test_ctrl_c_ends_a_wait_for_code_that_never_checks_for_it():
     """)
     out, status, elapsed = _interrupt(code, after=0.5)
     assert out.strip() == "interrupted" and status == 0
-    assert elapsed < 3.0
+    assert elapsed < 10.0
 
 
 def test_interruptible_returns_and_raises_like_the_call():

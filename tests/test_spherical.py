@@ -50,7 +50,7 @@ def test_cosine_objective_never_increases_and_is_what_history_reports(dtype):
     km = Clusterer(9, mstep="spherical", tol=0, max_iter=25, random_state=1,
                    callback=lambda info: seen.append(info["centers"])).fit(X)
     objectives = np.array([h["objective"] for h in km.history_])
-    slack = 10 * np.finfo(dtype).eps * len(X)
+    slack = 10 * float(np.finfo(dtype).eps) * len(X)  # pytest.approx takes Python numbers
     assert np.all(np.diff(objectives) <= slack)
     assert objectives[-1] < objectives[0]
     # each step's objective is at the centres the step started from: twice the cosine
