@@ -360,14 +360,24 @@ class Schedule(_RunStrategy, ABC):
         it as a property (:class:`~clusterkit.MiniBatch`'s ``learning_rate``).
     streams : bool
         Class attribute: ``True`` if ``Clusterer.partial_fit`` may run a composition with this
-        schedule. A stream's batches are chosen by the caller and added to running means (the
-        ``"running"`` rule), so only schedules whose ``fit`` means the same model stream
-        (full batches, uniform mini-batches). ``False`` by default.
+        schedule. A stream's batches are chosen by the caller and combined by the M-step's
+        batch rule of the schedule :meth:`stream_schedule` returns, so only schedules whose
+        ``fit`` means the same model stream (full batches, uniform mini-batches). ``False``
+        by default.
     """
 
     full_batch = False
     center_update = "replace"
     streams = False
+
+    def stream_schedule(self):
+        """The schedule a ``partial_fit`` stream runs for this one (only asked if
+        :attr:`streams`): itself by default. It must combine batches by a running rule;
+        its :meth:`init_state` sees ``state.streaming`` set and the first batch as the data;
+        its ``batches`` and ``should_stop`` are not called (the caller chooses the batches
+        and when to stop). ``ValueError`` for a parameter a stream cannot honour.
+        """
+        return self
 
     def order(self, n_samples, state):
         """The order of the rows for the run, or ``None`` to keep the data's.

@@ -12,15 +12,27 @@ from ._sparse import csr_arrays, dense_rows, is_sparse
 __all__ = ["HARD_RULES", "batch_sums", "divide", "relocate_empty_clusters"]
 
 
-def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment):
+def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
+                            withdraw=False):
     """Move every cluster that received no weight onto a far-away sample.
 
     The one rule for empty clusters in clusterkit: the empty clusters, in index order, take the
     samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre,
     farthest first, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
-    the worst explained, so this lowers the objective the most among single-sample moves. If
-    there are more empty clusters than samples with positive weight, the rest keep their
-    previous position (already in ``centers_new``). Centres are never NaN.
+    the worst explained, so this lowers the objective the most among single-sample moves. A
+    sample that sits on its centre (``w_n * dist2_n = 0``) is never taken: a centre moved onto
+    it would only duplicate one (more clusters than distinct points; scikit-learn then
+    relocates nothing either). If there are more empty clusters than such samples, the rest
+    keep their previous position (already in ``centers_new``). Centres are never NaN.
+
+    With ``withdraw=True`` (``centers_new`` the weighted means of hard clusters whose weights
+    are ``weight_in_clusters``), a moved sample also leaves the cluster it was assigned to,
+    whose centre becomes the mean of its other samples, as scikit-learn's ``KMeans`` does: the
+    centres are then those of the labels the sample now has (its new centre is the sample
+    itself), so the next E-step finds the same partition where it can, and a fit that
+    relocated does not spend an extra iteration undoing a stale mean. A sample alone in its
+    cluster (nothing else with weight) is not taken then: moving it would empty its cluster.
+    ``weight_in_clusters`` is updated in place.
 
     Returns the number of relocated clusters.
     """
@@ -28,10 +40,40 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     if empty.size == 0:
         return 0
     score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
-    n_far = min(empty.size, int(np.count_nonzero(sample_weight > 0)))
+    n_far = min(empty.size, int(np.count_nonzero(score > 0)))
     far = _largest(score, n_far)
-    centers_new[empty[:n_far]] = dense_rows(X, far)
-    return n_far
+    if not withdraw:
+        centers_new[empty[:n_far]] = dense_rows(X, far)
+        return n_far
+    labels = assignment.labels
+    remaining = weight_in_clusters.astype(np.float64)
+    chosen = []
+    for i in (far if _can_all_leave(far, labels, sample_weight, remaining)
+              else np.argsort(-score, kind="stable")[:np.count_nonzero(score > 0)]):
+        if len(chosen) == n_far:
+            break
+        j, w = labels[i], float(sample_weight[i])
+        if remaining[j] - w <= 1e-12 * remaining[j]:
+            continue  # alone in its cluster
+        # the mean of the cluster's other samples
+        x = dense_rows(X, np.array([i])).astype(np.float64)[0]
+        mean = centers_new[j].astype(np.float64)
+        centers_new[j] = mean + (w / (remaining[j] - w)) * (mean - x)
+        remaining[j] -= w
+        remaining[empty[len(chosen)]] = w
+        chosen.append(i)
+    if chosen:
+        centers_new[empty[:len(chosen)]] = dense_rows(X, np.array(chosen))
+    weight_in_clusters[:] = remaining
+    return len(chosen)
+
+
+def _can_all_leave(far, labels, sample_weight, weight_in_clusters):
+    """Whether every sample of ``far`` can leave its cluster without emptying it."""
+    leaving = np.bincount(labels[far], sample_weight[far].astype(np.float64),
+                          minlength=weight_in_clusters.shape[0])
+    return bool(np.all(weight_in_clusters[labels[far]] - leaving[labels[far]]
+                       > 1e-12 * weight_in_clusters[labels[far]]))
 
 
 # Up to this many of the largest scores, _largest picks them one argmax at a time: at 56,000
@@ -103,7 +145,8 @@ class _Replace:
     def update(self, X, sample_weight, assignment, centers, state):
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
         centers_new = divide(centers_sum, weight, centers)
-        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        relocate_empty_clusters(centers_new, weight.copy(), X, sample_weight, assignment,
+                                withdraw=True)
         return centers_new
 
 

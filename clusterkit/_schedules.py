@@ -60,6 +60,13 @@ class FullBatch(Schedule):
         check_choice(self.kmeans_objective, "kmeans_objective", ("qe", "free_energy"))
         _check_center_tol(self.center_tol)
 
+    def stream_schedule(self):
+        """A stream of full batches is mini-batch k-means: :class:`MiniBatch` with its
+        defaults (Sculley's running means; each batch a full batch of the rows seen so far
+        would replace the centres by that batch's means, forgetting the stream). Its own
+        parameters choose when a fit stops, which a stream's caller decides."""
+        return MiniBatch()
+
     def batches(self, n_samples, state):
         """Yield all rows, forever (the driver's ``max_iter`` and :meth:`should_stop` end
         the run)."""
@@ -203,6 +210,20 @@ class MiniBatch(Schedule):
                              "number >= 0, finite.")
         check_choice(self.sampling, "sampling", ("uniform", "weighted"))
         check_choice(self.learning_rate, "learning_rate", ("count", "adaptive"))
+
+    def stream_schedule(self):
+        """Itself: a ``partial_fit`` stream honours ``learning_rate`` (the M-step's rule) and
+        ``reassignment_ratio`` (windows of ``100 n_clusters`` rows); ``batch_size``,
+        ``max_passes``, ``max_no_improvement`` and ``center_tol`` choose the rows of a fit's
+        steps and when it stops, which a stream's caller decides (as scikit-learn's
+        ``MiniBatchKMeans.partial_fit``); ``sampling="weighted"`` draws rows from all the
+        data in proportion to their weight and is refused (``ValueError``)."""
+        if self.sampling == "weighted":
+            raise ValueError("sampling='weighted' draws each batch's rows in proportion to "
+                             "their weight from all the data; a partial_fit stream takes "
+                             "the caller's rows. Use sampling='uniform' (each row counts "
+                             "with its weight), or fit.")
+        return self
 
     def init_state(self, X, sample_weight, centers, state):
         """The smoothed objective of the early stop, the starved rule's setting and, for

@@ -279,9 +279,11 @@ class FitState:
     @property
     def at_fixed_point(self):
         """Whether the last step was over all rows, exact and hard (``strict_convergence``)
-        and changed no label: the M-step then recomputed the same centres, and ``labels``
-        are every row's nearest final centre."""
-        return (self.strict_convergence and self.n_changed == 0 and bool(self.history)
+        and changed no label (the M-step then recomputed the same centres) or moved no
+        centre (the next step would find the same labels, as scikit-learn's ``KMeans`` stops
+        on a zero centre shift): ``labels`` are every row's nearest final centre."""
+        return (self.strict_convergence and bool(self.history)
+                and (self.n_changed == 0 or not self.center_shift.any())
                 and self.history[-1]["batch_size"] == self.n_samples)
 
     @property

@@ -6,7 +6,7 @@ from sklearn.utils.metaestimators import available_if
 from ._driver import check_composition
 from ._reduction import NoReduction
 from ._refine import NoRefinement
-from ._registry import resolve, strategy_class
+from ._registry import strategy_class
 from ._sparse import is_sparse
 from ._validation import (check_data, check_params, check_representable,
                           check_sample_weight)
@@ -38,13 +38,23 @@ class StreamingMethods:
         """Update the centres with one batch of a stream (mini-batch k-means).
 
         Every call runs the fit's step on its batch: the E-step assigns it, and the M-step
-        adds it to the centres' running sums, a sample counted at every visit (the
-        ``"running"`` rule of :class:`MiniBatch`), as scikit-learn's
-        ``MiniBatchKMeans.partial_fit``. The stream starts from the fitted model if ``fit``
-        ran before (its centres, weighted by the training weight of their clusters, so that
-        the batches refine the fit), else by seeding on the first batch (which needs at least
+        combines it with the centres by the batch rule of the estimator's own schedule: a
+        :class:`MiniBatch` schedule streams as itself, with ``learning_rate="count"``
+        adding the batch to the centres' running sums, a sample counted at every visit, as
+        scikit-learn's ``MiniBatchKMeans.partial_fit``, and ``"adaptive"`` moving each
+        centre towards its batch mean; its ``reassignment_ratio`` moves starved centres
+        every ``100 n_clusters`` rows of the stream. Its ``batch_size``, ``max_passes``,
+        ``max_no_improvement`` and ``center_tol`` choose the rows of a fit's steps and when
+        a fit stops, which the caller of ``partial_fit`` decides: a stream does not read
+        them. ``sampling="weighted"`` (rows drawn from all the data by weight) cannot
+        stream and is refused. A :class:`FullBatch` schedule (the default,
+        ``schedule="full"``) streams as ``MiniBatch()``: replacing the centres by each
+        batch's means would forget the stream. The stream starts from the fitted model if
+        ``fit`` ran before (its centres, weighted by the training weight of their
+        clusters, so that the batches refine the fit; every batch then may have any number
+        of rows >= 1), else by seeding on the first batch (which needs at least
         ``n_clusters`` samples and fixes the frame the data are centred in: that batch's
-        mean). ``fit`` ends a stream.
+        mean; later batches may be smaller). ``fit`` ends a stream.
 
         Parameters
         ----------
@@ -68,8 +78,8 @@ class StreamingMethods:
         ValueError
             For what ``fit`` refuses, a batch whose number of features differs from the
             model's, or a composition that cannot run on a stream (the message says what to
-            use instead): an E-step that is not exact, a reducer, or a schedule that needs
-            all the data in advance.
+            use instead): an E-step that is not exact, a reducer, a schedule that needs
+            all the data in advance, or ``MiniBatch(sampling="weighted")``.
         """
         driver = self.__dict__.get("_stream")
         fitted = driver is None and getattr(self, "cluster_centers_", None) is not None
@@ -115,7 +125,7 @@ class StreamingMethods:
             raise ValueError(f"partial_fit adds the caller's batches to running means; "
                              f"{type(schedule).__name__} chooses its own batches from all the "
                              "data. Use fit, or schedule='minibatch' (or 'full') for a stream.")
-        composition = composition._replace(schedule=resolve("schedule", "minibatch"))
+        composition = composition._replace(schedule=schedule.stream_schedule())
         check_composition(composition)
         driver = self._driver(composition, X.shape[1])
         driver.x_mean = x_mean

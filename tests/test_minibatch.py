@@ -136,6 +136,115 @@ def test_partial_fit_equals_minibatch_over_the_same_batches(blobs, dtype, weight
     assert streamed.cost_["estep"] == fitted.cost_["estep"]
 
 
+class _GivenMiniBatch(MiniBatch):
+    """A MiniBatch whose fit steps on given rows, in order, and never stops early: the fit
+    a stream of those batches should equal."""
+
+    def __init__(self, rows=(), learning_rate="count", reassignment_ratio=0.01):
+        super().__init__(learning_rate=learning_rate, reassignment_ratio=reassignment_ratio)
+        self.rows = rows
+
+    def batches(self, n_samples, state):
+        yield from self.rows
+
+    def should_stop(self, state, tol):
+        return False
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_partial_fit_runs_the_schedules_learning_rate(blobs, dtype):
+    """partial_fit streams with the estimator's own MiniBatch: "adaptive" differs from
+    "count", and equals a fit whose schedule steps on the same batches in the same order."""
+    X = blobs.astype(dtype)
+    batches = [np.arange(i, min(i + 300, len(X))) for i in range(0, len(X), 300)]
+    init = X[:12].copy()
+
+    def stream(learning_rate):
+        km = Clusterer(12, seed=init, schedule=MiniBatch(learning_rate=learning_rate),
+                       random_state=0)
+        for rows in batches:
+            km.partial_fit(X[rows])
+        return km
+
+    adaptive, count = stream("adaptive"), stream("count")
+    fitted = Clusterer(12, seed=init, random_state=0, max_iter=1000,
+                       schedule=_GivenMiniBatch(batches, "adaptive")).fit(X)
+    assert fitted.n_steps_ == adaptive.n_iter_ == len(batches)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(adaptive.cluster_centers_, fitted.cluster_centers_, rtol=tol,
+                               atol=tol)
+    assert np.abs(adaptive.cluster_centers_ - count.cluster_centers_).max() > 1e-2
+    assert [h["n_relocated"] for h in adaptive.history_] == [
+        h["n_relocated"] for h in fitted.history_]
+
+
+def test_partial_fit_adaptive_steps_by_hand():
+    """Two batches of the adaptive rule computed by hand: each centre moves towards its
+    batch mean by sqrt(W_j / W)."""
+    X = np.array([[0.0], [1.0], [2.0], [10.0], [11.0], [20.0], [21.0], [12.0]])
+    w = np.array([1.0, 2.0, 1.0, 1.0, 3.0, 1.0, 1.0, 4.0])
+    centers = np.array([[0.0], [10.0]])
+    km = Clusterer(2, seed=centers.copy(), schedule=MiniBatch(learning_rate="adaptive"))
+    for rows in (slice(0, 5), slice(5, 8)):
+        km.partial_fit(X[rows], sample_weight=w[rows])
+        labels = np.argmin(np.abs(X[rows] - centers.T), axis=1)
+        for j in range(2):
+            mine = labels == j
+            if mine.any():
+                rate = np.sqrt(w[rows][mine].sum() / w[rows].sum())
+                mean = np.average(X[rows][mine, 0], weights=w[rows][mine])
+                centers[j] = (1 - rate) * centers[j] + rate * mean
+        np.testing.assert_allclose(km.cluster_centers_, centers, rtol=1e-12)
+
+
+def test_partial_fit_honours_reassignment_ratio(blobs):
+    """Starved centres move by the estimator's reassignment_ratio, not a default's."""
+    def relocations(ratio):
+        km = Clusterer(12, seed=blobs[:12].copy(), random_state=0,
+                       schedule=MiniBatch(reassignment_ratio=ratio))
+        for i in range(0, len(blobs), 200):
+            km.partial_fit(blobs[i:i + 200])
+        return sum(h["n_relocated"] for h in km.history_)
+
+    assert relocations(0.0) < relocations(0.5)
+
+
+def test_partial_fit_streams_full_batches_as_minibatch(blobs):
+    """schedule="full" (the default) streams as MiniBatch() with its defaults."""
+    def stream(schedule):
+        km = Clusterer(12, seed=blobs[:12].copy(), schedule=schedule, random_state=0)
+        for i in range(0, len(blobs), 500):
+            km.partial_fit(blobs[i:i + 500])
+        return km.cluster_centers_
+
+    np.testing.assert_array_equal(stream("full"), stream(MiniBatch()))
+
+
+def test_partial_fit_refuses_weighted_sampling(blobs):
+    with pytest.raises(ValueError, match="sampling='weighted' draws each batch's rows in "
+                                         "proportion to their weight from all the data; a "
+                                         "partial_fit stream takes the caller's rows"):
+        Clusterer(5, schedule=MiniBatch(sampling="weighted")).partial_fit(blobs)
+
+
+@pytest.mark.parametrize("make", [lambda: presets.minibatch(8, random_state=0),
+                                  lambda: presets.lloyd(8, random_state=0),
+                                  lambda: presets.elkan(8, random_state=0)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_partial_fit_after_fit_takes_any_batch_size(blobs, make, dtype):
+    """A fitted model, and a stream that has centres, take batches smaller than n_clusters
+    (scikit-learn's MiniBatchKMeans does); only a stream's first, seeding batch needs
+    n_clusters rows."""
+    X = blobs.astype(dtype)
+    km = make().fit(X)
+    for size in (3, 1, 2):
+        km.partial_fit(X[:size])
+        assert km.labels_.shape == (size,) and km.cluster_centers_.dtype == dtype
+    stream = make().partial_fit(X[:100])
+    stream.partial_fit(X[100:101])
+    assert stream.n_iter_ == 2 and stream.labels_.shape == (1,)
+
+
 def test_partial_fit_errors(blobs):
     km = Clusterer(5).partial_fit(blobs[:100])
     with pytest.raises(ValueError, match="X has 2 features, but Clusterer is expecting 3"):

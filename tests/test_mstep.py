@@ -4,7 +4,7 @@ import pytest
 
 from clusterkit import Assignment, Clusterer, FitState, SoftMStep, TruncatedEStep
 from clusterkit import _mstep
-from clusterkit._batch_rules import _largest
+from clusterkit._batch_rules import _largest, relocate_empty_clusters
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -15,6 +15,40 @@ def test_largest_equals_a_stable_full_sort(seed):
     for k in range(n + 1):
         np.testing.assert_array_equal(_largest(score, k),
                                       np.argsort(-score, kind="stable")[:k])
+
+
+def _relocate(X, centers, weight=None):
+    """Relocation after one hard M-step from ``centers``, withdrawing the moved samples."""
+    X = np.asarray(X, dtype=float).reshape(-1, 1)
+    w = np.ones(len(X)) if weight is None else np.asarray(weight, dtype=float)
+    d2 = (X - np.asarray(centers, dtype=float).T) ** 2
+    labels = np.argmin(d2, axis=1).astype(np.int32)
+    assignment = Assignment(labels=labels, dist2=d2[np.arange(len(X)), labels],
+                            objective=0.0, qe=0.0)
+    weight_in = np.bincount(labels, w, minlength=len(centers))
+    new = np.array(centers, dtype=float).reshape(-1, 1)
+    has = weight_in > 0
+    new[has, 0] = np.bincount(labels, w * X[:, 0], minlength=len(centers))[has] / weight_in[has]
+    n = relocate_empty_clusters(new, weight_in, X, w, assignment, withdraw=True)
+    return n, new[:, 0], weight_in
+
+
+def test_relocation_withdraws_the_moved_sample():
+    """The moved sample leaves its cluster, whose centre is the mean of the others."""
+    n, centers, weight = _relocate([0.0, 10.0, 12.0, 13.0], [[0.0], [11.0], [100.0]],
+                                   weight=[1.0, 1.0, 2.0, 1.0])
+    # farthest weighted: 13 (w 1, d2 4) then 10 (d2 1) and 12 (w 2, d2 1): 13 moves
+    assert n == 1
+    np.testing.assert_allclose(centers, [0.0, (10 + 2 * 12) / 3, 13.0])
+    np.testing.assert_allclose(weight, [1.0, 3.0, 1.0])
+
+
+def test_relocation_takes_no_sample_alone_or_on_its_centre():
+    """A sample alone in its cluster would empty it; one on its centre would duplicate a
+    centre: the empty cluster stays where it was."""
+    n, centers, _ = _relocate([0.0, 0.0, 5.0], [[0.0], [4.0], [50.0]])
+    assert n == 0
+    np.testing.assert_allclose(centers, [0.0, 5.0, 50.0])
 
 
 def _far_apart(n_per_cluster):
