@@ -8,7 +8,6 @@ Anything else is a bug and shows its traceback.
 """
 import argparse
 import ast
-import difflib
 import json
 import os
 import sys
@@ -153,9 +152,16 @@ def _parse_params(pairs):
 
 
 def _unknown_parameter(key, preset, known):
-    close = difflib.get_close_matches(key, known, n=1)
+    """The error for ``--param key=...`` that the preset does not take: scikit-learn's names
+    with clusterkit's equivalent, a typo with the closest parameter (as the presets and
+    ``Clusterer`` answer them, :func:`~clusterkit._registry.unknown_keyword`)."""
+    from ._registry import SKLEARN_NAMES, close_name
+    if key in SKLEARN_NAMES:
+        return CommandError(f"--param {key}: not a parameter of preset {preset} (it is "
+                            f"scikit-learn's); pass {SKLEARN_NAMES[key]} instead")
+    close = close_name(key, known)
     nested = [k for k in known if "__" in k][:1]
-    hint = f"did you mean {close[0]}?" if close else "its parameters are " + \
+    hint = f"did you mean {close}?" if close else "its parameters are " + \
         ", ".join(k for k in known if "__" not in k) + \
         "".join(f" and its strategies' such as {k}" for k in nested)
     return CommandError(f"--param {key}: not a parameter of preset {preset}; {hint}")

@@ -17,7 +17,7 @@ from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
-from ._registry import accepts_sparse, resolve, strategy_class
+from ._registry import (AnswersUnknownKeywords, accepts_sparse, resolve, strategy_class)
 from ._sparse import check_sparse_composition, is_sparse
 from ._streaming import StreamingMethods
 from ._state import weighted_sum
@@ -28,7 +28,7 @@ __all__ = ["Clusterer"]
 
 
 class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeaturesOutMixin,
-                ClusterMixin, TransformerMixin, BaseEstimator):
+                ClusterMixin, TransformerMixin, BaseEstimator, AnswersUnknownKeywords):
     """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
 
     A fit runs the pseudo-code shared by the papers clusterkit implements: reduce the data
@@ -191,6 +191,13 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
     whose results do not depend on ``n_threads``. With a soft M-step the fitted model is an
     isotropic Gaussian mixture: :meth:`predict_proba` and :meth:`score_samples` give its exact
     posteriors and log-likelihoods (hard fits do not have these methods).
+
+    scikit-learn's keywords that have another name here raise a ``TypeError`` that names
+    clusterkit's: ``init`` is ``seed``, ``algorithm="elkan"`` is ``estep="elkan"`` (or
+    ``"bounded"``, or :func:`presets.elkan <clusterkit.presets.elkan>`), ``n_jobs`` is
+    ``n_threads``, the mini-batch settings are :class:`MiniBatch`'s; ``n_init="auto"`` is
+    refused by ``fit`` with the integer to pass. A misspelt keyword gets the closest
+    parameter's name.
 
     Examples
     --------

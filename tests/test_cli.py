@@ -113,6 +113,8 @@ def _assert_user_error(status, out, err, message):
      "--param bogus: not a parameter of preset lloyd; its parameters are callback"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "max_iters=5", "--out", "{d}/m.npz"],
      "did you mean max_iter?"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "init=random", "--out", "{d}/m.npz"],
+     "--param init: not a parameter of preset lloyd (it is scikit-learn's); pass seed= "),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "novalue", "--out", "{d}/m.npz"],
      "expected key=value"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "=3", "--out", "{d}/m.npz"],

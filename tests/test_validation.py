@@ -182,3 +182,38 @@ def test_a_batch_without_weight_moves_no_centre_under_sbe():
     w = np.r_[np.ones(50), np.zeros(50)]
     km = presets.sbe(3, batch_size=1, random_state=0, max_iter=30).fit(X, sample_weight=w)
     assert np.all(np.isfinite(km.cluster_centers_)) and np.isfinite(km.inertia_)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"init": "k-means++"}, r"^Clusterer\(\) got scikit-learn's keyword 'init'; pass seed= "
+                            r"\('k-means\+\+', 'random', an array of initial centres or a "
+                            r"Seeder\) instead\.$"),
+    ({"algorithm": "elkan"}, r"^Clusterer\(\) got scikit-learn's keyword 'algorithm'; pass "
+                             r"estep= \(algorithm='lloyd' is estep='full', the default; "
+                             r"algorithm='elkan' is estep='elkan' or 'bounded', or "
+                             r"presets\.elkan\) instead\.$"),
+    ({"n_jobs": 2}, r"keyword 'n_jobs'; pass n_threads= instead\.$"),
+    ({"batch_size": 100}, r"keyword 'batch_size'; pass schedule=MiniBatch\(batch_size=\.\.\.\)"),
+    ({"n_int": 3}, r"^Clusterer\(\) got an unexpected keyword argument 'n_int'; did you mean "
+                   r"'n_init'\?$"),
+    ({"zzz": 3}, r"unexpected keyword argument 'zzz'; the keywords are n_clusters, seed, "),
+])
+def test_scikit_learn_keywords_and_typos_name_what_to_pass(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        Clusterer(10, **kwargs)
+
+
+def test_unknown_keywords_leave_the_estimator_scikit_learn_compliant():
+    import pickle
+    from sklearn.base import clone
+    km = Clusterer(3, n_init=2, estep="elkan")
+    assert clone(km).get_params() == km.get_params()
+    assert pickle.loads(pickle.dumps(km)).get_params() == km.get_params()
+
+
+def test_n_init_auto_says_what_to_pass():
+    with pytest.raises(TypeError, match=r"^n_init='auto' is not a number of runs; pass an "
+                                        r"integer >= 1 \(scikit-learn's n_init='auto' is "
+                                        r"n_init=1 with k-means\+\+ seeding, clusterkit's "
+                                        r"default, and n_init=10 with seed='random'\)\.$"):
+        Clusterer(2, n_init="auto").fit(X)
