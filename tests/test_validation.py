@@ -217,3 +217,37 @@ def test_n_init_auto_says_what_to_pass():
                                         r"n_init=1 with k-means\+\+ seeding, clusterkit's "
                                         r"default, and n_init=10 with seed='random'\)\.$"):
         Clusterer(2, n_init="auto").fit(X)
+
+
+@pytest.mark.parametrize("model,reason", [
+    (presets.vc_gmm(3), "partial_fit keeps running means of hard assignments; this "
+                        "Clusterer's M-step needs responsibilities (a Gaussian mixture)."),
+    (presets.lwcs_lloyd(3), "partial_fit clusters each batch as it comes; LWCS summarises a "
+                            "whole data set. Use fit, or reduce=None for a stream."),
+    (presets.var_kmeans_s(3), "partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
+                              "TruncatedEStep), not PartialEStep: per-sample search state "
+                              "cannot follow a stream of new samples."),
+    (presets.nmbatch(3), "partial_fit adds the caller's batches to running means; "
+                         "NestedDoubling chooses its own batches from all the data. Use "
+                         "fit, or schedule='minibatch' (or 'full') for a stream."),
+])
+def test_partial_fit_that_cannot_stream_is_absent_with_its_reason(model, reason):
+    import re
+    assert not hasattr(model, "partial_fit")
+    with pytest.raises(AttributeError, match="^" + re.escape(
+            f"This 'Clusterer' has no attribute 'partial_fit': {reason}") + "$") as error:
+        model.partial_fit(X)
+    assert str(error.value.__cause__) == reason
+
+
+def test_predict_proba_of_k_means_is_absent_with_its_reason():
+    km = presets.lloyd(2, random_state=0).fit(X)
+    for method in ("predict_proba", "score_samples", "bic", "aic"):
+        assert not hasattr(km, method)
+        with pytest.raises(AttributeError, match=rf"^This 'Clusterer' has no attribute "
+                                                 rf"'{method}': This Clusterer is not a "
+                                                 r"Gaussian mixture, so it has no "
+                                                 r"probabilities; fit with mstep='soft'"):
+            getattr(km, method)
+    assert presets.gmm(2, random_state=0).fit(X).predict_proba(X).shape == (20, 2)
+    assert Clusterer.predict_proba.__doc__.startswith("Posterior probability")
