@@ -1,7 +1,5 @@
 """The :class:`Clusterer` estimator: validation at the public boundary, the strategies it
 assembles, and the fitted attributes; the loop itself is the driver's (:mod:`._driver`)."""
-import warnings
-
 import numpy as np
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
@@ -23,6 +21,7 @@ from ._streaming import StreamingMethods
 from ._state import weighted_sum
 from ._validation import (check_data, check_initial_centers, check_params,
                           check_representable, check_sample_weight, unit_rows)
+from ._warn import warn
 
 __all__ = ["Clusterer"]
 
@@ -354,8 +353,8 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         composition = self._strategies(X, x_mean)
         n_init = self.n_init
         if isinstance(composition.seed, GivenCenters) and n_init > 1:
-            warnings.warn(f"seed gives the initial centres: running once instead of "
-                          f"n_init={n_init} times.", RuntimeWarning, stacklevel=2)
+            warn(f"seed gives the initial centres: running once instead of "
+                 f"n_init={n_init} times.", RuntimeWarning)
             n_init = 1
         driver = self._driver(composition, X.shape[1])
         with single_threaded_blas():
@@ -364,9 +363,9 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             n_distinct = np.count_nonzero(np.bincount(result.labels,
                                                       minlength=self.n_clusters))
             if n_distinct < self.n_clusters:
-                warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
-                              f"than n_clusters ({self.n_clusters}). Possibly due to "
-                              "duplicate points in X.", ConvergenceWarning, stacklevel=2)
+                warn(f"Number of distinct clusters ({n_distinct}) found smaller "
+                     f"than n_clusters ({self.n_clusters}). Possibly due to "
+                     "duplicate points in X.", ConvergenceWarning)
         self._set_fitted(result, driver)
         self.converged_ = result.end in ("converged", "budget")
         self._cluster_weight = result.cluster_weight

@@ -7,7 +7,6 @@ evaluations under ``state.cost["seeding"]``.
 """
 import functools
 import math
-import warnings
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from ._sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from ._validation import check_choice, check_int
 from ._kernels import _afkmc2, _kmeanspp
 from ._kernels import _sparse as _sparse_kernels
+from ._warn import warn
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "AFKMC2", "SampledSeeder", "ByDimension"]
 
@@ -206,11 +206,11 @@ class KMeansPlusPlus(Seeder):
         state.count("seeding", n_evals)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
-            warnings.warn(
+            warn(
                 f"KMeansPlusPlus found only {n_chosen} distinct points with positive weight "
                 f"for n_clusters={n_clusters}; the remaining {n_clusters - n_chosen} centres "
                 "are drawn uniformly among the rows not chosen yet and may duplicate "
-                "existing centres.", RuntimeWarning, stacklevel=2,
+                "existing centres.", RuntimeWarning,
             )
             rows = list(chosen[:n_chosen])
             free = self._fallback_rows(sample_weight, rows)
@@ -431,11 +431,11 @@ class AFKMC2(Seeder):
             state.progress("seeding", end, n_clusters, "centres")
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
-            warnings.warn(
+            warn(
                 f"AFKMC2 chose {n_duplicates} duplicate centre(s) for n_clusters={n_clusters}: "
                 "there are fewer distinct points with positive weight, or the chains of "
                 f"chain_length={m} found no new point; the duplicates are kept.",
-                RuntimeWarning, stacklevel=2,
+                RuntimeWarning,
             )
         return centers
 

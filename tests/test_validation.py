@@ -251,3 +251,39 @@ def test_predict_proba_of_k_means_is_absent_with_its_reason():
             getattr(km, method)
     assert presets.gmm(2, random_state=0).fit(X).predict_proba(X).shape == (20, 2)
     assert Clusterer.predict_proba.__doc__.startswith("Posterior probability")
+
+
+def _warned_here(category, match, action):
+    """The warnings ``action()`` emits point at this file (the caller's line), not into
+    clusterkit, whatever the call depth inside the library."""
+    with pytest.warns(category, match=match) as record:
+        action()
+    hits = [w for w in record if issubclass(w.category, category) and
+            __import__("re").search(match, str(w.message))]
+    assert hits and all(w.filename == __file__ for w in hits), [w.filename for w in hits]
+
+
+def test_warnings_point_at_the_callers_line():
+    from sklearn.exceptions import ConvergenceWarning
+    from clusterkit import LWCS, PartialEStep
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(200, 2))
+    _warned_here(RuntimeWarning, r"LWCS size=1000 >= n_samples=200",
+                 lambda: Clusterer(3, reduce=LWCS(1000), random_state=0).fit(Y))
+    _warned_here(RuntimeWarning, r"LWCS size=1000 >= n_samples=200",
+                 lambda: presets.lwcs_lloyd(3, coreset_size=1000, random_state=0).fit_predict(Y))
+    _warned_here(RuntimeWarning, r"seed gives the initial centres: running once instead of "
+                                 r"n_init=3 times\.",
+                 lambda: Clusterer(2, seed=Y[:2], n_init=3).fit(Y))
+    _warned_here(ConvergenceWarning, r"The fit did not converge",
+                 lambda: Clusterer(5, max_iter=1, tol=0.0, random_state=0).fit(Y))
+    _warned_here(ConvergenceWarning, r"Number of distinct clusters \(2\) found smaller than "
+                                     r"n_clusters \(3\)",
+                 lambda: Clusterer(3, random_state=0).fit(np.repeat(Y[:2], 5, axis=0)))
+    _warned_here(RuntimeWarning, r"KMeansPlusPlus found only 2 distinct points",
+                 lambda: Clusterer(3, random_state=0).fit(np.repeat(Y[:2], 5, axis=0)))
+    _warned_here(RuntimeWarning, r"G=9 > n_clusters=3; using G=n_clusters\.",
+                 lambda: Clusterer(3, estep=PartialEStep(G=9), random_state=0).fit(Y))
+    # inside a pilot fit, itself inside the seeding of the fit called here
+    _warned_here(RuntimeWarning, r"LWCS size=1000 >= n_samples=200",
+                 lambda: presets.best_quality(3, coreset_size=1000, random_state=0).fit(Y))
