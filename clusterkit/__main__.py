@@ -39,8 +39,35 @@ class _ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _read_array(path):
-    """The array stored in ``path`` (any shape or dtype); a malformed file is a user error."""
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _csv_header(path, notes):
+    """``(skiprows, usecols)`` for ``np.loadtxt`` on a CSV file: a first row that is not all
+    numbers is a header and skipped (column names, as pandas' ``to_csv`` writes them), and
+    if the header's first name is empty, the first column is pandas' unnamed index and
+    skipped too; what was skipped is appended to ``notes``."""
+    with open(path, encoding="utf-8-sig", errors="replace") as file:
+        fields = [f.strip().strip('"').strip("'") for f in file.readline().split(",")]
+    if all(_is_number(f) for f in fields):
+        return 0, None
+    names = ", ".join(f for f in fields if f)
+    if len(fields) > 1 and not fields[0]:
+        notes.append(f"{path}: skipped its header row ({names}) and its first column, which "
+                     "has no name (pandas' index)")
+        return 1, range(1, len(fields))
+    notes.append(f"{path}: skipped its header row ({names})")
+    return 1, None
+
+
+def _read_array(path, notes):
+    """The array stored in ``path`` (any shape or dtype); a malformed file is a user error.
+    What was skipped of a CSV file is appended to ``notes``."""
     try:
         if path.stat().st_size == 0:
             raise CommandError(f"{path}: the file is empty")
@@ -52,9 +79,11 @@ def _read_array(path):
                     raise CommandError(f"{path}: the archive has no array 'X' (it has "
                                        f"{', '.join(archive.files) or 'none'})")
                 return archive["X"]
+        skiprows, usecols = _csv_header(path, notes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a blank file: reported below as no data
-            return np.loadtxt(path, delimiter=",", ndmin=2)
+            return np.loadtxt(path, delimiter=",", ndmin=2, skiprows=skiprows,
+                              usecols=usecols)
     except CommandError:
         raise
     except OSError as error:
@@ -80,14 +109,17 @@ def _existing_file(path, what):
     return path
 
 
-def load_data(path):
-    """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers
-    only, comma-separated, no header).
+def load_data(path, verbose=False):
+    """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers,
+    comma-separated; a first row that is not all numbers is a header and is skipped, and so
+    is a first column whose header is empty, pandas' unnamed index).
 
     Parameters
     ----------
     path : str or path-like
         The data file; its suffix says its format.
+    verbose : bool, default=False
+        Say on standard error what was skipped of a CSV file.
 
     Returns
     -------
@@ -103,7 +135,11 @@ def load_data(path):
     path = _existing_file(path, "a data file")
     if path.suffix not in (".npy", ".npz", ".csv"):
         raise CommandError(f"{path}: unknown file type; use .npy, .npz or .csv")
-    X = _read_array(path)
+    notes = []
+    X = _read_array(path, notes)
+    if verbose:
+        for note in notes:
+            print(note, file=sys.stderr)
     if X.ndim != 2 or X.dtype.kind not in "biuf":
         raise CommandError(f"{path}: expected a 2-D numeric array, got shape {X.shape} and "
                            f"dtype {X.dtype}")
@@ -367,7 +403,7 @@ def load_model(path):
 
 
 def _command_fit(args):
-    X = load_data(args.data)
+    X = load_data(args.data, verbose=args.verbose is not None)
     params = _parse_params(args.param)
     estimator = _build(args.preset, args.k, params)
     if args.verbose is not None:  # how the fit is shown, not part of the saved model
@@ -503,7 +539,10 @@ def _parser():
                              "(see 'clusterkit demo --help')")
     fit = command("fit", help="fit a preset to a data file and save the model",
                   description="Fit a preset to DATA and save the model.")
-    fit.add_argument("data", help="a .npy, .npz (array X) or .csv (numbers only) file")
+    fit.add_argument("data", help="a .npy, .npz (array X) or .csv file of numbers; a CSV's "
+                                  "first row that is not all numbers is a header and is "
+                                  "skipped (with --verbose, said on standard error), and so "
+                                  "is a first column with an empty name (pandas' index)")
     fit.add_argument("-k", type=int, required=True, help="number of clusters")
     fit.add_argument("--preset", default="lloyd", help="see 'clusterkit presets' "
                                                        "(default: %(default)s)")
@@ -520,13 +559,15 @@ def _parser():
     predict = command("predict", help="label a data file with a saved model",
                       description="Print (or save) the nearest centre of every row of DATA.")
     predict.add_argument("model", help="a model written by 'clusterkit fit'")
-    predict.add_argument("data", help="a .npy, .npz or .csv file")
+    predict.add_argument("data", help="a .npy, .npz or .csv file (a CSV header row is "
+                                      "skipped, as for fit)")
     predict.add_argument("--out", help="write the labels to this file (.npy format) instead "
                                        "of printing them")
     ablate = command("ablate", help="compare presets over several seeds",
                      description="Fit each preset with the same seeds; print mean ± sd per "
                                  "preset; write a CSV and plots.")
-    ablate.add_argument("data", help="a .npy, .npz or .csv file")
+    ablate.add_argument("data", help="a .npy, .npz or .csv file (a CSV header row is "
+                                     "skipped, as for fit)")
     ablate.add_argument("-k", type=int, required=True, help="number of clusters")
     ablate.add_argument("--presets", required=True, help="comma-separated preset names; the "
                                                          "first is the reference")

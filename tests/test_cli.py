@@ -322,14 +322,14 @@ def test_too_many_threads_are_capped(files, capsys):
 
 
 def test_interrupt_exits_130_and_bugs_keep_their_traceback(files, monkeypatch, capsys):
-    def interrupted(path):
+    def interrupted(path, **kwargs):
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "load_data", interrupted)
     status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--out",
                              str(files / "m.npz")], capsys)
     assert status == 130 and err == "clusterkit fit: interrupted\n"
 
-    def bug(path):
+    def bug(path, **kwargs):
         raise RuntimeError("a bug")
     monkeypatch.setattr(cli, "load_data", bug)
     with pytest.raises(RuntimeError, match="a bug"):
@@ -501,3 +501,31 @@ def test_eta_against_a_zero_reference_error(capsys):
     (axis,) = plot_tradeoff(table).axes
     assert [t.get_text() for t in axis.get_legend().get_texts()] == [
         "lloyd", "elkan", "half (η = ∞ for 1 of 1 seeds)"]
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_fit_takes_a_csv_with_a_header_row(files, data, index, capsys):
+    """pandas' ``to_csv`` writes column names first (and, by default, an unnamed index
+    column): the header row is skipped, the index column too, and -v says so."""
+    path = files / "header.csv"
+    rows = [(f"{i}," if index else "") + ",".join(repr(float(v)) for v in row)
+            for i, row in enumerate(data)]
+    path.write_text("\n".join([("," if index else "") + '"x",y'] + rows) + "\n")
+    X = cli.load_data(path)
+    np.testing.assert_array_equal(X, data)
+    model = files / "header.model.npz"
+    status, out, err = _run(["fit", str(path), "-k", "4", "--param", "random_state=0",
+                             "--out", str(model)], capsys)
+    assert status == 0 and err == "" and f"{len(data)} samples" in out
+    status, _, err = _run(["fit", str(path), "-k", "4", "-v", "--out", str(model)], capsys)
+    note = (f"{path}: skipped its header row (x, y) and its first column, which has no name "
+            "(pandas' index)") if index else f"{path}: skipped its header row (x, y)"
+    assert status == 0 and note + "\n" in err
+    status, out, _ = _run(["predict", str(model), str(path)], capsys)
+    assert status == 0 and len(out.split()) == len(data)
+
+
+def test_a_csv_of_a_header_only_holds_no_data(files, capsys):
+    (files / "names.csv").write_text("x,y\n")
+    _assert_user_error(*_run(["fit", str(files / "names.csv"), "-k", "3", "--out",
+                              str(files / "m.npz")], capsys), "names.csv: holds no data")
