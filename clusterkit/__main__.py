@@ -8,7 +8,6 @@ Anything else is a bug and shows its traceback.
 """
 import argparse
 import ast
-import json
 import os
 import sys
 import warnings
@@ -16,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main"]
+from . import _model_file
+from ._model_file import changed_strategies, composition
 
-#: The model file's format version, stored in it.
-MODEL_FORMAT = 1
+__all__ = ["main"]
 
 EXIT_STATUSES = """\
 exit status: 0 success; 2 user error (one line on standard error: bad arguments or data, a
@@ -255,33 +254,6 @@ def _build(preset, n_clusters, params):
         raise CommandError(f"preset {preset}: {error}") from None
 
 
-def composition(estimator):
-    """The six strategies of ``estimator`` as one-line reprs, by parameter name.
-
-    String shortcuts and ``None`` appear as the strategy they stand for; initial centres
-    given as an array (``seed``) by their shape.
-    """
-    from ._registry import SHORTCUTS, resolve
-    strategies = {}
-    for name in SHORTCUTS:
-        value = getattr(estimator, name)
-        try:
-            text = repr(resolve(name, value))
-        except (TypeError, ValueError):  # only seed takes anything else: initial centres
-            text = f"initial centres of shape {np.shape(value)}"
-        strategies[name] = " ".join(text.split())
-    return strategies
-
-
-def changed_strategies(estimator, preset):
-    """The names of the strategies of ``estimator`` that differ from those of ``preset``
-    with its defaults (``--param`` replaced them, or changed their parameters)."""
-    from ._registry import build_preset
-    mine = composition(estimator)
-    default = composition(build_preset(preset, estimator.n_clusters))
-    return [name for name in mine if mine[name] != default[name]]
-
-
 def _user_errors(action):
     """``action()``, with the estimator's ValueError or TypeError (a value it refuses)
     as a user error, and its warnings silenced (the command line reports what matters)."""
@@ -295,111 +267,19 @@ def _user_errors(action):
 
 
 def save_model(path, estimator, preset, params):
-    """Write a fitted estimator's centres, configuration and history to ``path`` (``.npz``):
-    arrays and one JSON string, so that loading it never executes code.
-
-    The configuration names the ``preset`` the estimator was built from, the ``params`` it
-    was given, its ``composition`` (every strategy's repr, see :func:`composition`) and
-    which strategies ``changed`` from the preset's own. ``inertia`` is ``null`` when the
-    fit computed no final labels (``compute_labels=False``).
-    """
-    history = [{k: float(v) for k, v in h.items()} for h in estimator.history_]
-    inertia = getattr(estimator, "inertia_", None)
-    config = {"format": MODEL_FORMAT, "preset": preset, "params": params,
-              "composition": composition(estimator),
-              "changed": changed_strategies(estimator, preset),
-              "n_clusters": int(estimator.n_clusters), "history": history,
-              "n_iter": int(estimator.n_iter_),
-              "inertia": None if inertia is None else float(inertia),
-              "cost": {k: int(v) for k, v in estimator.cost_.items()}}
-    arrays = {"cluster_centers": estimator.cluster_centers_, "x_mean": estimator._x_mean,
-              "config": np.array(json.dumps(config))}
-    if getattr(estimator, "sigma2_", None) is not None:
-        arrays["sigma2"] = np.array(estimator.sigma2_)
-    _write(path, lambda file: np.savez(file, **arrays))
-
-
-def _model_arrays(path):
-    """The configuration dict and the two arrays of a model file, or a user error saying
-    what is missing or malformed."""
-    try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise CommandError(f"{path}: not a clusterkit model: not an .npz archive")
-        with archive:
-            missing = {"config", "cluster_centers", "x_mean"} - set(archive.files)
-            if missing:
-                raise CommandError(f"{path}: not a clusterkit model: no array "
-                                   f"{', '.join(sorted(missing))}")
-            text, centers, x_mean = (archive[name] for name in
-                                     ("config", "cluster_centers", "x_mean"))
-    except CommandError:
-        raise
-    except OSError as error:
-        raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from None
-    except Exception as error:  # not a zip, a corrupt member, an object array
-        raise CommandError(f"{path}: not a clusterkit model: {error}") from None
-    try:
-        config = json.loads(str(text))
-    except ValueError:
-        raise CommandError(f"{path}: not a clusterkit model: its config is not JSON") from None
-    if not isinstance(config, dict):
-        raise CommandError(f"{path}: not a clusterkit model: its config is a "
-                           f"{type(config).__name__}, not a JSON object")
-    return config, centers, x_mean
+    """Write the model file (:func:`clusterkit._model_file.save_model`) to ``path``; a
+    failure to write it is a user error."""
+    _write(path, lambda file: _model_file.save_model(file, estimator, preset, params))
 
 
 def load_model(path):
-    """The estimator saved by :func:`save_model`, ready to ``predict``.
-
-    Parameters
-    ----------
-    path : str or path-like
-        A model file written by ``clusterkit fit``.
-
-    Returns
-    -------
-    model : Clusterer
-        With ``cluster_centers_`` and the training mean; nothing else is fitted.
-
-    Raises
-    ------
-    CommandError
-        If the file is missing or is not a valid model: not an ``.npz`` of arrays, config not
-        a JSON object, a missing key, another format version, centres that are not a finite
-        2-D floating-point array, a training mean of the wrong shape. The message names the
-        file and the problem.
-    """
-    from ._clusterer import Clusterer
+    """The model in ``path`` (:func:`clusterkit.load_model`), ready to ``predict``; a missing,
+    unreadable or invalid file is a user error whose message names it and the problem."""
     path = _existing_file(path, "a model file")
-    config, centers, x_mean = _model_arrays(path)
-
-    def invalid(problem):
-        return CommandError(f"{path}: invalid model: {problem}")
-    for key in ("format", "n_clusters"):
-        if key not in config:
-            raise invalid(f"its config has no {key!r}")
-    if config["format"] != MODEL_FORMAT:
-        raise invalid(f"format {config['format']!r}; this clusterkit reads format "
-                      f"{MODEL_FORMAT}")
-    if centers.ndim != 2 or centers.dtype not in (np.float32, np.float64) or 0 in centers.shape:
-        raise invalid(f"cluster_centers must be a non-empty 2-D float32 or float64 array, "
-                      f"got shape {centers.shape} and dtype {centers.dtype}")
-    if not np.isfinite(centers).all():
-        raise invalid("cluster_centers has non-finite values")
-    n_clusters, n_features = centers.shape
-    if type(config["n_clusters"]) is not int or config["n_clusters"] != n_clusters:
-        raise invalid(f"n_clusters={config['n_clusters']!r} but cluster_centers has "
-                      f"{n_clusters} rows")
-    if x_mean.shape != (n_features,) or x_mean.dtype.kind != "f" or \
-            not np.isfinite(x_mean).all():
-        raise invalid(f"x_mean must be {n_features} finite floats, got shape {x_mean.shape} "
-                      f"and dtype {x_mean.dtype}")
-    model = Clusterer(n_clusters)
-    model.cluster_centers_ = centers
-    model._x_mean = x_mean.astype(centers.dtype)
-    model.n_features_in_ = n_features
-    return model
+    try:
+        return _model_file.load_model(path)
+    except (OSError, ValueError) as error:
+        raise CommandError(str(error)) from None
 
 
 def _command_fit(args):
@@ -550,7 +430,8 @@ def _parser():
                      help="an estimator parameter, e.g. max_iter=50 or estep__G=3 (repeat); "
                           "the strategies that define the preset cannot be replaced; "
                           "n_threads is capped at the available cores")
-    fit.add_argument("--out", required=True, help="the model file to write (.npz)")
+    fit.add_argument("--out", required=True, help="the model file to write (.npz; in Python "
+                                                 "clusterkit.load_model(path) reads it back)")
     fit.add_argument("-v", "--verbose", nargs="?", const="1", choices=["1", "2", "bar"],
                      help="show progress while fitting: a line per phase and iteration, and "
                           "a line at least every 2 s in long phases (-v, or --verbose 1); "

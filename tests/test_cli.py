@@ -529,3 +529,40 @@ def test_a_csv_of_a_header_only_holds_no_data(files, capsys):
     (files / "names.csv").write_text("x,y\n")
     _assert_user_error(*_run(["fit", str(files / "names.csv"), "-k", "3", "--out",
                               str(files / "m.npz")], capsys), "names.csv: holds no data")
+
+
+@pytest.mark.parametrize("preset", ["lloyd", "gmm", "spherical_kmeans", "vc_gmm"])
+def test_load_model_round_trip_predicts_as_the_fitted_model(files, data, preset, capsys):
+    """A model saved by the command line loads back with the public function: the same
+    labels (for a spherical model: of rows it scales to unit norm), distances and, for a
+    mixture, probabilities as the estimator fitted in Python."""
+    from clusterkit import Clusterer, load_model
+    model = files / f"{preset}.npz"
+    status, _, err = _run(["fit", str(files / "X.npy"), "-k", "5", "--preset", preset,
+                           "--param", "random_state=0", "--out", str(model)], capsys)
+    assert status == 0 and err == ""
+    expected = getattr(presets, preset)(5, random_state=0).fit(data)
+    loaded = load_model(model)
+    assert isinstance(loaded, Clusterer) and loaded.n_clusters == 5
+    Y = data[::7] * 1.5 + 0.3
+    np.testing.assert_array_equal(loaded.predict(Y), expected.predict(Y))
+    np.testing.assert_allclose(loaded.transform(Y), expected.transform(Y), rtol=1e-12)
+    assert loaded.score(Y) == pytest.approx(expected.score(Y), rel=1e-12)
+    assert loaded.n_iter_ == expected.n_iter_ and loaded.cost_ == expected.cost_
+    if hasattr(expected, "predict_proba"):
+        np.testing.assert_allclose(loaded.predict_proba(Y), expected.predict_proba(Y),
+                                   rtol=1e-10, atol=1e-300)
+    else:
+        assert not hasattr(loaded, "predict_proba")
+
+
+def test_load_model_errors(files, model):
+    from clusterkit import load_model
+    with pytest.raises(FileNotFoundError, match=r"nope\.npz: no such file"):
+        load_model(files / "nope.npz")
+    with pytest.raises(ValueError, match=r"X\.npy: not a clusterkit model: not an \.npz "
+                                         r"archive"):
+        load_model(files / "X.npy")
+    with pytest.raises(ValueError, match=r"invalid model: format 99; this clusterkit reads "
+                                         r"format 1"):
+        load_model(_tamper(model, files / "t.npz", settings={"format": 99}))
