@@ -15,7 +15,7 @@ from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
-from ._registry import (AnswersUnknownKeywords, accepts_sparse, resolve, strategy_class)
+from ._registry import AnswersUnknownKeywords, accepts_sparse, resolve, strategy_class
 from ._sparse import check_sparse_composition, is_sparse
 from ._streaming import StreamingMethods
 from ._state import weighted_sum
@@ -303,8 +303,9 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             matrix (converted to CSR) is taken by the exact k-means compositions
             (:func:`presets.lloyd <clusterkit.presets.lloyd>`, :func:`presets.elkan
             <clusterkit.presets.elkan>`, :func:`presets.minibatch
-            <clusterkit.presets.minibatch>`: every strategy declares ``accepts_sparse``)
-            and is not centred; the centres are dense. A row-chunked
+            <clusterkit.presets.minibatch>`, :func:`presets.spherical_kmeans
+            <clusterkit.presets.spherical_kmeans>`: every strategy declares
+            ``accepts_sparse``) and is not centred; the centres are dense. A row-chunked
             dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
             is chunked) is never loaded as a whole: the reducer builds its coreset in passes
             over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``

@@ -23,8 +23,9 @@ from ._variational import PartialEStep
 from ._bounded import BoundedEStep
 from ._yinyang import YinyangEStep
 
-__all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse", "build_preset", "close_name",
-           "preset_names", "resolve", "strategy_class", "keywords", "unknown_keyword"]
+__all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
+           "build_preset", "close_name", "keywords", "preset_names", "resolve",
+           "sparse_presets", "sparse_seeds", "strategy_class", "unknown_keyword"]
 
 #: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
 #: for, and the string shortcuts.
@@ -96,6 +97,18 @@ def preset_names():
     """The names of the presets (:data:`clusterkit.presets.PRESETS`)."""
     from . import presets  # presets build Clusterers, which resolve through this module
     return presets.PRESETS
+
+
+@functools.lru_cache(maxsize=None)
+def sparse_presets():
+    """The presets whose every strategy takes sparse data (:func:`accepts_sparse`), in the
+    order of :data:`clusterkit.presets.PRESETS`."""
+    return tuple(name for name in preset_names() if accepts_sparse(build_preset(name, 2)))
+
+
+def sparse_seeds():
+    """The seeding shortcuts whose seeder takes sparse data."""
+    return tuple(alias for alias, cls in SHORTCUTS["seed"][2].items() if cls.accepts_sparse)
 
 
 def build_preset(name, n_clusters, **kwargs):
