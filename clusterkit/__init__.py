@@ -14,6 +14,7 @@ from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
 from ._graph import knn_graph
 from ._kernels._openmp import effective_n_threads, openmp_enabled
+from ._model_file import load_model
 from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._pilot import FittedSeeder
 from ._reduction import LWCS, NoReduction
@@ -46,4 +47,5 @@ __all__ = [
     "NoRefinement", "Breathing",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",
+    "load_model",
 ]

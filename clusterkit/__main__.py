@@ -8,8 +8,6 @@ Anything else is a bug and shows its traceback.
 """
 import argparse
 import ast
-import difflib
-import json
 import os
 import sys
 import warnings
@@ -17,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main"]
+from . import _model_file
+from ._model_file import changed_strategies, composition
 
-#: The model file's format version, stored in it.
-MODEL_FORMAT = 1
+__all__ = ["main"]
 
 EXIT_STATUSES = """\
 exit status: 0 success; 2 user error (one line on standard error: bad arguments or data, a
@@ -40,8 +38,35 @@ class _ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _read_array(path):
-    """The array stored in ``path`` (any shape or dtype); a malformed file is a user error."""
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _csv_header(path, notes):
+    """``(skiprows, usecols)`` for ``np.loadtxt`` on a CSV file: a first row that is not all
+    numbers is a header and skipped (column names, as pandas' ``to_csv`` writes them), and
+    if the header's first name is empty, the first column is pandas' unnamed index and
+    skipped too; what was skipped is appended to ``notes``."""
+    with open(path, encoding="utf-8-sig", errors="replace") as file:
+        fields = [f.strip().strip('"').strip("'") for f in file.readline().split(",")]
+    if all(_is_number(f) for f in fields):
+        return 0, None
+    names = ", ".join(f for f in fields if f)
+    if len(fields) > 1 and not fields[0]:
+        notes.append(f"{path}: skipped its header row ({names}) and its first column, which "
+                     "has no name (pandas' index)")
+        return 1, range(1, len(fields))
+    notes.append(f"{path}: skipped its header row ({names})")
+    return 1, None
+
+
+def _read_array(path, notes):
+    """The array stored in ``path`` (any shape or dtype); a malformed file is a user error.
+    What was skipped of a CSV file is appended to ``notes``."""
     try:
         if path.stat().st_size == 0:
             raise CommandError(f"{path}: the file is empty")
@@ -53,9 +78,11 @@ def _read_array(path):
                     raise CommandError(f"{path}: the archive has no array 'X' (it has "
                                        f"{', '.join(archive.files) or 'none'})")
                 return archive["X"]
+        skiprows, usecols = _csv_header(path, notes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a blank file: reported below as no data
-            return np.loadtxt(path, delimiter=",", ndmin=2)
+            return np.loadtxt(path, delimiter=",", ndmin=2, skiprows=skiprows,
+                              usecols=usecols)
     except CommandError:
         raise
     except OSError as error:
@@ -81,14 +108,17 @@ def _existing_file(path, what):
     return path
 
 
-def load_data(path):
-    """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers
-    only, comma-separated, no header).
+def load_data(path, verbose=False):
+    """``X`` from a ``.npy`` file, a ``.npz`` archive (array ``X``) or a ``.csv`` file (numbers,
+    comma-separated; a first row that is not all numbers is a header and is skipped, and so
+    is a first column whose header is empty, pandas' unnamed index).
 
     Parameters
     ----------
     path : str or path-like
         The data file; its suffix says its format.
+    verbose : bool, default=False
+        Say on standard error what was skipped of a CSV file.
 
     Returns
     -------
@@ -104,7 +134,11 @@ def load_data(path):
     path = _existing_file(path, "a data file")
     if path.suffix not in (".npy", ".npz", ".csv"):
         raise CommandError(f"{path}: unknown file type; use .npy, .npz or .csv")
-    X = _read_array(path)
+    notes = []
+    X = _read_array(path, notes)
+    if verbose:
+        for note in notes:
+            print(note, file=sys.stderr)
     if X.ndim != 2 or X.dtype.kind not in "biuf":
         raise CommandError(f"{path}: expected a 2-D numeric array, got shape {X.shape} and "
                            f"dtype {X.dtype}")
@@ -153,9 +187,16 @@ def _parse_params(pairs):
 
 
 def _unknown_parameter(key, preset, known):
-    close = difflib.get_close_matches(key, known, n=1)
+    """The error for ``--param key=...`` that the preset does not take: scikit-learn's names
+    with clusterkit's equivalent, a typo with the closest parameter (as the presets and
+    ``Clusterer`` answer them, :func:`~clusterkit._registry.unknown_keyword`)."""
+    from ._registry import SKLEARN_NAMES, close_name
+    if key in SKLEARN_NAMES:
+        return CommandError(f"--param {key}: not a parameter of preset {preset} (it is "
+                            f"scikit-learn's); pass {SKLEARN_NAMES[key]} instead")
+    close = close_name(key, known)
     nested = [k for k in known if "__" in k][:1]
-    hint = f"did you mean {close[0]}?" if close else "its parameters are " + \
+    hint = f"did you mean {close}?" if close else "its parameters are " + \
         ", ".join(k for k in known if "__" not in k) + \
         "".join(f" and its strategies' such as {k}" for k in nested)
     return CommandError(f"--param {key}: not a parameter of preset {preset}; {hint}")
@@ -213,33 +254,6 @@ def _build(preset, n_clusters, params):
         raise CommandError(f"preset {preset}: {error}") from None
 
 
-def composition(estimator):
-    """The six strategies of ``estimator`` as one-line reprs, by parameter name.
-
-    String shortcuts and ``None`` appear as the strategy they stand for; initial centres
-    given as an array (``seed``) by their shape.
-    """
-    from ._registry import SHORTCUTS, resolve
-    strategies = {}
-    for name in SHORTCUTS:
-        value = getattr(estimator, name)
-        try:
-            text = repr(resolve(name, value))
-        except (TypeError, ValueError):  # only seed takes anything else: initial centres
-            text = f"initial centres of shape {np.shape(value)}"
-        strategies[name] = " ".join(text.split())
-    return strategies
-
-
-def changed_strategies(estimator, preset):
-    """The names of the strategies of ``estimator`` that differ from those of ``preset``
-    with its defaults (``--param`` replaced them, or changed their parameters)."""
-    from ._registry import build_preset
-    mine = composition(estimator)
-    default = composition(build_preset(preset, estimator.n_clusters))
-    return [name for name in mine if mine[name] != default[name]]
-
-
 def _user_errors(action):
     """``action()``, with the estimator's ValueError or TypeError (a value it refuses)
     as a user error, and its warnings silenced (the command line reports what matters)."""
@@ -253,115 +267,23 @@ def _user_errors(action):
 
 
 def save_model(path, estimator, preset, params):
-    """Write a fitted estimator's centres, configuration and history to ``path`` (``.npz``):
-    arrays and one JSON string, so that loading it never executes code.
-
-    The configuration names the ``preset`` the estimator was built from, the ``params`` it
-    was given, its ``composition`` (every strategy's repr, see :func:`composition`) and
-    which strategies ``changed`` from the preset's own. ``inertia`` is ``null`` when the
-    fit computed no final labels (``compute_labels=False``).
-    """
-    history = [{k: float(v) for k, v in h.items()} for h in estimator.history_]
-    inertia = getattr(estimator, "inertia_", None)
-    config = {"format": MODEL_FORMAT, "preset": preset, "params": params,
-              "composition": composition(estimator),
-              "changed": changed_strategies(estimator, preset),
-              "n_clusters": int(estimator.n_clusters), "history": history,
-              "n_iter": int(estimator.n_iter_),
-              "inertia": None if inertia is None else float(inertia),
-              "cost": {k: int(v) for k, v in estimator.cost_.items()}}
-    arrays = {"cluster_centers": estimator.cluster_centers_, "x_mean": estimator._x_mean,
-              "config": np.array(json.dumps(config))}
-    if getattr(estimator, "sigma2_", None) is not None:
-        arrays["sigma2"] = np.array(estimator.sigma2_)
-    _write(path, lambda file: np.savez(file, **arrays))
-
-
-def _model_arrays(path):
-    """The configuration dict and the two arrays of a model file, or a user error saying
-    what is missing or malformed."""
-    try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise CommandError(f"{path}: not a clusterkit model: not an .npz archive")
-        with archive:
-            missing = {"config", "cluster_centers", "x_mean"} - set(archive.files)
-            if missing:
-                raise CommandError(f"{path}: not a clusterkit model: no array "
-                                   f"{', '.join(sorted(missing))}")
-            text, centers, x_mean = (archive[name] for name in
-                                     ("config", "cluster_centers", "x_mean"))
-    except CommandError:
-        raise
-    except OSError as error:
-        raise CommandError(f"{path}: cannot read it: {error.strerror or error}") from None
-    except Exception as error:  # not a zip, a corrupt member, an object array
-        raise CommandError(f"{path}: not a clusterkit model: {error}") from None
-    try:
-        config = json.loads(str(text))
-    except ValueError:
-        raise CommandError(f"{path}: not a clusterkit model: its config is not JSON") from None
-    if not isinstance(config, dict):
-        raise CommandError(f"{path}: not a clusterkit model: its config is a "
-                           f"{type(config).__name__}, not a JSON object")
-    return config, centers, x_mean
+    """Write the model file (:func:`clusterkit._model_file.save_model`) to ``path``; a
+    failure to write it is a user error."""
+    _write(path, lambda file: _model_file.save_model(file, estimator, preset, params))
 
 
 def load_model(path):
-    """The estimator saved by :func:`save_model`, ready to ``predict``.
-
-    Parameters
-    ----------
-    path : str or path-like
-        A model file written by ``clusterkit fit``.
-
-    Returns
-    -------
-    model : Clusterer
-        With ``cluster_centers_`` and the training mean; nothing else is fitted.
-
-    Raises
-    ------
-    CommandError
-        If the file is missing or is not a valid model: not an ``.npz`` of arrays, config not
-        a JSON object, a missing key, another format version, centres that are not a finite
-        2-D floating-point array, a training mean of the wrong shape. The message names the
-        file and the problem.
-    """
-    from ._clusterer import Clusterer
+    """The model in ``path`` (:func:`clusterkit.load_model`), ready to ``predict``; a missing,
+    unreadable or invalid file is a user error whose message names it and the problem."""
     path = _existing_file(path, "a model file")
-    config, centers, x_mean = _model_arrays(path)
-
-    def invalid(problem):
-        return CommandError(f"{path}: invalid model: {problem}")
-    for key in ("format", "n_clusters"):
-        if key not in config:
-            raise invalid(f"its config has no {key!r}")
-    if config["format"] != MODEL_FORMAT:
-        raise invalid(f"format {config['format']!r}; this clusterkit reads format "
-                      f"{MODEL_FORMAT}")
-    if centers.ndim != 2 or centers.dtype not in (np.float32, np.float64) or 0 in centers.shape:
-        raise invalid(f"cluster_centers must be a non-empty 2-D float32 or float64 array, "
-                      f"got shape {centers.shape} and dtype {centers.dtype}")
-    if not np.isfinite(centers).all():
-        raise invalid("cluster_centers has non-finite values")
-    n_clusters, n_features = centers.shape
-    if type(config["n_clusters"]) is not int or config["n_clusters"] != n_clusters:
-        raise invalid(f"n_clusters={config['n_clusters']!r} but cluster_centers has "
-                      f"{n_clusters} rows")
-    if x_mean.shape != (n_features,) or x_mean.dtype.kind != "f" or \
-            not np.isfinite(x_mean).all():
-        raise invalid(f"x_mean must be {n_features} finite floats, got shape {x_mean.shape} "
-                      f"and dtype {x_mean.dtype}")
-    model = Clusterer(n_clusters)
-    model.cluster_centers_ = centers
-    model._x_mean = x_mean.astype(centers.dtype)
-    model.n_features_in_ = n_features
-    return model
+    try:
+        return _model_file.load_model(path)
+    except (OSError, ValueError) as error:
+        raise CommandError(str(error)) from None
 
 
 def _command_fit(args):
-    X = load_data(args.data)
+    X = load_data(args.data, verbose=args.verbose is not None)
     params = _parse_params(args.param)
     estimator = _build(args.preset, args.k, params)
     if args.verbose is not None:  # how the fit is shown, not part of the saved model
@@ -497,7 +419,10 @@ def _parser():
                              "(see 'clusterkit demo --help')")
     fit = command("fit", help="fit a preset to a data file and save the model",
                   description="Fit a preset to DATA and save the model.")
-    fit.add_argument("data", help="a .npy, .npz (array X) or .csv (numbers only) file")
+    fit.add_argument("data", help="a .npy, .npz (array X) or .csv file of numbers; a CSV's "
+                                  "first row that is not all numbers is a header and is "
+                                  "skipped (with --verbose, said on standard error), and so "
+                                  "is a first column with an empty name (pandas' index)")
     fit.add_argument("-k", type=int, required=True, help="number of clusters")
     fit.add_argument("--preset", default="lloyd", help="see 'clusterkit presets' "
                                                        "(default: %(default)s)")
@@ -505,7 +430,8 @@ def _parser():
                      help="an estimator parameter, e.g. max_iter=50 or estep__G=3 (repeat); "
                           "the strategies that define the preset cannot be replaced; "
                           "n_threads is capped at the available cores")
-    fit.add_argument("--out", required=True, help="the model file to write (.npz)")
+    fit.add_argument("--out", required=True, help="the model file to write (.npz; in Python "
+                                                 "clusterkit.load_model(path) reads it back)")
     fit.add_argument("-v", "--verbose", nargs="?", const="1", choices=["1", "2", "bar"],
                      help="show progress while fitting: a line per phase and iteration, and "
                           "a line at least every 2 s in long phases (-v, or --verbose 1); "
@@ -514,13 +440,15 @@ def _parser():
     predict = command("predict", help="label a data file with a saved model",
                       description="Print (or save) the nearest centre of every row of DATA.")
     predict.add_argument("model", help="a model written by 'clusterkit fit'")
-    predict.add_argument("data", help="a .npy, .npz or .csv file")
+    predict.add_argument("data", help="a .npy, .npz or .csv file (a CSV header row is "
+                                      "skipped, as for fit)")
     predict.add_argument("--out", help="write the labels to this file (.npy format) instead "
                                        "of printing them")
     ablate = command("ablate", help="compare presets over several seeds",
                      description="Fit each preset with the same seeds; print mean ± sd per "
                                  "preset; write a CSV and plots.")
-    ablate.add_argument("data", help="a .npy, .npz or .csv file")
+    ablate.add_argument("data", help="a .npy, .npz or .csv file (a CSV header row is "
+                                     "skipped, as for fit)")
     ablate.add_argument("-k", type=int, required=True, help="number of clusters")
     ablate.add_argument("--presets", required=True, help="comma-separated preset names; the "
                                                          "first is the reference")

@@ -1,7 +1,5 @@
 """The :class:`Clusterer` estimator: validation at the public boundary, the strategies it
 assembles, and the fitted attributes; the loop itself is the driver's (:mod:`._driver`)."""
-import warnings
-
 import numpy as np
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
@@ -17,18 +15,19 @@ from ._kernels._openmp import effective_n_threads
 from ._mixture import GaussianMixtureMethods
 from ._nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from ._progress import check_verbose
-from ._registry import accepts_sparse, resolve, strategy_class
+from ._registry import AnswersUnknownKeywords, accepts_sparse, resolve, strategy_class
 from ._sparse import check_sparse_composition, is_sparse
 from ._streaming import StreamingMethods
 from ._state import weighted_sum
 from ._validation import (check_data, check_initial_centers, check_params,
                           check_representable, check_sample_weight, unit_rows)
+from ._warn import warn
 
 __all__ = ["Clusterer"]
 
 
 class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeaturesOutMixin,
-                ClusterMixin, TransformerMixin, BaseEstimator):
+                ClusterMixin, TransformerMixin, BaseEstimator, AnswersUnknownKeywords):
     """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
 
     A fit runs the pseudo-code shared by the papers clusterkit implements: reduce the data
@@ -192,6 +191,13 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
     isotropic Gaussian mixture: :meth:`predict_proba` and :meth:`score_samples` give its exact
     posteriors and log-likelihoods (hard fits do not have these methods).
 
+    scikit-learn's keywords that have another name here raise a ``TypeError`` that names
+    clusterkit's: ``init`` is ``seed``, ``algorithm="elkan"`` is ``estep="elkan"`` (or
+    ``"bounded"``, or :func:`presets.elkan <clusterkit.presets.elkan>`), ``n_jobs`` is
+    ``n_threads``, the mini-batch settings are :class:`MiniBatch`'s; ``n_init="auto"`` is
+    refused by ``fit`` with the integer to pass. A misspelt keyword gets the closest
+    parameter's name.
+
     Examples
     --------
     >>> import numpy as np
@@ -297,8 +303,9 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             matrix (converted to CSR) is taken by the exact k-means compositions
             (:func:`presets.lloyd <clusterkit.presets.lloyd>`, :func:`presets.elkan
             <clusterkit.presets.elkan>`, :func:`presets.minibatch
-            <clusterkit.presets.minibatch>`: every strategy declares ``accepts_sparse``)
-            and is not centred; the centres are dense. A row-chunked
+            <clusterkit.presets.minibatch>`, :func:`presets.spherical_kmeans
+            <clusterkit.presets.spherical_kmeans>`: every strategy declares
+            ``accepts_sparse``) and is not centred; the centres are dense. A row-chunked
             dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
             is chunked) is never loaded as a whole: the reducer builds its coreset in passes
             over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``
@@ -347,8 +354,8 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         composition = self._strategies(X, x_mean)
         n_init = self.n_init
         if isinstance(composition.seed, GivenCenters) and n_init > 1:
-            warnings.warn(f"seed gives the initial centres: running once instead of "
-                          f"n_init={n_init} times.", RuntimeWarning, stacklevel=2)
+            warn(f"seed gives the initial centres: running once instead of "
+                 f"n_init={n_init} times.", RuntimeWarning)
             n_init = 1
         driver = self._driver(composition, X.shape[1])
         with single_threaded_blas():
@@ -357,9 +364,9 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             n_distinct = np.count_nonzero(np.bincount(result.labels,
                                                       minlength=self.n_clusters))
             if n_distinct < self.n_clusters:
-                warnings.warn(f"Number of distinct clusters ({n_distinct}) found smaller "
-                              f"than n_clusters ({self.n_clusters}). Possibly due to "
-                              "duplicate points in X.", ConvergenceWarning, stacklevel=2)
+                warn(f"Number of distinct clusters ({n_distinct}) found smaller "
+                     f"than n_clusters ({self.n_clusters}). Possibly due to "
+                     "duplicate points in X.", ConvergenceWarning)
         self._set_fitted(result, driver)
         self.converged_ = result.end in ("converged", "budget")
         self._cluster_weight = result.cluster_weight

@@ -8,7 +8,6 @@ are labelled with its centres. ``partial_fit`` runs the very same step on each b
 stream (:meth:`Driver.stream`).
 """
 import math
-import warnings
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from ._progress import QUIET, make_display
 from ._refine import NoRefinement
 from ._state import FitState, weighted_sum
 from ._validation import check_n_clusters, check_representable
+from ._warn import warn
 
 __all__ = ["Driver", "GivenCenters", "Result", "check_composition"]
 
@@ -218,10 +218,10 @@ class Driver:
         (_, result, state.estep_state, state.mstep_state, state.refinement_log,
          settled) = best
         if result.end == "max_iter":
-            warnings.warn(
+            warn(
                 f"The fit did not converge: the objective still changed by more than "
                 f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase max_iter "
-                "or tol, or start closer to a solution.", ConvergenceWarning, stacklevel=4)
+                "or tol, or start closer to a solution.", ConvergenceWarning)
         if compute_labels:
             with state.timed("labels"):
                 result.labels, result.inertia = self.label(X, sample_weight, X_fit, reduced,

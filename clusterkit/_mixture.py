@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.utils.metaestimators import available_if
 
 from . import _lazy
+from ._available import available_if
 from ._state import weighted_sum
 
 __all__ = ["GaussianMixtureMethods", "free_energy", "log_joint_offset"]

@@ -125,7 +125,8 @@ GUIDE = {
                                         "members",
         memory="kNN graph N·rho, about 5·N·C soft assignments"),
     "spherical_kmeans": PresetGuide(
-        use="cosine similarity (text, embeddings): rows scaled to unit norm, unit centres",
+        use="cosine similarity (text, embeddings): rows scaled to unit norm, unit centres; "
+            "also sparse (CSR) data",
         model="spherical k-means", cost="N·C·D",
         memory="N (labels, distances), N·D unit rows"),
 }

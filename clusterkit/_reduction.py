@@ -1,6 +1,4 @@
 """Data reducers: replace the data by a smaller weighted set before clustering."""
-import warnings
-
 import numpy as np
 
 from ._base import DataReducer
@@ -8,6 +6,7 @@ from ._chunked import MemmapChunks, fit_weights
 from ._kernels._lwcs import mass_cumulative
 from ._seeding import _invert
 from ._validation import check_int
+from ._warn import warn
 
 __all__ = ["NoReduction", "LWCS", "default_coreset_size"]
 
@@ -260,8 +259,8 @@ class LWCS(DataReducer):
         if size < n_clusters:
             raise ValueError(f"LWCS size={size} must be >= n_clusters={n_clusters}.")
         if size >= X.shape[0]:
-            warnings.warn(f"LWCS size={size} >= n_samples={X.shape[0]}; clustering the full "
-                          "data instead.", RuntimeWarning, stacklevel=2)
+            warn(f"LWCS size={size} >= n_samples={X.shape[0]}; clustering the full "
+                 "data instead.", RuntimeWarning)
 
     def reduce(self, X, sample_weight, state):
         """Return the coreset and its weights (see :meth:`DataReducer.reduce`).
@@ -306,10 +305,9 @@ class LWCS(DataReducer):
         """The LWCS sampler of every container: draws, then merged rows and their weights."""
         X, counts, dist2, a, b = _sample(data, size, state)
         if len(counts) < state.n_clusters:
-            warnings.warn(f"LWCS drew only {len(counts)} distinct samples for "
-                          f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
-                          "draws as separate rows. Use a larger size.", RuntimeWarning,
-                          stacklevel=3)
+            warn(f"LWCS drew only {len(counts)} distinct samples for "
+                 f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
+                 "draws as separate rows. Use a larger size.", RuntimeWarning)
             X, dist2 = np.repeat(X, counts, axis=0), np.repeat(dist2, counts)
             counts = np.ones(size, dtype=np.intp)
         # gamma = w / (size q) = 1 / (size (a + b d2)): finite for every drawn row

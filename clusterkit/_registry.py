@@ -3,8 +3,15 @@
 One table per strategy kind maps a string shortcut of :class:`~clusterkit.Clusterer`'s
 parameters to the strategy class (built with its defaults; listed in the documentation's
 composing page), and :func:`build_preset` turns a preset name into an estimator, for the
-command line and :func:`~clusterkit.ablate` alike.
+command line and :func:`~clusterkit.ablate` alike. :data:`SKLEARN_NAMES` and
+:func:`unknown_keyword` answer the names users bring that clusterkit does not take:
+scikit-learn's (``init``, ``algorithm``, ...) with clusterkit's equivalent, a typo with the
+closest name (for ``Clusterer``, the presets and the command line alike).
 """
+import difflib
+import functools
+import inspect
+
 from ._base import DataReducer, EStep, MStep, Refiner, Schedule, Seeder
 from ._exact import ElkanEStep, FullEStep, TruncatedEStep
 from ._mstep import HardMStep, SoftMStep, SphericalMStep
@@ -16,8 +23,9 @@ from ._variational import PartialEStep
 from ._bounded import BoundedEStep
 from ._yinyang import YinyangEStep
 
-__all__ = ["SHORTCUTS", "accepts_sparse", "build_preset", "preset_names", "resolve",
-           "strategy_class"]
+__all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
+           "build_preset", "close_name", "keywords", "preset_names", "resolve",
+           "sparse_presets", "sparse_seeds", "strategy_class", "unknown_keyword"]
 
 #: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
 #: for, and the string shortcuts.
@@ -91,6 +99,18 @@ def preset_names():
     return presets.PRESETS
 
 
+@functools.lru_cache(maxsize=None)
+def sparse_presets():
+    """The presets whose every strategy takes sparse data (:func:`accepts_sparse`), in the
+    order of :data:`clusterkit.presets.PRESETS`."""
+    return tuple(name for name in preset_names() if accepts_sparse(build_preset(name, 2)))
+
+
+def sparse_seeds():
+    """The seeding shortcuts whose seeder takes sparse data."""
+    return tuple(alias for alias, cls in SHORTCUTS["seed"][2].items() if cls.accepts_sparse)
+
+
 def build_preset(name, n_clusters, **kwargs):
     """``clusterkit.presets.<name>(n_clusters, **kwargs)``; ``ValueError`` naming the presets
     for an unknown ``name``."""
@@ -99,3 +119,69 @@ def build_preset(name, n_clusters, **kwargs):
         raise ValueError(f"Unknown preset {name!r}; the presets are "
                          f"{', '.join(presets.PRESETS)}.")
     return getattr(presets, name)(n_clusters, **kwargs)
+
+
+#: Keywords of scikit-learn's ``KMeans``, ``MiniBatchKMeans`` and ``GaussianMixture`` that
+#: ``Clusterer`` and the presets do not take, and what to pass instead.
+SKLEARN_NAMES = {
+    "init": "seed= ('k-means++', 'random', an array of initial centres or a Seeder)",
+    "algorithm": "estep= (algorithm='lloyd' is estep='full', the default; algorithm='elkan' "
+                 "is estep='elkan' or 'bounded', or presets.elkan)",
+    "copy_x": "nothing (clusterkit never modifies X: it centres a copy)",
+    "n_jobs": "n_threads=",
+    "batch_size": "schedule=MiniBatch(batch_size=...) or presets.minibatch(n_clusters, "
+                  "batch_size=...)",
+    "max_no_improvement": "schedule=MiniBatch(max_no_improvement=...)",
+    "reassignment_ratio": "schedule=MiniBatch(reassignment_ratio=...)",
+    "init_size": "seed=SampledSeeder(size=...)",
+    "n_components": "n_clusters= with mstep='soft' (or presets.gmm)",
+    "covariance_type": "mstep='soft' (clusterkit's mixtures are isotropic, one variance "
+                       "shared by all clusters)",
+    "means_init": "seed= with the array of initial means",
+}
+
+
+def close_name(key, known):
+    """The name of ``known`` closest to the unknown ``key`` (:func:`difflib.get_close_matches`),
+    or ``None`` if none is close."""
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return close[0] if close else None
+
+
+def unknown_keyword(owner, key, known):
+    """The ``TypeError`` for a keyword ``key`` that ``owner`` (``"Clusterer"``,
+    ``"presets.vc_gmm"``) does not take: for a scikit-learn name, what clusterkit takes
+    instead (:data:`SKLEARN_NAMES`); else the closest of the ``known`` names, or all of them."""
+    if key in SKLEARN_NAMES:
+        return TypeError(f"{owner}() got scikit-learn's keyword {key!r}; pass "
+                         f"{SKLEARN_NAMES[key]} instead.")
+    close = close_name(key, known)
+    hint = (f"did you mean {close!r}?" if close else
+            f"the keywords are {', '.join(known)}.")
+    return TypeError(f"{owner}() got an unexpected keyword argument {key!r}; {hint}")
+
+
+@functools.lru_cache(maxsize=None)
+def keywords(cls):
+    """The parameters of ``cls.__init__`` after ``self``, in order."""
+    return tuple(list(inspect.signature(cls.__init__).parameters)[1:])
+
+
+class AnswersUnknownKeywords:
+    """A base for an estimator (``Clusterer``) whose construction answers a keyword its
+    ``__init__`` does not take with :func:`unknown_keyword`'s ``TypeError`` instead of
+    Python's bare "unexpected keyword argument".
+
+    The check is a ``__new__``, so ``__init__`` stays scikit-learn's plain list of stored
+    parameters (``clone``, ``get_params`` and pickling construct with known keywords or
+    none). It lives in a base class after the estimator in the MRO, so that the estimator's
+    signature (:func:`inspect.signature`, scikit-learn's checks, the documentation) is still
+    its ``__init__``'s.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        known = keywords(cls)
+        for key in kwargs:
+            if key not in known:
+                raise unknown_keyword(cls.__name__, key, known)
+        return super().__new__(cls)

@@ -7,7 +7,6 @@ evaluations under ``state.cost["seeding"]``.
 """
 import functools
 import math
-import warnings
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from ._sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from ._validation import check_choice, check_int
 from ._kernels import _afkmc2, _kmeanspp
 from ._kernels import _sparse as _sparse_kernels
+from ._warn import warn
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "AFKMC2", "SampledSeeder", "ByDimension"]
 
@@ -206,11 +206,11 @@ class KMeansPlusPlus(Seeder):
         state.count("seeding", n_evals)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
-            warnings.warn(
+            warn(
                 f"KMeansPlusPlus found only {n_chosen} distinct points with positive weight "
                 f"for n_clusters={n_clusters}; the remaining {n_clusters - n_chosen} centres "
                 "are drawn uniformly among the rows not chosen yet and may duplicate "
-                "existing centres.", RuntimeWarning, stacklevel=2,
+                "existing centres.", RuntimeWarning,
             )
             rows = list(chosen[:n_chosen])
             free = self._fallback_rows(sample_weight, rows)
@@ -271,6 +271,10 @@ def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threa
     return centers.shape[0], n_evals
 
 
+#: Rounds of new chains for centres that repeat another (:meth:`AFKMC2._redraw_duplicates`).
+_DUPLICATE_REDRAWS = 5
+
+
 class AFKMC2(Seeder):
     """Assumption-free K-MC^2: k-means++ seeding approximated by Markov chains, greedy by
     default.
@@ -322,7 +326,11 @@ class AFKMC2(Seeder):
 
     Deviations: if ``d(x, c_1) = 0`` for every row with positive weight the proposal is the
     weight distribution alone. A chain whose candidates all coincide with existing centres
-    returns a duplicate centre; duplicates are kept and a ``RuntimeWarning`` is emitted.
+    would return a duplicate centre (with short chains and many centres, a few per seeding);
+    such centres are redrawn after the others by new plain chains from the proposal without
+    the rows already chosen (up to five rounds, counted in the cost). Only duplicates that
+    remain (fewer distinct points with positive weight than clusters) are kept, with a
+    ``RuntimeWarning``.
     The greedy variant is not in the paper; the documentation's page on the defaults has
     the measurements behind the default.
 
@@ -429,15 +437,53 @@ class AFKMC2(Seeder):
         for begin, end in zip(bounds[:-1], bounds[1:]):
             state.count("seeding", run(begin, end))
             state.progress("seeding", end, n_clusters, "centres")
+        self._redraw_duplicates(X, sample_weight, q, centers, chosen, m, state)
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
-            warnings.warn(
+            warn(
                 f"AFKMC2 chose {n_duplicates} duplicate centre(s) for n_clusters={n_clusters}: "
                 "there are fewer distinct points with positive weight, or the chains of "
                 f"chain_length={m} found no new point; the duplicates are kept.",
-                RuntimeWarning, stacklevel=2,
+                RuntimeWarning,
             )
         return centers
+
+    def _redraw_duplicates(self, X, sample_weight, q, centers, chosen, m, state):
+        """Replace centres that repeat an earlier one by new chains of ``m`` candidates, in
+        up to :data:`_DUPLICATE_REDRAWS` rounds (in place in ``centers`` and ``chosen``).
+
+        A chain returns a chosen point only when all its candidates are chosen points (their
+        target ``D^2`` is zero, so any other candidate replaces them); with short chains and
+        many centres that happens a few times per seeding. A repeated centre adds nothing
+        to the chains after it (it lowers no ``D^2``), so it can be redrawn last: plain
+        AFK-MC^2 steps against all the other centres, from the proposal without the rows
+        chosen so far (renormalised, and so what the acceptance ratios use). Nothing is
+        drawn when there is no duplicate.
+        """
+        n_clusters = len(centers)
+        for _ in range(_DUPLICATE_REDRAWS):
+            _, first_seen = np.unique(centers, axis=0, return_index=True)
+            if len(first_seen) == n_clusters:
+                return
+            q_free = q.copy()
+            q_free[chosen] = 0.0
+            if not q_free.sum() > 0:
+                return  # every row with positive weight is a centre already
+            repeated = np.setdiff1d(np.arange(n_clusters), first_seen)
+            order = np.concatenate([np.sort(first_seen), repeated])
+            kept = len(first_seen)
+            work_centers = np.ascontiguousarray(centers[order])
+            work_chosen = np.ascontiguousarray(chosen[order])
+            candidates = np.zeros((n_clusters - 1, m), dtype=np.int32)
+            uniforms = np.zeros((n_clusters - 1, m))
+            candidates[kept - 1:] = _draw(np.cumsum(q_free),
+                                          state.random_state.uniform(size=(len(repeated), m)))
+            uniforms[kept - 1:] = state.random_state.uniform(size=(len(repeated), m))
+            state.count("seeding", _afkmc2.afkmc2_chain(
+                X, sample_weight, q_free, int(work_chosen[0]), candidates, uniforms,
+                work_centers, work_chosen, state.n_threads, kept, n_clusters))
+            centers[repeated] = work_centers[kept:]
+            chosen[repeated] = work_chosen[kept:]
 
     def _potential_sample(self, X, sample_weight, w, d2, n_clusters, rs):
         """Rows, weights and ``D^2`` (to the first centre, from the proposal's pass) of the

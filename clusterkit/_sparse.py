@@ -11,13 +11,7 @@ import scipy.sparse as sp
 from ._kernels import _sparse
 
 __all__ = ["is_sparse", "check_csr", "bounding_rows", "row_sqnorms", "csr_arrays",
-           "dense_rows", "center_half_distances", "check_sparse_composition",
-           "SPARSE_COMPOSITIONS"]
-
-#: What the refusal of a composition that cannot take sparse input names instead.
-SPARSE_COMPOSITIONS = ("presets.lloyd, presets.elkan or presets.minibatch (FullEStep or "
-                       "ElkanEStep, HardMStep, FullBatch or MiniBatch, k-means++, random or "
-                       "given initial centres, no reduction)")
+           "dense_rows", "center_half_distances", "check_sparse_composition"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -105,9 +99,22 @@ def center_half_distances(centers, half_cc, half_min, n_threads):
 
 def check_sparse_composition(composition):
     """Refuse, before any work, sparse input for a composition with a strategy that does not
-    declare ``accepts_sparse``; ``TypeError`` naming it and what takes sparse input."""
-    refused = [type(strategy).__name__ for strategy in composition
+    declare ``accepts_sparse``: a ``TypeError`` naming those strategies by parameter and
+    what takes sparse input instead, derived from the registry (the presets whose every
+    strategy takes it, the seeding shortcuts that do), so that it never goes stale."""
+    from ._registry import sparse_presets, sparse_seeds  # the registry imports the strategies
+    refused = [(name, strategy) for name, strategy in zip(composition._fields, composition)
                if not strategy.accepts_sparse]
-    if refused:
-        raise TypeError(f"{', '.join(refused)} cannot take sparse X. Sparse input is taken by "
-                        f"{SPARSE_COMPOSITIONS}; or pass X.toarray().")
+    if not refused:
+        return
+    names = ", ".join(f"{name}={type(strategy).__name__}" for name, strategy in refused)
+    presets = [f"presets.{name}" for name in sparse_presets()]
+    presets = ", ".join(presets[:-1]) + f" or {presets[-1]}" if len(presets) > 1 else presets[0]
+    seeds = ", ".join(repr(seed) for seed in sparse_seeds())
+    if [name for name, _ in refused] == ["seed"]:
+        raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
+                        f"(and by the rest of this composition with seed= one of {seeds} or "
+                        "initial centres; presets take seed= too); or pass X.toarray().")
+    raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
+                    f"(or a Clusterer whose six strategies all declare accepts_sparse, "
+                    f"seeded by one of {seeds} or initial centres); or pass X.toarray().")

@@ -1,8 +1,8 @@
 """``partial_fit``: a :class:`~clusterkit.Clusterer` updated batch by batch (mini-batch
 k-means over a stream), as a mixin of the estimator."""
 import numpy as np
-from sklearn.utils.metaestimators import available_if
 
+from ._available import available_if
 from ._driver import check_composition
 from ._reduction import NoReduction
 from ._refine import NoRefinement
@@ -19,13 +19,31 @@ class StreamingMethods:
     estimator provides the strategies, the driver and the fitted attributes."""
 
     def _can_stream(self):
-        """Whether ``partial_fit`` applies (a hard M-step, no refiner); otherwise the
-        ``AttributeError`` says why."""
+        """Whether ``partial_fit`` applies (a hard M-step, no reducer, an exact E-step, a
+        schedule that streams, no refiner), from what the strategies declare; otherwise the
+        ``AttributeError`` says why (a value that names no strategy is left to ``fit``'s
+        checks)."""
         mstep = strategy_class("mstep", self.mstep)
         if mstep is not None and mstep.needs_resp:
             raise AttributeError("partial_fit keeps running means of hard assignments; this "
                                  "Clusterer's M-step needs responsibilities (a Gaussian "
                                  "mixture).")
+        reducer = strategy_class("reduce", self.reduce)
+        if reducer not in (None, NoReduction):
+            raise AttributeError(f"partial_fit clusters each batch as it comes; "
+                                 f"{reducer.__name__} summarises a whole data set. Use fit, "
+                                 "or reduce=None for a stream.")
+        estep = strategy_class("estep", self.estep)
+        if estep is not None and not estep.exact:
+            raise AttributeError(f"partial_fit needs an exact E-step (FullEStep, ElkanEStep "
+                                 f"or TruncatedEStep), not {estep.__name__}: per-sample "
+                                 "search state cannot follow a stream of new samples.")
+        schedule = strategy_class("schedule", self.schedule)
+        if schedule is not None and not schedule.streams:
+            raise AttributeError(f"partial_fit adds the caller's batches to running means; "
+                                 f"{schedule.__name__} chooses its own batches from all the "
+                                 "data. Use fit, or schedule='minibatch' (or 'full') for a "
+                                 "stream.")
         refiner = strategy_class("refine", self.refine)
         if refiner not in (None, NoRefinement):
             raise AttributeError(f"partial_fit cannot refine: {refiner.__name__} restarts the "

@@ -56,6 +56,11 @@ def check_params(estimator, n_samples):
     """The hyper-parameters of a ``Clusterer`` that no strategy checks, against the data's
     ``n_samples``: clear ``ValueError``/``TypeError`` messages."""
     check_n_clusters(estimator.n_clusters, n_samples)
+    if isinstance(estimator.n_init, str):  # scikit-learn's "auto" and the like
+        raise TypeError(f"n_init={estimator.n_init!r} is not a number of runs; pass an "
+                        "integer >= 1 (scikit-learn's n_init='auto' is n_init=1 with "
+                        "k-means++ seeding, clusterkit's default, and n_init=10 with "
+                        "seed='random').")
     check_int(estimator.n_init, "n_init", minimum=1)
     check_int(estimator.max_iter, "max_iter", minimum=1)
     if not isinstance(estimator.tol, numbers.Real) or not estimator.tol >= 0:

@@ -1,12 +1,11 @@
 """The partial variational E-step of var-k-means and var-GMM (Forster & Lücke 2018)."""
-import warnings
-
 import numpy as np
 
 from ._base import EStep
 from ._exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
 from ._kernels import _partial
 from ._validation import check_choice, check_int
+from ._warn import warn
 
 __all__ = ["PartialEStep"]
 
@@ -219,13 +218,13 @@ class PartialEStep(EStep):
         check_int(self.n_explore, "n_explore", minimum=0)
         check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
         if G > n_clusters:
-            warnings.warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
-                          RuntimeWarning, stacklevel=2)
+            warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
+                 RuntimeWarning)
         elif G == 1 and self.n_explore == 0 and n_clusters > 1 and (
                 self.n_winners is None or self.n_winners < n_clusters):
-            warnings.warn("G=1 with n_explore=0: the search space S(n) is K(n) itself, so "
-                          "no sample can ever change its clusters; use G >= 2 or "
-                          "n_explore >= 1.", RuntimeWarning, stacklevel=2)
+            warn("G=1 with n_explore=0: the search space S(n) is K(n) itself, so "
+                 "no sample can ever change its clusters; use G >= 2 or "
+                 "n_explore >= 1.", RuntimeWarning)
 
     def init_state(self, X, sample_weight, centers, state):
         """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.

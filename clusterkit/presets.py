@@ -4,7 +4,10 @@ Every preset takes ``n_clusters`` first, then its own keywords, and passes any o
 (``random_state``, ``n_threads``, ``max_iter``, ``tol``, ``seed``, ``compute_labels``,
 ``verbose``, ...) on to :class:`~clusterkit.Clusterer`, which it returns unfitted. The
 strategies that define a preset's algorithm (its ``estep``, ``mstep`` and, for the coreset
-presets, ``reduce``) cannot be passed: that raises a ``TypeError``.
+presets, ``reduce``) cannot be passed: that raises a ``TypeError``. So does a keyword neither
+the preset nor ``Clusterer`` takes; it names the closest keyword (``coresetsize`` ->
+``coreset_size``), or for scikit-learn's names (``init``, ``algorithm``, ...) what to pass
+instead.
 
 ========================  ==============================  =========================================
 preset                    E-step / M-step                 distance evaluations per iteration
@@ -74,12 +77,16 @@ seed with plain AFK-MC², as measured for the defaults.
 Which preset for which job: :data:`GUIDE` (printed by ``clusterkit presets``; the
 documentation's page "Choosing a preset" adds measured times and errors).
 """
+import functools
+import inspect
+
 from . import _preset_guide
 from ._clusterer import Clusterer
 from ._exact import ElkanEStep, FullEStep
 from ._mstep import HardMStep, SoftMStep, SphericalMStep
 from ._preset_guide import PresetGuide
 from ._pilot import FittedSeeder
+from ._registry import keywords, unknown_keyword
 from ._reduction import LWCS, default_coreset_size
 from ._refine import Breathing
 from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
@@ -98,6 +105,23 @@ __all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
 #: Which preset for which job: every preset's :class:`PresetGuide` (what it is for, its
 #: model, its cost per iteration, its memory), in the order of :data:`PRESETS`.
 GUIDE = _preset_guide.GUIDE
+
+
+def _preset(function):
+    """A preset that answers a keyword neither it nor :class:`~clusterkit.Clusterer` takes
+    with a ``TypeError`` naming the closest of those keywords (or, for scikit-learn's names,
+    what to pass instead), before it builds anything."""
+    own = [name for name, parameter in inspect.signature(function).parameters.items()
+           if parameter.kind is not parameter.VAR_KEYWORD]
+    known = list(dict.fromkeys(own + list(keywords(Clusterer))))
+
+    @functools.wraps(function)
+    def preset(*args, **kwargs):
+        for key in kwargs:
+            if key not in known:
+                raise unknown_keyword(f"presets.{function.__name__}", key, known)
+        return function(*args, **kwargs)
+    return preset
 
 
 def _greedy_where_affordable(n_local_trials, chain_length):
@@ -131,6 +155,7 @@ def _clusterer(n_clusters, kwargs, **strategies):
     return Clusterer(n_clusters, **strategies, **kwargs)
 
 
+@_preset
 def lloyd(n_clusters, **kwargs):
     """k-means: k-means++ seeding and Lloyd iterations.
 
@@ -155,6 +180,7 @@ def lloyd(n_clusters, **kwargs):
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
 
 
+@_preset
 def elkan(n_clusters, **kwargs):
     """k-means: k-means++ seeding and Lloyd iterations with Elkan's bounded E-step.
 
@@ -186,6 +212,7 @@ def elkan(n_clusters, **kwargs):
     return _clusterer(n_clusters, kwargs, estep=BoundedEStep(), mstep=HardMStep())
 
 
+@_preset
 def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
     """Mini-batch k-means (Sculley 2010): k-means++ seeding, uniform batches, running means.
 
@@ -216,6 +243,7 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
                       schedule=MiniBatch(batch_size, max_passes))
 
 
+@_preset
 def nmbatch(n_clusters, initial_batch="auto", rho=10.0, spread="deviation", **kwargs):
     """Nested mini-batch k-means (Newling & Fleuret 2016): nested prefixes with Elkan bounds.
 
@@ -250,6 +278,7 @@ def nmbatch(n_clusters, initial_batch="auto", rho=10.0, spread="deviation", **kw
                       schedule=NestedDoubling(initial_batch, rho, spread))
 
 
+@_preset
 def sbe(n_clusters, batch_size=1000, **kwargs):
     """Stochastic backward Euler (Yin, Pham, Oberman & Osher 2018): k-means++ seeding, then
     implicit mini-batch gradient steps with a forward-looking average and a decaying step.
@@ -282,6 +311,7 @@ def sbe(n_clusters, batch_size=1000, **kwargs):
                       schedule=SBEDecay(batch_size))
 
 
+@_preset
 def gmm(n_clusters, **kwargs):
     """Standard EM for the isotropic, equal-weight GMM with one shared variance.
 
@@ -315,6 +345,7 @@ def _variational(n_clusters, neighbourhoods, mstep, G, n_explore, n_init_esteps,
     return _clusterer(n_clusters, kwargs, estep=estep, mstep=mstep)
 
 
+@_preset
 def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-k-means-X: partial E-step with exact neighbourhoods, hard M-step (Forster & Lücke
     2018, Alg. 1 with ``C' = 1``).
@@ -350,6 +381,7 @@ def var_kmeans_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **k
                         init, kwargs)
 
 
+@_preset
 def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-k-means-S: partial E-step with estimated neighbourhoods, hard M-step (Forster &
     Lücke 2018, Alg. 2 with ``C' = 1``); sublinear in ``C`` per iteration.
@@ -382,6 +414,7 @@ def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **k
                         init, kwargs)
 
 
+@_preset
 def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-GMM-X: partial E-step with exact neighbourhoods and ``C' = G`` winners, soft
     M-step (Forster & Lücke 2018, Alg. 1).
@@ -414,6 +447,7 @@ def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwar
                         init, kwargs)
 
 
+@_preset
 def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwargs):
     """var-GMM-S: partial E-step with estimated neighbourhoods and ``C' = G`` winners, soft
     M-step (Forster & Lücke 2018, Alg. 2); sublinear in ``C`` per iteration.
@@ -446,6 +480,7 @@ def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwar
                         init, kwargs)
 
 
+@_preset
 def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
     """k-means on a lightweight coreset: LWCS, k-means++ seeding on it, Lloyd iterations.
 
@@ -490,6 +525,7 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
                       mstep=HardMStep())
 
 
+@_preset
 def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_init_esteps=0,
            init="auto", **kwargs):
     """vc-GMM: var-GMM-S on a lightweight coreset (Hirschberger, Forster & Lücke, Alg. 1).
@@ -572,6 +608,7 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
 
 
 
+@_preset
 def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
     """k-means for the lowest error: a refined coreset fit as the start, then Lloyd's
     iterations and breathing rounds on all the data.
@@ -621,6 +658,7 @@ def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
                       refine=Breathing(max_rounds=rounds))
 
 
+@_preset
 def large_scale(n_clusters, G=5, chain_length=20, **kwargs):
     """k-means for large data with many clusters (embeddings, index training): var-k-means-S
     on all the data as the start, then Lloyd's iterations to polish it.
@@ -683,6 +721,7 @@ def _slk(n_clusters, method, lam, n_neighbors, graph, sigma, kwargs):
                       mstep=ModeMStep(method))
 
 
+@_preset
 def slk_bo(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs):
     """Scalable Laplacian K-modes, SLK-BO (Ziko, Granger & Ben Ayed 2018): k-means++ seeds,
     z-updates on a kNN graph, modes as the samples of largest assignment (eq. 11).
@@ -719,6 +758,7 @@ def slk_bo(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs)
     return _slk(n_clusters, "bo", lam, n_neighbors, graph, sigma, kwargs)
 
 
+@_preset
 def slk_ms(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs):
     """Scalable Laplacian K-modes, SLK-MS: as :func:`slk_bo`, with modes by mean-shift over
     each cluster's members (eq. 9); the modes are then not training samples.
@@ -745,6 +785,7 @@ def slk_ms(n_clusters, lam=1.0, n_neighbors=5, graph=None, sigma=None, **kwargs)
     return _slk(n_clusters, "ms", lam, n_neighbors, graph, sigma, kwargs)
 
 
+@_preset
 def spherical_kmeans(n_clusters, **kwargs):
     """Spherical k-means (cosine similarity): k-means++ seeding and Lloyd iterations on rows
     scaled to unit norm, with unit-norm centres (:class:`~clusterkit.SphericalMStep`).

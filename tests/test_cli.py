@@ -113,6 +113,8 @@ def _assert_user_error(status, out, err, message):
      "--param bogus: not a parameter of preset lloyd; its parameters are callback"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "max_iters=5", "--out", "{d}/m.npz"],
      "did you mean max_iter?"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "init=random", "--out", "{d}/m.npz"],
+     "--param init: not a parameter of preset lloyd (it is scikit-learn's); pass seed= "),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "novalue", "--out", "{d}/m.npz"],
      "expected key=value"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "=3", "--out", "{d}/m.npz"],
@@ -320,14 +322,14 @@ def test_too_many_threads_are_capped(files, capsys):
 
 
 def test_interrupt_exits_130_and_bugs_keep_their_traceback(files, monkeypatch, capsys):
-    def interrupted(path):
+    def interrupted(path, **kwargs):
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "load_data", interrupted)
     status, out, err = _run(["fit", str(files / "X.npy"), "-k", "3", "--out",
                              str(files / "m.npz")], capsys)
     assert status == 130 and err == "clusterkit fit: interrupted\n"
 
-    def bug(path):
+    def bug(path, **kwargs):
         raise RuntimeError("a bug")
     monkeypatch.setattr(cli, "load_data", bug)
     with pytest.raises(RuntimeError, match="a bug"):
@@ -499,3 +501,68 @@ def test_eta_against_a_zero_reference_error(capsys):
     (axis,) = plot_tradeoff(table).axes
     assert [t.get_text() for t in axis.get_legend().get_texts()] == [
         "lloyd", "elkan", "half (η = ∞ for 1 of 1 seeds)"]
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_fit_takes_a_csv_with_a_header_row(files, data, index, capsys):
+    """pandas' ``to_csv`` writes column names first (and, by default, an unnamed index
+    column): the header row is skipped, the index column too, and -v says so."""
+    path = files / "header.csv"
+    rows = [(f"{i}," if index else "") + ",".join(repr(float(v)) for v in row)
+            for i, row in enumerate(data)]
+    path.write_text("\n".join([("," if index else "") + '"x",y'] + rows) + "\n")
+    X = cli.load_data(path)
+    np.testing.assert_array_equal(X, data)
+    model = files / "header.model.npz"
+    status, out, err = _run(["fit", str(path), "-k", "4", "--param", "random_state=0",
+                             "--out", str(model)], capsys)
+    assert status == 0 and err == "" and f"{len(data)} samples" in out
+    status, _, err = _run(["fit", str(path), "-k", "4", "-v", "--out", str(model)], capsys)
+    note = (f"{path}: skipped its header row (x, y) and its first column, which has no name "
+            "(pandas' index)") if index else f"{path}: skipped its header row (x, y)"
+    assert status == 0 and note + "\n" in err
+    status, out, _ = _run(["predict", str(model), str(path)], capsys)
+    assert status == 0 and len(out.split()) == len(data)
+
+
+def test_a_csv_of_a_header_only_holds_no_data(files, capsys):
+    (files / "names.csv").write_text("x,y\n")
+    _assert_user_error(*_run(["fit", str(files / "names.csv"), "-k", "3", "--out",
+                              str(files / "m.npz")], capsys), "names.csv: holds no data")
+
+
+@pytest.mark.parametrize("preset", ["lloyd", "gmm", "spherical_kmeans", "vc_gmm"])
+def test_load_model_round_trip_predicts_as_the_fitted_model(files, data, preset, capsys):
+    """A model saved by the command line loads back with the public function: the same
+    labels (for a spherical model: of rows it scales to unit norm), distances and, for a
+    mixture, probabilities as the estimator fitted in Python."""
+    from clusterkit import Clusterer, load_model
+    model = files / f"{preset}.npz"
+    status, _, err = _run(["fit", str(files / "X.npy"), "-k", "5", "--preset", preset,
+                           "--param", "random_state=0", "--out", str(model)], capsys)
+    assert status == 0 and err == ""
+    expected = getattr(presets, preset)(5, random_state=0).fit(data)
+    loaded = load_model(model)
+    assert isinstance(loaded, Clusterer) and loaded.n_clusters == 5
+    Y = data[::7] * 1.5 + 0.3
+    np.testing.assert_array_equal(loaded.predict(Y), expected.predict(Y))
+    np.testing.assert_allclose(loaded.transform(Y), expected.transform(Y), rtol=1e-12)
+    assert loaded.score(Y) == pytest.approx(expected.score(Y), rel=1e-12)
+    assert loaded.n_iter_ == expected.n_iter_ and loaded.cost_ == expected.cost_
+    if hasattr(expected, "predict_proba"):
+        np.testing.assert_allclose(loaded.predict_proba(Y), expected.predict_proba(Y),
+                                   rtol=1e-10, atol=1e-300)
+    else:
+        assert not hasattr(loaded, "predict_proba")
+
+
+def test_load_model_errors(files, model):
+    from clusterkit import load_model
+    with pytest.raises(FileNotFoundError, match=r"nope\.npz: no such file"):
+        load_model(files / "nope.npz")
+    with pytest.raises(ValueError, match=r"X\.npy: not a clusterkit model: not an \.npz "
+                                         r"archive"):
+        load_model(files / "X.npy")
+    with pytest.raises(ValueError, match=r"invalid model: format 99; this clusterkit reads "
+                                         r"format 1"):
+        load_model(_tamper(model, files / "t.npz", settings={"format": 99}))

@@ -254,14 +254,14 @@ def test_partial_fit_errors(blobs):
     with pytest.raises(AttributeError) as info:
         Clusterer(5, mstep="soft").partial_fit(blobs)
     assert "partial_fit keeps running means" in str(info.value.__cause__)
-    with pytest.raises(ValueError, match="partial_fit needs an exact E-step"):
+    with pytest.raises(AttributeError, match="partial_fit needs an exact E-step"):
         Clusterer(5, estep=PartialEStep(G=2)).partial_fit(blobs)
-    with pytest.raises(ValueError, match="LWCS summarises a whole data set. Use fit, or "
-                                         "reduce=None"):
+    with pytest.raises(AttributeError, match="LWCS summarises a whole data set. Use fit, or "
+                                             "reduce=None"):
         Clusterer(5, reduce=LWCS(1000)).partial_fit(blobs)
     for schedule in ("nmbatch", "sbe"):
-        with pytest.raises(ValueError, match="chooses its own batches from all the data. Use "
-                                             "fit, or schedule='minibatch'"):
+        with pytest.raises(AttributeError, match="chooses its own batches from all the data. "
+                                                 "Use fit, or schedule='minibatch'"):
             Clusterer(5, schedule=schedule).partial_fit(blobs)
     # fit starts afresh
     km.fit(blobs)

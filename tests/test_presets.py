@@ -119,3 +119,24 @@ def test_large_scale_polishes_its_variational_pilot():
     assert model.inertia_ <= qe[0] * (1 + 1e-6)
     assert model.cost_["seeding"] >= len(X) * 64
     assert np.isclose(model.inertia_, quantization_error(X, model.cluster_centers_), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name,kwargs,match", [
+    ("vc_gmm", {"coresetsize": 100}, r"^presets\.vc_gmm\(\) got an unexpected keyword argument "
+                                     r"'coresetsize'; did you mean 'coreset_size'\?$"),
+    ("lwcs_lloyd", {"max_iters": 5}, r"'max_iters'; did you mean 'max_iter'\?$"),
+    ("lloyd", {"init": "random"}, r"^presets\.lloyd\(\) got scikit-learn's keyword 'init'; "
+                                  r"pass seed= \('k-means\+\+', 'random', an array of initial "
+                                  r"centres or a Seeder\) instead\.$"),
+    ("minibatch", {"algorithm": "elkan"}, r"keyword 'algorithm'; pass estep= "),
+    ("gmm", {"n_components": 3}, r"keyword 'n_components'; pass n_clusters= with "
+                                 r"mstep='soft'"),
+])
+def test_preset_keyword_typos_and_scikit_learn_names(name, kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        getattr(presets, name)(3, **kwargs)
+
+
+def test_preset_own_keyword_init_is_not_scikit_learns():
+    """The variational presets' own ``init`` (the start of K(n)) is theirs, not advice."""
+    assert presets.vc_gmm(3, init="random").estep.init == "random"

@@ -432,3 +432,32 @@ def test_by_dimension_defaults():
     assert ByDimension().max_features == 16
     assert ByDimension()._chosen(16) == KMeansPlusPlus()
     assert ByDimension()._chosen(17) == AFKMC2(chain_length=2, n_candidates=1)
+
+
+@pytest.mark.parametrize("n_candidates", [1, 2])
+def test_afkmc2_redraws_centres_its_short_chains_repeat(n_candidates):
+    """With chains of one candidate nearly every draw among 50 rows for 40 centres repeats a
+    chosen row; those centres are redrawn from the rows not chosen yet, quietly, and the
+    extra chains are counted."""
+    X = _blobs(n_samples=50)
+    w = np.random.RandomState(1).uniform(0.5, 2.0, size=len(X))
+    for seed in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            centers, cost = _seed(AFKMC2(chain_length=1, n_candidates=n_candidates), X, w,
+                                  40, seed=seed)
+        rows = _row_indices(X, centers)
+        assert len(set(rows.tolist())) == 40
+        assert cost > len(X) + 40 * 39 // 2 * n_candidates  # the chains, then the redraws
+
+
+def test_afkmc2_vc_gmm_seeding_of_many_clusters_is_quiet():
+    """The reported case in small: plain AFK-MC^2 with chains of 2 on a weighted coreset,
+    many centres: no duplicate is left and nothing is reported."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(3000, 100))
+    w = rng.randint(1, 4, size=len(X)).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        centers, _ = _seed(AFKMC2(chain_length=2, n_candidates=1), X, w, 1000)
+    assert len(np.unique(centers, axis=0)) == 1000

@@ -363,15 +363,16 @@ def test_other_compositions_refuse_sparse_before_any_work(make):
     calls = []
     km.set_params(callback=lambda info: calls.append(info))
     with pytest.raises(TypeError, match=r"cannot take sparse X\. Sparse input is taken by "
-                                        r"presets\.lloyd, presets\.elkan or "
-                                        r"presets\.minibatch .*X\.toarray\(\)"):
+                                        r"presets\.lloyd, presets\.elkan, presets\.minibatch "
+                                        r"or presets\.spherical_kmeans .*X\.toarray\(\)"):
         km.fit(X)
     assert not calls and not hasattr(km, "cluster_centers_")
 
 
 def test_refusal_names_the_strategies():
     X, _ = _text_like(n_samples=50)
-    with pytest.raises(TypeError, match=r"^TruncatedEStep, SoftMStep cannot take sparse X"):
+    with pytest.raises(TypeError, match=r"^estep=TruncatedEStep, mstep=SoftMStep cannot take "
+                                        r"sparse X"):
         Clusterer(3, estep=TruncatedEStep(), mstep=SoftMStep()).fit(X)
 
 
@@ -428,3 +429,29 @@ def test_more_non_zeros_than_int32_indices_is_refused(monkeypatch):
     with pytest.raises(ValueError, match=rf"X has {X.nnz} non-zeros in 60 features; sparse "
                                          r"input is limited to \d+ of each \(int32 indices\)"):
         presets.lloyd(3).fit(wide)
+
+
+def test_refusal_of_a_pilot_seeding_says_which_seeding_to_pass():
+    """presets.large_scale seeds with a pilot fit: only its seeding refuses sparse data, and
+    the message says what to pass instead."""
+    X, _ = _text_like(n_samples=50)
+    with pytest.raises(TypeError, match=r"^seed=FittedSeeder cannot take sparse X\. Sparse "
+                                        r"input is taken by presets\.lloyd, presets\.elkan, "
+                                        r"presets\.minibatch or presets\.spherical_kmeans "
+                                        r"\(and by the rest of this composition with seed= one "
+                                        r"of 'k-means\+\+', 'random' or initial centres; presets "
+                                        r"take seed= too\); or pass X\.toarray\(\)\.$"):
+        presets.large_scale(3).fit(X)
+    assert presets.large_scale(3, seed="k-means++", random_state=0).fit(X).labels_.shape == (50,)
+
+
+@pytest.mark.parametrize("name", presets.PRESETS)
+def test_the_presets_the_docs_name_for_sparse_data_take_it(name):
+    """The guide says "also sparse (CSR) data" exactly for the presets whose strategies all
+    take sparse data, and those fit a CSR matrix."""
+    from clusterkit._registry import accepts_sparse
+    model = getattr(presets, name)(3, random_state=0)
+    assert ("also sparse (CSR) data" in presets.GUIDE[name].use) == accepts_sparse(model)
+    if accepts_sparse(model):
+        X, _ = _text_like(n_samples=60)
+        assert model.fit(X).cluster_centers_.shape == (3, X.shape[1])

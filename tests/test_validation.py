@@ -182,3 +182,108 @@ def test_a_batch_without_weight_moves_no_centre_under_sbe():
     w = np.r_[np.ones(50), np.zeros(50)]
     km = presets.sbe(3, batch_size=1, random_state=0, max_iter=30).fit(X, sample_weight=w)
     assert np.all(np.isfinite(km.cluster_centers_)) and np.isfinite(km.inertia_)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"init": "k-means++"}, r"^Clusterer\(\) got scikit-learn's keyword 'init'; pass seed= "
+                            r"\('k-means\+\+', 'random', an array of initial centres or a "
+                            r"Seeder\) instead\.$"),
+    ({"algorithm": "elkan"}, r"^Clusterer\(\) got scikit-learn's keyword 'algorithm'; pass "
+                             r"estep= \(algorithm='lloyd' is estep='full', the default; "
+                             r"algorithm='elkan' is estep='elkan' or 'bounded', or "
+                             r"presets\.elkan\) instead\.$"),
+    ({"n_jobs": 2}, r"keyword 'n_jobs'; pass n_threads= instead\.$"),
+    ({"batch_size": 100}, r"keyword 'batch_size'; pass schedule=MiniBatch\(batch_size=\.\.\.\)"),
+    ({"n_int": 3}, r"^Clusterer\(\) got an unexpected keyword argument 'n_int'; did you mean "
+                   r"'n_init'\?$"),
+    ({"zzz": 3}, r"unexpected keyword argument 'zzz'; the keywords are n_clusters, seed, "),
+])
+def test_scikit_learn_keywords_and_typos_name_what_to_pass(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        Clusterer(10, **kwargs)
+
+
+def test_unknown_keywords_leave_the_estimator_scikit_learn_compliant():
+    import pickle
+    from sklearn.base import clone
+    km = Clusterer(3, n_init=2, estep="elkan")
+    assert clone(km).get_params() == km.get_params()
+    assert pickle.loads(pickle.dumps(km)).get_params() == km.get_params()
+
+
+def test_n_init_auto_says_what_to_pass():
+    with pytest.raises(TypeError, match=r"^n_init='auto' is not a number of runs; pass an "
+                                        r"integer >= 1 \(scikit-learn's n_init='auto' is "
+                                        r"n_init=1 with k-means\+\+ seeding, clusterkit's "
+                                        r"default, and n_init=10 with seed='random'\)\.$"):
+        Clusterer(2, n_init="auto").fit(X)
+
+
+@pytest.mark.parametrize("model,reason", [
+    (presets.vc_gmm(3), "partial_fit keeps running means of hard assignments; this "
+                        "Clusterer's M-step needs responsibilities (a Gaussian mixture)."),
+    (presets.lwcs_lloyd(3), "partial_fit clusters each batch as it comes; LWCS summarises a "
+                            "whole data set. Use fit, or reduce=None for a stream."),
+    (presets.var_kmeans_s(3), "partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
+                              "TruncatedEStep), not PartialEStep: per-sample search state "
+                              "cannot follow a stream of new samples."),
+    (presets.nmbatch(3), "partial_fit adds the caller's batches to running means; "
+                         "NestedDoubling chooses its own batches from all the data. Use "
+                         "fit, or schedule='minibatch' (or 'full') for a stream."),
+])
+def test_partial_fit_that_cannot_stream_is_absent_with_its_reason(model, reason):
+    import re
+    assert not hasattr(model, "partial_fit")
+    with pytest.raises(AttributeError, match="^" + re.escape(
+            f"This 'Clusterer' has no attribute 'partial_fit': {reason}") + "$") as error:
+        model.partial_fit(X)
+    assert str(error.value.__cause__) == reason
+
+
+def test_predict_proba_of_k_means_is_absent_with_its_reason():
+    km = presets.lloyd(2, random_state=0).fit(X)
+    for method in ("predict_proba", "score_samples", "bic", "aic"):
+        assert not hasattr(km, method)
+        with pytest.raises(AttributeError, match=rf"^This 'Clusterer' has no attribute "
+                                                 rf"'{method}': This Clusterer is not a "
+                                                 r"Gaussian mixture, so it has no "
+                                                 r"probabilities; fit with mstep='soft'"):
+            getattr(km, method)
+    assert presets.gmm(2, random_state=0).fit(X).predict_proba(X).shape == (20, 2)
+    assert Clusterer.predict_proba.__doc__.startswith("Posterior probability")
+
+
+def _warned_here(category, match, action):
+    """The warnings ``action()`` emits point at this file (the caller's line), not into
+    clusterkit, whatever the call depth inside the library."""
+    with pytest.warns(category, match=match) as record:
+        action()
+    hits = [w for w in record if issubclass(w.category, category) and
+            __import__("re").search(match, str(w.message))]
+    assert hits and all(w.filename == __file__ for w in hits), [w.filename for w in hits]
+
+
+def test_warnings_point_at_the_callers_line():
+    from sklearn.exceptions import ConvergenceWarning
+    from clusterkit import LWCS, PartialEStep
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(200, 2))
+    _warned_here(RuntimeWarning, r"LWCS size=1000 >= n_samples=200",
+                 lambda: Clusterer(3, reduce=LWCS(1000), random_state=0).fit(Y))
+    _warned_here(RuntimeWarning, r"LWCS size=1000 >= n_samples=200",
+                 lambda: presets.lwcs_lloyd(3, coreset_size=1000, random_state=0).fit_predict(Y))
+    _warned_here(RuntimeWarning, r"seed gives the initial centres: running once instead of "
+                                 r"n_init=3 times\.",
+                 lambda: Clusterer(2, seed=Y[:2], n_init=3).fit(Y))
+    _warned_here(ConvergenceWarning, r"The fit did not converge",
+                 lambda: Clusterer(5, max_iter=1, tol=0.0, random_state=0).fit(Y))
+    _warned_here(ConvergenceWarning, r"Number of distinct clusters \(2\) found smaller than "
+                                     r"n_clusters \(3\)",
+                 lambda: Clusterer(3, random_state=0).fit(np.repeat(Y[:2], 5, axis=0)))
+    _warned_here(RuntimeWarning, r"KMeansPlusPlus found only 2 distinct points",
+                 lambda: Clusterer(3, random_state=0).fit(np.repeat(Y[:2], 5, axis=0)))
+    _warned_here(RuntimeWarning, r"G=9 > n_clusters=3; using G=n_clusters\.",
+                 lambda: Clusterer(3, estep=PartialEStep(G=9), random_state=0).fit(Y))
+    # inside a pilot fit, itself inside the seeding of the fit called here
+    _warned_here(RuntimeWarning, r"LWCS size=1000 >= n_samples=200",
+                 lambda: presets.best_quality(3, coreset_size=1000, random_state=0).fit(Y))
