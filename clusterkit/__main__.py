@@ -415,8 +415,9 @@ def _parser():
                                    formatter_class=argparse.RawDescriptionHelpFormatter,
                                    **kwargs)
     commands.add_parser("demo", add_help=False,
-                        help="fit k-means and GMM variants on a BIRCH grid and print a table "
-                             "(see 'clusterkit demo --help')")
+                        help="fit scikit-learn's KMeans and clusterkit's presets on a BIRCH "
+                             "grid and print their time and error side by side (see "
+                             "'clusterkit demo --help')")
     fit = command("fit", help="fit a preset to a data file and save the model",
                   description="Fit a preset to DATA and save the model.")
     fit.add_argument("data", help="a .npy, .npz (array X) or .csv file of numbers; a CSV's "
