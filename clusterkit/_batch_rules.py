@@ -12,7 +12,8 @@ from ._sparse import csr_arrays, dense_rows, is_sparse
 __all__ = ["HARD_RULES", "batch_sums", "divide", "relocate_empty_clusters"]
 
 
-def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment):
+def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
+                            state):
     """Move every cluster that received no weight onto a far-away sample.
 
     The one rule for empty clusters in clusterkit: the empty clusters, in index order, take the
@@ -22,15 +23,22 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     there are more empty clusters than samples with positive weight, the rest keep their
     previous position (already in ``centers_new``). Centres are never NaN.
 
-    Returns the number of relocated clusters.
+    Sets ``state.n_relocated`` to the number of clusters whose position this changed (a
+    cluster placed again where it already was does not count): with them, a step in which
+    no label changed is no fixed point (:attr:`FitState.at_fixed_point`). Returns the number
+    of relocated clusters.
     """
+    state.n_relocated = 0
     empty = np.flatnonzero(weight_in_clusters <= 0)
     if empty.size == 0:
         return 0
     score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
     n_far = min(empty.size, int(np.count_nonzero(sample_weight > 0)))
     far = _largest(score, n_far)
-    centers_new[empty[:n_far]] = dense_rows(X, far)
+    moved = empty[:n_far]
+    rows = dense_rows(X, far)
+    state.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
+    centers_new[moved] = rows
     return n_far
 
 
@@ -103,7 +111,7 @@ class _Replace:
     def update(self, X, sample_weight, assignment, centers, state):
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
         centers_new = divide(centers_sum, weight, centers)
-        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment, state)
         return centers_new
 
 
@@ -185,8 +193,10 @@ class _Running:
         if it :meth:`held` at most ``state.channel.reassignment_ratio`` (0 if unset) times an
         average cluster's share of the window's weight. At most half the batch's rows are
         used per step, the most starved clusters first. A moved cluster starts afresh, with
-        no votes. Returns the number of moved clusters.
+        no votes. Returns the number of moved clusters, and sets ``state.n_relocated`` to
+        those whose position changed (as :func:`relocate_empty_clusters`).
         """
+        state.n_relocated = 0
         channel = state.channel
         seen_rows = state.n_samples_seen + X.shape[0]
         if seen_rows - self.window_start < (channel.reassignment_window or state.n_samples):
@@ -209,7 +219,9 @@ class _Running:
         chosen = np.sort(chosen[_first_of_equal_rows(dense_rows(X, chosen))])
         n_moves = chosen.size
         starved = starved[np.argsort(held[starved], kind="stable")[:n_moves]]
-        centers_new[starved] = dense_rows(X, chosen)
+        rows = dense_rows(X, chosen)
+        state.n_relocated = int(np.count_nonzero(np.any(centers_new[starved] != rows, axis=1)))
+        centers_new[starved] = rows
         self.sums[starved] = 0.0
         self.weight[starved] = self.sse[starved] = 0.0
         self.placed_at[starved] = seen_rows

@@ -203,7 +203,7 @@ class SphericalMStep(HardMStep):
             centers_new, has = _directions(centers_sum, weight.astype(np.float64), X.dtype)
             centers_new[~has] = centers[~has]  # (relocated next, or kept if nowhere to go)
             relocate_empty_clusters(centers_new, np.where(has, weight, 0), X, sample_weight,
-                                    assignment)
+                                    assignment, state)
             return centers_new
         # running rules: HardMStep's running means (starved clusters already moved onto unit
         # rows), projected onto the sphere; the running mean of unit rows has norm <= 1
@@ -275,7 +275,7 @@ class SoftMStep(MStep):
             _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,
                             state.n_threads)
             sse = weighted_sum(per_sample, sample_weight)
-        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment, state)
         state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
         return centers_new
 

@@ -84,6 +84,12 @@ class FitState:
     n_changed : int
         Samples of the last batch whose label differs from their previous visit (a first
         visit counts as a change).
+    n_relocated : int
+        Clusters the last M-step moved to a new position by relocating them onto a sample
+        (an empty or starved cluster, see :func:`~clusterkit._batch_rules.relocate_empty_clusters`)
+        rather than to the mean of its samples: such a step is no fixed point even if no
+        label changed (the moved centres are not yet in any label). Written by the
+        relocation rules, 0 before the first M-step.
     center_shift : ndarray of shape (n_clusters,), dtype=float64
         Euclidean distance each centre moved in the last M-step (zeros before the first).
     center_norm : float
@@ -141,8 +147,8 @@ class FitState:
     ITERATION_RECORDS = ("sigma2", "seed_labels", "estep_state", "mstep_state",
                          "schedule_state", "fuse_sums", "channel", "history", "n_samples_seen",
                          "center_shift", "_centers_before", "_center_norm", "n_samples",
-                         "rows", "labels", "n_changed", "inner_step", "n_inner_steps",
-                         "step_info")
+                         "rows", "labels", "n_changed", "n_relocated", "inner_step",
+                         "n_inner_steps", "step_info")
 
     def start_run(self, n_samples):
         """Forget everything of the previous run (its refinement log and what
@@ -183,6 +189,7 @@ class FitState:
         self.rows = slice(0, n_samples)
         self.labels = np.full(n_samples, -1, dtype=np.int32)
         self.n_changed = n_samples
+        self.n_relocated = 0
         self.inner_step, self.n_inner_steps = 0, 1
         self.step_info = {}
 
@@ -278,11 +285,13 @@ class FitState:
 
     @property
     def at_fixed_point(self):
-        """Whether the last step was over all rows, exact and hard (``strict_convergence``)
-        and changed no label: the M-step then recomputed the same centres, and ``labels``
-        are every row's nearest final centre."""
-        return (self.strict_convergence and self.n_changed == 0 and bool(self.history)
-                and self.history[-1]["batch_size"] == self.n_samples)
+        """Whether the last step was over all rows, exact and hard (``strict_convergence``),
+        changed no label and relocated no cluster: the M-step then recomputed the same
+        centres, and ``labels`` are every row's nearest final centre. (A relocated centre
+        moved after the E-step: rows near its old or new position, zero-weight rows
+        included, may now have another nearest centre.)"""
+        return (self.strict_convergence and self.n_changed == 0 and self.n_relocated == 0
+                and bool(self.history) and self.history[-1]["batch_size"] == self.n_samples)
 
     @property
     def n_passes(self):
