@@ -371,3 +371,49 @@ def test_labels_of_zero_weight_samples_are_their_nearest_centres(dtype, preset, 
         assert _not_nearest(model, X).size == 0
         np.testing.assert_allclose(model.inertia_, -model.score(X, sample_weight=w),
                                    rtol=1e-5, atol=1e-12)
+
+
+def _containers(X, sample_weight, tmp_path):
+    """The same rows (and weights) as an array, a read-only memmap and, if dask is installed,
+    a dask array of several row chunks (computed in this process)."""
+    np.save(tmp_path / "X.npy", X)
+    yield "array", X, sample_weight
+    yield "memmap", np.load(tmp_path / "X.npy", mmap_mode="r"), sample_weight
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        return
+    with dask.config.set(scheduler="synchronous"):
+        yield ("dask", da.from_array(X, chunks=(X.shape[0] // 3 + 1, -1)),
+               None if sample_weight is None else da.from_array(sample_weight,
+                                                                chunks=X.shape[0] // 3 + 1))
+
+
+@pytest.mark.parametrize("dtype,scale,weight,match", [
+    # float64: the sum of the squared distances over 200 samples overflows float64
+    (np.float64, 5e152, None, r"^X's values are too large: squared distances between samples "
+                              r"\(up to 1\.\d+e\+307\) summed over a total weight of 200 can "
+                              r"overflow the largest float64 \(1\.8e\+308\)\. Rescale X\.$"),
+    # float32: one weight times a squared distance overflows float32
+    (np.float32, 1e15, 1e10, r"^sample_weight is too large for X in float32: weighted sums "
+                             r"over the samples can reach \d\.\d+e\+41, beyond the largest "
+                             r"float32 \(3\.4e\+38\)\. Rescale the weights \(only their "
+                             r"ratios matter\) or pass X as float64\.$"),
+])
+def test_one_range_policy_for_arrays_memmaps_and_dask_arrays(tmp_path, dtype, scale, weight,
+                                                             match):
+    """The first pass over a memmap or a dask array refuses the rows the in-memory path (and
+    ``score``) refuses, with the same message: before, it accepted them and ``inertia_`` was
+    infinite."""
+    X = (_uniform((200, 16), seed=540) * scale).astype(dtype)
+    w = None if weight is None else np.ones(200)
+    if w is not None:
+        w[7] = weight
+    for name, Xc, wc in _containers(X, w, tmp_path):
+        with pytest.raises(ValueError, match=match):
+            presets.vc_gmm(6, coreset_size=100, random_state=0).fit(Xc, sample_weight=wc)
+    if w is None:  # (score's weights multiply float64 log-likelihoods: no limit there)
+        model = presets.vc_gmm(6, coreset_size=100, random_state=0).fit(X / scale)
+        with pytest.raises(ValueError, match=match):
+            model.score(X)
