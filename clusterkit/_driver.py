@@ -239,13 +239,14 @@ class Driver:
 
     def _scan(self, data):
         """The first pass over data in row chunks (``ChunkedData.scan``): validates them and
-        returns their weighted mean as the fit's centring, in their dtype; given initial
+        returns their mean as the fit's centring, in their dtype (the unweighted mean, as for
+        data in memory: the same rows give the same fit on every container); given initial
         centres move into that frame."""
         state = self.state
         with state.timed("scan"):
             moments = data.scan(
                 progress=lambda done, total: state.progress("scan", done, total, "rows"))
-        x_mean = moments.global_mean.astype(data.dtype)
+        x_mean = moments.row_mean
         self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
                     f"{state.seconds_by_phase['scan']:.3g} s")
         seeder = self.composition.seed

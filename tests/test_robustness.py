@@ -417,3 +417,23 @@ def test_one_range_policy_for_arrays_memmaps_and_dask_arrays(tmp_path, dtype, sc
         model = presets.vc_gmm(6, coreset_size=100, random_state=0).fit(X / scale)
         with pytest.raises(ValueError, match=match):
             model.score(X)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_weighted_memmap_and_dask_fits_equal_the_array_fit(tmp_path, dtype):
+    """The same weighted rows give the same fit on every container, bit for bit in one chunk:
+    the chunked path centres on the unweighted mean, as the array path (it centred on the
+    weighted mean, and its variance and centres differed in the last digits)."""
+    rs = np.random.RandomState(11)
+    X = (rs.normal(size=(120, 3)) * 1e3 + rs.normal(size=3) * 1e7).astype(dtype)
+    w = rs.randint(0, 3, 120).astype(float)
+    fits = {name: presets.vc_gmm(3, coreset_size=60, random_state=11).fit(Xc, sample_weight=wc)
+            for name, Xc, wc in _containers(X, w, tmp_path)}
+    np.testing.assert_array_equal(fits["memmap"].cluster_centers_,
+                                  fits["array"].cluster_centers_)
+    assert fits["memmap"].sigma2_ == fits["array"].sigma2_
+    if "dask" in fits:  # three chunks: the mean's sum in another order
+        rtol = 1e-9 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(fits["dask"].cluster_centers_,
+                                   fits["array"].cluster_centers_, rtol=rtol, atol=0)
+        assert fits["dask"].sigma2_ == pytest.approx(fits["array"].sigma2_, rel=rtol)
