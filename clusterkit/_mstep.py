@@ -233,12 +233,18 @@ class SoftMStep(MStep):
     Notes
     -----
     Cost ``O(N C' D)`` for ``C'`` winners per sample (``O(N C D)`` for full responsibilities),
-    no distance evaluations. The variance is clamped at ``state.sigma2_floor``
-    (``1e-12`` times the data variance per dimension, at least the dtype's smallest normal
-    number) so that duplicated points, constant data or
-    ``C`` close to ``N`` never give a zero variance. With full responsibilities the sums are
-    accumulated in float64 over chunks of rows and the variance is expanded around the
-    centres as stored (exact up to float64 rounding), because the shorter identity
+    no distance evaluations. The variance is clamped at ``state.sigma2_floor``, ``eps B / D``
+    with ``eps = 2.2e-16`` (float64's machine epsilon, whatever the data's dtype) and ``B``
+    the squared diagonal of the bounding box of all the given rows (zero weights included;
+    at least the dtype's smallest normal number): duplicated points, constant data or ``C``
+    close to ``N`` never give a zero variance, and the floor is relative to the data's
+    scale, so that it means the same for data scaled by 1e-30 or 1e150. At the floor every
+    training sample has ``d2 / (2 sigma2) <= D / (2 eps)``: ``score`` and
+    ``score_samples`` stay finite (scikit-learn's ``GaussianMixture`` adds an absolute
+    ``reg_covar=1e-6`` instead, which would swamp small-scale data). With full
+    responsibilities the sums are accumulated in float64 over chunks of rows and the
+    variance is expanded around the centres as stored (exact up to float64 rounding),
+    because the shorter identity
     ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels catastrophically in float32 when
     the clusters are far apart relative to their spread. Clusters without weight are
     relocated as by :class:`HardMStep`.

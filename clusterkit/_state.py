@@ -53,8 +53,9 @@ class FitState:
         (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise. It
         means nothing else.
     sigma2_floor : float
-        Smallest variance allowed (``1e-12`` times the variance per dimension of the data
-        the fit runs on).
+        Smallest variance allowed: ``eps B / D`` (``eps`` float64's machine epsilon, ``B``
+        the squared diagonal of the bounding box of all the given rows), at least the
+        dtype's smallest normal number (see :func:`variance_floor`).
     qe_resolution : float
         Quantization error indistinguishable from zero at the fit's precision: the dtype's
         machine epsilon times the total sample weight times the mean squared norm of the
@@ -371,6 +372,28 @@ class Channel:
         self.step_size = self.averaging = None
         self.cluster_weight = self.cluster_sse = None
         self.reassignment_ratio = self.reassignment_window = None
+
+
+#: The smallest variance of a mixture relative to ``B / D``, the squared diagonal of the
+#: data's bounding box per dimension: float64's machine epsilon (see :func:`variance_floor`).
+VARIANCE_FLOOR = float(np.finfo(np.float64).eps)
+
+
+def variance_floor(diagonal2, n_features, dtype):
+    """The smallest variance a mixture fit allows (``FitState.sigma2_floor``).
+
+    ``VARIANCE_FLOOR * B / D`` with ``B = diagonal2`` the squared diagonal of the bounding box
+    of all the given rows (zero weights included), at least ``dtype``'s smallest normal number
+    (constant data). Relative to the data's scale, it means the same for data scaled by
+    1e-30 or 1e150 (an absolute floor, as scikit-learn's ``reg_covar=1e-6``, would swamp the
+    one and vanish for the other). At the floor every training sample has
+    ``d2 / (2 sigma2) <= D / (2 VARIANCE_FLOOR)``, about ``2e15 D``, so its float64
+    log-likelihood stays finite (the former floor, relative to the rows the fit ran on,
+    reached ``2.2e-308`` on a coreset of one distinct row and gave ``score = -inf``). float64's
+    epsilon whatever the dtype: the soft M-step sums in float64 and resolves much smaller
+    variances of tight float32 clusters than float32's epsilon would allow.
+    """
+    return max(VARIANCE_FLOOR * float(diagonal2) / n_features, float(np.finfo(dtype).tiny))
 
 
 def weighted_sum(values, sample_weight):

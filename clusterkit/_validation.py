@@ -9,6 +9,7 @@ from ._sparse import bounding_rows, check_csr, is_sparse
 
 __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
            "check_n_clusters", "check_int", "check_range", "check_representable",
+           "bounding_box", "squared_diagonal",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts", "unit_rows"]
 
@@ -245,15 +246,29 @@ def check_representable(X, centers=None, sample_weight=None):
     ValueError
         As :func:`check_range`.
     """
-    n_samples = X.shape[0]
-    if is_sparse(X):
-        X = bounding_rows(X)
     weights = None
     if sample_weight is not None:
         with np.errstate(over="ignore"):
             total = float(sample_weight.sum(dtype=np.float64))
         weights = (total, float(sample_weight.max()))
-    check_range(X.min(axis=0), X.max(axis=0), X.dtype, n_samples, weights, centers)
+    check_range(*bounding_box(X), X.dtype, X.shape[0], weights, centers)
+
+
+def bounding_box(X):
+    """Every feature's smallest and largest value of ``X`` (dense, or CSR with its zeros),
+    as two arrays of shape (n_features,) of ``X``'s dtype."""
+    if is_sparse(X):
+        X = bounding_rows(X)
+    return X.min(axis=0), X.max(axis=0)
+
+
+def squared_diagonal(low, high):
+    """``sum_k (high_k - low_k)^2`` in float64: the squared diagonal of the bounding box
+    ``[low, high]``, the largest squared distance between two of its points (``inf`` if it
+    overflows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ranges = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+        return float(np.dot(ranges, ranges))
 
 
 def check_range(low, high, dtype, n_samples, weights=None, centers=None):
@@ -314,9 +329,7 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None):
         low = np.minimum(low, centers.min(axis=0))
     high_value, low_value = float(high.max()), float(low.min())
     extent = high_value - low_value
-    with np.errstate(over="ignore", invalid="ignore"):
-        ranges = high - low
-        diagonal2 = float(np.dot(ranges, ranges))
+    diagonal2 = squared_diagonal(low, high)
     advice = "Rescale X" + (" or pass it as float64" if dtype == np.float32 else "")
     if not diagonal2 <= largest:
         raise ValueError(f"X's values are too large for {name}: squared distances between "

@@ -420,6 +420,45 @@ def test_one_range_policy_for_arrays_memmaps_and_dask_arrays(tmp_path, dtype, sc
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["one_weighted_row", "one_weighted_row_of_200"])
+def test_variance_floor_keeps_scores_finite_on_every_container(tmp_path, dtype, case):
+    """Only one row carries weight, so the variance hits its floor: ``score`` and
+    ``score_samples`` of the training rows (zero weights included) stay finite, and a memmap
+    or a dask array of the same rows gives the same fit as the array (the chunked path
+    centred on the weighted mean, and its floor came from the coreset's own rows: 2.2e-308,
+    ``score = -inf``)."""
+    rs = np.random.RandomState(230)
+    if case == "one_weighted_row":
+        X = (1e8 + 20 * rs.normal(size=(2, 8))).astype(dtype)
+        w = np.array([1.0, 0.0])
+        params = dict(n_clusters=1, max_iter=50, G=1, n_explore=0, n_init_esteps=0,
+                      init="exact", coreset_size=1, chain_length=1, random_state=230,
+                      n_threads=1)
+    else:
+        X = (4 * rs.normal(size=(200, 1))).astype(dtype)
+        w = np.zeros(200)
+        w[17] = 1.0
+        params = dict(n_clusters=2, n_init=2, tol=0.5, G=2, n_explore=1, n_init_esteps=0,
+                      coreset_size=7, chain_length=2, random_state=339)
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (LWCS size >= n_samples; one distinct cluster)
+        for name, Xc, wc in _containers(X, w, tmp_path):
+            fits[name] = presets.vc_gmm(**params).fit(Xc, sample_weight=wc)
+    box = X.max(axis=0).astype(np.float64) - X.min(axis=0)
+    floor = np.finfo(np.float64).eps * float(box @ box) / X.shape[1]
+    for name, model in fits.items():
+        assert model.sigma2_ >= floor, name
+        log_likelihood = model.score_samples(X)
+        assert np.all(np.isfinite(log_likelihood)), name
+        assert np.isfinite(model.score(X, sample_weight=w)), name
+        np.testing.assert_allclose(model.cluster_centers_, fits["array"].cluster_centers_,
+                                   rtol=1e-9 if dtype == np.float64 else 1e-6, atol=0)
+        assert model.sigma2_ == pytest.approx(fits["array"].sigma2_,
+                                              rel=1e-9 if dtype == np.float64 else 1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_weighted_memmap_and_dask_fits_equal_the_array_fit(tmp_path, dtype):
     """The same weighted rows give the same fit on every container, bit for bit in one chunk:
     the chunked path centres on the unweighted mean, as the array path (it centred on the
