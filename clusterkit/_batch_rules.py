@@ -7,9 +7,9 @@ import numpy as np
 
 from ._kernels import _mstep
 from ._kernels import _sparse as _sparse_kernels
-from ._sparse import csr_arrays, dense_rows, is_sparse
+from ._sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 
-__all__ = ["HARD_RULES", "batch_sums", "divide", "relocate_empty_clusters"]
+__all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
@@ -17,8 +17,9 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     """Move every cluster that received no weight onto a far-away sample.
 
     The one rule for empty clusters in clusterkit: the empty clusters, in index order, take the
-    samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre,
-    farthest first, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
+    samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre
+    (:func:`far_scores`: 0 within the distance's rounding), farthest first, ties to the lower
+    index, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
     the worst explained, so this lowers the objective the most among single-sample moves. If
     there are more empty clusters than samples with positive weight, the rest keep their
     previous position (already in ``centers_new``). Centres are never NaN.
@@ -32,7 +33,7 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     empty = np.flatnonzero(weight_in_clusters <= 0)
     if empty.size == 0:
         return 0
-    score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
+    score = far_scores(X, sample_weight, assignment.dist2, state.n_threads)
     n_far = min(empty.size, int(np.count_nonzero(sample_weight > 0)))
     far = _largest(score, n_far)
     moved = empty[:n_far]
@@ -208,7 +209,7 @@ class _Running:
         starved = np.flatnonzero(eligible & (held <= ratio * share))
         self.window_start, self.window_weight = seen_rows, 0.0
         self.recent[:] = 0.0
-        score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
+        score = far_scores(X, sample_weight, assignment.dist2, state.n_threads)
         candidates = np.flatnonzero(score > 0)
         n_moves = min(starved.size, candidates.size, max(X.shape[0] // 2, 1))
         if n_moves == 0:
@@ -226,6 +227,27 @@ class _Running:
         self.weight[starved] = self.sse[starved] = 0.0
         self.placed_at[starved] = seen_rows
         return n_moves
+
+
+#: A squared distance at most this many machine epsilons times the row's squared norm (in the
+#: fit's centred frame) is rounding: ``||x||^2 - 2 x.c + ||c||^2`` rounds by about
+#: ``2 eps ||x||^2`` when ``c`` is at ``x``.
+_ROUNDING_EPS = 4
+
+
+def far_scores(X, sample_weight, dist2, n_threads):
+    """``w_n * dist2_n`` in float64, the relocation rules' score of each sample, with 0 for a
+    sample whose squared distance is within its rounding (:data:`_ROUNDING_EPS` epsilons of
+    its squared norm): it sits on a centre. Rounding noise would otherwise decide where an
+    empty or starved cluster goes (onto a duplicate of a centre, a different one at every
+    step), and the run would cycle instead of reaching its fixed point."""
+    score = sample_weight.astype(np.float64) * dist2.astype(np.float64)
+    if is_sparse(X):
+        sqnorms = row_sqnorms(X, n_threads).astype(np.float64)
+    else:
+        sqnorms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    score[dist2 <= _ROUNDING_EPS * float(np.finfo(X.dtype).eps) * sqnorms] = 0.0
+    return score
 
 
 def _first_of_equal_rows(rows):

@@ -51,7 +51,9 @@ class HardMStep(MStep):
     Cost ``O(N D)`` per batch (``O(nnz + C D)`` for sparse data, whose sums are dense), no
     distance evaluations; deterministic for any number of threads. A cluster without weight in
     a full batch is moved onto one of the samples with the largest weighted squared distance to
-    their centre, farthest first, each sample used once (as in scikit-learn). Under a
+    their centre, farthest first, each sample used once (as in scikit-learn; a distance within
+    its rounding counts as 0, so that noise never decides, see
+    :func:`~clusterkit._batch_rules.far_scores`). Under a
     mini-batch rule a cluster keeps its centre until it gets a vote (the seed does not count as
     one, unlike the papers' ``v(j) = 1``, so that a full batch gives Lloyd's means exactly and
     only the ratios of the weights matter). A *starved* cluster is moved onto a sample of the

@@ -357,18 +357,24 @@ def _not_nearest(model, X):
 def test_labels_of_zero_weight_samples_are_their_nearest_centres(dtype, preset, n_clusters):
     """Clusters holding only zero-weight samples are relocated (empty or starved) without any
     label changing: such a step is no fixed point, and the final labels are not the last
-    E-step's. (nmbatch stopped there and kept stale labels for the zero-weight rows.)"""
+    E-step's. (nmbatch stopped there and kept stale labels for the zero-weight rows.) With
+    more clusters than distinct weighted rows, no cluster goes where a distance is only
+    rounding, and the fit still settles."""
     extra = (dict(initial_batch=160, rho=0.0, spread="standard_error") if preset == "nmbatch"
              else {})
     for seed in (0, 19):
         rs = np.random.RandomState(seed)
         X = rs.normal(size=(60, 3)).astype(dtype)
         w = rs.randint(0, 4, 60).astype(float)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # (duplicates of few distinct clusters)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # (duplicates of few distinct clusters)
             model = getattr(presets, preset)(n_clusters, max_iter=50, tol=0.0, n_threads=2,
                                              random_state=seed, **extra).fit(X, sample_weight=w)
         assert _not_nearest(model, X).size == 0
+        # relocations onto samples that sit on a centre (their distance is rounding) would
+        # cycle to max_iter instead of settling
+        assert not [c for c in caught if "did not converge" in str(c.message)]
+        assert model.n_iter_ < 10
         np.testing.assert_allclose(model.inertia_, -model.score(X, sample_weight=w),
                                    rtol=1e-5, atol=1e-12)
 
