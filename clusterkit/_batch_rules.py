@@ -7,23 +7,24 @@ import numpy as np
 
 from ._kernels import _mstep
 from ._kernels import _sparse as _sparse_kernels
-from ._sparse import csr_arrays, dense_rows, is_sparse
+from ._sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 
-__all__ = ["HARD_RULES", "batch_sums", "divide", "relocate_empty_clusters"]
+__all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
-                            withdraw=False):
+                            state, withdraw=False):
     """Move every cluster that received no weight onto a far-away sample.
 
     The one rule for empty clusters in clusterkit: the empty clusters, in index order, take the
-    samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre,
-    farthest first, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
+    samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre
+    (:func:`far_scores`: 0 within the distance's rounding), farthest first, ties to the lower
+    index, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
     the worst explained, so this lowers the objective the most among single-sample moves. A
-    sample that sits on its centre (``w_n * dist2_n = 0``) is never taken: a centre moved onto
-    it would only duplicate one (more clusters than distinct points; scikit-learn then
-    relocates nothing either). If there are more empty clusters than such samples, the rest
-    keep their previous position (already in ``centers_new``). Centres are never NaN.
+    sample that sits on its centre (score 0) is never taken: a centre moved onto it would only
+    duplicate one (more clusters than distinct points; scikit-learn then relocates nothing
+    either). If there are more empty clusters than such samples, the rest keep their previous
+    position (already in ``centers_new``). Centres are never NaN.
 
     With ``withdraw=True`` (``centers_new`` the weighted means of hard clusters whose weights
     are ``weight_in_clusters``), a moved sample also leaves the cluster it was assigned to,
@@ -34,18 +35,33 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     cluster (nothing else with weight) is not taken then: moving it would empty its cluster.
     ``weight_in_clusters`` is updated in place.
 
-    Returns the number of relocated clusters.
+    Sets ``state.n_relocated`` to the number of clusters whose position this changed (a
+    cluster placed again where it already was does not count): with them, a step in which
+    no label changed is no fixed point (:attr:`FitState.at_fixed_point`). Returns the number
+    of relocated clusters.
     """
+    state.n_relocated = 0
     empty = np.flatnonzero(weight_in_clusters <= 0)
     if empty.size == 0:
         return 0
-    score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
+    score = far_scores(X, sample_weight, assignment.dist2, state.n_threads)
     n_far = min(empty.size, int(np.count_nonzero(score > 0)))
     far = _largest(score, n_far)
-    if not withdraw:
-        centers_new[empty[:n_far]] = dense_rows(X, far)
-        return n_far
-    labels = assignment.labels
+    if withdraw:
+        far = _withdraw(far, score, n_far, centers_new, weight_in_clusters, X, sample_weight,
+                        assignment.labels)
+    moved = empty[:far.size]
+    rows = dense_rows(X, far)
+    state.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
+    centers_new[moved] = rows
+    return far.size
+
+
+def _withdraw(far, score, n_far, centers_new, weight_in_clusters, X, sample_weight, labels):
+    """The samples (at most ``n_far``, farthest first) that leave their clusters for the empty
+    ones; each one's cluster becomes the mean of its other samples (``centers_new`` and
+    ``weight_in_clusters`` updated in place)."""
+    empty = np.flatnonzero(weight_in_clusters <= 0)
     remaining = weight_in_clusters.astype(np.float64)
     chosen = []
     for i in (far if _can_all_leave(far, labels, sample_weight, remaining)
@@ -62,10 +78,8 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
         remaining[j] -= w
         remaining[empty[len(chosen)]] = w
         chosen.append(i)
-    if chosen:
-        centers_new[empty[:len(chosen)]] = dense_rows(X, np.array(chosen))
     weight_in_clusters[:] = remaining
-    return len(chosen)
+    return np.array(chosen, dtype=np.intp)
 
 
 def _can_all_leave(far, labels, sample_weight, weight_in_clusters):
@@ -145,7 +159,7 @@ class _Replace:
     def update(self, X, sample_weight, assignment, centers, state):
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
         centers_new = divide(centers_sum, weight, centers)
-        relocate_empty_clusters(centers_new, weight.copy(), X, sample_weight, assignment,
+        relocate_empty_clusters(centers_new, weight.copy(), X, sample_weight, assignment, state,
                                 withdraw=True)
         return centers_new
 
@@ -228,8 +242,10 @@ class _Running:
         if it :meth:`held` at most ``state.channel.reassignment_ratio`` (0 if unset) times an
         average cluster's share of the window's weight. At most half the batch's rows are
         used per step, the most starved clusters first. A moved cluster starts afresh, with
-        no votes. Returns the number of moved clusters.
+        no votes. Returns the number of moved clusters, and sets ``state.n_relocated`` to
+        those whose position changed (as :func:`relocate_empty_clusters`).
         """
+        state.n_relocated = 0
         channel = state.channel
         seen_rows = state.n_samples_seen + X.shape[0]
         if seen_rows - self.window_start < (channel.reassignment_window or state.n_samples):
@@ -241,7 +257,7 @@ class _Running:
         starved = np.flatnonzero(eligible & (held <= ratio * share))
         self.window_start, self.window_weight = seen_rows, 0.0
         self.recent[:] = 0.0
-        score = sample_weight.astype(np.float64) * assignment.dist2.astype(np.float64)
+        score = far_scores(X, sample_weight, assignment.dist2, state.n_threads)
         candidates = np.flatnonzero(score > 0)
         n_moves = min(starved.size, candidates.size, max(X.shape[0] // 2, 1))
         if n_moves == 0:
@@ -252,11 +268,34 @@ class _Running:
         chosen = np.sort(chosen[_first_of_equal_rows(dense_rows(X, chosen))])
         n_moves = chosen.size
         starved = starved[np.argsort(held[starved], kind="stable")[:n_moves]]
-        centers_new[starved] = dense_rows(X, chosen)
+        rows = dense_rows(X, chosen)
+        state.n_relocated = int(np.count_nonzero(np.any(centers_new[starved] != rows, axis=1)))
+        centers_new[starved] = rows
         self.sums[starved] = 0.0
         self.weight[starved] = self.sse[starved] = 0.0
         self.placed_at[starved] = seen_rows
         return n_moves
+
+
+#: A squared distance at most this many machine epsilons times the row's squared norm (in the
+#: fit's centred frame) is rounding: ``||x||^2 - 2 x.c + ||c||^2`` rounds by about
+#: ``2 eps ||x||^2`` when ``c`` is at ``x``.
+_ROUNDING_EPS = 4
+
+
+def far_scores(X, sample_weight, dist2, n_threads):
+    """``w_n * dist2_n`` in float64, the relocation rules' score of each sample, with 0 for a
+    sample whose squared distance is within its rounding (:data:`_ROUNDING_EPS` epsilons of
+    its squared norm): it sits on a centre. Rounding noise would otherwise decide where an
+    empty or starved cluster goes (onto a duplicate of a centre, a different one at every
+    step), and the run would cycle instead of reaching its fixed point."""
+    score = sample_weight.astype(np.float64) * dist2.astype(np.float64)
+    if is_sparse(X):
+        sqnorms = row_sqnorms(X, n_threads).astype(np.float64)
+    else:
+        sqnorms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    score[dist2 <= _ROUNDING_EPS * float(np.finfo(X.dtype).eps) * sqnorms] = 0.0
+    return score
 
 
 def _first_of_equal_rows(rows):

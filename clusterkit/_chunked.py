@@ -19,7 +19,7 @@ import numpy as np
 
 from ._kernels._lwcs import moments_weighted
 from ._nearest import nearest, single_threaded_blas
-from ._validation import (check_representable, check_weight_counts, check_weight_shape,
+from ._validation import (check_range, check_weight_counts, check_weight_shape,
                           count_weight_problems)
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
@@ -73,6 +73,12 @@ class ChunkMoments:
     low, high : ndarray of shape (n_features,)
         Smallest and largest value of every feature over all rows (``inf`` and ``-inf`` for
         data validated already, which are not searched for them).
+    heaviest : float
+        The largest weight the fit uses (1 without ``sample_weight``; 0 for data validated
+        already, whose weights are not searched).
+    row_sum : ndarray of shape (n_chunks, n_features)
+        Every chunk's unweighted sum of rows, in the data's dtype (what :attr:`row_mean`
+        adds up).
     """
 
     n_rows: np.ndarray
@@ -81,6 +87,8 @@ class ChunkMoments:
     m2: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    heaviest: float = 0.0
+    row_sum: np.ndarray = None
 
     @property
     def total_weight(self):
@@ -91,6 +99,14 @@ class ChunkMoments:
     def global_mean(self):
         """The weighted mean of all rows, ``mu = sum_c W_c mu_c / W``."""
         return (self.weight @ self.mean) / self.total_weight
+
+    @property
+    def row_mean(self):
+        """The unweighted mean of all rows, in the data's dtype, computed as
+        :func:`~clusterkit._nearest.data_mean` computes it for an array in memory (its sum of
+        rows divided by their number; bit-identical for data in one chunk): the centring of
+        a fit, the same for the same rows on every container."""
+        return self.row_sum.sum(axis=0, dtype=self.row_sum.dtype) / int(self.n_rows.sum())
 
     @property
     def chunk_spread(self):
@@ -116,31 +132,36 @@ def fit_weights(sample_weight, n_rows, dtype):
 def _block_moments(X, sample_weight, n_threads, check):
     """Pass 1 on one block: validity counts and the block's moments.
 
-    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high)``; the
-    moments are zeros when the block has invalid entries (the caller raises). The sums run in
-    float64 in the ``moments_weighted`` kernel, with the weights the fit uses
-    (:func:`fit_weights`), so that a block gives the same numbers whatever holds it. Without
+    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high,
+    heaviest, row_sum)``; the moments are zeros when the block has invalid entries (the caller
+    raises). The sums run in float64 in the ``moments_weighted`` kernel, with the weights the
+    fit uses (:func:`fit_weights`), so that a block gives the same numbers whatever holds
+    it; ``low``, ``high`` and the largest weight ``heaviest`` are what the range check
+    (:func:`~clusterkit._validation.check_range`) reads, found in the same pass. Without
     ``check`` (data validated already) the weights are not counted (``weight_counts`` is
-    ``None``).
+    ``None``, ``heaviest`` 0).
     """
     n_rows, n_features = X.shape
     weight_counts = (None if not check
                      else np.array([0, 0, n_rows, 0, 0], dtype=np.int64) if sample_weight is None
                      else count_weight_problems(sample_weight, X.dtype))
     zeros = (0.0, np.zeros(n_features), 0.0, np.full(n_features, np.inf),
-             np.full(n_features, -np.inf))
+             np.full(n_features, -np.inf), 0.0, np.zeros(n_features, dtype=X.dtype))
     if n_rows == 0 or check and (weight_counts[0] or weight_counts[1]):
         return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros)
     mean, low, high = np.empty(n_features), np.empty(n_features), np.empty(n_features)
-    total, m2 = moments_weighted(X, fit_weights(sample_weight, n_rows, X.dtype), mean, low,
-                                 high, check, n_threads)
+    weights = fit_weights(sample_weight, n_rows, X.dtype)
+    total, m2 = moments_weighted(X, weights, mean, low, high, check, n_threads)
     # NaN or infinity in X make the sums non-finite: count them only then (finite data whose
     # sums overflow are left to the caller's range check)
     if check and not np.isfinite([total, m2, *mean, *low, *high]).all():
         n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
         if n_nonfinite:
             return (n_nonfinite, weight_counts, n_rows, *zeros)
-    return (0, weight_counts, n_rows, total, mean, m2, low, high)
+    heaviest = float(weights.max()) if check else 0.0
+    # the centring's sum in the data's dtype, as NumPy's mean of an array in memory sums
+    row_sum = X.sum(axis=0)
+    return (0, weight_counts, n_rows, total, mean, m2, low, high, heaviest, row_sum)
 
 
 def _whole_block(X, sample_weight):
@@ -268,10 +289,13 @@ class ChunkedData:
                 self.n_chunks, self.shape[1]),
             m2=np.array([r[5] for r in results], dtype=np.float64),
             low=np.min([r[6] for r in results], axis=0),
-            high=np.max([r[7] for r in results], axis=0))
-        if check:  # the data's bounding box has their extreme values: as in memory
-            check_representable(np.stack([moments.low, moments.high]).astype(self.dtype),
-                                n_samples=max(moments.total_weight, self.shape[0]))
+            high=np.max([r[7] for r in results], axis=0),
+            heaviest=max(r[8] for r in results),
+            row_sum=np.array([r[9] for r in results], dtype=self.dtype).reshape(
+                self.n_chunks, self.shape[1]))
+        if check:  # the range policy of data in memory, on the same bounding box and weights
+            check_range(moments.low, moments.high, self.dtype, self.shape[0],
+                        (moments.total_weight, moments.heaviest))
         self._moments = moments
         return moments
 

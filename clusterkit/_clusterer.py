@@ -135,7 +135,11 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         (non-decreasing).
     sigma2_ : float
         Shared variance of the fitted Gaussian mixture; only set when the model has one
-        (soft M-steps).
+        (soft M-steps). At least the floor ``eps B / D`` (``eps = 2.2e-16``, float64's
+        machine epsilon; ``B`` the squared diagonal of the training data's bounding box,
+        zero-weight rows included; at least the dtype's smallest normal number), so that
+        ``score`` and ``score_samples`` of the training data stay finite (see
+        :class:`SoftMStep`).
     history_ : list of dict
         One entry per iteration of the kept run with ``"iteration"``, ``"objective"``,
         ``"qe"`` (weighted quantization error of the batch, on the fitted, possibly reduced,

@@ -21,8 +21,9 @@ from ._base import Seeder
 from ._nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
 from ._progress import QUIET, make_display
 from ._refine import NoRefinement
-from ._state import FitState, weighted_sum
-from ._validation import check_n_clusters, check_representable
+from ._state import FitState, variance_floor, weighted_sum
+from ._validation import (bounding_box, check_n_clusters, check_representable,
+                          squared_diagonal)
 from ._warn import warn
 
 __all__ = ["Driver", "GivenCenters", "Result", "check_composition"]
@@ -239,13 +240,14 @@ class Driver:
 
     def _scan(self, data):
         """The first pass over data in row chunks (``ChunkedData.scan``): validates them and
-        returns their weighted mean as the fit's centring, in their dtype; given initial
+        returns their mean as the fit's centring, in their dtype (the unweighted mean, as for
+        data in memory: the same rows give the same fit on every container); given initial
         centres move into that frame."""
         state = self.state
         with state.timed("scan"):
             moments = data.scan(
                 progress=lambda done, total: state.progress("scan", done, total, "rows"))
-        x_mean = moments.global_mean.astype(data.dtype)
+        x_mean = moments.row_mean
         self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
                     f"{state.seconds_by_phase['scan']:.3g} s")
         seeder = self.composition.seed
@@ -297,16 +299,23 @@ class Driver:
             sample_weight = sample_weight[state.order]
         # (sparse data are not centred: their frame's mean is zero, see data_mean)
         centred, sum_of_squares = centred_copy(X, self.x_mean, state.n_threads, state.order)
-        self.set_precision(centred, sample_weight, sum_of_squares)
+        # the bounding box of all the given rows (zero weights included), as the range
+        # check saw it: a chunked scan found it already
+        if chunked:
+            moments = X_given.scan()  # (the first pass's, computed once)
+            box = moments.low, moments.high
+        else:
+            box = bounding_box(X_given)
+        self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*box))
         return centred, sample_weight, reduced
 
-    def set_precision(self, X, sample_weight, sum_of_squares):
-        """The fit's precision limits from the centred data it runs on."""
+    def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):
+        """The fit's precision limits from the centred data it runs on and the squared
+        diagonal ``diagonal2`` of the given data's bounding box (see :func:`variance_floor`)."""
         state = self.state
         n_samples, n_features = X.shape
         variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
-        # a normal number even for constant data, so that 1 / sigma2 stays finite
-        state.sigma2_floor = max(1e-12 * variance, float(np.finfo(X.dtype).tiny))
+        state.sigma2_floor = variance_floor(diagonal2, n_features, X.dtype)
         state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * n_features
                                * float(sample_weight.sum(dtype=np.float64)))
 

@@ -51,7 +51,9 @@ class HardMStep(MStep):
     Cost ``O(N D)`` per batch (``O(nnz + C D)`` for sparse data, whose sums are dense), no
     distance evaluations; deterministic for any number of threads. A cluster without weight in
     a full batch is moved onto one of the samples with the largest weighted squared distance to
-    their centre, farthest first, each sample used once (as in scikit-learn). Under a
+    their centre, farthest first, each sample used once (as in scikit-learn; a distance within
+    its rounding counts as 0, so that noise never decides, see
+    :func:`~clusterkit._batch_rules.far_scores`). Under a
     mini-batch rule a cluster keeps its centre until it gets a vote (the seed does not count as
     one, unlike the papers' ``v(j) = 1``, so that a full batch gives Lloyd's means exactly and
     only the ratios of the weights matter). A *starved* cluster is moved onto a sample of the
@@ -203,7 +205,7 @@ class SphericalMStep(HardMStep):
             centers_new, has = _directions(centers_sum, weight.astype(np.float64), X.dtype)
             centers_new[~has] = centers[~has]  # (relocated next, or kept if nowhere to go)
             relocate_empty_clusters(centers_new, np.where(has, weight, 0), X, sample_weight,
-                                    assignment)
+                                    assignment, state)
             return centers_new
         # running rules: HardMStep's running means (starved clusters already moved onto unit
         # rows), projected onto the sphere; the running mean of unit rows has norm <= 1
@@ -233,12 +235,18 @@ class SoftMStep(MStep):
     Notes
     -----
     Cost ``O(N C' D)`` for ``C'`` winners per sample (``O(N C D)`` for full responsibilities),
-    no distance evaluations. The variance is clamped at ``state.sigma2_floor``
-    (``1e-12`` times the data variance per dimension, at least the dtype's smallest normal
-    number) so that duplicated points, constant data or
-    ``C`` close to ``N`` never give a zero variance. With full responsibilities the sums are
-    accumulated in float64 over chunks of rows and the variance is expanded around the
-    centres as stored (exact up to float64 rounding), because the shorter identity
+    no distance evaluations. The variance is clamped at ``state.sigma2_floor``, ``eps B / D``
+    with ``eps = 2.2e-16`` (float64's machine epsilon, whatever the data's dtype) and ``B``
+    the squared diagonal of the bounding box of all the given rows (zero weights included;
+    at least the dtype's smallest normal number): duplicated points, constant data or ``C``
+    close to ``N`` never give a zero variance, and the floor is relative to the data's
+    scale, so that it means the same for data scaled by 1e-30 or 1e150. At the floor every
+    training sample has ``d2 / (2 sigma2) <= D / (2 eps)``: ``score`` and
+    ``score_samples`` stay finite (scikit-learn's ``GaussianMixture`` adds an absolute
+    ``reg_covar=1e-6`` instead, which would swamp small-scale data). With full
+    responsibilities the sums are accumulated in float64 over chunks of rows and the
+    variance is expanded around the centres as stored (exact up to float64 rounding),
+    because the shorter identity
     ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels catastrophically in float32 when
     the clusters are far apart relative to their spread. Clusters without weight are
     relocated as by :class:`HardMStep`.
@@ -275,7 +283,7 @@ class SoftMStep(MStep):
             _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,
                             state.n_threads)
             sse = weighted_sum(per_sample, sample_weight)
-        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment)
+        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment, state)
         state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
         return centers_new
 

@@ -53,8 +53,9 @@ class FitState:
         (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise. It
         means nothing else.
     sigma2_floor : float
-        Smallest variance allowed (``1e-12`` times the variance per dimension of the data
-        the fit runs on).
+        Smallest variance allowed: ``eps B / D`` (``eps`` float64's machine epsilon, ``B``
+        the squared diagonal of the bounding box of all the given rows), at least the
+        dtype's smallest normal number (see :func:`variance_floor`).
     qe_resolution : float
         Quantization error indistinguishable from zero at the fit's precision: the dtype's
         machine epsilon times the total sample weight times the mean squared norm of the
@@ -84,6 +85,12 @@ class FitState:
     n_changed : int
         Samples of the last batch whose label differs from their previous visit (a first
         visit counts as a change).
+    n_relocated : int
+        Clusters the last M-step moved to a new position by relocating them onto a sample
+        (an empty or starved cluster, see :func:`~clusterkit._batch_rules.relocate_empty_clusters`)
+        rather than to the mean of its samples: such a step is no fixed point even if no
+        label changed (the moved centres are not yet in any label). Written by the
+        relocation rules, 0 before the first M-step.
     center_shift : ndarray of shape (n_clusters,), dtype=float64
         Euclidean distance each centre moved in the last M-step (zeros before the first).
     center_norm : float
@@ -141,8 +148,8 @@ class FitState:
     ITERATION_RECORDS = ("sigma2", "seed_labels", "estep_state", "mstep_state",
                          "schedule_state", "fuse_sums", "channel", "history", "n_samples_seen",
                          "center_shift", "_centers_before", "_center_norm", "n_samples",
-                         "rows", "labels", "n_changed", "inner_step", "n_inner_steps",
-                         "step_info")
+                         "rows", "labels", "n_changed", "n_relocated", "inner_step",
+                         "n_inner_steps", "step_info")
 
     def start_run(self, n_samples):
         """Forget everything of the previous run (its refinement log and what
@@ -183,6 +190,7 @@ class FitState:
         self.rows = slice(0, n_samples)
         self.labels = np.full(n_samples, -1, dtype=np.int32)
         self.n_changed = n_samples
+        self.n_relocated = 0
         self.inner_step, self.n_inner_steps = 0, 1
         self.step_info = {}
 
@@ -279,11 +287,14 @@ class FitState:
     @property
     def at_fixed_point(self):
         """Whether the last step was over all rows, exact and hard (``strict_convergence``)
-        and changed no label (the M-step then recomputed the same centres) or moved no
-        centre (the next step would find the same labels, as scikit-learn's ``KMeans`` stops
-        on a zero centre shift): ``labels`` are every row's nearest final centre."""
+        and either changed no label and relocated no cluster (the M-step then recomputed the
+        same centres) or moved no centre at all (the next step would find the same labels, as
+        scikit-learn's ``KMeans`` stops on a zero centre shift): ``labels`` are every row's
+        nearest final centre. (A relocated centre moved after the E-step: rows near its old or
+        new position, zero-weight rows included, may now have another nearest centre.)"""
         return (self.strict_convergence and bool(self.history)
-                and (self.n_changed == 0 or not self.center_shift.any())
+                and ((self.n_changed == 0 and self.n_relocated == 0)
+                     or not self.center_shift.any())
                 and self.history[-1]["batch_size"] == self.n_samples)
 
     @property
@@ -364,6 +375,28 @@ class Channel:
         self.step_size = self.averaging = None
         self.cluster_weight = self.cluster_sse = None
         self.reassignment_ratio = self.reassignment_window = None
+
+
+#: The smallest variance of a mixture relative to ``B / D``, the squared diagonal of the
+#: data's bounding box per dimension: float64's machine epsilon (see :func:`variance_floor`).
+VARIANCE_FLOOR = float(np.finfo(np.float64).eps)
+
+
+def variance_floor(diagonal2, n_features, dtype):
+    """The smallest variance a mixture fit allows (``FitState.sigma2_floor``).
+
+    ``VARIANCE_FLOOR * B / D`` with ``B = diagonal2`` the squared diagonal of the bounding box
+    of all the given rows (zero weights included), at least ``dtype``'s smallest normal number
+    (constant data). Relative to the data's scale, it means the same for data scaled by
+    1e-30 or 1e150 (an absolute floor, as scikit-learn's ``reg_covar=1e-6``, would swamp the
+    one and vanish for the other). At the floor every training sample has
+    ``d2 / (2 sigma2) <= D / (2 VARIANCE_FLOOR)``, about ``2e15 D``, so its float64
+    log-likelihood stays finite (the former floor, relative to the rows the fit ran on,
+    reached ``2.2e-308`` on a coreset of one distinct row and gave ``score = -inf``). float64's
+    epsilon whatever the dtype: the soft M-step sums in float64 and resolves much smaller
+    variances of tight float32 clusters than float32's epsilon would allow.
+    """
+    return max(VARIANCE_FLOOR * float(diagonal2) / n_features, float(np.finfo(dtype).tiny))
 
 
 def weighted_sum(values, sample_weight):

@@ -8,7 +8,8 @@ from ._kernels._openmp import effective_n_threads
 from ._sparse import bounding_rows, check_csr, is_sparse
 
 __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
-           "check_n_clusters", "check_int", "check_representable",
+           "check_n_clusters", "check_int", "check_range", "check_representable",
+           "bounding_box", "squared_diagonal",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts", "unit_rows"]
 
@@ -226,42 +227,79 @@ def check_finite_centers(centers, name="cluster_centers_"):
                          "(refit the model).")
 
 
-def _squared_diagonal(X, centers=None):
-    """``sum_k (max_k - min_k)^2`` over the features of ``X`` (and ``centers``) in float64:
-    the squared diagonal of the bounding box, ``inf`` if it overflows."""
-    high = X.max(axis=0).astype(np.float64)
-    low = X.min(axis=0).astype(np.float64)
-    if centers is not None:
-        high = np.maximum(high, centers.max(axis=0))
-        low = np.minimum(low, centers.min(axis=0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        ranges = high - low
-        return float(np.dot(ranges, ranges))
-
-
 #: ``check_representable`` refuses data whose total ``sum_n w_n d2_n`` could come within this
 #: factor of the dtype's largest number; see its Notes.
 RANGE_MARGIN = 4.0
 
 
-def check_representable(X, centers=None, sample_weight=None, n_samples=None):
+def check_representable(X, centers=None, sample_weight=None):
     """Raise if the squared distances of ``X`` (and ``centers``), or their weighted sum over
     the samples, can overflow ``X``'s dtype, if all of them underflow it, or if weighted sums
-    of ``X`` can overflow it.
+    of ``X`` can overflow it: :func:`check_range` on the data in memory.
 
     Parameters
     ----------
-    X : ndarray or CSR matrix of shape (n_rows, n_features)
-        The data, or any rows spanning its bounding box (for example its per-feature minima
-        and maxima, when the data are checked a block at a time); of a CSR matrix, its
-        bounding box (zeros included) is read.
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        The data; of a CSR matrix, its bounding box (zeros included) is read.
     centers : ndarray of shape (n_clusters, n_features), default=None
         Centres used with ``X`` (at predict time); they must be finite.
-    sample_weight : ndarray of shape (n_rows,), default=None
+    sample_weight : ndarray of shape (n_samples,), default=None
         The weights; ``None`` means unit weights.
-    n_samples : int, default=None
-        Number of samples ``X`` stands for, if its rows are only the bounding box; with unit
-        weights the total weight. Default: ``X.shape[0]``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_range`.
+    """
+    weights = None
+    if sample_weight is not None:
+        with np.errstate(over="ignore"):
+            total = float(sample_weight.sum(dtype=np.float64))
+        weights = (total, float(sample_weight.max()))
+    check_range(*bounding_box(X), X.dtype, X.shape[0], weights, centers)
+
+
+def bounding_box(X):
+    """Every feature's smallest and largest value of ``X`` (dense, or CSR with its zeros),
+    as two arrays of shape (n_features,) of ``X``'s dtype."""
+    if is_sparse(X):
+        X = bounding_rows(X)
+    return X.min(axis=0), X.max(axis=0)
+
+
+def squared_diagonal(low, high):
+    """``sum_k (high_k - low_k)^2`` in float64: the squared diagonal of the bounding box
+    ``[low, high]``, the largest squared distance between two of its points (``inf`` if it
+    overflows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ranges = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+        return float(np.dot(ranges, ranges))
+
+
+def check_range(low, high, dtype, n_samples, weights=None, centers=None):
+    """The one range policy of clusterkit, on the data's summary: raise if the squared
+    distances of samples in the bounding box ``[low, high]`` (and ``centers``), or their
+    weighted sum over the samples, can overflow ``dtype``, if all of them underflow it, or if
+    weighted sums of the samples can overflow it.
+
+    Data in memory are summarised by :func:`check_representable`, data in row chunks (a
+    memmap, a dask array) by the first pass over their chunks
+    (:meth:`~clusterkit._chunked.ChunkedData.scan`), which finds the same bounding box and
+    weights: the same rows are accepted or refused with the same message on every container.
+
+    Parameters
+    ----------
+    low, high : ndarray of shape (n_features,)
+        Every feature's smallest and largest value (values of ``dtype``).
+    dtype : dtype
+        float32 or float64: the dtype the data are clustered in.
+    n_samples : int
+        Number of samples (rows).
+    weights : tuple of float or None, default=None
+        ``(total, heaviest)``: the sum of the weights (float64) and the largest weight, or
+        ``None`` for unit weights.
+    centers : ndarray of shape (n_clusters, n_features), default=None
+        Centres used with the data (at predict time); they must be finite.
 
     Raises
     ------
@@ -280,24 +318,24 @@ def check_representable(X, centers=None, sample_weight=None, n_samples=None):
     ``RANGE_MARGIN * B`` (``RANGE_MARGIN`` = 4) and each ``w_n B`` are below the dtype's
     largest number, and ``RANGE_MARGIN * max(W, 1) * B`` below float64's (the sums over the
     samples are float64): for float64 and 1,000 unit-weight samples in 4 features,
-    coordinates spread over more than about ``1e151``. Below the smallest normal number every distance would be 0, and the
-    kernels also accumulate ``sum_n w_n`` and ``sum_n w_n x_n`` (the M-step's and the
-    coreset's sums) in the data's dtype, with every coordinate, centred or not, below
-    ``max |x|`` or ``max - min``.
+    coordinates spread over more than about ``1e151``. Below the smallest normal number
+    every distance would be 0, and the kernels also accumulate ``sum_n w_n`` and
+    ``sum_n w_n x_n`` (the M-step's and the coreset's sums) in the data's dtype, with every
+    coordinate, centred or not, below ``max |x|`` or ``max - min``.
     """
-    if is_sparse(X):
-        n_samples = X.shape[0] if n_samples is None else n_samples
-        X = bounding_rows(X)
-    info = np.finfo(X.dtype)
-    largest, name = float(info.max), X.dtype.name
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype)
+    largest, name = float(info.max), dtype.name
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
     if centers is not None:
         check_finite_centers(centers)
-    high, low = float(X.max()), float(X.min())
-    if centers is not None:
-        high, low = max(high, float(centers.max())), min(low, float(centers.min()))
-    extent = high - low
-    diagonal2 = _squared_diagonal(X, centers)
-    advice = "Rescale X" + (" or pass it as float64" if X.dtype == np.float32 else "")
+        high = np.maximum(high, centers.max(axis=0))
+        low = np.minimum(low, centers.min(axis=0))
+    high_value, low_value = float(high.max()), float(low.min())
+    extent = high_value - low_value
+    diagonal2 = squared_diagonal(low, high)
+    advice = "Rescale X" + (" or pass it as float64" if dtype == np.float32 else "")
     if not diagonal2 <= largest:
         raise ValueError(f"X's values are too large for {name}: squared distances between "
                          f"samples can reach {diagonal2:.3g}, beyond the largest {name} "
@@ -307,16 +345,11 @@ def check_representable(X, centers=None, sample_weight=None, n_samples=None):
                          f"samples can reach {diagonal2:.3g}, within a factor "
                          f"{RANGE_MARGIN:g} of the largest {name} ({largest:.3g}), where their "
                          f"computation overflows. {advice}.")
-    if sample_weight is None:
-        total, heaviest = float(X.shape[0] if n_samples is None else n_samples), 1.0
-    else:
-        with np.errstate(over="ignore"):
-            total = float(sample_weight.sum(dtype=np.float64))
-        heaviest = float(sample_weight.max())
+    total, heaviest = (float(n_samples), 1.0) if weights is None else weights
     # the sums of w d2 over the samples are float64 (each w d2 is checked below); with
     # weights above 1 on average the weights are to blame
     summed = RANGE_MARGIN * max(total, 1.0) * diagonal2
-    if not summed <= float(np.finfo(np.float64).max) and total <= X.shape[0]:
+    if not summed <= float(np.finfo(np.float64).max) and total <= n_samples:
         raise ValueError(f"X's values are too large: squared distances between samples (up "
                          f"to {diagonal2:.3g}) summed over a total weight of {total:.3g} can "
                          "overflow the largest float64 (1.8e+308). Rescale X.")
@@ -324,11 +357,12 @@ def check_representable(X, centers=None, sample_weight=None, n_samples=None):
         raise ValueError(f"X's values are too close together for {name}: squared distances "
                          f"between samples are below its smallest normal number "
                          f"({float(info.tiny):.3g}). Rescale X.")
-    if sample_weight is None:
+    if weights is None:
         return
-    weighted = max(heaviest * diagonal2, total * max(extent, abs(high), abs(low), 1.0))
+    weighted = max(heaviest * diagonal2,
+                   total * max(extent, abs(high_value), abs(low_value), 1.0))
     if not (weighted <= largest and summed <= float(np.finfo(np.float64).max)):
-        advice = " or pass X as float64" if X.dtype == np.float32 else ""
+        advice = " or pass X as float64" if dtype == np.float32 else ""
         raise ValueError(f"sample_weight is too large for X in {name}: weighted sums over "
                          f"the samples can reach {weighted:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). Rescale the weights (only their ratios "

@@ -6,6 +6,8 @@ from clusterkit import Assignment, Clusterer, FitState, SoftMStep, TruncatedESte
 from clusterkit import _mstep
 from clusterkit._batch_rules import _largest, relocate_empty_clusters
 
+from .conftest import make_state
+
 
 @pytest.mark.parametrize("seed", range(20))
 def test_largest_equals_a_stable_full_sort(seed):
@@ -29,7 +31,8 @@ def _relocate(X, centers, weight=None):
     new = np.array(centers, dtype=float).reshape(-1, 1)
     has = weight_in > 0
     new[has, 0] = np.bincount(labels, w * X[:, 0], minlength=len(centers))[has] / weight_in[has]
-    n = relocate_empty_clusters(new, weight_in, X, w, assignment, withdraw=True)
+    state = make_state(X, len(centers))
+    n = relocate_empty_clusters(new, weight_in, X, w, assignment, state, withdraw=True)
     return n, new[:, 0], weight_in
 
 

@@ -365,3 +365,147 @@ def test_fuzz_partial_fit(preset, n_batches, n_features, n_clusters, dtype, log_
     chosen = d2[np.arange(len(X)), model.predict(X)]
     rtol = 1e-3 if dtype == np.float32 else 1e-9
     assert np.all(chosen <= d2.min(axis=1) * (1 + rtol) + rtol * d2.max() + 1e-300)
+
+
+# --- never lie, round 2: labels of zero-weight samples, one range policy, the variance floor --
+
+def _not_nearest(model, X):
+    """Rows whose ``labels_`` is not their nearest centre (beyond a tie's rounding)."""
+    X = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(model.cluster_centers_, dtype=np.float64)
+    d2 = ((X[:, None, :] - centers[None]) ** 2).sum(-1)
+    own = d2[np.arange(X.shape[0]), model.labels_]
+    return np.flatnonzero(own > d2.min(axis=1) * (1 + 1e-6) + 1e-12)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("preset", ["nmbatch", "lloyd", "elkan"])
+@pytest.mark.parametrize("n_clusters", [40, 60])
+def test_labels_of_zero_weight_samples_are_their_nearest_centres(dtype, preset, n_clusters):
+    """Clusters holding only zero-weight samples are relocated (empty or starved) without any
+    label changing: such a step is no fixed point, and the final labels are not the last
+    E-step's. (nmbatch stopped there and kept stale labels for the zero-weight rows.) With
+    more clusters than distinct weighted rows, no cluster goes where a distance is only
+    rounding, and the fit still settles."""
+    extra = (dict(initial_batch=160, rho=0.0, spread="standard_error") if preset == "nmbatch"
+             else {})
+    for seed in (0, 19):
+        rs = np.random.RandomState(seed)
+        X = rs.normal(size=(60, 3)).astype(dtype)
+        w = rs.randint(0, 4, 60).astype(float)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # (duplicates of few distinct clusters)
+            model = getattr(presets, preset)(n_clusters, max_iter=50, tol=0.0, n_threads=2,
+                                             random_state=seed, **extra).fit(X, sample_weight=w)
+        assert _not_nearest(model, X).size == 0
+        # relocations onto samples that sit on a centre (their distance is rounding) would
+        # cycle to max_iter instead of settling
+        assert not [c for c in caught if "did not converge" in str(c.message)]
+        assert model.n_iter_ < 10
+        np.testing.assert_allclose(model.inertia_, -model.score(X, sample_weight=w),
+                                   rtol=1e-5, atol=1e-12)
+
+
+def _containers(X, sample_weight, tmp_path):
+    """The same rows (and weights) as an array, a read-only memmap and, if dask is installed,
+    a dask array of several row chunks (computed in this process)."""
+    np.save(tmp_path / "X.npy", X)
+    yield "array", X, sample_weight
+    yield "memmap", np.load(tmp_path / "X.npy", mmap_mode="r"), sample_weight
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        return
+    with dask.config.set(scheduler="synchronous"):
+        yield ("dask", da.from_array(X, chunks=(X.shape[0] // 3 + 1, -1)),
+               None if sample_weight is None else da.from_array(sample_weight,
+                                                                chunks=X.shape[0] // 3 + 1))
+
+
+@pytest.mark.parametrize("dtype,scale,weight,match", [
+    # float64: the sum of the squared distances over 200 samples overflows float64
+    (np.float64, 5e152, None, r"^X's values are too large: squared distances between samples "
+                              r"\(up to 1\.\d+e\+307\) summed over a total weight of 200 can "
+                              r"overflow the largest float64 \(1\.8e\+308\)\. Rescale X\.$"),
+    # float32: one weight times a squared distance overflows float32
+    (np.float32, 1e15, 1e10, r"^sample_weight is too large for X in float32: weighted sums "
+                             r"over the samples can reach \d\.\d+e\+41, beyond the largest "
+                             r"float32 \(3\.4e\+38\)\. Rescale the weights \(only their "
+                             r"ratios matter\) or pass X as float64\.$"),
+])
+def test_one_range_policy_for_arrays_memmaps_and_dask_arrays(tmp_path, dtype, scale, weight,
+                                                             match):
+    """The first pass over a memmap or a dask array refuses the rows the in-memory path (and
+    ``score``) refuses, with the same message: before, it accepted them and ``inertia_`` was
+    infinite."""
+    X = (_uniform((200, 16), seed=540) * scale).astype(dtype)
+    w = None if weight is None else np.ones(200)
+    if w is not None:
+        w[7] = weight
+    for name, Xc, wc in _containers(X, w, tmp_path):
+        with pytest.raises(ValueError, match=match):
+            presets.vc_gmm(6, coreset_size=100, random_state=0).fit(Xc, sample_weight=wc)
+    if w is None:  # (score's weights multiply float64 log-likelihoods: no limit there)
+        model = presets.vc_gmm(6, coreset_size=100, random_state=0).fit(X / scale)
+        with pytest.raises(ValueError, match=match):
+            model.score(X)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["one_weighted_row", "one_weighted_row_of_200"])
+def test_variance_floor_keeps_scores_finite_on_every_container(tmp_path, dtype, case):
+    """Only one row carries weight, so the variance hits its floor: ``score`` and
+    ``score_samples`` of the training rows (zero weights included) stay finite, and a memmap
+    or a dask array of the same rows gives the same fit as the array (the chunked path
+    centred on the weighted mean, and its floor came from the coreset's own rows: 2.2e-308,
+    ``score = -inf``)."""
+    rs = np.random.RandomState(230)
+    if case == "one_weighted_row":
+        X = (1e8 + 20 * rs.normal(size=(2, 8))).astype(dtype)
+        w = np.array([1.0, 0.0])
+        params = dict(n_clusters=1, max_iter=50, G=1, n_explore=0, n_init_esteps=0,
+                      init="exact", coreset_size=1, chain_length=1, random_state=230,
+                      n_threads=1)
+    else:
+        X = (4 * rs.normal(size=(200, 1))).astype(dtype)
+        w = np.zeros(200)
+        w[17] = 1.0
+        params = dict(n_clusters=2, n_init=2, tol=0.5, G=2, n_explore=1, n_init_esteps=0,
+                      coreset_size=7, chain_length=2, random_state=339)
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (LWCS size >= n_samples; one distinct cluster)
+        for name, Xc, wc in _containers(X, w, tmp_path):
+            fits[name] = presets.vc_gmm(**params).fit(Xc, sample_weight=wc)
+    box = X.max(axis=0).astype(np.float64) - X.min(axis=0)
+    floor = np.finfo(np.float64).eps * float(box @ box) / X.shape[1]
+    for name, model in fits.items():
+        assert model.sigma2_ >= floor, name
+        log_likelihood = model.score_samples(X)
+        assert np.all(np.isfinite(log_likelihood)), name
+        assert np.isfinite(model.score(X, sample_weight=w)), name
+        np.testing.assert_allclose(model.cluster_centers_, fits["array"].cluster_centers_,
+                                   rtol=1e-9 if dtype == np.float64 else 1e-6, atol=0)
+        assert model.sigma2_ == pytest.approx(fits["array"].sigma2_,
+                                              rel=1e-9 if dtype == np.float64 else 1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_weighted_memmap_and_dask_fits_equal_the_array_fit(tmp_path, dtype):
+    """The same weighted rows give the same fit on every container, bit for bit in one chunk:
+    the chunked path centres on the unweighted mean, as the array path (it centred on the
+    weighted mean, and its variance and centres differed in the last digits)."""
+    rs = np.random.RandomState(11)
+    X = (rs.normal(size=(120, 3)) * 1e3 + rs.normal(size=3) * 1e7).astype(dtype)
+    w = rs.randint(0, 3, 120).astype(float)
+    fits = {name: presets.vc_gmm(3, coreset_size=60, random_state=11).fit(Xc, sample_weight=wc)
+            for name, Xc, wc in _containers(X, w, tmp_path)}
+    np.testing.assert_array_equal(fits["memmap"].cluster_centers_,
+                                  fits["array"].cluster_centers_)
+    assert fits["memmap"].sigma2_ == fits["array"].sigma2_
+    if "dask" in fits:  # three chunks: the mean's sum in another order
+        rtol = 1e-9 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(fits["dask"].cluster_centers_,
+                                   fits["array"].cluster_centers_, rtol=rtol, atol=0)
+        assert fits["dask"].sigma2_ == pytest.approx(fits["array"].sigma2_, rel=rtol)
