@@ -256,7 +256,8 @@ def check_representable(X, centers=None, sample_weight=None):
         with np.errstate(over="ignore"):
             total = float(sample_weight.sum(dtype=np.float64))
         weights = (total, float(sample_weight.max()))
-    check_range(*bounding_box(X), X.dtype, X.shape[0], weights, centers)
+    check_range(*bounding_box(X), X.dtype, X.shape[0], weights, centers,
+                centred=not is_sparse(X))
 
 
 def bounding_box(X):
@@ -276,7 +277,7 @@ def squared_diagonal(low, high):
         return float(np.dot(ranges, ranges))
 
 
-def check_range(low, high, dtype, n_samples, weights=None, centers=None):
+def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred=True):
     """The one range policy of clusterkit, on the data's summary: raise if the squared
     distances of samples in the bounding box ``[low, high]`` (and ``centers``), or their
     weighted sum over the samples, can overflow ``dtype``, if all of them underflow it, or if
@@ -300,6 +301,9 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None):
         ``None`` for unit weights.
     centers : ndarray of shape (n_clusters, n_features), default=None
         Centres used with the data (at predict time); they must be finite.
+    centred : bool, default=True
+        Whether the kernels see the rows centred on their mean (dense data) or as they are
+        (sparse data, whose zeros centring would fill).
 
     Raises
     ------
@@ -318,7 +322,11 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None):
     ``RANGE_MARGIN * B`` (``RANGE_MARGIN`` = 4) and each ``w_n B`` are below the dtype's
     largest number, and ``RANGE_MARGIN * max(W, 1) * B`` below float64's (the sums over the
     samples are float64): for float64 and 1,000 unit-weight samples in 4 features,
-    coordinates spread over more than about ``1e151``. Below the smallest normal number
+    coordinates spread over more than about ``1e151``. Two things widen ``B``: centring
+    is exact only to the dtype's rounding of the coordinates (``eps * max |x_k|`` per
+    feature, so that rows equal to the last bit may still differ by that much after it),
+    and sparse rows are not centred at all (their squared norms, up to
+    ``sum_k max |x_k|^2``, enter the distances). Below the smallest normal number
     every distance would be 0, and the kernels also accumulate ``sum_n w_n`` and
     ``sum_n w_n x_n`` (the M-step's and the coreset's sums) in the data's dtype, with every
     coordinate, centred or not, below ``max |x|`` or ``max - min``.
@@ -334,15 +342,23 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None):
         low = np.minimum(low, centers.min(axis=0))
     high_value, low_value = float(high.max()), float(low.min())
     extent = high_value - low_value
-    diagonal2 = squared_diagonal(low, high)
+    magnitude = np.maximum(np.abs(low), np.abs(high))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # what the kernels' terms can reach per feature: the spread of the centred rows
+        # (at least their rounding), or the coordinates themselves where rows stay uncentred
+        ranges = np.maximum(high - low, 2 * float(info.eps) * magnitude if centred
+                            else magnitude)
+        diagonal2 = float(np.dot(ranges, ranges))
     advice = "Rescale X" + (" or pass it as float64" if dtype == np.float32 else "")
+    what = "squared distances between samples" + ("" if centred else
+                                                  " (sparse rows, not centred)")
     if not diagonal2 <= largest:
-        raise ValueError(f"X's values are too large for {name}: squared distances between "
-                         f"samples can reach {diagonal2:.3g}, beyond the largest {name} "
+        raise ValueError(f"X's values are too large for {name}: {what} "
+                         f"can reach {diagonal2:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). {advice}.")
     if not RANGE_MARGIN * diagonal2 <= largest:
-        raise ValueError(f"X's values are too large for {name}: squared distances between "
-                         f"samples can reach {diagonal2:.3g}, within a factor "
+        raise ValueError(f"X's values are too large for {name}: {what} "
+                         f"can reach {diagonal2:.3g}, within a factor "
                          f"{RANGE_MARGIN:g} of the largest {name} ({largest:.3g}), where their "
                          f"computation overflows. {advice}.")
     total, heaviest = (float(n_samples), 1.0) if weights is None else weights

@@ -13,6 +13,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -450,6 +451,32 @@ def test_one_range_policy_for_arrays_memmaps_and_dask_arrays(tmp_path, dtype, sc
         model = presets.vc_gmm(6, coreset_size=100, random_state=0).fit(X / scale)
         with pytest.raises(ValueError, match=match):
             model.score(X)
+
+
+def test_centring_rounding_is_part_of_the_range_policy(tmp_path):
+    """float32 rows equal to the last bit near 1e30: their mean is off by an ulp (about
+    1e23), whose square overflows float32 after centring. Every container refuses them (the
+    memmap's fit used to end with an infinite ``inertia_``, while the array's happened to
+    centre exactly)."""
+    X = np.full((10, 9), -8.41615e29, dtype=np.float32)
+    for name, Xc, wc in _containers(X, None, tmp_path):
+        with pytest.raises(ValueError, match=r"^X's values are too large for float32: "
+                                             r"squared distances between samples can reach"):
+            presets.lwcs_lloyd(3, coreset_size=300, random_state=921).fit(Xc)
+
+
+def test_sparse_rows_are_checked_uncentred():
+    """Sparse rows are never centred: float32 coordinates of 1e23 whose spread is fine once
+    centred (the dense fit) overflow float32 as squared norms; the sparse fit refuses them
+    clearly instead of ending with a NaN ``inertia_``."""
+    X = (1e23 + 1e15 * _uniform((250, 3), seed=736)).astype(np.float32)
+    dense = presets.lloyd(3, random_state=736).fit(X)
+    assert np.isfinite(dense.inertia_)
+    with pytest.raises(ValueError, match=r"squared distances between samples \(sparse rows, "
+                                         r"not centred\) can reach .* pass it as float64"):
+        presets.lloyd(3, random_state=736).fit(sp.csr_matrix(X))
+    sparse64 = presets.lloyd(3, random_state=736).fit(sp.csr_matrix(X.astype(np.float64)))
+    assert np.isfinite(sparse64.inertia_)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
