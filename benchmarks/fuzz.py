@@ -280,8 +280,12 @@ def same_model(a, b, dtype):
         return f"centres of shape {ca.shape} and {cb.shape}"
     scale = max(np.abs(ca).max(initial=0), np.abs(cb).max(initial=0), 1e-300)
     tol = 1e3 * float(np.finfo(dtype).eps) * scale
-    if np.abs(ca - cb).max(initial=0) > tol:
-        return f"centres differ by {np.abs(ca - cb).max():.3g} (scale {scale:.3g})"
+    # as sets: with n_init, runs that end at the same centres in another order tie to
+    # rounding, and rounding may pick either
+    gap = np.abs(ca[:, None, :] - cb[None, :, :]).max(axis=2)
+    worst = max(gap.min(axis=1).max(initial=0), gap.min(axis=0).max(initial=0))
+    if worst > tol:
+        return f"centres differ by {worst:.3g} (scale {scale:.3g})"
     return None
 
 

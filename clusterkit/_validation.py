@@ -336,12 +336,13 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred
     largest, name = float(info.max), dtype.name
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)
+    # of the samples alone: centres within rounding of equal rows do not make them "close"
+    extent = float(high.max()) - float(low.min())
     if centers is not None:
         check_finite_centers(centers)
         high = np.maximum(high, centers.max(axis=0))
         low = np.minimum(low, centers.min(axis=0))
     high_value, low_value = float(high.max()), float(low.min())
-    extent = high_value - low_value
     magnitude = np.maximum(np.abs(low), np.abs(high))
     with np.errstate(over="ignore", invalid="ignore"):
         # what the kernels' terms can reach per feature: the spread of the centred rows

@@ -465,6 +465,17 @@ def test_centring_rounding_is_part_of_the_range_policy(tmp_path):
             presets.lwcs_lloyd(3, coreset_size=300, random_state=921).fit(Xc)
 
 
+def test_centres_a_rounding_away_from_equal_rows_do_not_make_them_too_close():
+    """Equal float32 rows near 1e-31 (their squared differences underflow, but there are
+    none): a sparse fit's centres, summed uncentred, land an ulp away from the rows, and
+    ``predict`` on those rows must still take them as ``fit`` did (it refused them as "too
+    close together")."""
+    X = np.full((3, 16), -6.958729e-32, dtype=np.float32)
+    model = presets.minibatch(2, random_state=398).fit(sp.csr_matrix(X), np.ones(3))
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    assert model.score(X) == 0.0
+
+
 def test_sparse_rows_are_checked_uncentred():
     """Sparse rows are never centred: float32 coordinates of 1e23 whose spread is fine once
     centred (the dense fit) overflow float32 as squared norms; the sparse fit refuses them
