@@ -367,7 +367,7 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred
     # weights above 1 on average the weights are to blame
     summed = RANGE_MARGIN * max(total, 1.0) * diagonal2
     if not summed <= float(np.finfo(np.float64).max) and total <= n_samples:
-        raise ValueError(f"X's values are too large: squared distances between samples (up "
+        raise ValueError(f"X's values are too large: {what} (up "
                          f"to {diagonal2:.3g}) summed over a total weight of {total:.3g} can "
                          "overflow the largest float64 (1.8e+308). Rescale X.")
     if 0 < extent and extent * extent < float(info.tiny):
