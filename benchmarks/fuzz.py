@@ -200,7 +200,9 @@ def check(model, X, sample_weight, labels=None):
     if hasattr(model, "soft_labels_"):  # SLK labels by assignment (its inertia_ uses them)
         nearest = direct[np.arange(len(X)), model.labels_]
     expected = float(np.dot(w, nearest))
-    tolerance = float(np.dot(w, slack)) + 1e-6 * expected
+    # below the dtype's smallest normal number a kernel's distances are rounding noise
+    tolerance = (float(np.dot(w, slack)) + 1e-6 * expected
+                 + float(np.finfo(X.dtype).tiny) * float(w.sum()))
     if abs(float(model.inertia_) - expected) > tolerance:
         return f"inertia_={float(model.inertia_):.6g} but the centres give {expected:.6g}"
     return None
@@ -311,12 +313,14 @@ def run_case(case, folder):
     if (outcome == "error") != (reference == "error"):
         return "wrong", (f"{case['container']}: {outcome} {detail[:80]!r}, in memory: "
                          f"{reference} {ref_detail[:80]!r}")
-    if outcome == "ok" and reference == "ok":
+    # Exact distance ties (duplicated, constant or integer rows) break by rounding: where the
+    # container's sums round differently from memory's (a dask array's chunks are reduced
+    # in another order; CSR rows are not centred), either fit may take either side, and the
+    # runs then part. Those fits are checked for consistency only.
+    ties = case["data"] != "normal" and case["container"] in ("dask", "sparse")
+    if outcome == "ok" and reference == "ok" and not ties:
         if case["container"] == "sparse":
-            # exact distance ties (duplicated, constant or integer rows) may break either way
-            # in either fit, and a stream then draws differently: only tie-free rows compare
-            differs = (same_error(model, ref_model, rows, sample_weight)
-                       if case["data"] == "normal" else None)
+            differs = same_error(model, ref_model, rows, sample_weight)
         else:
             differs = same_model(model, ref_model, X.dtype)
         if differs:
@@ -427,8 +431,12 @@ def main(argv=None):
                  "a worker process (restarted after a crash); dask arrays computed by dask's "
                  "synchronous scheduler in that process.",
                  "Containers: `memmap` and `dask` fits are compared with the in-memory fit of "
-                 "the same rows (same clear error, or centres equal to rounding); `sparse` fits "
-                 "(CSR, a third of the entries zeroed) with the dense fit; `array` includes "
+                 "the same rows (same clear error, or the same centres to rounding); `sparse` "
+                 "fits (CSR, entries below 0.3 of the largest zeroed) with the dense fit (same "
+                 "error to the rounding of uncentred distances). On data with exact distance "
+                 "ties (duplicated, constant, integer rows) rounding decides the ties, so dask "
+                 "and sparse fits there are checked for consistency only. A composition that "
+                 "does not read a container must refuse it clearly. `array` includes "
                  "the `partial_fit` streams, `fit` followed by `partial_fit` on batches of "
                  "fewer than C rows, and the string shortcuts (bounded E-steps, spherical and "
                  "soft M-steps, breathing).",
