@@ -380,8 +380,9 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred
                    total * max(extent, abs(high_value), abs(low_value), 1.0))
     if not (weighted <= largest and summed <= float(np.finfo(np.float64).max)):
         advice = " or pass X as float64" if dtype == np.float32 else ""
-        raise ValueError(f"sample_weight is too large for X in {name}: weighted sums over "
-                         f"the samples can reach {weighted:.3g}, beyond the largest {name} "
+        rows = "" if centred else " (sparse rows, not centred)"
+        raise ValueError(f"sample_weight is too large for X in {name}{rows}: weighted sums "
+                         f"over the samples can reach {weighted:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). Rescale the weights (only their ratios "
                          f"matter){advice}.")
 
