@@ -142,3 +142,58 @@ def test_em_free_energy_never_decreases(estep, data):
                         max_iter=50), X)
     energy = np.array([h["objective"] for h in km.history_])
     assert np.all(np.diff(energy) >= -_slack(X, energy))
+
+
+# --- the same rows on every container, and streams after a fit -----------------------------
+
+@pytest.mark.parametrize("preset", ["lloyd", "elkan", "lwcs_lloyd", "vc_gmm", "best_quality",
+                                    "large_scale", "spherical_kmeans"])
+@settings(max_examples=5, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=mixtures(), weighted=st.booleans())
+def test_a_memmap_fits_as_the_same_rows_in_memory(tmp_path, preset, data, weighted):
+    X, C = data
+    w = np.random.RandomState(len(X)).exponential(size=len(X)) if weighted else None
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    kwargs = {"coreset_size": 64} if preset in ("lwcs_lloyd", "vc_gmm") else {}
+    ours = _fit(getattr(presets, preset)(C, random_state=0, **kwargs),
+                np.load(path, mmap_mode="r"), sample_weight=w)
+    reference = _fit(getattr(presets, preset)(C, random_state=0, **kwargs), X,
+                     sample_weight=w)
+    np.testing.assert_array_equal(ours.cluster_centers_, reference.cluster_centers_)
+    np.testing.assert_array_equal(np.asarray(ours.labels_), reference.labels_)
+
+
+@pytest.mark.parametrize("preset", ["lloyd", "elkan", "minibatch", "spherical_kmeans"])
+@SETTINGS
+@given(data=mixtures())
+def test_csr_rows_fit_as_their_dense_twin(preset, data):
+    """From the same start, to rounding: CSR rows are not centred, so the distances differ in
+    their last bits, and the error agrees to the rounding of uncentred distances."""
+    import scipy.sparse as sp
+    X, C = data
+    X = X + np.float32(30)  # positive rows, as CSR data mostly are, away from the origin
+    init = X[:C].copy()
+    dense = _fit(getattr(presets, preset)(C, seed=init, random_state=0), X)
+    sparse = _fit(getattr(presets, preset)(C, seed=init, random_state=0), sp.csr_matrix(X))
+    eps = float(np.finfo(X.dtype).eps)
+    slack = 64 * (X.shape[1] + 2) * eps * float((X.astype(np.float64) ** 2).sum())
+    assert abs(dense.inertia_ - sparse.inertia_) <= slack + 1e-6 * dense.inertia_
+    agree = np.mean(dense.labels_ == sparse.labels_)
+    assert agree >= 0.99
+
+
+@pytest.mark.parametrize("preset", ["minibatch", "lloyd", "elkan", "spherical_kmeans"])
+@SETTINGS
+@given(data=mixtures(), batch=st.integers(1, 7))
+def test_partial_fit_after_fit_takes_batches_smaller_than_n_clusters(preset, data, batch):
+    X, C = data
+    model = _fit(getattr(presets, preset)(C, random_state=0), X)
+    for start in range(0, min(len(X), 5 * batch), batch):
+        model.partial_fit(X[start:start + batch])
+        rows = X[start:start + batch]
+        assert model.labels_.shape == (len(rows),)
+        np.testing.assert_array_equal(model.labels_, model.predict(rows))
+    assert model.cluster_centers_.shape == (C, X.shape[1])
+    assert np.all(np.isfinite(model.cluster_centers_))
