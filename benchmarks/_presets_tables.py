@@ -6,7 +6,7 @@ Both tables have the same cells: per preset its name, the fields of
 differs (an rST ``list-table`` for ``docs/presets_table.inc``, a Markdown table for the
 README, between :data:`MARKERS`).
 """
-from clusterkit._preset_guide import GUIDE_FIELDS, GUIDE_SIZES
+from clusterkit._estimator.guide import GUIDE_FIELDS, GUIDE_SIZES
 from clusterkit.presets import GUIDE, PRESETS
 
 #: The comments that enclose the generated table in README.md.
@@ -24,7 +24,8 @@ def header(columns):
 def rows(columns):
     """Per preset: its name, its guide's fields and its measured cell per data kind
     (``"not measured"`` where the run left it out)."""
-    return [[name, *GUIDE[name], *(cells.get(name, "not measured") for _, cells in columns)]
+    return [[name, *(getattr(GUIDE[name], field) for field in GUIDE_FIELDS),
+             *(cells.get(name, "not measured") for _, cells in columns)]
             for name in PRESETS]
 
 

@@ -299,7 +299,7 @@ def default_fit(method, X, init, seed, n_threads):
 def run_defaults(args):
     """Default fits of every method from one k-means++ start per seed, same run."""
     from clusterkit import KMeansPlusPlus
-    from clusterkit._state import FitState
+    from clusterkit._engine.state import FitState
     methods = DEFAULT_METHODS
     seeds_per_k = dict(zip(args.large_k, args.seeds_per_k or [args.seeds] * len(args.large_k)))
     table, notes, verdicts = [], [], []
@@ -403,7 +403,7 @@ def run_options(args):
     """The mini-batch options on the 2000-Gaussian mixture at each ``--large-k``, one k-means++
     start per seed; the weighted rows run on an LWCS coreset of it (unequal weights)."""
     from clusterkit import LWCS, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, MiniBatch
-    from clusterkit._state import FitState
+    from clusterkit._engine.state import FitState
     name, X = large_k_datasets(args.data)[0]
     _warm_up_memory(2 * X.nbytes)
     Xc, wc = LWCS(2**15).reduce(X, np.ones(X.shape[0]), FitState(

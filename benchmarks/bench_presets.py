@@ -43,7 +43,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from clusterkit import knn_graph, presets
-from clusterkit._graph import EXACT_BELOW
+from clusterkit.slk.graph import EXACT_BELOW
 from clusterkit.datasets import load_benchmark, make_birch_grid
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import GUIDE, PRESETS

@@ -27,8 +27,8 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import Clusterer, ElkanEStep, FullEStep, YinyangEStep, yinyang_groups
-from clusterkit._exact import elkan_memory
-from clusterkit._yinyang import yinyang_memory
+from clusterkit.estep.exact import elkan_memory
+from clusterkit.estep.yinyang import yinyang_memory
 from clusterkit.datasets import load_benchmark
 
 from _common import command_note, data_home, format_table, machine_info, median_time, publish

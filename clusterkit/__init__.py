@@ -6,26 +6,46 @@ One estimator, :class:`Clusterer`, assembles small strategy objects — a :class
 accelerations of the literature (AFK-MC² seeding, lightweight coresets, truncated and partial
 variational E-steps, ...) can be combined and ablated. Ready-made configurations of the papers'
 algorithms live in :mod:`clusterkit.presets`.
+
+Where the code lives (users import from ``clusterkit``, ``clusterkit.presets``,
+``clusterkit.metrics``, ``clusterkit.datasets`` and ``clusterkit.ablation`` only)::
+
+    presets.py, metrics.py, datasets.py, ablation.py   public modules
+    __main__.py, _demo.py    the command line and its demo
+    _estimator/    the scikit-learn face: Clusterer, partial_fit, mixture methods, lazy dask
+                   results, validation, the shortcut registry and preset guide, saved models
+    _engine/       the strategy contracts, the run's state, the driver, progress, warnings
+    _data/         rows as the engine sees them: dense or CSR, nearest centre, row chunks
+    seeding/  reduction/  estep/  mstep/  schedules/  refine/
+                   one subpackage per strategy kind
+    slk/           Laplacian K-modes: its E-step and M-step, and the kNN graph
+    _kernels/      Cython: one .pyx per algorithm, shared helpers in .pxd files
+    _reference.py  plain-NumPy twins of the kernels, for tests and benchmarks
+
+The documentation's layout page says what each module holds and which tests cover it.
 """
 from . import datasets, metrics, presets  # public submodules, as attributes of the package
-from ._assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Objective
-from ._base import Composition, DataReducer, EStep, MStep, Refiner, Schedule, Seeder
-from ._clusterer import Clusterer
-from ._exact import ElkanEStep, FullEStep, TruncatedEStep
-from ._graph import knn_graph
+# the engine: contracts and state
+from ._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Objective
+from ._engine.contracts import Composition, DataReducer, EStep, MStep, Refiner, Schedule, Seeder
+from ._engine.state import Channel, FitState
+# the estimator
+from ._estimator.clusterer import Clusterer
+from ._estimator.model_file import load_model
 from ._kernels._openmp import effective_n_threads, openmp_enabled
-from ._model_file import load_model
-from ._mstep import HardMStep, SoftMStep, SphericalMStep
-from ._pilot import FittedSeeder
-from ._reduction import LWCS, NoReduction
-from ._refine import Breathing, NoRefinement
-from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
-from ._slk import SLK_ENERGY, LaplacianEStep, ModeMStep
-from ._state import Channel, FitState
-from ._variational import PartialEStep
-from ._bounded import BoundedEStep
-from ._yinyang import YinyangEStep, yinyang_groups
+# the strategies, by kind
+from .seeding.seeders import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from .seeding.pilot import FittedSeeder
+from .reduction.lwcs import LWCS, NoReduction
+from .estep.exact import ElkanEStep, FullEStep, TruncatedEStep
+from .estep.yinyang import YinyangEStep, yinyang_groups
+from .estep.bounded import BoundedEStep
+from .estep.variational import PartialEStep
+from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
+from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from .refine.breathing import Breathing, NoRefinement
+from .slk.laplacian import SLK_ENERGY, LaplacianEStep, ModeMStep
+from .slk.graph import knn_graph
 
 from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs the above)
 

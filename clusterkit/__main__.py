@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _model_file
-from ._model_file import changed_strategies, composition
+from ._estimator import model_file as _model_file
+from ._estimator.model_file import changed_strategies, composition
 
 __all__ = ["main"]
 
@@ -189,8 +189,8 @@ def _parse_params(pairs):
 def _unknown_parameter(key, preset, known):
     """The error for ``--param key=...`` that the preset does not take: scikit-learn's names
     with clusterkit's equivalent, a typo with the closest parameter (as the presets and
-    ``Clusterer`` answer them, :func:`~clusterkit._registry.unknown_keyword`)."""
-    from ._registry import SKLEARN_NAMES, close_name
+    ``Clusterer`` answer them, :func:`~clusterkit._estimator.registry.unknown_keyword`)."""
+    from ._estimator.registry import SKLEARN_NAMES, close_name
     if key in SKLEARN_NAMES:
         return CommandError(f"--param {key}: not a parameter of preset {preset} (it is "
                             f"scikit-learn's); pass {SKLEARN_NAMES[key]} instead")
@@ -212,10 +212,11 @@ def _build(preset, n_clusters, params):
     the preset is recorded by :func:`composition`.
     """
     from ._kernels._openmp import effective_n_threads
-    from ._registry import SHORTCUTS, build_preset, preset_names, resolve
-    if preset not in preset_names():
+    from ._estimator.registry import SHORTCUTS, resolve
+    from .presets import PRESETS, build_preset
+    if preset not in PRESETS:
         raise CommandError(f"unknown preset {preset!r}; the presets are "
-                           f"{', '.join(preset_names())}")
+                           f"{', '.join(PRESETS)}")
     default = build_preset(preset, n_clusters)
     known = default.get_params(deep=False)
     for key in params:
@@ -267,7 +268,7 @@ def _user_errors(action):
 
 
 def save_model(path, estimator, preset, params):
-    """Write the model file (:func:`clusterkit._model_file.save_model`) to ``path``; a
+    """Write the model file (:func:`clusterkit._estimator.model_file.save_model`) to ``path``; a
     failure to write it is a user error."""
     _write(path, lambda file: _model_file.save_model(file, estimator, preset, params))
 
@@ -381,7 +382,7 @@ def _command_presets(args):
     import re
     import textwrap
     from . import presets
-    from ._preset_guide import GUIDE_FIELDS, GUIDE_SIZES
+    from ._estimator.guide import GUIDE_FIELDS, GUIDE_SIZES
 
     def paragraph(text, indent="", first=None):
         return textwrap.fill(text, width=100, initial_indent=indent if first is None else first,
@@ -463,7 +464,7 @@ def _parser():
 def _run(argv):
     if argv[:1] == ["demo"]:  # the demo parses its own options, so its --help lists them
         from . import _demo
-        return _demo.main(argv[1:])
+        return _demo.main(argv[1:], _ArgumentParser)
     args = _parser().parse_args(argv)
     handlers = {"fit": _command_fit, "predict": _command_predict, "ablate": _command_ablate,
                 "presets": _command_presets}

@@ -10,6 +10,7 @@ the true means, and the distance evaluations our fits counted (seeding, reductio
 refinement, final labels; scikit-learn does not count them). Warnings the fits raise are
 listed after the table.
 """
+import argparse
 import platform
 import time
 import warnings
@@ -31,9 +32,8 @@ REFERENCE = "scikit-learn KMeans(n_init=1)"
 CARD = "AFKMC2 + LWCS + PartialEStep(G=5) + Breathing"
 
 
-def _build_parser(prog="python -m clusterkit demo"):
-    from .__main__ import _ArgumentParser  # the command line's one-line errors
-    parser = _ArgumentParser(
+def _build_parser(prog="python -m clusterkit demo", parser_class=argparse.ArgumentParser):
+    parser = parser_class(
         prog=prog,
         description="Fit scikit-learn's KMeans and clusterkit's presets on a BIRCH grid "
                     "(Forster & Lücke 2018, §4) and print one table: seconds, speed-up over "
@@ -97,7 +97,7 @@ def _format_row(row, widths):
     return "  ".join(cells).rstrip()
 
 
-def main(argv=None):
+def main(argv=None, parser_class=argparse.ArgumentParser):
     """Run the demo and print its table to standard output.
 
     Parameters
@@ -105,13 +105,15 @@ def main(argv=None):
     argv : list of str or None, default=None
         Command-line options (``--n-side``, ``--random-state``, ``--n-threads``); ``None``
         reads ``sys.argv[1:]``.
+    parser_class : type, default=argparse.ArgumentParser
+        The parser; the command line passes its own (one-line errors).
 
     Returns
     -------
     status : int
         0 on success (argument errors exit through :mod:`argparse`).
     """
-    parser = _build_parser()
+    parser = _build_parser(parser_class=parser_class)
     args = parser.parse_args(argv)
     if args.n_side < 1:
         parser.error(f"argument --n-side: must be >= 1, got {args.n_side}")

@@ -12,8 +12,9 @@ import warnings
 import numpy as np
 from sklearn.base import clone
 
-from ._clusterer import Clusterer
-from ._registry import build_preset, preset_names, resolve
+from ._estimator.clusterer import Clusterer
+from ._estimator.registry import resolve
+from .presets import PRESETS, build_preset
 from .metrics import quantization_error
 
 __all__ = ["ablate", "plot_history", "plot_tradeoff"]
@@ -46,9 +47,9 @@ def _variant(spec, n_clusters, name):
     if isinstance(spec, Clusterer):
         return spec
     if isinstance(spec, str):
-        if spec not in preset_names():
+        if spec not in PRESETS:
             raise ValueError(f"Unknown preset {spec!r} for variant {name!r}; the presets are "
-                             f"{', '.join(preset_names())}.")
+                             f"{', '.join(PRESETS)}.")
         return build_preset(spec, n_clusters)
     raise TypeError(f"Variant {name!r} must be a Clusterer or a preset name, got "
                     f"{type(spec).__name__}.")

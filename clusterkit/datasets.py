@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.datasets import make_blobs
 from sklearn.utils import check_random_state
 
-from ._validation import check_int
+from ._estimator.validation import check_int
 
 __all__ = [
     "make_birch_grid",

@@ -5,9 +5,9 @@ from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import check_array
 
 from ._kernels import _openmp
-from ._nearest import data_mean, nearest, single_threaded_blas
-from ._state import weighted_sum
-from ._validation import check_representable, check_sample_weight
+from ._data.nearest import data_mean, nearest, single_threaded_blas
+from ._engine.state import weighted_sum
+from ._estimator.validation import check_representable, check_sample_weight
 
 __all__ = ["quantization_error", "nmi", "clustering_accuracy"]
 

@@ -80,20 +80,20 @@ documentation's page "Choosing a preset" adds measured times and errors).
 import functools
 import inspect
 
-from . import _preset_guide
-from ._clusterer import Clusterer
-from ._exact import ElkanEStep, FullEStep
-from ._mstep import HardMStep, SoftMStep, SphericalMStep
-from ._preset_guide import PresetGuide
-from ._pilot import FittedSeeder
-from ._registry import keywords, unknown_keyword
-from ._reduction import LWCS, default_coreset_size
-from ._refine import Breathing
-from ._schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ._seeding import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
-from ._slk import LaplacianEStep, ModeMStep
-from ._variational import PartialEStep
-from ._bounded import BoundedEStep
+from ._estimator import guide as _preset_guide
+from ._estimator.clusterer import Clusterer
+from .estep.exact import ElkanEStep, FullEStep
+from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
+from ._estimator.guide import PresetGuide
+from .seeding.pilot import FittedSeeder
+from ._estimator.registry import keywords, unknown_keyword
+from .reduction.lwcs import LWCS, default_coreset_size
+from .refine.breathing import Breathing
+from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from .seeding.seeders import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
+from .slk.laplacian import LaplacianEStep, ModeMStep
+from .estep.variational import PartialEStep
+from .estep.bounded import BoundedEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
@@ -105,6 +105,15 @@ __all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
 #: Which preset for which job: every preset's :class:`PresetGuide` (what it is for, its
 #: model, its cost per iteration, its memory), in the order of :data:`PRESETS`.
 GUIDE = _preset_guide.GUIDE
+
+
+def build_preset(name, n_clusters, **kwargs):
+    """``<name>(n_clusters, **kwargs)`` for a preset's name (the command line and
+    :func:`~clusterkit.ablate` take presets by name); ``ValueError`` naming the presets for
+    an unknown ``name``."""
+    if name not in PRESETS:
+        raise ValueError(f"Unknown preset {name!r}; the presets are {', '.join(PRESETS)}.")
+    return globals()[name](n_clusters, **kwargs)
 
 
 def _preset(function):

@@ -33,7 +33,7 @@ def composition(**strategies):
     """The six strategies of a default fit, with some replaced: what ``_validate`` sees."""
     from clusterkit import (FullBatch, FullEStep, HardMStep, KMeansPlusPlus, NoReduction,
                             NoRefinement)
-    from clusterkit._base import Composition
+    from clusterkit._engine.contracts import Composition
     default = dict(seed=KMeansPlusPlus(), reduce=NoReduction(), estep=FullEStep(),
                    mstep=HardMStep(), schedule=FullBatch(), refine=NoRefinement())
     return Composition(**{**default, **strategies})

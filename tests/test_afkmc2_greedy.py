@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 from clusterkit import AFKMC2, Clusterer, FitState, LWCS, PartialEStep
 from clusterkit import _reference as ref
-from clusterkit._progress import QuietDisplay
+from clusterkit._engine.progress import QuietDisplay
 
 
 def _blobs(n_samples=600, n_features=3, n_blobs=12, dtype=np.float64, seed=0):

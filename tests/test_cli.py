@@ -11,7 +11,8 @@ import pytest
 
 from clusterkit import AFKMC2, MiniBatch, ablate, plot_history, plot_tradeoff, presets
 from clusterkit import __main__ as cli
-from clusterkit._registry import resolve
+from clusterkit._estimator.guide import GUIDE_FIELDS
+from clusterkit._estimator.registry import resolve
 from clusterkit.datasets import make_birch_grid
 
 
@@ -393,7 +394,8 @@ def test_presets_lists_every_preset(capsys):
     # every preset's whole guide, under its name, before the next preset
     for name in presets.PRESETS:
         entry = " ".join(out.split(f"\n{name}\n", 1)[1].split("\n\n", 1)[0].split())
-        for field, value in presets.GUIDE[name]._asdict().items():
+        for field in GUIDE_FIELDS:
+            value = getattr(presets.GUIDE[name], field)
             assert " ".join(value.split()) in entry, (name, field)
     assert "docs/choosing.rst" in text and "benchmarks/RESULTS.md" in text
 

@@ -467,7 +467,7 @@ def test_lloyd_parity_with_scikit_learn(dtype, rtol):
 
 
 def test_every_string_shortcut_is_its_strategy_with_default_parameters():
-    from clusterkit._registry import SHORTCUTS
+    from clusterkit._estimator.registry import SHORTCUTS
     X, _ = _blobs(n=300, c=4)
     composing = (Path(__file__).resolve().parent.parent / "docs" / "composing.rst").read_text()
     for param, (_, _, table) in SHORTCUTS.items():

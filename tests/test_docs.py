@@ -119,7 +119,7 @@ def test_composing_page_shows_current_strategy_signatures(cls_name, method):
     shown = f"{method}({', '.join(params[1:])})"
     assert f":meth:`{shown} <clusterkit.{cls_name}.{method}>`" in text, (
         f"docs/composing.rst should show {cls_name}.{method} as {shown}, its signature in "
-        f"clusterkit/_base.py.")
+        f"clusterkit/_engine/contracts.py.")
 
 
 def test_docs_build_without_warnings(tmp_path):

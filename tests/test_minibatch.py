@@ -385,7 +385,7 @@ def _fake_run(schedule, objectives, tol=0.0, n_samples=1000):
     """Feed ``schedule.should_stop`` a run whose batches have these objectives (unit total
     weight each, centres moving by their norm); returns the 1-based step it stopped at, or
     None."""
-    from clusterkit._state import FitState
+    from clusterkit._engine.state import FitState
     state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
     state.start_run(n_samples)
     X = np.zeros((n_samples, 2))
@@ -460,7 +460,7 @@ def test_weighted_sampling_equals_repetition_in_distribution():
     """Rows drawn in proportion to integer weights are drawn as often as the copies of a
     repeated data set are; each counts with the mean weight."""
     from scipy.stats import chisquare
-    from clusterkit._state import FitState
+    from clusterkit._engine.state import FitState
     weights = np.array([1, 2, 3, 4, 10], dtype=np.float64)
     X = np.arange(5, dtype=np.float64)[:, None]
     schedule = MiniBatch(batch_size=4, sampling="weighted")
@@ -587,7 +587,7 @@ def test_nmbatch_first_prefix_is_auto_sized(blobs):
 def test_relocation_dedupes_rows_as_numpy_unique_does(dtype):
     """The starved rule's one centre per position: the first of each group of equal rows,
     the same set as ``np.unique(axis=0)`` (and -0.0 equal to 0.0)."""
-    from clusterkit._batch_rules import _first_of_equal_rows
+    from clusterkit.mstep.batch_rules import _first_of_equal_rows
     rng = np.random.RandomState(0)
     rows = rng.randint(3, size=(200, 7)).astype(dtype)
     expected = np.unique(rows, axis=0, return_index=True)[1]

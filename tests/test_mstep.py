@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from clusterkit import Assignment, Clusterer, FitState, SoftMStep, TruncatedEStep
-from clusterkit import _mstep
-from clusterkit._batch_rules import _largest, relocate_empty_clusters
+from clusterkit.mstep import centres as _mstep
+from clusterkit.mstep.batch_rules import _largest, relocate_empty_clusters
 
 from .conftest import make_state
 

@@ -14,9 +14,9 @@ import pytest
 from clusterkit import (LWCS, Clusterer, DataReducer, FullEStep, HardMStep, KMeansPlusPlus,
                         Seeder, presets)
 from clusterkit import __main__ as cli
-from clusterkit import _progress
-from clusterkit._chunked import MemmapChunks
-from clusterkit._state import FitState
+from clusterkit._engine import progress as _progress
+from clusterkit._data.chunked import MemmapChunks
+from clusterkit._engine.state import FitState
 
 PAUSE = 0.3  # seconds a slowed-down phase lasts: many heartbeat intervals
 
@@ -138,7 +138,7 @@ def test_a_live_counter_is_read_when_shown(capsys):
 
 
 def test_the_graph_phase_shows_its_stages_and_its_end(monkeypatch, capsys):
-    from clusterkit import _slk
+    from clusterkit.slk import laplacian as _slk
 
     def slow_graph(*args, **kwargs):
         time.sleep(PAUSE)
@@ -153,7 +153,7 @@ def test_the_graph_phase_shows_its_stages_and_its_end(monkeypatch, capsys):
 
 
 def test_the_scan_of_chunked_data_shows_life(monkeypatch, tmp_path, capsys):
-    from clusterkit import _chunked
+    from clusterkit._data import chunked as _chunked
     moments = _chunked._block_moments
 
     def slow_moments(*args):
@@ -196,7 +196,7 @@ def test_lwcs_reports_the_rows_of_its_passes(dask_input):
     state.display = Recorder()
     if dask_input:
         da = pytest.importorskip("dask.array")
-        from clusterkit._chunked import DaskChunks
+        from clusterkit._data.chunked import DaskChunks
         data = DaskChunks(da.from_array(X, chunks=(300, 3)), None)
         data.scan()  # the driver's scan
         LWCS(size=100).reduce_chunked(data, state)
@@ -212,7 +212,7 @@ def test_lwcs_reports_the_rows_of_its_passes(dask_input):
 
 
 def test_memmap_chunks_report_rows_as_blocks_finish(monkeypatch):
-    from clusterkit import _chunked
+    from clusterkit._data import chunked as _chunked
     monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 2400)  # 100 rows per block
     data = MemmapChunks(_data(250), None, 1)
     seen = []
@@ -320,7 +320,7 @@ def test_cli_fit_shows_progress(tmp_path, flag, shown, capsys):
 
 
 def test_labelling_reports_rows_block_by_block(monkeypatch):
-    from clusterkit import _nearest
+    from clusterkit._data import nearest as _nearest
     monkeypatch.setattr(_nearest, "BLOCK_BYTES", 1)  # one tile of rows per block
     X = _data(1000)
     seen = []
@@ -338,7 +338,8 @@ def test_ctrl_c_in_a_kernel_ends_the_heartbeat_too():
     from .test_robustness import ANNOUNCING_SEEDER, _interrupt
     code = ANNOUNCING_SEEDER + textwrap.dedent("""
         import sys, threading, numpy as np
-        from clusterkit import _progress, presets
+        from clusterkit import presets
+        from clusterkit._engine import progress as _progress
         _progress.HEARTBEAT_INTERVAL = 0.2
         X = np.random.RandomState(0).normal(size=(400000, 16)).astype(np.float32)
         model = announcing(presets.lloyd(2000, random_state=0, max_iter=1, verbose=1))

@@ -8,7 +8,7 @@ from sklearn.cluster import KMeans
 
 from clusterkit import (AFKMC2, LWCS, Breathing, Clusterer, FitState, FittedSeeder,
                         NoRefinement, PartialEStep, Refiner, presets)
-from clusterkit._refine import cluster_statistics
+from clusterkit.refine.breathing import cluster_statistics
 from clusterkit.datasets import make_gaussian_blobs
 from clusterkit.metrics import quantization_error
 

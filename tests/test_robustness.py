@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from clusterkit import (Clusterer, ElkanEStep, FullEStep, SBEDecay, TruncatedEStep,
                         effective_n_threads, presets)
 from clusterkit._kernels import _assign, _topk
-from clusterkit._validation import check_bandwidth, check_representable
+from clusterkit._estimator.validation import check_bandwidth, check_representable
 from clusterkit.presets import PRESETS
 
 DTYPES = [np.float32, np.float64]
@@ -266,7 +266,7 @@ def test_ctrl_c_ends_a_wait_for_code_that_never_checks_for_it():
     signals would)."""
     code = textwrap.dedent("""
         import sys, threading
-        from clusterkit._graph import interruptible
+        from clusterkit.slk.graph import interruptible
         never = threading.Event()
         print("start", flush=True)
         try:
@@ -282,7 +282,7 @@ def test_ctrl_c_ends_a_wait_for_code_that_never_checks_for_it():
 
 
 def test_interruptible_returns_and_raises_like_the_call():
-    from clusterkit._graph import interruptible
+    from clusterkit.slk.graph import interruptible
     assert interruptible(divmod, 7, 2) == (3, 1)
     with pytest.raises(ZeroDivisionError):
         interruptible(divmod, 1, 0)

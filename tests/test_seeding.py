@@ -8,11 +8,11 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from clusterkit import _reference as ref
-from clusterkit._base import Seeder
-from clusterkit._progress import QuietDisplay
-from clusterkit._seeding import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder,
+from clusterkit._engine.contracts import Seeder
+from clusterkit._engine.progress import QuietDisplay
+from clusterkit.seeding.seeders import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder,
                                  SampledSeeder)
-from clusterkit._state import FitState
+from clusterkit._engine.state import FitState
 
 from ._helpers import composition
 

@@ -421,11 +421,11 @@ def test_sparse_tag_follows_the_composition():
 def test_more_non_zeros_than_int32_indices_is_refused(monkeypatch):
     """int64 indices are narrowed to the kernels' int32 when their values fit; the message
     for data that do not fit (shown with a lowered limit: such data need gigabytes)."""
-    import clusterkit._sparse
+    import clusterkit._data.sparse
     X, _ = _text_like(n_samples=50)
     wide = sp.csr_matrix(X)
     wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
-    monkeypatch.setattr(clusterkit._sparse, "_INT32_MAX", X.nnz - 1)
+    monkeypatch.setattr(clusterkit._data.sparse, "_INT32_MAX", X.nnz - 1)
     with pytest.raises(ValueError, match=rf"X has {X.nnz} non-zeros in 60 features; sparse "
                                          r"input is limited to \d+ of each \(int32 indices\)"):
         presets.lloyd(3).fit(wide)
@@ -449,9 +449,10 @@ def test_refusal_of_a_pilot_seeding_says_which_seeding_to_pass():
 def test_the_presets_the_docs_name_for_sparse_data_take_it(name):
     """The guide says "also sparse (CSR) data" exactly for the presets whose strategies all
     take sparse data, and those fit a CSR matrix."""
-    from clusterkit._registry import accepts_sparse
+    from clusterkit._estimator.registry import accepts_sparse
     model = getattr(presets, name)(3, random_state=0)
     assert ("also sparse (CSR) data" in presets.GUIDE[name].use) == accepts_sparse(model)
+    assert presets.GUIDE[name].sparse == accepts_sparse(model)
     if accepts_sparse(model):
         X, _ = _text_like(n_samples=60)
         assert model.fit(X).cluster_centers_.shape == (3, X.shape[1])

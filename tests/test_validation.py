@@ -162,7 +162,8 @@ def test_strategy_objects_are_accepted_as_parameters():
 
 
 def test_memory_beyond_what_is_available_is_refused_before_any_work(monkeypatch):
-    from clusterkit import ElkanEStep, LaplacianEStep, ModeMStep, Seeder, _validation
+    from clusterkit import ElkanEStep, LaplacianEStep, ModeMStep, Seeder
+    from clusterkit._estimator import validation as _validation
 
     class Untouchable(Seeder):
         def seed(self, X, sample_weight, n_clusters, state):
@@ -227,7 +228,7 @@ def test_n_init_auto_says_what_to_pass():
     (presets.var_kmeans_s(3), "partial_fit needs an exact E-step (FullEStep, ElkanEStep or "
                               "TruncatedEStep), not PartialEStep: per-sample search state "
                               "cannot follow a stream of new samples."),
-    (presets.nmbatch(3), "partial_fit adds the caller's batches to running means; "
+    (presets.nmbatch(3), "partial_fit steps on the caller's batches; "
                          "NestedDoubling chooses its own batches from all the data. Use "
                          "fit, or schedule='minibatch' (or 'full') for a stream."),
 ])

@@ -5,8 +5,8 @@ import pytest
 
 from clusterkit import (LWCS, BoundedEStep, Clusterer, ElkanEStep, FullEStep, MiniBatch,
                         NestedDoubling, Schedule, YinyangEStep, presets, yinyang_groups)
-from clusterkit._exact import _ElkanBounds
-from clusterkit._yinyang import _YinyangBounds, yinyang_memory
+from clusterkit.estep.exact import _ElkanBounds
+from clusterkit.estep.yinyang import _YinyangBounds, yinyang_memory
 
 from ._helpers import composition, fixed_iterations
 

@@ -207,7 +207,7 @@ def test_sparse_center_half_distances_are_tight_lower_bounds(n_clusters, n_featu
                                                               n_threads):
     """Elkan's centre half distances from CSR centres: never above the exact ones (so the
     pruning stays exact), within rounding of them, symmetric, zero on the diagonal."""
-    from clusterkit._sparse import center_half_distances
+    from clusterkit._data.sparse import center_half_distances
     rng = np.random.default_rng(6)
     centers = rng.normal(size=(n_clusters, n_features)).astype(dtype)
     centers[rng.random(centers.shape) < 0.8] = 0

@@ -5,7 +5,7 @@ import pytest
 
 from clusterkit import _reference
 from clusterkit._kernels import _centers, _dist, _mstep, _yinyang
-from clusterkit._yinyang import _YinyangBounds, center_groups, center_neighbours
+from clusterkit.estep.yinyang import _YinyangBounds, center_groups, center_neighbours
 
 from .._helpers import assert_labels_equal_up_to_ties
 

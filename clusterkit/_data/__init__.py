@@ -1,0 +1,6 @@
+"""Rows as the engine sees them: dense or CSR (:mod:`.sparse`), the nearest-centre pass with
+its BLAS policy (:mod:`.nearest`), and data read in row chunks, memmaps and dask arrays
+(:mod:`.chunked`).
+
+Where the code lives, not an import path: users import from :mod:`clusterkit`.
+"""

@@ -1,0 +1,598 @@
+"""The strategy contracts of :class:`~clusterkit.Clusterer`.
+
+A fit is assembled from six small strategy objects, each with one verb:
+
+* :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset
+  construction;
+* :class:`Seeder` -- ``seed(X, sample_weight, n_clusters, state) -> centers``: initial centres;
+* :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``: the E-step;
+* :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``: the
+  M-step;
+* :class:`Schedule` -- ``batches(n_samples, state)``: which rows each step works on, and
+  ``should_stop(state, tol)``: when to stop;
+* :class:`Refiner` -- ``refine(X, sample_weight, centers, iterate, state) -> centers``: after
+  a run ended on its own, leave its local minimum by restarting the iterations from changed
+  centres (``iterate``), keeping only what is better.
+
+Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
+stores its arguments, so ``get_params``/``set_params`` (also nested, as
+``Clusterer.set_params(estep__G=3)``), ``clone`` and pickling work, and nothing is kept on
+``self`` between fits. Whatever an E-step, M-step or schedule must carry from one step to
+the next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own
+per-run state: an object its optional ``init_state`` hook returns, which the driver keeps for
+it (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``) and no other
+strategy reads. A strategy whose model has more to report than centres and labels (soft
+assignments, modes as training rows, a kernel bandwidth) returns it from
+``fitted_attributes``, and the estimator gets those attributes.
+
+What a strategy *is* is declared, never guessed from numbers, and the driver checks the
+declarations of the six strategies against each other when ``fit`` starts:
+
+* an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
+  needs responsibilities (:attr:`MStep.needs_resp`), the batch rules it implements
+  (:attr:`MStep.update_rules`), those under which its centres are the means of the current
+  labels (:attr:`MStep.fixed_point_rules`) and whether its model lives on the unit sphere
+  (:attr:`MStep.spherical`: the estimator then gives every strategy rows of unit norm, not
+  centred);
+* an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
+  its labels are the nearest centres (:attr:`EStep.exact`);
+* a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
+  all rows (:attr:`Schedule.full_batch`) and whether ``partial_fit`` may stream with it
+  (:attr:`Schedule.streams`).
+
+Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
+hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
+through one documented channel, ``state.channel`` (:class:`~clusterkit.FitState`): the step
+size of an implicit rule one way, the running per-cluster statistics the other.
+
+Sparse data (scipy.sparse, as CSR) reach only strategies that declare
+``accepts_sparse`` (each of the six must): the driver
+checks that once, when ``fit`` starts, and refuses any other composition before any work.
+Such a strategy receives ``X`` (and batches of its rows) as a ``scipy.sparse.csr_matrix``
+with int32 indices, not centred (its frame's mean is zero), and returns dense centres.
+
+Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that declares
+:attr:`DataReducer.chunked`; the other strategies see its reduced set (their ``_validate``
+hooks get an object with the data's ``shape`` and ``dtype``).
+
+Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
+view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
+``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
+coreset weights after a reduction). Strategies add the distance evaluations they perform to
+``state.cost`` (see :meth:`FitState.count`).
+
+Strategies never print. A verbose fit shows which phase runs (the driver times reduction,
+seeding, set-up, E-step, M-step and labels) and, at least every few seconds, how far it got:
+a strategy with a natural unit of work reports it with ``state.progress(phase, done, total,
+unit)`` (a seeder its centres, a reducer its rows, a graph its stages), after each unit or,
+for one long kernel call, once before it with a one-element counter the kernel updates
+(:meth:`FitState.progress`); a strategy's own long stage inside a phase may be marked with
+``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`` (shown only).
+"""
+from abc import ABC, abstractmethod
+from collections import namedtuple
+
+from .assignment import QUANTIZATION_ERROR
+from .strategy import _RunStrategy, _Strategy
+
+__all__ = ["Composition", "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Refiner"]
+
+
+#: The six resolved strategies of a fit, as the ``_validate`` hooks see them.
+Composition = namedtuple("Composition",
+                         ["seed", "reduce", "estep", "mstep", "schedule", "refine"])
+
+
+class Seeder(_Strategy, ABC):
+    """Chooses the initial centres.
+
+    Subclasses implement :meth:`seed`. Example: a seeder that takes the first ``n_clusters``
+    rows::
+
+        class FirstRows(Seeder):
+            def seed(self, X, sample_weight, n_clusters, state):
+                return X[:n_clusters].copy()
+
+    A seeder that returns centres the user gave declares ``given = True`` (``n_init`` then
+    runs once) and moves them into the frame the fit centres the data in with
+    :meth:`in_frame`.
+    """
+
+    #: Whether the centres are the user's, the same for every run (see the class notes).
+    given = False
+
+    def in_frame(self, x_mean):
+        """This seeder for data centred on ``x_mean`` (the fit subtracts it from dense rows,
+        see :attr:`FitState.x_mean`): itself, unless its centres are given in the user's
+        coordinates."""
+        return self
+
+    @abstractmethod
+    def seed(self, X, sample_weight, n_clusters, state):
+        """Return initial centres.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Data (possibly a weighted coreset).
+        sample_weight : ndarray of shape (n_samples,)
+            Non-negative weights, same dtype as ``X``.
+        n_clusters : int
+            Number of centres to choose.
+        state : FitState
+            Reads ``random_state`` and ``n_threads``; add distance evaluations with
+            ``state.count("seeding", n)`` and report the centres chosen so far with
+            ``state.progress("seeding", done, n_clusters, "centres")``. A seeder that finds
+            every sample's nearest centre as a by-product may store it as
+            ``state.seed_labels``.
+
+        Returns
+        -------
+        centers : ndarray of shape (n_clusters, n_features)
+            C-contiguous, same dtype as ``X``.
+        """
+
+
+class DataReducer(_Strategy, ABC):
+    """Replaces the data by a smaller weighted set that the rest of the fit works on.
+
+    Attributes
+    ----------
+    chunked : bool
+        Class attribute: ``True`` if the reducer can also reduce data that are never in memory
+        as a whole, held in row chunks (a dask array, or a NumPy memmap), with
+        :meth:`reduce_chunked`. Only such a reducer lets ``Clusterer.fit`` accept a dask
+        array (any other raises a ``ValueError`` naming :class:`~clusterkit.LWCS` before
+        any work); a memmap goes through :meth:`reduce_chunked` when the reducer is chunked
+        and is read like an ordinary array otherwise. ``False`` by default.
+    reduces : bool
+        Class attribute: whether :meth:`reduce` replaces the data (``True`` by default);
+        :class:`~clusterkit.NoReduction` declares ``False``, so that compositions that need
+        the samples themselves (a stream, a graph over them) can run with it.
+    """
+
+    chunked = False
+    reduces = True
+
+    @abstractmethod
+    def reduce(self, X, sample_weight, state):
+        """Return the (possibly reduced) data and its weights.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The training data as given (the driver centres only what the reducer returns,
+            so that a reduced fit never copies the full data).
+        sample_weight : ndarray of shape (n_samples,)
+        state : FitState
+            Reads ``random_state``; add distance evaluations with
+            ``state.count("reduction", n)`` and report the rows done with
+            ``state.progress("reduction", done, total, "rows")``.
+
+        Returns
+        -------
+        X_reduced : ndarray of shape (n_reduced, n_features)
+        sample_weight_reduced : ndarray of shape (n_reduced,)
+            Weights such that weighted sums over the reduced set estimate the sums over the
+            input (user weights included). Returning ``X`` itself means "no reduction".
+        """
+
+    def reduce_chunked(self, data, state):
+        """Return a reduced set, in memory, of data held in row chunks (``chunked`` reducers).
+
+        Called instead of :meth:`reduce` when ``fit`` gets a dask array or a memmap and
+        :attr:`chunked` is ``True``. The data are never loaded as a whole: ``data`` runs
+        functions on one chunk of rows at a time (on the workers of a dask cluster, or block
+        by block in this process for a memmap) and returns only their results, so only the
+        reduced set (and a few numbers per chunk) ever reaches the process that fits.
+
+        Parameters
+        ----------
+        data : ChunkedData
+            The training data. Attributes: ``shape``, ``dtype`` (float32 or float64, the dtype
+            of the fit), ``n_chunks``, ``chunk_rows`` (rows per chunk), ``chunk_starts``,
+            ``weighted`` and ``n_threads`` (for kernels called inside block functions).
+            Methods: ``scan()``, the validated first pass, already run by the driver, giving
+            each chunk's weight ``W_c``, weighted mean ``mu_c`` and ``M2_c = sum w ||x -
+            mu_c||^2`` (combined exactly: ``total_weight``, ``global_mean``,
+            ``chunk_spread``, ``spread``); ``map_chunks(func, args, chunks)``, which returns
+            ``[func(X_c, w_c, *args_c) ...]`` for the chosen chunks, ``X_c`` a C-contiguous
+            block of ``dtype`` and ``w_c`` its float64 weights or ``None`` (``func`` must be
+            a module-level function: it is pickled for the workers); and ``gather()``, all
+            rows in memory.
+        state : FitState
+            As for :meth:`reduce`. A reducer whose draws must not depend on the number of
+            workers draws from ``state.random_state`` in this process only, and seeds any
+            randomness inside the chunks from it and the chunk's index.
+
+        Returns
+        -------
+        X_reduced : ndarray of shape (n_reduced, n_features)
+        sample_weight_reduced : ndarray of shape (n_reduced,)
+            As for :meth:`reduce`; the driver validates them like user data.
+
+        Raises
+        ------
+        NotImplementedError
+            Unless the reducer is :attr:`chunked`.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot reduce chunked data.")
+
+    def max_rows(self, n_samples, n_clusters):
+        """The most rows :meth:`reduce` can return for ``n_samples`` input rows.
+
+        Read by strategies that check their memory when ``fit`` starts (per-sample state such
+        as :class:`~clusterkit.ElkanEStep`'s bounds). The default, ``n_samples``, is right for
+        any reducer; one that knows its output size says so.
+        """
+        return n_samples
+
+
+class EStep(_RunStrategy, ABC):
+    """Assigns samples to clusters (hard) or computes responsibilities.
+
+    Attributes
+    ----------
+    exact : bool
+        Class attribute: ``True`` if every label is the sample's nearest centre (ties to the
+        lower index), as in Lloyd's E-step. With an M-step whose centres are the means of the
+        current labels (:attr:`MStep.fixed_point_rules`) and a full batch, a step in which no
+        label changed then ends the fit (strict convergence, as scikit-learn's ``KMeans``):
+        the M-step has just recomputed the same centres.
+    objectives : tuple of Objective or None
+        Class attribute: the objectives :meth:`assign` can compute; the driver refuses an
+        M-step whose :attr:`MStep.objective` is not among them. ``None`` (the default)
+        declares nothing and is not checked: an E-step written for one M-step computes that
+        M-step's objective. The built-in E-steps declare theirs.
+
+    Notes
+    -----
+    The E-step computes the objective the M-step declares (``state.objective``) and
+    responsibilities when the M-step needs them (``state.needs_resp``); ``state.sigma2``
+    holds the shared variance of a Gaussian mixture (``None`` before the first E-step: a soft
+    E-step then sets it with :meth:`FitState.init_sigma2` from the distances it computed,
+    vc-GMM eq. 12). ``state.fuse_sums`` says whether the M-step reads the per-cluster sums an
+    E-step may compute in its own pass. ``state.rows`` says which rows of the fit data the
+    batch holds, so that per-sample state (bounds, winners) survives mini-batches;
+    ``state.center_shift`` says how far each centre moved in the last M-step and
+    ``state.labels`` holds every sample's label from its previous visit.
+    """
+
+    exact = False
+    objectives = None
+
+    @abstractmethod
+    def assign(self, X, sample_weight, centers, state):
+        """Return an :class:`Assignment` of the batch ``X`` to ``centers``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_batch, n_features)
+            The rows ``state.rows`` of the fit data.
+        sample_weight : ndarray of shape (n_batch,)
+        centers : ndarray of shape (n_clusters, n_features)
+        state : FitState
+            Add distance evaluations with ``state.count("estep", n)``.
+
+        Returns
+        -------
+        assignment : Assignment
+        """
+
+    def final_labels(self, state):
+        """Labels of the fitted rows when they are not the nearest final centre.
+
+        Called once after the kept run when ``compute_labels=True``. The default returns
+        ``None``: ``labels_`` is then each training sample's nearest final centre (one exact
+        pass). An E-step whose model labels differently (e.g. by the argmax of its soft
+        assignments) returns those labels for the rows of the fit data.
+
+        Parameters
+        ----------
+        state : FitState
+            The kept run's state (``state.estep_state`` as the last E-step left it).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), dtype=int32, or None
+        """
+        return None
+
+    def labelling_rows(self, X, state):
+        """What the final nearest-centre pass over the fitted rows ``X`` may reuse of this
+        E-step's per-run state: a float32 copy of ``X`` for its products (the gemm kernels'
+        mixed precision), or ``None`` (the default: the pass makes what it needs).
+
+        Called once after the kept run, when :meth:`final_labels` returned ``None``; it must
+        not change anything (the E-step lends, the driver never reads ``estep_state``).
+
+        Returns
+        -------
+        X32 : ndarray of shape (n_samples, n_features), dtype=float32, or None
+            The rows of ``X`` in float32, in the same order.
+        """
+        return None
+
+
+class MStep(_RunStrategy, ABC):
+    """Re-estimates the centres (and any other model parameter) from an assignment.
+
+    Attributes
+    ----------
+    needs_resp : bool
+        Class attribute: ``True`` if :meth:`update` needs responsibilities
+        (``assignment.resp``), ``False`` for hard assignments.
+    objective : Objective
+        Class attribute: what the fit optimises; the E-steps report it in
+        ``assignment.objective``. :data:`QUANTIZATION_ERROR` (minimised) by default.
+    update_rules : tuple of str
+        Class attribute: the batch rules (:attr:`Schedule.center_update`) :meth:`update`
+        implements; the driver refuses a schedule whose rule is not among them. ``("replace",)``
+        by default: the centres are re-estimated from each batch alone.
+    fixed_point_rules : tuple of str
+        Class attribute: the rules under which the new centres are the (weighted) means of the
+        samples' current labels, so that with an exact E-step a step over all rows that changed
+        no label has reproduced the same centres: a fixed point, where the fit stops (and the
+        last labels are the final ones). Empty by default.
+    spherical : bool
+        Class attribute: ``True`` if the model lives on the unit sphere (spherical k-means,
+        :class:`~clusterkit.SphericalMStep`). The estimator then scales every row it is given
+        (``fit``, ``partial_fit``, ``predict``, ``transform``, ``score``) and given initial
+        centres to unit Euclidean norm, refusing rows of zero norm, and does not centre them:
+        the strategies see unit rows in the frame of the origin, and the M-step must return
+        unit-norm centres. ``False`` by default.
+    """
+
+    needs_resp = False
+    objective = QUANTIZATION_ERROR
+    update_rules = ("replace",)
+    fixed_point_rules = ()
+    spherical = False
+
+    @abstractmethod
+    def update(self, X, sample_weight, assignment, centers, state):
+        """Return new centres.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_batch, n_features)
+            The rows ``state.rows`` of the fit data.
+        sample_weight : ndarray of shape (n_batch,)
+        assignment : Assignment
+        centers : ndarray of shape (n_clusters, n_features)
+            The centres the assignment was computed with (read-only).
+        state : FitState
+            A Gaussian-mixture M-step owns ``state.sigma2`` and writes it here.
+
+        Returns
+        -------
+        centers_new : ndarray of shape (n_clusters, n_features)
+            A new array (not ``centers``). Never NaN: clusters without weight are relocated
+            (see the M-step's Notes).
+        """
+
+
+class Schedule(_RunStrategy, ABC):
+    """Decides which rows each step works on and when to stop.
+
+    Attributes
+    ----------
+    full_batch : bool
+        Class attribute: ``True`` if every batch is all rows (strategies that keep one state
+        per sample but cannot skip samples can require it).
+    center_update : str
+        Class attribute: how an M-step combines a batch's statistics with what came before,
+        read from ``state.center_update``; the M-step must list it in
+        :attr:`MStep.update_rules`. ``"replace"``: the centres are the batch's weighted means
+        (Lloyd; the default). Mini-batch schedules declare the running-sum forms of the same
+        update, e.g. ``"running"`` (every visit of a sample counts, Sculley's mini-batch
+        k-means) or ``"latest"`` (only each sample's latest visit counts, nested mini-batch
+        k-means), a step towards the batch's means (``"adaptive"``), or an implicit gradient
+        step (``"backward_euler"``, stochastic backward Euler, whose step size the schedule
+        sets in ``state.channel``). A schedule whose rule depends on its parameters defines
+        it as a property (:class:`~clusterkit.MiniBatch`'s ``learning_rate``).
+    streams : bool
+        Class attribute: ``True`` if ``Clusterer.partial_fit`` may run a composition with this
+        schedule. A stream's batches are chosen by the caller and combined by the M-step's
+        batch rule of the schedule :meth:`stream_schedule` returns, so only schedules whose
+        ``fit`` means the same model stream (full batches, uniform mini-batches). ``False``
+        by default.
+    """
+
+    full_batch = False
+    center_update = "replace"
+    streams = False
+
+    def stream_schedule(self):
+        """The schedule a ``partial_fit`` stream runs for this one (only asked if
+        :attr:`streams`): itself by default. It must combine batches by a running rule;
+        its :meth:`init_state` sees ``state.streaming`` set and the first batch as the data;
+        its ``batches`` and ``should_stop`` are not called (the caller chooses the batches
+        and when to stop). ``ValueError`` for a parameter a stream cannot honour.
+        """
+        return self
+
+    def order(self, n_samples, state):
+        """The order of the rows for the run, or ``None`` to keep the data's.
+
+        A schedule whose batches are prefixes of a random order (nested mini-batches)
+        returns that order: the driver then makes its centred copy of the data in it (no
+        second copy), so that every prefix is a slice, a view without copying. Everything
+        the strategies see (seeding, per-sample state, ``state.labels``, row indices of
+        batches) then refers to positions in this order; the driver maps the final labels
+        back. Called once per fit, before the data are centred and seeded; every run of the
+        fit (``n_init``) works in the same order.
+
+        Parameters
+        ----------
+        n_samples : int
+        state : FitState
+            Reads ``random_state``.
+
+        Returns
+        -------
+        order : ndarray of shape (n_samples,), dtype=intp, or None
+            A permutation of the rows. The default is ``None``.
+        """
+        return None
+
+    @abstractmethod
+    def batches(self, n_samples, state):
+        """Yield, once per step, the rows that step works on.
+
+        The run ends when the generator is exhausted (a budget, e.g. in passes over the data:
+        ``state.n_passes`` counts them), after ``max_iter`` steps or when
+        :meth:`should_stop` says so. The generator runs between steps, so it may read what
+        the last step recorded (``state.history``, ``state.n_changed``), and may add entries
+        to the next step's history record (``state.step_info``, emptied before it runs).
+
+        A step may consist of several inner steps: yield a ``list`` of batches. The driver
+        then runs an E-step and an M-step on each, in order, with ``state.inner_step`` (0,
+        1, ...) and ``state.n_inner_steps`` telling the strategies where they are, and records
+        the step once: its objective is that of the first inner batch, at the parameters the
+        step started from (as a single batch's is). Stochastic backward Euler uses this for
+        its inner fixed-point iterations (:class:`~clusterkit.SBEDecay`).
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the (reduced) data.
+        state : FitState
+            Reads ``random_state`` for random batches.
+
+        Yields
+        ------
+        rows : slice, ndarray of shape (n_batch,), dtype=intp, or list of them
+            Rows of the fit data: a slice (a view, no copy; ``slice(0, n_samples)`` is all
+            rows, a prefix ``slice(0, b)`` nested batches) or an array of row indices; a
+            list of such batches for a step of inner steps.
+        """
+
+    def batch_weight(self, sample_weight, rows, state):
+        """The weights the E-step and M-step of a batch see: ``sample_weight[rows]`` by
+        default. A schedule that draws rows in proportion to their weight returns equal
+        weights instead, so that the weights are not counted twice.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n_samples,)
+            The weights of all rows of the fit data.
+        rows : slice or ndarray of int
+            One batch, as :meth:`batches` yielded it.
+        state : FitState
+
+        Returns
+        -------
+        batch_weight : ndarray of shape (n_batch,), dtype of ``sample_weight``
+        """
+        return sample_weight[rows]
+
+    def n_iter(self, state):
+        """Iterations so far, in the unit of the estimator's ``max_iter`` and ``n_iter_``:
+        steps by default (``len(state.history)``). A mini-batch schedule counts passes over
+        the data instead, as scikit-learn's ``MiniBatchKMeans`` counts ``max_iter`` in
+        epochs. The driver ends the run once this reaches ``max_iter``; ``n_iter_`` is it
+        rounded up.
+
+        Returns
+        -------
+        n_iter : float
+        """
+        return len(state.history)
+
+    def should_stop(self, state, tol):
+        """Decide after each step whether the fit has converged.
+
+        The default is the rule of the papers for full-batch EM: stop when the relative change
+        of the objective between the last two steps is at most ``tol``. Before it, exact hard
+        fits (``state.strict_convergence``, see :attr:`EStep.exact`) stop as soon as a step
+        over all rows changed no label, as scikit-learn's ``KMeans`` does. A quantization error
+        (:data:`QUANTIZATION_ERROR`) counts as at least ``state.qe_resolution`` here, so a fit
+        with more clusters than distinct points stops once the error is down to rounding
+        noise.
+
+        Parameters
+        ----------
+        state : FitState
+            Reads ``state.history``, ``state.objective`` and ``state.qe_resolution``.
+        tol : float
+            The estimator's tolerance.
+
+        Returns
+        -------
+        stop : bool
+        """
+        history = state.history
+        if state.at_fixed_point:
+            return True  # the same labels as the step before: the same centres again
+        if len(history) < 2:
+            return False
+        f_new, f_old = history[-1]["objective"], history[-2]["objective"]
+        scale = abs(f_new)
+        if state.objective == QUANTIZATION_ERROR:
+            # At rounding level (more clusters than distinct points) the quantization error
+            # counts as zero: its changes are noise, which can cycle forever.
+            scale = max(scale, state.qe_resolution)
+        return abs(f_new - f_old) <= tol * scale
+
+
+class Refiner(_Strategy, ABC):
+    """Improves the centres of a run that ended on its own (converged, or its schedule's
+    batches ran out).
+
+    Attributes
+    ----------
+    objectives : tuple of Objective or None
+        Class attribute: the M-step objectives (:attr:`MStep.objective`) it can refine; the
+        driver refuses any other M-step. ``None`` declares nothing (a refiner that changes
+        nothing).
+    refines : bool
+        Class attribute: whether :meth:`refine` may change a run (``True`` by default);
+        :class:`~clusterkit.NoRefinement` declares ``False``, and a fit then has no
+        refinement phase (and may stream).
+
+    Notes
+    -----
+    The refiner sees the fit's data as the run did (reduced and centred) and the run's final
+    centres. ``iterate(centers)`` runs the composition's iterations from ``centers`` as a new
+    run would after seeding: fresh per-run states, the same stopping rules, ``max_iter`` per
+    call. It returns the centres that run ended at; with a mini-batch schedule each call spends
+    the schedule's whole budget again. A run whose ``max_iter`` or callback ended it is not
+    refined; a callback that stops the fit during a round ends the refinement, and the fit
+    keeps the run's own centres.
+
+    :meth:`refine` returns either the centres it was given or centres one of its ``iterate``
+    calls returned (the driver restores that call's run: labels, history, strategies' states),
+    never centres with a worse objective on the fit's data than those it was given. It counts
+    its own distance evaluations under ``state.count("refinement", n)`` (the iterations count
+    theirs in their phases) and records one dict per round in ``state.refinement_log`` (the
+    estimator's ``refinement_log_``), with at least ``"objective"`` and ``"kept"``.
+    """
+
+    objectives = None
+    refines = True
+
+    def fitted_attributes(self, state):
+        """``refinement_log_``: the kept run's rounds (``state.refinement_log``)."""
+        return {"refinement_log_": list(state.refinement_log)}
+
+    @abstractmethod
+    def refine(self, X, sample_weight, centers, iterate, state):
+        """Return refined centres.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The data the run fitted (after reduction, centred).
+        sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+            The run's final centres.
+        iterate : callable
+            ``iterate(centers) -> centers``: the composition's iterations from ``centers``.
+        state : FitState
+
+        Returns
+        -------
+        centers : ndarray of shape (n_clusters, n_features)
+            ``centers`` itself or the result of one ``iterate`` call.
+        """

@@ -1,0 +1,578 @@
+"""The driver: the papers' pseudo-code, one strategy call per line.
+
+A fit prepares the data once (reduce, centre), then runs ``n_init`` times: seed, create the
+strategies' per-run state, and repeat one *step* -- E-step and M-step on the batch the
+schedule chose -- until the schedule stops the run or ``max_iter`` iterations (steps, or the
+schedule's unit: ``Schedule.n_iter``) have run; the best run is kept and the training data
+are labelled with its centres. ``partial_fit`` runs the very same step on each batch of a
+stream (:meth:`Driver.stream`).
+"""
+import math
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._data import chunked as _chunked
+from .assignment import Assignment
+from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
+from .progress import QUIET, make_display
+from .state import FitState, variance_floor, weighted_sum
+from .._estimator.validation import (bounding_box, check_n_clusters, check_representable,
+                          squared_diagonal)
+from .warn import warn
+
+__all__ = ["Driver", "Result", "check_composition"]
+
+
+class _CallbackStop(Exception):
+    """The callback stopped the fit during a refinement round."""
+
+
+def check_composition(composition):
+    """Check what the six strategies declare against each other (see
+    :mod:`clusterkit._engine.contracts`); ``ValueError`` naming the strategies and what to
+    use instead."""
+    estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
+    if estep.objectives is not None and mstep.objective not in estep.objectives:
+        raise ValueError(f"{type(estep).__name__} cannot compute the {mstep.objective.name} "
+                         f"that {type(mstep).__name__} optimises; choose an E-step that "
+                         "does (see the E-steps' objectives).")
+    refiner = composition.refine
+    if refiner.objectives is not None and mstep.objective not in refiner.objectives:
+        raise ValueError(f"{type(refiner).__name__} cannot refine the {mstep.objective.name} "
+                         f"that {type(mstep).__name__} optimises; use refine=None.")
+    if schedule.center_update not in mstep.update_rules and mstep.update_rules == ("replace",):
+        raise ValueError(f"{type(mstep).__name__} re-estimates the model from whole passes over "
+                         f"the data only, but {type(schedule).__name__} updates it batch by "
+                         f"batch (the rule {schedule.center_update!r}); use schedule='full' "
+                         "(reduce='lwcs' makes each pass cheap), or mstep='hard' for "
+                         "mini-batch k-means.")
+    if schedule.center_update not in mstep.update_rules:
+        rules = " or ".join(repr(rule) for rule in mstep.update_rules)
+        raise ValueError(f"{type(schedule).__name__} combines batches by the rule "
+                         f"{schedule.center_update!r}, which {type(mstep).__name__} does not "
+                         f"implement (it implements {rules}); use a schedule with full "
+                         "batches (schedule='full'), or a hard M-step (mstep='hard') for "
+                         "mini-batches.")
+
+
+def strategy_array(value, strategy, what, shape, dtype):
+    """What a strategy returned, as a C-contiguous ``dtype`` array of ``shape`` (``None``
+    matches any length); ``TypeError``/``ValueError`` naming the strategy otherwise.
+
+    User-written strategies plug into the driver, so their results are checked like user
+    input: a wrong shape or a NaN would otherwise surface far away, or not at all.
+    """
+    name = f"{type(strategy).__name__} returned {what}"
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} as {type(value).__name__}; expected a numeric ndarray.")
+    if value.ndim != len(shape) or any(n is not None and n != m
+                                       for n, m in zip(shape, value.shape)):
+        expected = tuple("any" if n is None else n for n in shape)
+        raise ValueError(f"{name} of shape {value.shape}; expected {expected}.")
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} with NaN or infinite entries.")
+    return np.ascontiguousarray(value, dtype=dtype)
+
+
+@dataclass
+class Result:
+    """What a fit (or a stream's step) leaves for the estimator's fitted attributes.
+
+    ``centers`` are in the fit's centred frame; ``labels``/``inertia`` are ``None`` unless the
+    training data were labelled; ``cluster_weight`` is the weight of the fitted data each
+    centre explains (what a ``partial_fit`` stream that continues the fit starts from);
+    ``n_iter`` the run's iterations as its schedule counts them (:meth:`Schedule.n_iter`,
+    rounded up), or a stream's batches so far.
+    """
+
+    centers: np.ndarray
+    end: str
+    history: list
+    sigma2: object = None
+    labels: object = None
+    inertia: object = None
+    cluster_weight: object = None
+    n_iter: int = 0
+    attributes: dict = field(default_factory=dict)
+
+
+class Driver:
+    """Runs one composition on one data set: :meth:`fit`, or :meth:`stream` batch by batch.
+
+    Parameters
+    ----------
+    composition : Composition
+        The six resolved, validated strategies.
+    n_clusters, n_features : int
+    random_state : numpy.random.RandomState
+    n_threads, max_iter : int
+    tol : float
+    verbose : int or "bar"
+        ``1``: a line per phase and step, and progress of long phases; ``2``: also the
+        step's detail; ``"bar"``: progress bars (see :mod:`clusterkit._engine.progress`). The
+        driver and its display are the only places that print.
+    callback : callable or None
+        Called after every step with the history entry plus ``"centers"`` (in the user's
+        coordinates); ``True`` stops the fit.
+    """
+
+    def __init__(self, composition, *, n_clusters, n_features, random_state, n_threads,
+                 max_iter, tol, verbose, callback):
+        mstep, schedule = composition.mstep, composition.schedule
+        self.state = FitState(
+            n_clusters=n_clusters, n_features=n_features, random_state=random_state,
+            n_threads=n_threads, max_iter=max_iter, needs_resp=mstep.needs_resp,
+            objective=mstep.objective, center_update=schedule.center_update,
+            strict_convergence=(composition.estep.exact
+                                and schedule.center_update in mstep.fixed_point_rules))
+        self.composition = composition
+        self.n_clusters = n_clusters
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.callback = callback
+        self.x_mean = None
+        self.centers = None  # a stream's current centres
+        self._stream_display = None  # kept between a stream's batches (its bar)
+
+    def __getstate__(self):
+        # a stream's display (a thread, open bars) is not part of a pickled model
+        return dict(self.__dict__, _stream_display=None)
+
+    def say(self, level, message):
+        """Show a line when ``verbose >= level``."""
+        self.state.display.line(level, message)
+
+    @contextmanager
+    def _showing_progress(self):
+        """The display of one ``fit`` or stream batch: its heartbeat runs until the block
+        ends, whatever ends it (an exception or Ctrl-C included). A stream keeps its
+        display, and the bar of its steps, for its next batch."""
+        display = self._stream_display or make_display(self.verbose)
+        self.state.display = display
+        display.open()
+        try:
+            yield
+        finally:
+            display.close(final=not self.state.streaming)
+            self.state.display = QUIET
+            if self.state.streaming:
+                self._stream_display = display
+
+    # -- a fit -------------------------------------------------------------------------------
+
+    def fit(self, X, sample_weight, x_mean, n_init, compute_labels):
+        """Reduce and centre once, run ``n_init`` times, keep the best run, label the data.
+
+        ``X`` is an ndarray (validated) or :class:`~clusterkit._data.chunked.ChunkedData` (then
+        ``sample_weight`` and ``x_mean`` are ``None``: the first pass over the chunks gives
+        the mean). Returns a :class:`Result`.
+        """
+        with self._showing_progress():
+            return self._fit(X, sample_weight, x_mean, n_init, compute_labels)
+
+    def _fit(self, X, sample_weight, x_mean, n_init, compute_labels):
+        if isinstance(X, _chunked.ChunkedData):
+            x_mean = self._scan(X)  # (moves given initial centres into the data's frame)
+        self.x_mean = x_mean
+        state, strategies = self.state, self.composition
+        X_fit, w_fit, reduced = self.prepare(X, sample_weight)
+        best = None
+        for run in range(1, n_init + 1):
+            if n_init > 1:
+                self.say(1, f"Run {run} of {n_init}")
+            state.display.start_run(run, n_init)
+            centers, end = self.run(X_fit, w_fit)
+            state.display.end_run()
+            # runs compete on one objective of all the (reduced) data
+            objective = state.history[-1]["objective"]
+            if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
+                state.rows = slice(0, X_fit.shape[0])
+                with state.phase("objective"):  # a pass over all rows: show it
+                    objective = strategies.estep.assign(X_fit, w_fit, centers,
+                                                        state).objective
+            if best is None or strategies.mstep.objective.better(objective, best[0]):
+                settled = state.labels.copy() if state.at_fixed_point else None
+                best = (objective, Result(centers, end, state.history, state.sigma2,
+                                          cluster_weight=self._cluster_weight(w_fit),
+                                          n_iter=math.ceil(strategies.schedule.n_iter(state))),
+                        state.estep_state, state.mstep_state, state.refinement_log, settled)
+            if end == "callback":  # the callback ends the whole fit
+                break
+        (_, result, state.estep_state, state.mstep_state, state.refinement_log,
+         settled) = best
+        if result.end == "max_iter":
+            warn(
+                f"The fit did not converge: the objective still changed by more than "
+                f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase max_iter "
+                "or tol, or start closer to a solution.", ConvergenceWarning)
+        if compute_labels:
+            with state.timed("labels"):
+                result.labels, result.inertia = self.label(X, sample_weight, X_fit, reduced,
+                                                           result.centers, settled)
+            self.say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
+                        f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
+        result.attributes = {name: value for strategy in strategies
+                             for name, value in strategy.fitted_attributes(state).items()}
+        self.say(1, f"Done: {len(result.history)} iterations ({result.end}), "
+                    f"{strategies.mstep.objective.name} {result.history[-1]['objective']:.6g}, "
+                    f"{state.n_distance_evals} distance evaluations "
+                    f"({', '.join(f'{k} {v}' for k, v in state.cost.items())}), "
+                    f"{state.seconds:.3g} s")
+        return result
+
+    def _scan(self, data):
+        """The first pass over data in row chunks (``ChunkedData.scan``): validates them and
+        returns their mean as the fit's centring, in their dtype (the unweighted mean, as for
+        data in memory: the same rows give the same fit on every container); given initial
+        centres move into that frame."""
+        state = self.state
+        with state.timed("scan"):
+            moments = data.scan(
+                progress=lambda done, total: state.progress("scan", done, total, "rows"))
+        x_mean = moments.row_mean
+        self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
+                    f"{state.seconds_by_phase['scan']:.3g} s")
+        self.composition = self.composition._replace(seed=self.composition.seed.in_frame(x_mean))
+        return x_mean
+
+    def prepare(self, X, sample_weight):
+        """The data every run clusters: reduced (once), then centred (a copy), in the
+        schedule's order of the rows if it has one (``state.order``).
+
+        Returns the centred data, its weights and whether the reducer changed the data, and
+        sets the fit's precision limits (``state.sigma2_floor``, ``state.qe_resolution``).
+        """
+        state, reducer, schedule = self.state, self.composition.reduce, self.composition.schedule
+        X_given = X
+        chunked = isinstance(X, _chunked.ChunkedData)
+        # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
+        with state.timed("reduction"):
+            if chunked:  # only the reduced set reaches this process
+                X, sample_weight = reducer.reduce_chunked(X, state)
+            else:
+                X, sample_weight = reducer.reduce(X, sample_weight, state)
+        reduced = X is not X_given
+        if reduced:
+            X = strategy_array(X, reducer, "data", (None, X_given.shape[1]), X_given.dtype)
+            sample_weight = strategy_array(sample_weight, reducer, "weights", (X.shape[0],),
+                                           X.dtype)
+            if np.any(sample_weight < 0) or not np.any(sample_weight > 0):
+                raise ValueError(f"{type(reducer).__name__} returned negative or all-zero "
+                                 "weights.")
+            if chunked:  # the fit's weighted sums run over the reduced set only
+                check_representable(X, sample_weight=sample_weight)
+            self.say(1, f"Reduction: {X_given.shape[0]} samples to {X.shape[0]} weighted "
+                        f"samples, {state.cost['reduction']} distance evaluations, "
+                        f"{state.seconds_by_phase['reduction']:.3g} s")
+        check_n_clusters(self.n_clusters, X.shape[0])
+        # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
+        # full data; centring keeps float32 distances accurate far from the origin. The same
+        # pass puts the rows in the schedule's order (nested prefixes become views).
+        state.order = schedule.order(X.shape[0], state)
+        if state.order is not None:
+            state.order = strategy_array(state.order, schedule, "order", (X.shape[0],),
+                                         np.intp)
+            if not np.array_equal(np.sort(state.order), np.arange(X.shape[0])):
+                raise ValueError(f"{type(schedule).__name__}.order returned no permutation "
+                                 "of the rows.")
+            sample_weight = sample_weight[state.order]
+        # (sparse data are not centred: their frame's mean is zero, see data_mean)
+        centred, sum_of_squares = centred_copy(X, self.x_mean, state.n_threads, state.order)
+        # the bounding box of all the given rows (zero weights included), as the range
+        # check saw it: a chunked scan found it already
+        if chunked:
+            moments = X_given.scan()  # (the first pass's, computed once)
+            box = moments.low, moments.high
+        else:
+            box = bounding_box(X_given)
+        self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*box))
+        return centred, sample_weight, reduced
+
+    def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):
+        """The fit's precision limits from the centred data it runs on and the squared
+        diagonal ``diagonal2`` of the given data's bounding box (see :func:`variance_floor`)."""
+        state = self.state
+        n_samples, n_features = X.shape
+        variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
+        state.sigma2_floor = variance_floor(diagonal2, n_features, X.dtype)
+        state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * n_features
+                               * float(sample_weight.sum(dtype=np.float64)))
+
+    def seed(self, X, sample_weight):
+        """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1)."""
+        state, seeder = self.state, self.composition.seed
+        evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
+        with state.timed("seeding"):
+            centers = seeder.seed(X, sample_weight, self.n_clusters, state)
+        centers = strategy_array(centers, seeder, "centres", (self.n_clusters, X.shape[1]),
+                                 X.dtype)
+        self.say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
+                    f"{state.cost['seeding'] - evals} distance evaluations, "
+                    f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
+        return centers
+
+    def start(self, X, sample_weight, centers):
+        """The strategies' per-run state (winners, neighbourhoods, bounds, running sums, the
+        schedule's stopping rule)."""
+        state, strategies = self.state, self.composition
+        with state.phase("init"):
+            state.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
+            state.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
+            state.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
+                                                                  state)
+
+    def run(self, X, sample_weight):
+        """One run on the centred data: seeding, the iterations, the refinement; returns the
+        centres and why the iterations ended: ``"converged"`` (the schedule's stopping rule
+        held), ``"budget"`` (the schedule's batches ran out), ``"max_iter"`` or
+        ``"callback"``. Only a run that ended on its own (the first two) is refined."""
+        self.state.start_run(X.shape[0])
+        centers = self.seed(X, sample_weight)
+        centers, end = self.iterate(X, sample_weight, centers)
+        # (a fit without a refiner has no refinement phase, as one without chunks no scan)
+        if end in ("converged", "budget") and self.composition.refine.refines:
+            centers, stopped = self.refine(X, sample_weight, centers)
+            end = "callback" if stopped else end
+        return centers, end
+
+    def iterate(self, X, sample_weight, centers):
+        """The strategies' per-run states, then steps from ``centers`` until the schedule or
+        ``max_iter`` stops them; returns the centres and why the steps ended."""
+        state, schedule = self.state, self.composition.schedule
+        self.start(X, sample_weight, centers)
+        batches = schedule.batches(X.shape[0], state)
+        # max_iter counts the schedule's iterations (steps, or passes for mini-batches)
+        while schedule.n_iter(state) < self.max_iter:
+            state.step_info = {}
+            rows = next(batches, None)
+            if rows is None:
+                if not state.history:
+                    raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a "
+                                     "fit needs at least one iteration.")
+                return centers, "budget"
+            centers, first, first_weight = self.step(X, sample_weight, rows, centers)
+            if self.record(len(state.history) + 1, first, first_weight, centers):
+                return centers, "callback"
+            if schedule.should_stop(state, self.tol):
+                return centers, "converged"
+        return centers, "max_iter"
+
+    def refine(self, X, sample_weight, centers):
+        """The refiner's centres, with the iterations that reached them as the run's: labels,
+        strategies' states, and a history of the run's steps followed by the kept rounds'
+        (their entries carry ``"refinement_round"``), and whether the callback stopped the
+        fit. Each ``iterate`` call of the refiner starts fresh iterations from its centres; a
+        callback that stops one ends the refinement with the run's own centres."""
+        state, refiner = self.state, self.composition.refine
+        base_history = state.history
+        rounds = []  # each iterate call's steps
+        # the records of the iterations behind every centres array the refiner still holds
+        # (a rejected candidate's, e.g. Elkan's N x C bounds, go when it drops the array)
+        records = {}
+
+        def remember(centers, round_):
+            key = id(centers)
+            records[key] = (round_, state.iteration_records())
+            weakref.finalize(centers, records.pop, key, None)
+
+        def iterate(start):
+            start = strategy_array(start, refiner, "centres to iterate from",
+                                   (self.n_clusters, X.shape[1]), X.dtype)
+            state.start_iterations(X.shape[0])
+            new, end = self.iterate(X, sample_weight, start)
+            if end == "callback":
+                raise _CallbackStop
+            rounds.append(state.history)
+            for info in state.history:
+                info["refinement_round"] = len(rounds)
+            remember(new, len(rounds))
+            return new
+
+        remember(centers, 0)
+        stopped = False
+        with state.timed("refinement"):
+            try:
+                refined = refiner.refine(X, sample_weight, centers, iterate, state)
+            except _CallbackStop:
+                refined, stopped, rounds = centers, True, []
+        if id(refined) not in records:
+            raise ValueError(f"{type(refiner).__name__}.refine returned centres that are "
+                             "neither those it was given nor those of one of its iterate "
+                             "calls.")
+        final_round, kept_records = records.pop(id(refined))
+        records.clear()
+        state.restore_iterations(kept_records)
+        kept = [entry.get("kept", False) for entry in state.refinement_log]
+        state.history = base_history + [
+            info for round_, steps in enumerate(rounds[:final_round], 1)
+            if round_ == final_round or (round_ <= len(kept) and kept[round_ - 1])
+            for info in steps]
+        if rounds:
+            self.say(1, f"Refinement: {len(rounds)} rounds, {sum(kept)} kept, "
+                        f"{state.cost.get('refinement', 0)} distance evaluations, "
+                        f"{state.seconds_by_phase['refinement']:.3g} s")
+        return refined, stopped
+
+    def step(self, X, sample_weight, rows, centers):
+        """One step on the batch ``rows`` (or the list of batches of its inner steps).
+
+        Returns the new centres, and the first inner batch's assignment and weights: the
+        step's objective is at the parameters it started from.
+        """
+        state, strategies = self.state, self.composition
+        estep, mstep, schedule = strategies.estep, strategies.mstep, strategies.schedule
+        inner = rows if isinstance(rows, list) else [rows]
+        if not inner:
+            raise ValueError(f"{type(schedule).__name__}.batches yielded an empty list of "
+                             "batches.")
+        state.n_inner_steps = len(inner)
+        for state.inner_step, state.rows in enumerate(inner):
+            Xb = X[state.rows]
+            wb = strategy_array(schedule.batch_weight(sample_weight, state.rows, state),
+                                schedule, "batch weights", (Xb.shape[0],), X.dtype)
+            # E-step: assignment / (truncated) responsibilities with the current parameters.
+            with state.timed("estep"):
+                assignment = estep.assign(Xb, wb, centers, state)
+            # M-step: new centres (and the model's other parameters) from the assignment.
+            with state.timed("mstep"):
+                centers_new = mstep.update(Xb, wb, assignment, centers, state)
+            state.record_step(assignment.labels, centers, centers_new)
+            centers = centers_new
+            if state.inner_step == 0:
+                first, first_weight = assignment, wb
+        return centers, first, first_weight
+
+    def record(self, iteration, assignment, sample_weight, centers):
+        """Append the step to the history and report it; ``True`` if the callback stops."""
+        state = self.state
+        info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
+                "batch_size": sample_weight.shape[0],
+                "weight": float(sample_weight.sum(dtype=np.float64)),
+                "n_changed": state.n_changed,
+                "max_center_shift": float(state.center_shift.max()),
+                "passes": state.n_passes,
+                "distance_evals": state.n_distance_evals, "seconds": state.seconds}
+        if state.sigma2 is not None:
+            info["sigma2"] = state.sigma2
+        info.update(state.step_info)
+        state.history.append(info)
+        state.display.step(info, f"Iteration {iteration:4d}: objective="
+                                 f"{info['objective']:.6g} changed={info['n_changed']} "
+                                 f"({info['seconds']:.3g} s)")
+        phases = state.seconds_by_phase
+        self.say(2, f"    qe={info['qe']:.6g} batch={info['batch_size']} max shift="
+                    f"{info['max_center_shift']:.3g}; so far: E-steps {state.cost['estep']} "
+                    f"distance evaluations, {phases['estep']:.3g} s; M-steps "
+                    f"{phases['mstep']:.3g} s")
+        if self.callback is not None:  # centres in the user's coordinates
+            stop = self.callback(dict(info, centers=centers + self.x_mean))
+            return stop is True or stop is np.True_
+        return False
+
+    def _cluster_weight(self, sample_weight):
+        """Weight of the fit data each centre explains, from the run's latest labels."""
+        labels = self.state.labels
+        seen = labels >= 0
+        return np.bincount(labels[seen], sample_weight[seen].astype(np.float64),
+                           minlength=self.n_clusters)
+
+    def label(self, X, sample_weight, X_fit, reduced, centers, settled):
+        """``labels_`` and ``inertia_``: the E-step's own final labels of the fitted rows if it
+        defines them, or the last step's labels if the run ended at a fixed point
+        (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
+        final centre (one exact pass, on the fit's centred copy when it ran on all the data,
+        else block by block). Rows of the fit's copy are in the run's order
+        (``state.order``) and are mapped back. Data in row chunks are labelled chunk by
+        chunk: lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
+        nothing is counted), block by block for a memmap."""
+        state = self.state
+
+        def progress(done, total):
+            state.progress("labels", done, total, "rows")
+        if isinstance(X, _chunked.ChunkedData):
+            labels, inertia, n_evals = X.nearest(self.x_mean, centers, progress)
+            state.count("labels", n_evals)
+            return labels, inertia
+        if reduced:
+            labels, dist2, n_evals = nearest(X, self.x_mean, centers, state.n_threads,
+                                             progress)
+        else:
+            labels = self.composition.estep.final_labels(state)
+            if labels is None:
+                labels = settled
+            if labels is None:
+                labels, dist2, n_evals = nearest(
+                    X_fit, None, centers, state.n_threads, progress,
+                    self.composition.estep.labelling_rows(X_fit, state))
+            else:
+                labels = np.ascontiguousarray(labels, dtype=np.int32)
+                dist2, n_evals = dist2_to_labels(X_fit, centers, labels, state.n_threads)
+            labels, dist2 = state.in_data_order(labels), state.in_data_order(dist2)
+        state.count("labels", n_evals)
+        return labels, weighted_sum(dist2, sample_weight)
+
+    # -- a stream ----------------------------------------------------------------------------
+
+    def stream(self, X, sample_weight, compute_labels, centers=None, cluster_weight=None):
+        """One batch of a ``partial_fit`` stream: the driver's :meth:`step` on the batch.
+
+        ``X`` is the batch in the user's coordinates (centred here on ``self.x_mean``). The
+        stream's first batch seeds the centres (``centers=None``), or the stream continues a
+        fitted model: ``centers`` (in the fit's frame) then enter the M-step's running sums
+        as pseudo-samples weighted by the training weight of their clusters
+        (``cluster_weight``), so that the batches refine the fit instead of replacing it
+        (scikit-learn's ``MiniBatchKMeans`` keeps its counts in the same way). Every batch's
+        rows are new samples: per-sample state starts afresh. Returns a :class:`Result`;
+        with ``compute_labels`` it has the batch's labels and inertia for the updated centres
+        (one exact pass over the batch, counted under ``"labels"``, as scikit-learn's
+        ``MiniBatchKMeans.partial_fit`` computes them).
+        """
+        self.state.streaming = True
+        with self._showing_progress():
+            return self._stream(X, sample_weight, compute_labels, centers, cluster_weight)
+
+    def _stream(self, X, sample_weight, compute_labels, centers, cluster_weight):
+        state = self.state
+        Xc = in_frame(X, self.x_mean)
+        with single_threaded_blas():
+            if self.centers is None:  # the stream's first batch
+                if centers is None:
+                    centers = self.seed(Xc, sample_weight)
+                state.mstep_state = self.composition.mstep.init_state(Xc, sample_weight,
+                                                                      centers, state)
+                state.schedule_state = self.composition.schedule.init_state(
+                    Xc, sample_weight, centers, state)
+                if cluster_weight is not None:
+                    self._absorb(centers, cluster_weight)
+                self.centers = centers
+            state.start_rows(X.shape[0])
+            state.estep_state = self.composition.estep.init_state(Xc, sample_weight,
+                                                                  self.centers, state)
+            self.centers, assignment, _ = self.step(Xc, sample_weight, slice(0, X.shape[0]),
+                                                    self.centers)
+            result = Result(self.centers, "batch", state.history,
+                            n_iter=len(state.history) + 1)
+            if compute_labels:
+                with state.timed("labels"):
+                    result.labels, dist2, n_evals = nearest(Xc, None, self.centers,
+                                                            state.n_threads)
+                state.count("labels", n_evals)
+                result.inertia = weighted_sum(dist2, sample_weight)
+        self.record(len(state.history) + 1, assignment, sample_weight, self.centers)
+        return result
+
+    def _absorb(self, centers, cluster_weight):
+        """Put a fitted model's centres into the M-step's running sums, each as one sample
+        weighted by its cluster's training weight (clusters without weight are left out)."""
+        held = np.flatnonzero(cluster_weight > 0)
+        rows = np.ascontiguousarray(centers[held])
+        weight = cluster_weight[held].astype(centers.dtype)
+        own = Assignment(labels=held.astype(np.int32), dist2=np.zeros(held.size, rows.dtype),
+                         objective=0.0, qe=0.0)
+        self.state.start_rows(held.size)
+        self.composition.mstep.update(rows, weight, own, centers, self.state)

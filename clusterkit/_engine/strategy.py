@@ -1,0 +1,103 @@
+"""What every strategy object shares (:class:`_Strategy`: scikit-learn parameters, a readable
+``repr``, equality by parameters, the ``_validate`` and ``fitted_attributes`` hooks) and what
+the strategies that run with a fit's iterations share (:class:`_RunStrategy`: per-run state).
+The contracts built on them are in :mod:`clusterkit._engine.contracts`."""
+import inspect
+
+from sklearn.base import BaseEstimator
+
+__all__ = ["_RunStrategy", "_Strategy"]
+
+
+class _Strategy(BaseEstimator):
+    """Shared behaviour: scikit-learn parameters, a readable ``repr``, equality by parameters,
+    and a check run when ``fit`` starts."""
+
+    #: Class attribute: ``True`` if the strategy takes sparse data (a
+    #: ``scipy.sparse.csr_matrix`` with int32 indices, never centred) wherever it receives
+    #: ``X``, and still returns dense centres. A fit on sparse data needs all six strategies
+    #: to declare it; any other composition is refused with a ``TypeError`` when ``fit``
+    #: starts. ``False`` by default.
+    accepts_sparse = False
+
+    def _validate(self, X, n_clusters, composition):
+        """Check hyper-parameters against the data and the other strategies.
+
+        Called by the driver once per fit, before any work is done; raises ``ValueError``
+        (or ``TypeError``) with a message naming the parameter if they cannot work. The
+        default accepts everything.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The training data, as given to ``fit``.
+        n_clusters : int
+        composition : Composition
+            The six strategies of the fit (``seed``, ``reduce``, ``estep``, ``mstep``,
+            ``schedule``, ``refine``), for rules between strategies.
+        """
+
+    def fitted_attributes(self, state):
+        """Extra fitted attributes of the estimator, from the kept run's state.
+
+        Called once after the kept run; the driver sets each item on the estimator (names
+        end in ``_``, e.g. ``soft_labels_``) and removes them again when it is refitted with
+        other strategies. The default adds none.
+
+        Parameters
+        ----------
+        state : FitState
+            The kept run's state (its strategies' states as the last step left them).
+
+        Returns
+        -------
+        attributes : dict
+        """
+        return {}
+
+    def __repr__(self):
+        # every parameter, in the order of the signature (scikit-learn's repr sorts them and
+        # leaves defaults out)
+        params = self.get_params(deep=False)
+        names = [name for name in inspect.signature(type(self).__init__).parameters
+                 if name in params]
+        return f"{type(self).__name__}({', '.join(f'{k}={params[k]!r}' for k in names)})"
+
+    def __eq__(self, other):
+        return (type(self) is type(other)
+                and self.get_params(deep=False) == other.get_params(deep=False))
+
+    def __hash__(self):
+        return hash(type(self).__name__)
+
+
+class _RunStrategy(_Strategy):
+    """An E-step, M-step or schedule: a strategy with its own per-run state."""
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Create the strategy's own per-run state.
+
+        Called once per run after seeding, with all rows; the driver keeps the result as
+        ``state.estep_state`` (E-steps), ``state.mstep_state`` (M-steps) or
+        ``state.schedule_state`` (schedules), which no other strategy reads. Per-sample
+        state is indexed by row of this ``X``. In a ``partial_fit`` stream an E-step's is
+        created for every batch (its rows are new samples), an M-step's and a schedule's
+        once, with the first batch. An M-step that reads the
+        per-cluster sums an E-step can compute in its pass over the data
+        (``Assignment.centers_sum``) sets ``state.fuse_sums = True`` here.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            All rows of the (reduced, centred) data the fit runs on.
+        sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+            The seeded centres.
+        state : FitState
+
+        Returns
+        -------
+        run_state : object or None
+            The default keeps no state and returns ``None``.
+        """
+        return None

@@ -1,0 +1,86 @@
+"""A fitted model on a dask array: its methods of rows (``predict``, ``transform``,
+``score_samples``, ...) and ``score`` run lazily, chunk by chunk, on the workers."""
+import functools
+
+import numpy as np
+
+from .._data.chunked import is_dask_array, map_rows, row_weights
+from .validation import check_weight_counts, count_weight_problems
+
+__all__ = ["map_model", "per_row_chunk", "result_dtype", "score_model"]
+
+
+def result_dtype(X):
+    """The floating dtype of a model's results for the dask array ``X`` (``predict``'s rule:
+    float32 stays float32, everything else is float64)."""
+    return np.float32 if X.dtype == np.float32 else np.float64
+
+
+def per_row_chunk(dtype, per_cluster=False):
+    """Decorator of a fitted model's method of rows (``predict``, ``transform``, ...): given a
+    dask array, the method runs on every row chunk, lazily (:func:`map_model`), with results
+    of ``dtype`` (``None``: :func:`result_dtype`), one per row or, with ``per_cluster``, one
+    per row and cluster; any other input goes to the method itself."""
+    def decorate(method):
+        @functools.wraps(method)
+        def method_of_rows(model, X):
+            if not is_dask_array(X):
+                return method(model, X)
+            n_columns = model.cluster_centers_.shape[0] if per_cluster else None
+            return map_model(model, X, method.__name__,
+                             result_dtype(X) if dtype is None else dtype, n_columns)
+        return method_of_rows
+    return decorate
+
+
+def _model_on_chunk(X, model, method):
+    """``model.<method>(X)`` on one chunk of a dask array (run by the workers); ``"dist2"``
+    gives the squared distances to the nearest centres, as ``score`` uses."""
+    if method == "dist2":
+        return model._labels_dist2(X)[2].astype(np.float64)
+    return getattr(model, method)(X)
+
+
+def map_model(model, X, method, dtype, n_columns=None):
+    """``model.<method>`` on every row chunk of the dask array ``X``, as a lazy dask array
+    (the chunks' tasks validate their rows as ``method`` does).
+
+    The model goes to the workers once: a copy with the centres and the variance but without
+    the per-sample attributes (``labels_`` may itself be a dask array), running its kernels
+    on one OpenMP thread per task, since dask runs the tasks in parallel.
+    """
+    from sklearn.base import clone
+    from sklearn.utils.validation import check_is_fitted
+    check_is_fitted(model)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D array, got X of shape {X.shape}.")
+    if X.shape[1] != model.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(model).__name__} is "
+                         f"expecting {model.n_features_in_} features as input.")
+    copy = clone(model).set_params(n_threads=1, callback=None, verbose=0)
+    for name in ("cluster_centers_", "_x_mean", "sigma2_", "n_features_in_"):
+        if hasattr(model, name):
+            setattr(copy, name, getattr(model, name))
+    return map_rows(X, _model_on_chunk, (copy, method), dtype, n_columns)
+
+
+def _checked_weights(sample_weight):
+    """One chunk of ``score``'s weights, checked as ``check_sample_weight`` does (a chunk may
+    be zero everywhere)."""
+    counts = count_weight_problems(sample_weight, np.float64)
+    counts[2] = max(counts[2], 1)
+    check_weight_counts(counts, np.float64)
+    return sample_weight
+
+
+def score_model(model, X, sample_weight):
+    """``model.score`` of a dask array, lazily: one pass over the chunks."""
+    mixture = model._is_mixture()
+    values = map_model(model, X, "score_samples" if mixture else "dist2", np.float64)
+    weights = row_weights(sample_weight, X)
+    if weights is not None:
+        weights = weights.map_blocks(_checked_weights, dtype=np.float64)
+    if mixture:
+        return (values.mean() if weights is None else
+                (values * weights).sum() / weights.sum())
+    return -(values.sum() if weights is None else (values * weights).sum())

@@ -1,0 +1,216 @@
+"""The model file: a fitted :class:`~clusterkit.Clusterer` saved as arrays and JSON.
+
+``clusterkit fit`` writes it (:func:`save_model`); ``clusterkit predict`` and
+:func:`clusterkit.load_model` read it (:func:`load_model`). It is an ``.npz`` archive of
+``cluster_centers``, ``x_mean`` (the training data's mean, the frame new data are centred
+in), ``sigma2`` (mixtures only) and ``config``, one JSON string: the format version, the
+preset and the ``--param`` settings it was built with, its composition (every strategy's
+one-line repr), which strategies differ from the preset's own, ``n_clusters``, the history,
+``n_iter``, ``inertia`` and ``cost``. Nothing in it is pickled, so loading it never runs code.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..presets import build_preset
+from .registry import SHORTCUTS, resolve
+
+__all__ = ["MODEL_FORMAT", "changed_strategies", "composition", "load_model", "save_model"]
+
+#: The model file's format version, stored in it.
+MODEL_FORMAT = 1
+
+
+def composition(estimator):
+    """The six strategies of ``estimator`` as one-line reprs, by parameter name.
+
+    String shortcuts and ``None`` appear as the strategy they stand for; initial centres
+    given as an array (``seed``) by their shape.
+    """
+    strategies = {}
+    for name in SHORTCUTS:
+        value = getattr(estimator, name)
+        try:
+            text = repr(resolve(name, value))
+        except (TypeError, ValueError):  # only seed takes anything else: initial centres
+            text = f"initial centres of shape {np.shape(value)}"
+        strategies[name] = " ".join(text.split())
+    return strategies
+
+
+def changed_strategies(estimator, preset):
+    """The names of the strategies of ``estimator`` that differ from those of ``preset``
+    with its defaults (``--param`` replaced them, or changed their parameters)."""
+    mine = composition(estimator)
+    default = composition(build_preset(preset, estimator.n_clusters))
+    return [name for name in mine if mine[name] != default[name]]
+
+
+def save_model(file, estimator, preset, params):
+    """Write a fitted estimator's centres, configuration and history to ``file`` (a path or
+    a binary file object; ``.npz``): arrays and one JSON string, so that loading it never
+    executes code.
+
+    The configuration names the ``preset`` the estimator was built from, the ``params`` it
+    was given, its ``composition`` (every strategy's repr, see :func:`composition`) and
+    which strategies ``changed`` from the preset's own. ``inertia`` is ``null`` when the
+    fit computed no final labels (``compute_labels=False``).
+    """
+    history = [{k: float(v) for k, v in h.items()} for h in estimator.history_]
+    inertia = getattr(estimator, "inertia_", None)
+    config = {"format": MODEL_FORMAT, "preset": preset, "params": params,
+              "composition": composition(estimator),
+              "changed": changed_strategies(estimator, preset),
+              "n_clusters": int(estimator.n_clusters), "history": history,
+              "n_iter": int(estimator.n_iter_),
+              "inertia": None if inertia is None else float(inertia),
+              "cost": {k: int(v) for k, v in estimator.cost_.items()}}
+    arrays = {"cluster_centers": estimator.cluster_centers_, "x_mean": estimator._x_mean,
+              "config": np.array(json.dumps(config))}
+    if getattr(estimator, "sigma2_", None) is not None:
+        arrays["sigma2"] = np.array(estimator.sigma2_)
+    np.savez(file, **arrays)
+
+
+def _model_arrays(path):
+    """The configuration dict, the two arrays and ``sigma2`` (or ``None``) of a model file;
+    ``ValueError`` saying what is missing or malformed, ``OSError`` if it cannot be read."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError(f"{path}: not a clusterkit model: not an .npz archive")
+        with archive:
+            missing = {"config", "cluster_centers", "x_mean"} - set(archive.files)
+            if missing:
+                raise ValueError(f"{path}: not a clusterkit model: no array "
+                                 f"{', '.join(sorted(missing))}")
+            text, centers, x_mean = (archive[name] for name in
+                                     ("config", "cluster_centers", "x_mean"))
+            sigma2 = archive["sigma2"] if "sigma2" in archive.files else None
+    except ValueError as error:
+        if str(error).startswith(f"{path}: "):
+            raise
+        raise ValueError(f"{path}: not a clusterkit model: {error}") from None
+    except OSError as error:
+        raise OSError(f"{path}: cannot read it: {error.strerror or error}") from None
+    except Exception as error:  # not a zip, a corrupt member, an object array
+        raise ValueError(f"{path}: not a clusterkit model: {error}") from None
+    try:
+        config = json.loads(str(text))
+    except ValueError:
+        raise ValueError(f"{path}: not a clusterkit model: its config is not JSON") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: not a clusterkit model: its config is a "
+                         f"{type(config).__name__}, not a JSON object")
+    return config, centers, x_mean, sigma2
+
+
+def _mstep_shortcut(config):
+    """The M-step shortcut (``"hard"``, ``"soft"``, ``"spherical"``) of the saved
+    composition, which decides how new rows are read (unit rows for a spherical model) and
+    whether the model is a mixture; ``"hard"`` for any other M-step (the nearest centre
+    is its label too)."""
+    saved = (config.get("composition") or {}).get("mstep")
+    for shortcut, cls in SHORTCUTS["mstep"][2].items():
+        if isinstance(saved, str) and saved == repr(cls()):
+            return shortcut
+    return "hard"
+
+
+def load_model(path):
+    """A :class:`~clusterkit.Clusterer` from a model file written by ``clusterkit fit``,
+    ready to ``predict``, ``transform`` and ``score``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A model file written by ``clusterkit fit --out`` (an ``.npz`` of arrays and JSON;
+        loading it runs no code).
+
+    Returns
+    -------
+    model : Clusterer
+        With ``n_clusters`` and the saved M-step (``mstep="spherical"`` scales new rows to
+        unit norm, ``mstep="soft"`` gives ``predict_proba`` and ``score_samples`` with the
+        saved ``sigma2_``); fitted: ``cluster_centers_``, ``n_features_in_`` and the
+        training mean new rows are centred with, ``n_iter_``, ``history_``, ``cost_`` and,
+        if the fit computed them, ``inertia_``. The other strategies are the defaults (the
+        saved composition is in the file's JSON, ``composition``); a fit on new data
+        starts afresh.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    OSError
+        If it cannot be read.
+    ValueError
+        If it is not a valid model: not an ``.npz`` of arrays, config not a JSON object, a
+        missing key, another format version, centres that are not a finite 2-D
+        floating-point array, a training mean of the wrong shape. The message names the
+        file and the problem.
+
+    Examples
+    --------
+    >>> import numpy as np, subprocess, sys, tempfile, os
+    >>> from clusterkit import load_model
+    >>> folder = tempfile.mkdtemp()
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> np.save(os.path.join(folder, "X.npy"), X)
+    >>> _ = subprocess.run([sys.executable, "-m", "clusterkit", "fit",
+    ...                     os.path.join(folder, "X.npy"), "-k", "2", "--param",
+    ...                     "random_state=0", "--out", os.path.join(folder, "m.npz")],
+    ...                    check=True, capture_output=True)
+    >>> model = load_model(os.path.join(folder, "m.npz"))
+    >>> bool(model.predict([[0.0, 0.5]])[0] != model.predict([[10.0, 0.5]])[0])
+    True
+    """
+    from .clusterer import Clusterer  # the estimator imports the strategies this reads
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder, not a model file")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    config, centers, x_mean, sigma2 = _model_arrays(path)
+
+    def invalid(problem):
+        return ValueError(f"{path}: invalid model: {problem}")
+    for key in ("format", "n_clusters"):
+        if key not in config:
+            raise invalid(f"its config has no {key!r}")
+    if config["format"] != MODEL_FORMAT:
+        raise invalid(f"format {config['format']!r}; this clusterkit reads format "
+                      f"{MODEL_FORMAT}")
+    if centers.ndim != 2 or centers.dtype not in (np.float32, np.float64) or 0 in centers.shape:
+        raise invalid(f"cluster_centers must be a non-empty 2-D float32 or float64 array, "
+                      f"got shape {centers.shape} and dtype {centers.dtype}")
+    if not np.isfinite(centers).all():
+        raise invalid("cluster_centers has non-finite values")
+    n_clusters, n_features = centers.shape
+    if type(config["n_clusters"]) is not int or config["n_clusters"] != n_clusters:
+        raise invalid(f"n_clusters={config['n_clusters']!r} but cluster_centers has "
+                      f"{n_clusters} rows")
+    if x_mean.shape != (n_features,) or x_mean.dtype.kind != "f" or \
+            not np.isfinite(x_mean).all():
+        raise invalid(f"x_mean must be {n_features} finite floats, got shape {x_mean.shape} "
+                      f"and dtype {x_mean.dtype}")
+    mstep = _mstep_shortcut(config)
+    if mstep == "soft" and (sigma2 is None or sigma2.shape != () or
+                            not float(sigma2) > 0 or not np.isfinite(sigma2)):
+        raise invalid("a mixture needs sigma2, one positive finite number")
+    model = Clusterer(n_clusters, mstep=mstep)
+    model.cluster_centers_ = centers
+    model._x_mean = x_mean.astype(centers.dtype)
+    model.n_features_in_ = n_features
+    if mstep == "soft":
+        model.sigma2_ = float(sigma2)
+    if isinstance(config.get("n_iter"), int):
+        model.n_iter_ = config["n_iter"]
+    if isinstance(config.get("history"), list):
+        model.history_ = config["history"]
+    if isinstance(config.get("cost"), dict):
+        model.cost_ = config["cost"]
+    if isinstance(config.get("inertia"), (int, float)):
+        model.inertia_ = float(config["inertia"])
+    return model

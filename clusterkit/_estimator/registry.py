@@ -1,0 +1,189 @@
+"""The names users can give instead of objects: strategy shortcuts, and answers to names
+clusterkit does not take.
+
+One table per strategy kind maps a string shortcut of :class:`~clusterkit.Clusterer`'s
+parameters to the strategy class (built with its defaults; listed in the documentation's
+composing page); :func:`check_sparse_composition` refuses sparse input for compositions
+that do not take it, naming what does (the presets :data:`~clusterkit.presets.GUIDE` lists
+as taking it, the seeding shortcuts whose seeder does). :data:`SKLEARN_NAMES` and
+:func:`unknown_keyword` answer the names users bring that clusterkit does not take:
+scikit-learn's (``init``, ``algorithm``, ...) with clusterkit's equivalent, a typo with the
+closest name (for ``Clusterer``, the presets and the command line alike).
+"""
+import difflib
+import functools
+import inspect
+
+from .._engine.contracts import DataReducer, EStep, MStep, Refiner, Schedule, Seeder
+from .guide import SPARSE_PRESETS
+from ..estep.exact import ElkanEStep, FullEStep, TruncatedEStep
+from ..mstep.centres import HardMStep, SoftMStep, SphericalMStep
+from ..reduction.lwcs import LWCS, NoReduction
+from ..refine.breathing import Breathing, NoRefinement
+from ..schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from ..seeding.seeders import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from ..estep.variational import PartialEStep
+from ..estep.bounded import BoundedEStep
+from ..estep.yinyang import YinyangEStep
+
+__all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
+           "check_sparse_composition", "close_name", "keywords", "resolve", "sparse_seeds",
+           "strategy_class", "unknown_keyword"]
+
+#: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
+#: for, and the string shortcuts.
+SHORTCUTS = {
+    "seed": (Seeder, KMeansPlusPlus,
+             {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
+              "sampled": SampledSeeder, "by-dimension": ByDimension}),
+    "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
+    "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
+                                 "yinyang": YinyangEStep, "bounded": BoundedEStep,
+                                 "truncated": TruncatedEStep, "partial": PartialEStep}),
+    "mstep": (MStep, HardMStep, {"hard": HardMStep, "soft": SoftMStep,
+                                 "spherical": SphericalMStep}),
+    "schedule": (Schedule, FullBatch, {"full": FullBatch, "minibatch": MiniBatch,
+                                       "nmbatch": NestedDoubling, "sbe": SBEDecay}),
+    "refine": (Refiner, NoRefinement, {"none": NoRefinement, "breathing": Breathing}),
+}
+
+
+def strategy_class(name, value):
+    """The class ``value`` stands for as ``Clusterer``'s parameter ``name`` (an instance's
+    class, a shortcut's class, the default for ``None``), or ``None`` if it is neither;
+    never raises, never builds anything."""
+    base, default, aliases = SHORTCUTS[name]
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return aliases.get(value)
+    return type(value) if isinstance(value, base) else None
+
+
+def accepts_sparse(clusterer):
+    """Whether every strategy of a ``Clusterer``'s composition declares ``accepts_sparse``
+    (initial centres given as an array do; values that are no strategy do not); never
+    raises."""
+    names = ["reduce", "estep", "mstep", "schedule", "refine"]
+    if clusterer.seed is None or isinstance(clusterer.seed, (str, Seeder)):
+        names.append("seed")
+    classes = [strategy_class(name, getattr(clusterer, name)) for name in names]
+    return all(cls is not None and cls.accepts_sparse for cls in classes)
+
+
+def resolve(name, value):
+    """The strategy object for ``Clusterer``'s parameter ``name`` given as ``value``: an
+    instance as is, a string shortcut or ``None`` (the default) as a new object.
+
+    Raises
+    ------
+    ValueError
+        For an unknown shortcut.
+    TypeError
+        For anything else than an instance of the parameter's base class or a string.
+    """
+    base, _, aliases = SHORTCUTS[name]
+    if isinstance(value, base):
+        return value
+    cls = strategy_class(name, value)
+    if cls is not None:
+        return cls()
+    if isinstance(value, str):
+        expected = ", ".join(repr(a) for a in aliases)
+        raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
+                         f"instance of {base.__name__}.")
+    raise TypeError(f"{name} must be an instance of {base.__name__} or a string, got "
+                    f"{type(value).__name__}.")
+
+
+def sparse_seeds():
+    """The seeding shortcuts whose seeder takes sparse data."""
+    return tuple(alias for alias, cls in SHORTCUTS["seed"][2].items() if cls.accepts_sparse)
+
+
+def check_sparse_composition(composition):
+    """Refuse, before any work, sparse input for a composition with a strategy that does not
+    declare ``accepts_sparse``: a ``TypeError`` naming those strategies by parameter and
+    what takes sparse input instead, derived from the registry (the presets the guide lists as
+    taking it, the seeding shortcuts that do), so that it never goes stale."""
+    refused = [(name, strategy) for name, strategy in zip(composition._fields, composition)
+               if not strategy.accepts_sparse]
+    if not refused:
+        return
+    names = ", ".join(f"{name}={type(strategy).__name__}" for name, strategy in refused)
+    presets = [f"presets.{name}" for name in SPARSE_PRESETS]
+    presets = ", ".join(presets[:-1]) + f" or {presets[-1]}" if len(presets) > 1 else presets[0]
+    seeds = ", ".join(repr(seed) for seed in sparse_seeds())
+    if [name for name, _ in refused] == ["seed"]:
+        raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
+                        f"(and by the rest of this composition with seed= one of {seeds} or "
+                        "initial centres; presets take seed= too); or pass X.toarray().")
+    raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
+                    f"(or a Clusterer whose six strategies all declare accepts_sparse, "
+                    f"seeded by one of {seeds} or initial centres); or pass X.toarray().")
+
+
+#: Keywords of scikit-learn's ``KMeans``, ``MiniBatchKMeans`` and ``GaussianMixture`` that
+#: ``Clusterer`` and the presets do not take, and what to pass instead.
+SKLEARN_NAMES = {
+    "init": "seed= ('k-means++', 'random', an array of initial centres or a Seeder)",
+    "algorithm": "estep= (algorithm='lloyd' is estep='full', the default; algorithm='elkan' "
+                 "is estep='elkan' or 'bounded', or presets.elkan)",
+    "copy_x": "nothing (clusterkit never modifies X: it centres a copy)",
+    "n_jobs": "n_threads=",
+    "batch_size": "schedule=MiniBatch(batch_size=...) or presets.minibatch(n_clusters, "
+                  "batch_size=...)",
+    "max_no_improvement": "schedule=MiniBatch(max_no_improvement=...)",
+    "reassignment_ratio": "schedule=MiniBatch(reassignment_ratio=...)",
+    "init_size": "seed=SampledSeeder(size=...)",
+    "n_components": "n_clusters= with mstep='soft' (or presets.gmm)",
+    "covariance_type": "mstep='soft' (clusterkit's mixtures are isotropic, one variance "
+                       "shared by all clusters)",
+    "means_init": "seed= with the array of initial means",
+}
+
+
+def close_name(key, known):
+    """The name of ``known`` closest to the unknown ``key`` (:func:`difflib.get_close_matches`),
+    or ``None`` if none is close."""
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return close[0] if close else None
+
+
+def unknown_keyword(owner, key, known):
+    """The ``TypeError`` for a keyword ``key`` that ``owner`` (``"Clusterer"``,
+    ``"presets.vc_gmm"``) does not take: for a scikit-learn name, what clusterkit takes
+    instead (:data:`SKLEARN_NAMES`); else the closest of the ``known`` names, or all of them."""
+    if key in SKLEARN_NAMES:
+        return TypeError(f"{owner}() got scikit-learn's keyword {key!r}; pass "
+                         f"{SKLEARN_NAMES[key]} instead.")
+    close = close_name(key, known)
+    hint = (f"did you mean {close!r}?" if close else
+            f"the keywords are {', '.join(known)}.")
+    return TypeError(f"{owner}() got an unexpected keyword argument {key!r}; {hint}")
+
+
+@functools.lru_cache(maxsize=None)
+def keywords(cls):
+    """The parameters of ``cls.__init__`` after ``self``, in order."""
+    return tuple(list(inspect.signature(cls.__init__).parameters)[1:])
+
+
+class AnswersUnknownKeywords:
+    """A base for an estimator (``Clusterer``) whose construction answers a keyword its
+    ``__init__`` does not take with :func:`unknown_keyword`'s ``TypeError`` instead of
+    Python's bare "unexpected keyword argument".
+
+    The check is a ``__new__``, so ``__init__`` stays scikit-learn's plain list of stored
+    parameters (``clone``, ``get_params`` and pickling construct with known keywords or
+    none). It lives in a base class after the estimator in the MRO, so that the estimator's
+    signature (:func:`inspect.signature`, scikit-learn's checks, the documentation) is still
+    its ``__init__``'s.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        known = keywords(cls)
+        for key in kwargs:
+            if key not in known:
+                raise unknown_keyword(cls.__name__, key, known)
+        return super().__new__(cls)

@@ -1,0 +1,145 @@
+"""``partial_fit``: a :class:`~clusterkit.Clusterer` updated batch by batch (mini-batch
+k-means over a stream), as a mixin of the estimator."""
+import numpy as np
+
+from .available import available_if
+from .._engine.driver import check_composition
+from .registry import strategy_class
+from .._data.sparse import is_sparse
+from .validation import (check_data, check_params, check_representable,
+                          check_sample_weight)
+
+__all__ = ["StreamingMethods", "stream_refusal"]
+
+#: The strategy parameters whose declarations decide whether a composition can stream.
+STREAM_PARAMETERS = ("mstep", "reduce", "estep", "schedule", "refine")
+
+
+def stream_refusal(mstep, reduce, estep, schedule, refine):
+    """Why a composition of these strategy classes cannot run ``partial_fit`` (one sentence
+    saying what to use instead), from what they declare, or ``None`` if it can; a ``None``
+    class (a value that names no strategy) declares nothing."""
+    if mstep is not None and mstep.needs_resp:
+        return ("partial_fit keeps running means of hard assignments; this Clusterer's "
+                "M-step needs responsibilities (a Gaussian mixture).")
+    if reduce is not None and reduce.reduces:
+        return (f"partial_fit clusters each batch as it comes; {reduce.__name__} summarises a "
+                "whole data set. Use fit, or reduce=None for a stream.")
+    if estep is not None and not estep.exact:
+        return (f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or TruncatedEStep), "
+                f"not {estep.__name__}: per-sample search state cannot follow a stream of new "
+                "samples.")
+    if schedule is not None and not schedule.streams:
+        return (f"partial_fit steps on the caller's batches; {schedule.__name__} chooses its "
+                "own batches from all the data. Use fit, or schedule='minibatch' (or 'full') "
+                "for a stream.")
+    if refine is not None and refine.refines:
+        return (f"partial_fit cannot refine: {refine.__name__} restarts the iterations on all "
+                "the data, which a stream never holds; use fit, or refine=None for a stream.")
+    return None
+
+
+class StreamingMethods:
+    """``partial_fit`` for a hard :class:`~clusterkit.Clusterer` without a refiner; the
+    estimator provides the strategies, the driver and the fitted attributes."""
+
+    def _can_stream(self):
+        """Whether ``partial_fit`` applies (:func:`stream_refusal`, from the classes the
+        parameters name); otherwise the ``AttributeError`` says why (a value that names no
+        strategy is left to ``fit``'s checks)."""
+        reason = stream_refusal(*(strategy_class(name, getattr(self, name))
+                                  for name in STREAM_PARAMETERS))
+        if reason:
+            raise AttributeError(reason)
+        return True
+
+    @available_if(_can_stream)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the centres with one batch of a stream (mini-batch k-means).
+
+        Every call runs the fit's step on its batch: the E-step assigns it, and the M-step
+        combines it with the centres by the batch rule of the estimator's own schedule: a
+        :class:`MiniBatch` schedule streams as itself, with ``learning_rate="count"``
+        adding the batch to the centres' running sums, a sample counted at every visit, as
+        scikit-learn's ``MiniBatchKMeans.partial_fit``, and ``"adaptive"`` moving each
+        centre towards its batch mean; its ``reassignment_ratio`` moves starved centres
+        every ``100 n_clusters`` rows of the stream. Its ``batch_size``, ``max_passes``,
+        ``max_no_improvement`` and ``center_tol`` choose the rows of a fit's steps and when
+        a fit stops, which the caller of ``partial_fit`` decides: a stream does not read
+        them. ``sampling="weighted"`` (rows drawn from all the data by weight) cannot
+        stream and is refused. A :class:`FullBatch` schedule (the default,
+        ``schedule="full"``) streams as ``MiniBatch()``: replacing the centres by each
+        batch's means would forget the stream. The stream starts from the fitted model if
+        ``fit`` ran before (its centres, weighted by the training weight of their
+        clusters, so that the batches refine the fit; every batch then may have any number
+        of rows >= 1), else by seeding on the first batch (which needs at least
+        ``n_clusters`` samples and fixes the frame the data are centred in: that batch's
+        mean; later batches may be smaller). ``fit`` ends a stream.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            One batch; every call must have the model's number of features (and is converted
+            to its dtype). Sparse batches (as CSR) need a stream started on sparse data (or
+            a fit on them): dense data set a centred frame that sparse rows cannot take.
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self : Clusterer
+            With ``cluster_centers_``; ``labels_`` and ``inertia_`` of this batch for the
+            updated centres (``compute_labels=True``, as scikit-learn's; one exact pass over
+            the batch, counted in ``cost_["labels"]``); ``n_iter_`` (batches so far),
+            ``history_``, ``cost_`` and ``n_distance_evals_`` (totals over the stream).
+
+        Raises
+        ------
+        ValueError
+            For what ``fit`` refuses, a batch whose number of features differs from the
+            model's, or a composition that cannot run on a stream (the message says what to
+            use instead): an E-step that is not exact, a reducer, a schedule that needs
+            all the data in advance, or ``MiniBatch(sampling="weighted")``.
+        """
+        driver = self.__dict__.get("_stream")
+        fitted = driver is None and getattr(self, "cluster_centers_", None) is not None
+        if fitted and self.cluster_centers_.shape[0] != self.n_clusters:
+            fitted = False  # n_clusters changed since the fit: start afresh
+        dtype = ([np.float64, np.float32] if driver is None and not fitted
+                 else self.cluster_centers_.dtype)
+        X = self._model_rows(check_data(self, X, dtype, reset=driver is None and not fitted))
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+        check_representable(X, sample_weight=sample_weight)
+        if driver is None:
+            driver = self._start_stream(X, fitted)
+        if is_sparse(X) and np.any(driver.x_mean):
+            raise ValueError("This partial_fit stream started on dense data and runs centred "
+                             "on their mean; sparse batches cannot be centred. Pass "
+                             "X.toarray(), or start the stream (or fit) on sparse data.")
+        if fitted:
+            centers = np.ascontiguousarray(self.cluster_centers_ - driver.x_mean)
+            result = driver.stream(X, sample_weight, self.compute_labels, centers,
+                                   self._cluster_weight)
+        else:
+            result = driver.stream(X, sample_weight, self.compute_labels)
+        self._set_fitted(result, driver)
+        return self
+
+    def _start_stream(self, X, fitted):
+        """The driver of a stream: the fit's frame if it continues a fitted model, else the
+        first batch's; the composition refused clearly if it cannot stream."""
+        if not fitted:
+            check_params(self, X.shape[0])
+        x_mean = self._x_mean if fitted else self._frame_mean(X)
+        composition = self._strategies(X, x_mean)
+        # (the parameters may have changed since partial_fit was looked up)
+        reason = stream_refusal(*(type(getattr(composition, name))
+                                  for name in STREAM_PARAMETERS))
+        if reason:
+            raise ValueError(reason)
+        composition = composition._replace(schedule=composition.schedule.stream_schedule())
+        check_composition(composition)
+        driver = self._driver(composition, X.shape[1])
+        driver.x_mean = x_mean
+        self._stream = driver
+        return driver

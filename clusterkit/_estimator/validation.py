@@ -1,0 +1,452 @@
+"""Input checks shared by the public entry points (a thin layer over scikit-learn's)."""
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from .._kernels._openmp import effective_n_threads
+from .._data.sparse import bounding_rows, check_csr, is_sparse
+
+__all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
+           "check_n_clusters", "check_int", "check_range", "check_representable",
+           "bounding_box", "squared_diagonal",
+           "check_finite_centers", "check_bandwidth",
+           "count_weight_problems", "check_weight_counts", "unit_rows"]
+
+
+def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
+    """``validate_data`` for the data of ``fit``, ``partial_fit``, ``predict``, ...: C-ordered
+    float32 or float64 (or ``dtype``), finite, at least one sample; a scipy.sparse matrix
+    becomes CSR (as scikit-learn's ``accept_sparse="csr"``) with int32 indices
+    (:func:`~clusterkit._data.sparse.check_csr`)."""
+    X = validate_data(estimator, X, accept_sparse="csr", dtype=dtype, order="C",
+                      ensure_min_samples=1, reset=reset)
+    return check_csr(X) if is_sparse(X) else X
+
+
+def check_int(value, name, minimum=None, allow_none=False):
+    """Return ``value`` as an int (or None, if allowed); ``TypeError`` for non-integers,
+    ``ValueError`` if too small."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer{' or None' if allow_none else ''}, "
+                        f"got {value!r}.")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}={value} must be >= {minimum}.")
+    return int(value)
+
+
+def check_choice(value, name, choices):
+    """``ValueError`` unless ``value`` is one of ``choices`` (strings, in the order the message
+    lists them)."""
+    if not (isinstance(value, str) and value in choices):
+        listed = ", ".join(repr(c) for c in choices[:-1])
+        listed = f"{listed} or {choices[-1]!r}" if listed else repr(choices[-1])
+        raise ValueError(f"Unknown {name}={value!r}; expected {listed}.")
+
+
+def check_n_clusters(n_clusters, n_samples):
+    """Check ``1 <= n_clusters <= n_samples``."""
+    check_int(n_clusters, "n_clusters", minimum=1)
+    if n_clusters > n_samples:
+        raise ValueError(f"n_clusters={n_clusters} must be <= n_samples={n_samples}.")
+
+
+def check_params(estimator, n_samples):
+    """The hyper-parameters of a ``Clusterer`` that no strategy checks, against the data's
+    ``n_samples``: clear ``ValueError``/``TypeError`` messages."""
+    check_n_clusters(estimator.n_clusters, n_samples)
+    if isinstance(estimator.n_init, str):  # scikit-learn's "auto" and the like
+        raise TypeError(f"n_init={estimator.n_init!r} is not a number of runs; pass an "
+                        "integer >= 1 (scikit-learn's n_init='auto' is n_init=1 with "
+                        "k-means++ seeding, clusterkit's default, and n_init=10 with "
+                        "seed='random').")
+    check_int(estimator.n_init, "n_init", minimum=1)
+    check_int(estimator.max_iter, "max_iter", minimum=1)
+    if not isinstance(estimator.tol, numbers.Real) or not estimator.tol >= 0:
+        raise ValueError(f"tol={estimator.tol!r} must be a non-negative number.")
+    effective_n_threads(estimator.n_threads)  # raises for invalid values
+    if not isinstance(estimator.compute_labels, (bool, np.bool_)):
+        raise TypeError(f"compute_labels must be True or False, got "
+                        f"{estimator.compute_labels!r}.")
+    if estimator.callback is not None and not callable(estimator.callback):
+        raise TypeError(f"callback must be callable, got {type(estimator.callback).__name__}.")
+
+
+def check_initial_centers(seed, n_clusters, X):
+    """Initial centres given as ``seed``: checked (numbers, shape ``(n_clusters,
+    n_features)``, finite in ``X``'s dtype) and returned C-contiguous in that dtype."""
+    centers = np.asarray(seed)
+    if centers.dtype.kind not in "biuf":
+        raise TypeError(f"seed must be a string, a Seeder or an array of centres, got "
+                        f"{type(seed).__name__}.")
+    expected = (n_clusters, X.shape[1])
+    if centers.shape != expected:
+        raise ValueError(f"seed has shape {centers.shape}, but initial centres must have "
+                         f"shape (n_clusters, n_features)={expected}.")
+    if not np.all(np.isfinite(centers)):
+        raise ValueError("seed contains NaN or infinity; initial centres must be finite.")
+    with np.errstate(over="ignore"):
+        centers = np.ascontiguousarray(centers, dtype=X.dtype)
+    if not np.all(np.isfinite(centers)):
+        raise ValueError(f"seed has values beyond the range of {X.dtype.name}, the "
+                         "data's dtype.")
+    return centers
+
+
+#: Rows scaled per block by :func:`unit_rows` (bounds its float64 temporary).
+_UNIT_BLOCK_ROWS = 4096
+
+
+def unit_rows(X, name="X"):
+    """Validated ``X`` with every row scaled to unit Euclidean norm: a new array of ``X``'s
+    dtype (CSR stays CSR, its zeros stay zeros).
+
+    The one place where a spherical model (:attr:`MStep.spherical`) puts rows on the unit
+    sphere: the norms are computed and the rows divided in float64, block by block, so that
+    neither tiny nor huge float32 rows overflow.
+
+    Raises
+    ------
+    ValueError
+        If a row has norm zero (it has no direction; its cosine to any centre is undefined).
+    """
+    if is_sparse(X):
+        row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        data = X.data.astype(np.float64)
+        norms = np.sqrt(np.bincount(row_of, data * data, minlength=X.shape[0]))
+    else:
+        norms = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
+            block = X[start:start + _UNIT_BLOCK_ROWS].astype(np.float64)
+            norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        raise ValueError(f"{name} has {zero.size} row{'s' if zero.size > 1 else ''} of zero "
+                         f"norm (the first is row {zero[0]}); a spherical model needs a "
+                         "direction for every row: remove them.")
+    if is_sparse(X):
+        Y = X.copy()
+        Y.data = (data / norms[row_of]).astype(X.dtype)
+        return Y
+    Y = np.empty_like(X)
+    for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
+        rows = slice(start, start + _UNIT_BLOCK_ROWS)
+        Y[rows] = X[rows].astype(np.float64) / norms[rows, None]
+    return Y
+
+
+def check_sample_weight(sample_weight, n_samples, dtype):
+    """Validate user weights: a finite, non-negative, not all-zero array of ``dtype``.
+
+    ``None`` gives ones; a scalar is broadcast. Weights that ``dtype`` cannot hold (beyond its
+    range, or positive but so small that they would become 0) are an error rather than
+    silently changed: only the ratios of the weights matter, so they can be rescaled.
+    """
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=dtype)
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, sample_weight)
+    sample_weight = np.asarray(sample_weight)
+    check_weight_shape(sample_weight, n_samples)
+    check_weight_counts(count_weight_problems(sample_weight, dtype), dtype)
+    return np.ascontiguousarray(sample_weight, dtype=dtype)
+
+
+def check_weight_shape(sample_weight, n_samples):
+    """Raise unless ``sample_weight`` (any array with ``dtype``, ``ndim`` and ``shape``, a
+    dask array included) is numeric, 1-D and has ``n_samples`` entries."""
+    if np.dtype(sample_weight.dtype).kind not in "biuf":
+        raise TypeError(f"sample_weight must be numeric, got dtype {sample_weight.dtype}.")
+    if sample_weight.ndim != 1:
+        raise ValueError(f"sample_weight must be 1-D, got shape {sample_weight.shape}.")
+    if sample_weight.shape[0] != n_samples:
+        raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, but X has "
+                         f"{n_samples} samples.")
+
+
+def count_weight_problems(sample_weight, dtype):
+    """What :func:`check_sample_weight` refuses, counted, for weights checked a block at a time.
+
+    Parameters
+    ----------
+    sample_weight : ndarray of shape (n_samples,)
+        Numeric weights, as given.
+    dtype : dtype
+        The dtype of the data the weights go with.
+
+    Returns
+    -------
+    counts : ndarray of shape (5,), dtype=int64
+        Entries that are non-finite, negative, positive, beyond ``dtype``'s range, and
+        positive but below its smallest normal number. Counts of several blocks add up.
+    """
+    given = np.asarray(sample_weight).astype(np.float64, copy=False)
+    finite = np.isfinite(given)
+    positive = given > 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = given.astype(dtype)
+    return np.array([np.count_nonzero(~finite), np.count_nonzero(given < 0),
+                     np.count_nonzero(positive), np.count_nonzero(finite & ~np.isfinite(cast)),
+                     np.count_nonzero(positive & (cast < np.finfo(dtype).tiny))],
+                    dtype=np.int64)
+
+
+def check_weight_counts(counts, dtype):
+    """Raise :func:`check_sample_weight`'s error for the first problem in
+    :func:`count_weight_problems`'s ``counts`` (of all blocks together), if any."""
+    n_bad, n_negative, n_positive, n_beyond, n_lost = (int(n) for n in counts)
+    if n_bad:
+        raise ValueError(f"sample_weight has {n_bad} non-finite entries; weights must be finite.")
+    if n_negative:
+        raise ValueError(f"sample_weight has {n_negative} negative entries; weights must be "
+                         "non-negative.")
+    if not n_positive:
+        raise ValueError("sample_weight is zero everywhere; at least one weight must be positive.")
+    name = np.dtype(dtype).name
+    if n_beyond:
+        raise ValueError(f"sample_weight has entries beyond the range of {name} "
+                         f"({np.finfo(dtype).max:.3g}); rescale the weights (only their ratios "
+                         "matter).")
+    if n_lost:
+        raise ValueError(f"sample_weight has {n_lost} positive entries below the smallest "
+                         f"normal {name} ({np.finfo(dtype).tiny:.3g}); rescale the weights "
+                         "(only their ratios matter) or set them to 0.")
+
+
+def check_finite_centers(centers, name="cluster_centers_"):
+    """Raise unless every entry of ``centers`` is finite.
+
+    Fitted centres are finite by construction; NaN or infinite ones come from a model edited
+    or loaded from a tampered file, and would make every distance NaN.
+    """
+    n_bad = int(np.size(centers) - np.count_nonzero(np.isfinite(centers)))
+    if n_bad:
+        raise ValueError(f"{name} has {n_bad} non-finite entries; the centres must be finite "
+                         "(refit the model).")
+
+
+#: ``check_representable`` refuses data whose total ``sum_n w_n d2_n`` could come within this
+#: factor of the dtype's largest number; see its Notes.
+RANGE_MARGIN = 4.0
+
+
+def check_representable(X, centers=None, sample_weight=None):
+    """Raise if the squared distances of ``X`` (and ``centers``), or their weighted sum over
+    the samples, can overflow ``X``'s dtype, if all of them underflow it, or if weighted sums
+    of ``X`` can overflow it: :func:`check_range` on the data in memory.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        The data; of a CSR matrix, its bounding box (zeros included) is read.
+    centers : ndarray of shape (n_clusters, n_features), default=None
+        Centres used with ``X`` (at predict time); they must be finite.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        The weights; ``None`` means unit weights.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_range`.
+    """
+    weights = None
+    if sample_weight is not None:
+        with np.errstate(over="ignore"):
+            total = float(sample_weight.sum(dtype=np.float64))
+        weights = (total, float(sample_weight.max()))
+    check_range(*bounding_box(X), X.dtype, X.shape[0], weights, centers,
+                centred=not is_sparse(X))
+
+
+def bounding_box(X):
+    """Every feature's smallest and largest value of ``X`` (dense, or CSR with its zeros),
+    as two arrays of shape (n_features,) of ``X``'s dtype."""
+    if is_sparse(X):
+        X = bounding_rows(X)
+    return X.min(axis=0), X.max(axis=0)
+
+
+def squared_diagonal(low, high):
+    """``sum_k (high_k - low_k)^2`` in float64: the squared diagonal of the bounding box
+    ``[low, high]``, the largest squared distance between two of its points (``inf`` if it
+    overflows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        ranges = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+        return float(np.dot(ranges, ranges))
+
+
+def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred=True):
+    """The one range policy of clusterkit, on the data's summary: raise if the squared
+    distances of samples in the bounding box ``[low, high]`` (and ``centers``), or their
+    weighted sum over the samples, can overflow ``dtype``, if all of them underflow it, or if
+    weighted sums of the samples can overflow it.
+
+    Data in memory are summarised by :func:`check_representable`, data in row chunks (a
+    memmap, a dask array) by the first pass over their chunks
+    (:meth:`~clusterkit._data.chunked.ChunkedData.scan`), which finds the same bounding box and
+    weights: the same rows are accepted or refused with the same message on every container.
+
+    Parameters
+    ----------
+    low, high : ndarray of shape (n_features,)
+        Every feature's smallest and largest value (values of ``dtype``).
+    dtype : dtype
+        float32 or float64: the dtype the data are clustered in.
+    n_samples : int
+        Number of samples (rows).
+    weights : tuple of float or None, default=None
+        ``(total, heaviest)``: the sum of the weights (float64) and the largest weight, or
+        ``None`` for unit weights.
+    centers : ndarray of shape (n_clusters, n_features), default=None
+        Centres used with the data (at predict time); they must be finite.
+    centred : bool, default=True
+        Whether the kernels see the rows centred on their mean (dense data) or as they are
+        (sparse data, whose zeros centring would fill).
+
+    Raises
+    ------
+    ValueError
+        If ``centers`` has non-finite entries, or any of the limits in the Notes is exceeded.
+
+    Notes
+    -----
+    Centres are weighted means of samples, so samples and centres stay in the data's
+    bounding box and every squared distance is at most its squared diagonal
+    ``B = sum_k (max_k - min_k)^2``. The gemm-based kernels form
+    ``||x||^2 - 2 x.c + ||c||^2`` on mean-centred data, whose terms are each at most ``B``
+    in magnitude (at most ``4 B`` in all), and the objectives (inertia, the variance of a
+    mixture, the seeding's potential ``sum w D^2``) add ``w_n d2_n`` over the samples, at
+    most ``W B`` with ``W`` the total weight. The data are therefore refused unless
+    ``RANGE_MARGIN * B`` (``RANGE_MARGIN`` = 4) and each ``w_n B`` are below the dtype's
+    largest number, and ``RANGE_MARGIN * max(W, 1) * B`` below float64's (the sums over the
+    samples are float64): for float64 and 1,000 unit-weight samples in 4 features,
+    coordinates spread over more than about ``1e151``. Two things widen ``B``: centring
+    is exact only to the dtype's rounding of the coordinates (``eps * max |x_k|`` per
+    feature, so that rows equal to the last bit may still differ by that much after it),
+    and sparse rows are not centred at all (their squared norms, up to
+    ``sum_k max |x_k|^2``, enter the distances). Below the smallest normal number
+    every distance would be 0, and the kernels also accumulate ``sum_n w_n`` and
+    ``sum_n w_n x_n`` (the M-step's and the coreset's sums) in the data's dtype, with every
+    coordinate, centred or not, below ``max |x|`` or ``max - min``.
+    """
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype)
+    largest, name = float(info.max), dtype.name
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    # of the samples alone: centres within rounding of equal rows do not make them "close"
+    extent = float(high.max()) - float(low.min())
+    if centers is not None:
+        check_finite_centers(centers)
+        high = np.maximum(high, centers.max(axis=0))
+        low = np.minimum(low, centers.min(axis=0))
+    high_value, low_value = float(high.max()), float(low.min())
+    magnitude = np.maximum(np.abs(low), np.abs(high))
+    with np.errstate(over="ignore", invalid="ignore"):
+        # what the kernels' terms can reach per feature: the spread of the centred rows
+        # (at least their rounding), or the coordinates themselves where rows stay uncentred
+        ranges = np.maximum(high - low, 2 * float(info.eps) * magnitude if centred
+                            else magnitude)
+        diagonal2 = float(np.dot(ranges, ranges))
+    advice = "Rescale X" + (" or pass it as float64" if dtype == np.float32 else "")
+    what = "squared distances between samples" + ("" if centred else
+                                                  " (sparse rows, not centred)")
+    if not diagonal2 <= largest:
+        raise ValueError(f"X's values are too large for {name}: {what} "
+                         f"can reach {diagonal2:.3g}, beyond the largest {name} "
+                         f"({largest:.3g}). {advice}.")
+    if not RANGE_MARGIN * diagonal2 <= largest:
+        raise ValueError(f"X's values are too large for {name}: {what} "
+                         f"can reach {diagonal2:.3g}, within a factor "
+                         f"{RANGE_MARGIN:g} of the largest {name} ({largest:.3g}), where their "
+                         f"computation overflows. {advice}.")
+    total, heaviest = (float(n_samples), 1.0) if weights is None else weights
+    # the sums of w d2 over the samples are float64 (each w d2 is checked below); with
+    # weights above 1 on average the weights are to blame
+    summed = RANGE_MARGIN * max(total, 1.0) * diagonal2
+    if not summed <= float(np.finfo(np.float64).max) and total <= n_samples:
+        raise ValueError(f"X's values are too large: {what} (up "
+                         f"to {diagonal2:.3g}) summed over a total weight of {total:.3g} can "
+                         "overflow the largest float64 (1.8e+308). Rescale X.")
+    if 0 < extent and extent * extent < float(info.tiny):
+        raise ValueError(f"X's values are too close together for {name}: squared distances "
+                         f"between samples are below its smallest normal number "
+                         f"({float(info.tiny):.3g}). Rescale X.")
+    if weights is None:
+        return
+    weighted = max(heaviest * diagonal2,
+                   total * max(extent, abs(high_value), abs(low_value), 1.0))
+    if not (weighted <= largest and summed <= float(np.finfo(np.float64).max)):
+        advice = " or pass X as float64" if dtype == np.float32 else ""
+        rows = "" if centred else " (sparse rows, not centred)"
+        raise ValueError(f"sample_weight is too large for X in {name}{rows}: weighted sums "
+                         f"over the samples can reach {weighted:.3g}, beyond the largest {name} "
+                         f"({largest:.3g}). Rescale the weights (only their ratios "
+                         f"matter){advice}.")
+
+
+def check_bandwidth(sigma2, dtype, name="sigma"):
+    """Raise unless ``2 sigma2`` is a positive normal number of ``dtype``.
+
+    A Gaussian kernel ``exp(-d2 / (2 sigma2))`` is computed in the data's dtype: a bandwidth
+    whose ``2 sigma2`` underflows to 0 there (``sigma=1e-30`` in float32) gives ``0 / 0`` for
+    the samples at a mode, NaN affinities and a NaN objective, and one that overflows makes
+    every affinity 1.
+
+    Parameters
+    ----------
+    sigma2 : float
+        The squared bandwidth.
+    dtype : dtype
+        The data's dtype.
+    name : str, default="sigma"
+        The parameter named in the message.
+
+    Raises
+    ------
+    ValueError
+        If ``2 sigma2`` is not within the normal range of ``dtype``.
+    """
+    info = np.finfo(dtype)
+    two_sigma2 = 2.0 * float(sigma2)
+    if not float(info.tiny) <= two_sigma2 <= float(info.max):
+        raise ValueError(f"{name}={float(sigma2) ** 0.5:.3g} is outside the range of "
+                         f"{np.dtype(dtype).name}: 2 {name}^2 = {two_sigma2:.3g} must lie "
+                         f"between {float(info.tiny):.3g} and {float(info.max):.3g}. Rescale X "
+                         f"and {name} together" + (" or pass X as float64"
+                                                    if np.dtype(dtype) == np.float32 else "")
+                         + ".")
+
+
+def available_memory():
+    """Bytes of memory the system can still give this process (``MemAvailable`` of
+    ``/proc/meminfo``), or ``None`` where that is not known."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(need, what, instead):
+    """``ValueError`` when ``fit`` starts, before any work, if ``what`` needs more than the
+    memory available (the allocation would otherwise fail only after the seeding).
+
+    Parameters
+    ----------
+    need : int
+        Bytes ``what`` allocates.
+    what : str
+        E.g. ``"ElkanEStep's bounds for 10000000 samples and n_clusters=4096"``.
+    instead : str
+        What to use instead, one sentence.
+    """
+    available = available_memory()
+    if available is not None and need > available:
+        raise ValueError(f"{what} need {need / 2**30:.2f} GiB, but only "
+                         f"{available / 2**30:.2f} GiB of memory are available. {instead}")

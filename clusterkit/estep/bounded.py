@@ -1,0 +1,135 @@
+"""The rule that chooses an exact bounded E-step for a fit (:class:`BoundedEStep`): Elkan's
+bounds, Yinyang's groups, or Hamerly's single bound with a neighbour search, by the data's
+dimension, the number of clusters and the memory the bounds may take."""
+from .._engine.assignment import QUANTIZATION_ERROR
+from .._engine.contracts import EStep
+from .exact import ElkanEStep, _ElkanBounds, elkan_memory
+from .._data.sparse import is_sparse
+from .._estimator.validation import available_memory, check_int
+from .yinyang import SEPARATION_MAX_FEATURES, YinyangEStep, _YinyangBounds
+
+__all__ = ["BoundedEStep"]
+
+#: At low dimension (at most ``SEPARATION_MAX_FEATURES`` features), up to this many clusters
+#: the rule takes Hamerly's single bound with the neighbour search, above it Yinyang's groups
+#: (``benchmarks/bench_lowd.py``: Hamerly's as fast as Yinyang's or faster at C = 100 and
+#: 500, 1.3x slower at C = 1,024, where each step's neighbour lists cost most).
+LOW_DIMENSION_MAX_CLUSTERS = 512
+
+
+class BoundedEStep(EStep):
+    """Exact bounded E-step chosen by dimension and memory: the recommended exact E-step.
+
+    The rule, applied when ``fit`` starts (to the rows the fit runs on, a coreset's if the
+    data are reduced):
+
+    * at low dimension (dense data of at most 8 features), :class:`YinyangEStep`: with one
+      group (Hamerly's bound, searched through each centre's nearest centres) up to
+      ``C = 512``, with ``n_groups`` groups above. There Elkan's ``C`` bounds per sample cost
+      more to read than the few distances they save: on BIRCH (100,000 x 2, C = 100) Elkan
+      took 1.04 s, Yinyang 0.73 s (before the neighbour search), Lloyd 0.97 s;
+    * :class:`ElkanEStep` (``4 N C`` bytes of bounds, the fewest distances) when
+      :func:`~clusterkit.estep.exact.elkan_memory` is at most the budget, and always for sparse
+      data (only Elkan's kernel takes CSR rows);
+    * :class:`YinyangEStep` with ``n_groups`` groups (``4 N t`` bytes, ``t`` at most
+      ``C / 10`` and within the budget) otherwise.
+
+    Both give Lloyd's iterates, so the rule changes the time and memory of a fit, never its
+    result. This is the E-step of :func:`~clusterkit.presets.elkan`.
+
+    Parameters
+    ----------
+    max_bounds_bytes : int or None, default=None
+        The budget. ``None``: half the memory available when ``fit`` starts (all of it if
+        that is not known), and for Yinyang's groups at most 1 GiB (:func:`yinyang_groups`).
+    n_groups : int or "auto", default="auto"
+        Yinyang's groups, when it is chosen (see :class:`YinyangEStep`).
+
+    Notes
+    -----
+    Cost, memory and state are those of the chosen E-step (``state.estep_state`` is its
+    state). ``benchmarks/bench_exact.py --yinyang`` measures Elkan and Yinyang side by side,
+    ``benchmarks/bench_lowd.py`` the low-dimension choices against geokmeans; the
+    documentation's page on exact k-means has the numbers and why, above low dimension,
+    memory, not speed, decides.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import BoundedEStep, Clusterer
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> Clusterer(2, seed=X[[0, 2]], estep=BoundedEStep()).fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    >>> BoundedEStep(max_bounds_bytes=10**6).chosen(1000, 100)
+    ElkanEStep(max_bounds_bytes=1000000)
+    >>> BoundedEStep(max_bounds_bytes=10**6).chosen(10**5, 100)
+    YinyangEStep(n_groups='auto', max_bounds_bytes=1000000)
+    >>> BoundedEStep().chosen(10**5, 100, n_features=2)
+    YinyangEStep(n_groups=1, max_bounds_bytes=None)
+    """
+
+    exact = True
+    objectives = (QUANTIZATION_ERROR,)
+    accepts_sparse = True  # sparse data always go to ElkanEStep
+
+    def __init__(self, max_bounds_bytes=None, n_groups="auto"):
+        self.max_bounds_bytes = max_bounds_bytes
+        self.n_groups = n_groups
+
+    def chosen(self, n_samples, n_clusters, sparse=False, n_features=None):
+        """The E-step the rule picks for a fit on ``n_samples`` rows (see the class notes).
+
+        Parameters
+        ----------
+        n_samples, n_clusters : int
+        sparse : bool, default=False
+            Whether the data are sparse.
+        n_features : int or None, default=None
+            The data's dimension; ``None`` leaves out the low-dimension part of the rule.
+
+        Returns
+        -------
+        estep : ElkanEStep or YinyangEStep
+        """
+        elkan = ElkanEStep(self.max_bounds_bytes)
+        if sparse:
+            return elkan
+        if n_features is not None and n_features <= SEPARATION_MAX_FEATURES:
+            one_group = self.n_groups == "auto" and n_clusters <= LOW_DIMENSION_MAX_CLUSTERS
+            return YinyangEStep(1 if one_group else self.n_groups, self.max_bounds_bytes)
+        budget = self.max_bounds_bytes
+        if budget is None:
+            available = available_memory()
+            budget = None if available is None else available // 2
+        if budget is None or elkan_memory(n_samples, n_clusters) <= int(budget):
+            return elkan
+        return YinyangEStep(self.n_groups, self.max_bounds_bytes)
+
+    def _validate(self, X, n_clusters, composition):
+        """Check ``max_bounds_bytes``, then the chosen E-step's own rules.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :class:`ElkanEStep` and :class:`YinyangEStep`.
+        """
+        if self.max_bounds_bytes is not None:
+            check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0)
+        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        self.chosen(n_rows, n_clusters, is_sparse(X), X.shape[1])._validate(X, n_clusters,
+                                                                            composition)
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The chosen E-step's state (which one it is tells :meth:`assign` which to run)."""
+        estep = self.chosen(X.shape[0], centers.shape[0], is_sparse(X), X.shape[1])
+        return estep.init_state(X, sample_weight, centers, state)
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the chosen E-step's assignment (see :meth:`EStep.assign`)."""
+        if isinstance(state.estep_state, _ElkanBounds):
+            return ElkanEStep(self.max_bounds_bytes).assign(X, sample_weight, centers, state)
+        if not isinstance(state.estep_state, _YinyangBounds):  # called without init_state
+            state.estep_state = self.init_state(X, sample_weight, centers, state)
+            return self.assign(X, sample_weight, centers, state)
+        return YinyangEStep(self.n_groups, self.max_bounds_bytes).assign(X, sample_weight,
+                                                                         centers, state)

@@ -1,0 +1,573 @@
+"""Exact E-steps: Lloyd's assignment and full responsibilities (:class:`FullEStep`),
+Elkan's bounded assignment (:class:`ElkanEStep`) and the exact truncated E-step
+(:class:`TruncatedEStep`), with the helpers the variational E-step shares."""
+import math
+
+import numpy as np
+
+from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
+from .._engine.contracts import EStep
+from .._kernels import _assign, _dist, _elkan, _mstep, _topk
+from .._kernels import _sparse as _sparse_kernels
+from .._estimator.mixture import free_energy
+from .._data.sparse import center_half_distances as sparse_center_half_distances
+from .._data.sparse import csr_arrays, is_sparse, row_sqnorms
+from .._engine.state import weighted_sum
+from .._estimator.validation import available_memory, check_int, check_memory
+
+__all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
+
+
+def _float32_rows(X, buffers, state):
+    """The float32 copy of the batch ``X`` for mixed-precision products, or ``None``: only
+    for a contiguous run of the rows of the run's data (a view of the copy), which is made
+    at the first such batch (batches of scattered rows, as mini-batches, never use it)."""
+    source = buffers.source
+    if source is None or not np.may_share_memory(X, source):
+        return None
+    try:
+        rows = batch_rows(state, X.shape[0], source.shape[0])
+    except ValueError:
+        return None
+    if not isinstance(rows, slice) or rows.step != 1:
+        return None
+    if buffers.x32 is None:
+        buffers.x32 = _assign.float32_products(source)
+        if buffers.x32 is None:  # values float32 cannot take
+            buffers.source = None
+            return None
+    x32 = buffers.x32[rows]
+    return x32 if x32.shape[0] == X.shape[0] else None
+
+
+def soft_fit(state):
+    """Whether an E-step computes responsibilities: the M-step reads them, or the declared
+    objective is the mixture's free energy, which is made of them."""
+    return state.needs_resp or state.objective == FREE_ENERGY
+
+
+class _Buffers:
+    """:class:`FullEStep`'s outputs, allocated once per run: an assignment is used within
+    its step only, so the next step may overwrite it."""
+
+    def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None,
+                 source=None):
+        self.x_sqnorms = x_sqnorms  # of the rows of sparse data, once per run
+        # the run's data if it may get a float32 copy for mixed-precision products (made
+        # at its first contiguous batch), and the copy
+        self.source, self.x32 = source, None
+        self.labels = np.empty(n_samples, dtype=np.int32)
+        self.dist2 = np.empty(n_samples, dtype=dtype)
+        self.centers_sum = np.empty((n_clusters, n_features), dtype=dtype)
+        self.weight = np.empty(n_clusters, dtype=dtype)
+        if soft:
+            self.resp = np.empty((n_samples, n_clusters), dtype=dtype)
+            self.log_norm = np.empty(n_samples, dtype=dtype)
+
+
+#: What the exact and variational E-steps compute: k-means' and the mixture's objectives.
+MIXTURE_OBJECTIVES = (QUANTIZATION_ERROR, FREE_ENERGY)
+
+
+class FullEStep(EStep):
+    """Exact E-step over all clusters: Lloyd's assignment, or full GMM responsibilities.
+
+    With a hard M-step each sample is assigned to its nearest centre (the E-step of Lloyd's
+    k-means); with a soft M-step the exact posterior over all ``C`` clusters of the isotropic,
+    equal-weight GMM is computed (standard EM; Forster & Lücke 2018, eq. 2 with ``C' = C``).
+
+    Notes
+    -----
+    Cost per call: ``N C`` distance evaluations. Memory: hard, ``O(N)`` outputs plus one
+    cache-sized tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    Hard assignments of float64 data with at least ``MIXED_MIN_FEATURES`` (64) features
+    rank the centres by float32 products on a float32 copy of the data made once per run
+    (``N (D + 1)`` float32, about half the data; skipped when it would take more than half
+    the free memory, or for values beyond 1e15): the labels are the same, rows with a near-tie in
+    float32 are settled by float64 distances, and each distance is computed in float64.
+    Hard assignments also take sparse (CSR) data (``accepts_sparse``): distances
+    ``||x||^2 - 2 x.c + ||c||^2`` from the rows' squared norms, computed once per run, in
+    ``O(nnz C)`` per call.
+    A hard call also sums each cluster's samples in the same pass over the data when the
+    partial sums are small (``Assignment.centers_sum``), so that Lloyd's iteration reads the
+    data once.
+    State: only its output buffers, allocated once per run (:meth:`init_state`). On the first
+    soft E-step, when no variance is known yet, the variance is set from the distances just
+    computed (vc-GMM eq. 12) before the responsibilities are formed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, FullEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> km = Clusterer(2, seed=X[[0, 2]], estep=FullEStep()).fit(X)
+    >>> km.labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True
+    objectives = MIXTURE_OBJECTIVES
+    accepts_sparse = True  # hard assignments; a soft M-step does not take sparse data
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse, before any work, full responsibilities that do not fit in memory."""
+        mstep = composition.mstep
+        if mstep.needs_resp or mstep.objective == FREE_ENERGY:
+            n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+            check_memory(n_rows * n_clusters * X.dtype.itemsize,
+                         f"FullEStep's responsibilities for {n_rows} samples and "
+                         f"n_clusters={n_clusters}", "Use TruncatedEStep or PartialEStep "
+                         "(responsibilities over a few clusters), or reduce the data "
+                         "(reduce=LWCS(...)).")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The output buffers, allocated once per run for the largest batch (all rows)."""
+        x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
+        soft = soft_fit(state)
+        source = None
+        if (not (soft or is_sparse(X)) and X.dtype == np.float64
+                and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
+            available = available_memory()
+            if available is None or X.shape[0] * (X.shape[1] + 1) * 4 <= available // 2:
+                source = X
+        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft, x_sqnorms,
+                        source)
+
+    def assign(self, X, sample_weight, centers, state):
+        n_samples = X.shape[0]
+        buffers = state.estep_state
+        if not isinstance(buffers, _Buffers):  # called without init_state
+            buffers = self.init_state(X, sample_weight, centers, state)
+        labels, dist2 = buffers.labels[:n_samples], buffers.dist2[:n_samples]
+        if is_sparse(X):  # hard only (see accepts_sparse)
+            x_sqnorms = buffers.x_sqnorms[batch_rows(state, n_samples,
+                                                     buffers.x_sqnorms.shape[0])]
+            state.count("estep", _sparse_kernels.assign_sparse(
+                *csr_arrays(X), x_sqnorms, centers, labels, dist2, state.n_threads))
+            qe = weighted_sum(dist2, sample_weight)
+            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
+        if not soft_fit(state):
+            n_clusters, n_features = centers.shape
+            x32 = _float32_rows(X, buffers, state)
+            if not (state.fuse_sums
+                    and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize)):
+                state.count("estep", _assign.assign_full(X, centers, labels, dist2,
+                                                         state.n_threads, x32))
+                qe = weighted_sum(dist2, sample_weight)
+                return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
+            # One pass over the data for the assignment and the hard M-step's sums.
+            centers_sum, weight = buffers.centers_sum, buffers.weight
+            state.count("estep", _assign.assign_full_accumulate(
+                X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads,
+                X32=x32))
+            qe = weighted_sum(dist2, sample_weight)
+            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                              centers_sum=centers_sum, weight_in_clusters=weight)
+
+        resp, log_norm = buffers.resp[:n_samples], buffers.log_norm[:n_samples]
+        sigma2 = -1.0 if state.sigma2 is None else state.sigma2
+        state.count("estep", _assign.responsibilities_full(
+            X, centers, sigma2, resp, labels, dist2, log_norm, state.n_threads))
+        if state.sigma2 is None:  # resp holds distances: set eq. 12's variance, then normalise
+            state.init_sigma2(dist2, sample_weight)
+            _assign.responsibilities_truncated(resp, state.sigma2, resp, log_norm, state.n_threads)
+        qe = weighted_sum(dist2, sample_weight)
+        objective = (qe if state.objective == QUANTIZATION_ERROR else
+                     free_energy(log_norm, sample_weight, state.sigma2, *centers.shape))
+        return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, resp=resp)
+
+
+    def labelling_rows(self, X, state):
+        """The float32 copy of ``X`` the hard E-steps made for their products, if they made
+        one of these very rows (see :meth:`EStep.labelling_rows`)."""
+        buffers = state.estep_state
+        if isinstance(buffers, _Buffers) and buffers.source is X:
+            return buffers.x32
+        return None
+
+
+# --- ElkanEStep (Elkan 2003) -----------------------------------------------------------------
+
+
+def batch_rows(state, n_batch, n_rows):
+    """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
+    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
+    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
+    driver's loop)."""
+    rows = state.rows
+    if isinstance(rows, slice):
+        rows = slice(*rows.indices(n_rows))
+    count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
+    if count == n_batch:
+        return rows
+    if n_batch == n_rows:
+        return slice(0, n_rows)
+    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
+                     f"{n_rows} rows the E-step's state was made for.")
+
+
+#: Data whose diagonal times this margin (for the centres' moves over many steps) reaches
+#: float32's largest number are assigned in rescaled coordinates, whose diagonal is then
+#: about :data:`_BOUND_TARGET` / margin.
+_BOUND_MARGIN = 1e6
+_BOUND_TARGET = 1e30
+
+
+def bounds_scale(X):
+    """The power of two a bounded E-step multiplies the coordinates by so that its float32
+    bounds (a distance plus a centre's total move, each at most the data's diagonal) cannot
+    overflow: 1 unless the data's diagonal times :data:`_BOUND_MARGIN` reaches float32's
+    largest number."""
+    values = X.data if is_sparse(X) else X
+    extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
+    if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
+        return 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
+    return 1.0
+
+
+def split_first_visits(first, dtype, first_visits, revisit):
+    """Labels and distances of a batch whose rows ``first`` are at their first visit: those
+    from ``first_visits(index)``, the others from ``revisit(index)``, each returning the
+    ``(labels, dist2)`` of the batch's rows at ``index`` (a slice of all rows when every
+    row is new). The bounded E-steps' first visits go by distance tiles, their revisits by
+    the bounds."""
+    if first.all():
+        return first_visits(slice(None))
+    labels = np.empty(first.shape[0], dtype=np.int32)
+    dist2 = np.empty(first.shape[0], dtype=dtype)
+    new, again = np.flatnonzero(first), np.flatnonzero(~first)
+    labels[new], dist2[new] = first_visits(new)
+    labels[again], dist2[again] = revisit(again)
+    return labels, dist2
+
+
+def bound_slack(dtype):
+    """The relative margin of the bounded E-steps' stored bounds: well above the rounding of
+    the distances of ``dtype`` and of the float32 conversion."""
+    return 2.0 ** -12 if dtype == np.float32 else 2.0 ** -20
+
+
+class _ElkanBounds:
+    """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
+    centre, the centre-centre half distances of the current step, and the power of two
+    (``scale``) the E-step multiplies the coordinates by (1 unless the distances could reach
+    float32's range, where the bounds are stored)."""
+
+    def __init__(self, n_samples, n_clusters, dtype, scale):
+        self.lower = np.empty((n_samples, n_clusters), dtype=np.float32)
+        self.last_dist2 = np.empty(n_samples, dtype=dtype)
+        self.visit_shift = np.empty(n_samples)
+        self.shift_sum = np.zeros(n_clusters)
+        self.half_cc = np.empty((n_clusters, n_clusters))
+        self.half_min = np.empty(n_clusters)
+        self.scale = scale
+        self.x_sqnorms = None  # of the rows of sparse data
+
+
+def elkan_memory(n_samples, n_clusters):
+    """Bytes :class:`ElkanEStep` keeps for a fit on ``n_samples`` rows: float32 lower bounds
+    (``4 N C``), each row's last distance and its centre's total move then (at most
+    ``16 N``), and the float64 centre-centre half distances (``8 C^2``)."""
+    return 4 * n_samples * n_clusters + 16 * n_samples + 8 * n_clusters * n_clusters
+
+
+class ElkanEStep(EStep):
+    """Exact hard assignment that skips distances with Elkan's triangle-inequality bounds.
+
+    The same labels as :class:`FullEStep` (each sample's nearest centre, ties to the lower
+    index) while computing far fewer distances once the centres settle (Elkan 2003). Per
+    sample it keeps a lower bound on the distance to every centre; per step it computes half
+    the distance between every two centres. A sample's exact distance ``u`` to its current
+    centre is known at every visit (it is the ``dist2`` the objective and the M-step read):
+    computed if that centre moved since the sample's last visit, else the last one, still
+    exact. Centre ``c`` is then looked at only if ``d(c_a, c) / 2 <= u`` and its lower bound
+    is at most ``u``, and not at all if ``u`` is below half the distance to the nearest other
+    centre.
+
+    Parameters
+    ----------
+    max_bounds_bytes : int or None, default=None
+        Memory budget of the bounds (:func:`elkan_memory`: about ``4 N C + 8 C^2`` bytes). A fit
+        that would need more is refused when it starts, before anything is allocated.
+        ``None``: the memory available when ``fit`` starts (a fit needing more is refused
+        in any case).
+
+    Notes
+    -----
+    Memory: the lower bounds are an ``N x C`` float32 table (float32 also for float64 data:
+    half the memory traffic, and a bound only has to be a little too small, never exact),
+    plus ``C x C`` float64 half distances: 2 GiB for instance for ``N = 500,000`` with
+    ``C = 1,000``. Where that is too much, use :class:`YinyangEStep` (the same labels with
+    ``4 N t`` bytes of grouped bounds; :class:`BoundedEStep` chooses between the two by
+    memory), :class:`FullEStep` (Lloyd, ``O(N)`` memory) or, approximately,
+    :class:`PartialEStep`.
+
+    Cost per step: ``C (C - 1) / 2`` centre distances, one distance per sample whose centre
+    moved, and those the bounds do not rule out. At a sample's first visit all ``C``: from 9
+    features on in gemm tiles, as Lloyd's E-step computes them (several times faster than
+    one by one; each bound is the tile's distance lowered by its rounding), below that one by
+    one, pruned by the centre distances. Each bound is stored as ``l + S_c`` with ``S_c`` the
+    total move of centre ``c`` so far, so the centres' moves apply to all bounds without a pass
+    over the table, and under a mini-batch schedule the bounds of samples outside the batch
+    stay valid.
+    Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
+    float64) larger than the rounding of the distances, so rounding never makes one invalid.
+    Hard M-steps only. Results do not depend on the number of threads.
+
+    References
+    ----------
+    .. [1] C. Elkan, "Using the triangle inequality to accelerate k-means", ICML 2003.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, ElkanEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> Clusterer(2, seed=X[[0, 2]], estep=ElkanEStep()).fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True
+    objectives = (QUANTIZATION_ERROR,)
+    accepts_sparse = True
+
+    def __init__(self, max_bounds_bytes=None):
+        self.max_bounds_bytes = max_bounds_bytes
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse soft M-steps and fits whose bounds exceed ``max_bounds_bytes`` or the
+        memory available.
+
+        Raises
+        ------
+        TypeError
+            If ``max_bounds_bytes`` is neither ``None`` nor an integer.
+        ValueError
+            If the M-step needs responsibilities, or the bounds would need more memory than
+            ``max_bounds_bytes``.
+        """
+        budget = (None if self.max_bounds_bytes is None
+                  else check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0))
+        if composition.mstep.needs_resp:
+            raise ValueError(f"ElkanEStep assigns hard labels; {type(composition.mstep).__name__}"
+                             " needs responsibilities. Use FullEStep, TruncatedEStep or "
+                             "PartialEStep for a Gaussian mixture.")
+        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        need = elkan_memory(n_rows, n_clusters)
+        if budget is not None and need > budget:
+            raise ValueError(
+                f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
+                f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
+                f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
+                "(reduce=LWCS(...)), or use YinyangEStep (bounds that do not grow with C), "
+                "FullEStep (Lloyd, no bounds) or PartialEStep.")
+        check_memory(need, f"ElkanEStep's bounds for {n_rows} samples and "
+                           f"n_clusters={n_clusters}", "Reduce the data (reduce=LWCS(...)), or "
+                     "use YinyangEStep (bounds that do not grow with C), FullEStep (Lloyd, no "
+                     "bounds) or PartialEStep.")
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Allocate the bounds for all rows (set at each row's first visit).
+
+        A bound is a distance plus the centre's total move, each at most the data's diagonal.
+        float32 bounds would overflow to ``inf`` (and skip their centre for ever) on float64
+        data near float32's range, so such data are assigned in coordinates multiplied by a
+        power of two (exact: labels are the same, distances and sums are scaled back), with a
+        wide margin for the moves of many steps.
+        """
+        scale = bounds_scale(X)
+        bounds = _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
+        if is_sparse(X):  # the rows' squared norms, once per run (in the scaled frame)
+            bounds.x_sqnorms = row_sqnorms(X * scale if scale != 1.0 else X, state.n_threads)
+        return bounds
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the exact nearest-centre assignment of the batch ``state.rows``.
+
+        See :meth:`EStep.assign`; counts the centre and sample distances computed under
+        ``"estep"``.
+        """
+        bounds = state.estep_state
+        scale = bounds.scale
+        if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
+            X, centers = X * scale, centers * scale
+        bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
+        # (centres fitted to sparse data are mostly zeros: their distances cost less as CSR)
+        half_distances = (sparse_center_half_distances if is_sparse(X)
+                          else _elkan.center_half_distances)
+        state.count("estep", half_distances(centers, bounds.half_cc, bounds.half_min,
+                                            state.n_threads))
+        rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
+        if isinstance(rows, slice):
+            rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
+        rows = np.asarray(rows, dtype=np.intp)
+        previous = np.ascontiguousarray(state.labels[rows])
+        first = previous < 0
+        if not is_sparse(X) and _dist.uses_gemm(X.shape[1]) and first.any():
+            # first visits with many features: all distances in gemm tiles, as Lloyd's
+            centers_sum = weight = None
+            labels, dist2 = split_first_visits(
+                first, X.dtype,
+                lambda i: self._first_visits(X[i], rows[i], centers, bounds, state),
+                lambda i: self._visit(X[i], sample_weight[i], rows[i], centers, bounds,
+                                      previous[i], state, fuse=False)[:2])
+        else:
+            labels, dist2, centers_sum, weight = self._visit(
+                X, sample_weight, rows, centers, bounds, previous, state, fuse=state.fuse_sums)
+        if scale != 1.0:
+            dist2 /= scale * scale
+            if centers_sum is not None:
+                centers_sum /= scale
+        qe = weighted_sum(dist2, sample_weight)
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                          centers_sum=centers_sum, weight_in_clusters=weight)
+
+    @staticmethod
+    def _first_visits(X, rows, centers, bounds, state):
+        """Labels and distances of ``rows`` at their first visit, and all their bounds, from
+        gemm tiles (``_elkan.elkan_init_bounds``)."""
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        state.count("estep", _elkan.elkan_init_bounds(
+            np.ascontiguousarray(X), rows, centers, bounds.shift_sum, bounds.lower,
+            bounds.last_dist2, bounds.visit_shift, labels, dist2, bound_slack(X.dtype),
+            state.n_threads))
+        return labels, dist2
+
+    @staticmethod
+    def _visit(X, sample_weight, rows, centers, bounds, previous, state, fuse):
+        """The bounded search on the batch's rows (``previous``: their labels at the last
+        visit, -1 at a first one): labels, distances and, if ``fuse`` and the fixed-block
+        layout fits, the M-step's sums (else ``None``)."""
+        n_samples, n_features = X.shape
+        n_clusters = centers.shape[0]
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=X.dtype)
+        centers_sum = weight = None
+        if fuse and not is_sparse(X) and _mstep.blocks_fit(
+                n_samples, n_clusters, n_features, X.itemsize):
+            # the M-step's sums in the same pass (every row is read for its distance anyway)
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+        slack = bound_slack(X.dtype)
+        if is_sparse(X):  # no fused sums: the M-step sums the CSR rows itself
+            state.count("estep", _elkan.elkan_assign_sparse(
+                *csr_arrays(X), bounds.x_sqnorms[rows], rows, centers, bounds.half_cc,
+                bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+                bounds.visit_shift, labels, dist2, slack, state.n_threads))
+        else:
+            state.count("estep", _elkan.elkan_assign(
+                np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
+                bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+                bounds.visit_shift, labels, dist2, centers_sum, weight, slack,
+                state.n_threads))
+        return labels, dist2, centers_sum, weight
+
+
+# --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------
+
+
+def winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
+    """The :class:`Assignment` of ``C'`` winners per sample (sorted by increasing distance).
+
+    Hard M-step: labels are the first winners and the objective is the weighted QE. Soft
+    M-step: truncated responsibilities (eq. 5) over the winners and the truncated free energy
+    (eq. 10); ``win_dist2`` is overwritten with the responsibilities, so it must be a fresh
+    array the caller does not use again.
+    """
+    labels = winners[:, 0].copy()
+    dist2 = win_dist2[:, 0].copy()
+    qe = weighted_sum(dist2, sample_weight)
+    if not soft_fit(state):
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe, winners=winners)
+    if state.sigma2 is None:  # vc-GMM eq. 12 from the best distances just found
+        state.init_sigma2(dist2, sample_weight)
+    log_norm = np.empty(X.shape[0], dtype=X.dtype)
+    _assign.responsibilities_truncated(win_dist2, state.sigma2, win_dist2, log_norm,
+                                       state.n_threads)
+    objective = (qe if state.objective == QUANTIZATION_ERROR else
+                 free_energy(log_norm, sample_weight, state.sigma2, *centers.shape))
+    return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, winners=winners,
+                      resp=win_dist2)
+
+
+def top_winners(X, centers, n_winners, state, phase="estep"):
+    """Exact ``n_winners`` nearest centres of every sample (``N C`` evaluations, counted
+    under ``phase``)."""
+    winners = np.empty((X.shape[0], n_winners), dtype=np.int32)
+    win_dist2 = np.empty((X.shape[0], n_winners), dtype=X.dtype)
+    state.count(phase, _topk.assign_topk(X, centers, winners, win_dist2, state.n_threads))
+    return winners, win_dist2
+
+
+class TruncatedEStep(EStep):
+    """Exact truncated E-step: all distances, keep each sample's ``C'`` nearest clusters.
+
+    Every sample gets the set ``K(n)`` of its ``n_winners`` nearest centres, found by computing
+    all ``N C`` distances. With a hard M-step and ``n_winners=1`` this is Lloyd's k-means; with
+    a soft M-step it is truncated EM for the isotropic GMM (Lücke & Forster 2017): the
+    responsibilities are the exact posterior renormalised over ``K(n)`` (Forster & Lücke
+    2018, eq. 5), and the objective is the truncated free energy (eq. 10). ``n_winners = C``
+    gives standard EM.
+
+    Parameters
+    ----------
+    n_winners : int, default=1
+        ``C'``, the number of clusters kept per sample, ``1 <= n_winners <= n_clusters``.
+
+    Notes
+    -----
+    Cost per call: ``N C`` distance evaluations plus an ``O(C log C')`` selection per sample.
+    Memory: one ``256 x C`` distance tile per thread and the ``N x C'`` winners and
+    responsibilities. Keeps no state between calls. Reads ``state.needs_resp``,
+    ``state.objective`` and
+    ``state.sigma2`` (set on the first soft call from the distances to the nearest centres,
+    vc-GMM eq. 12); hard calls return labels and the weighted quantization error, soft calls
+    ``winners`` (sorted by distance) and ``resp``.
+
+    References
+    ----------
+    .. [1] J. Lücke and D. Forster, "k-means as a variational EM approximation of Gaussian
+       mixture models", Pattern Recognition Letters, 2019 (arXiv:1704.04812).
+    .. [2] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
+       variational EM acceleration of GMMs and k-means", AISTATS 2018, eqs. 5 and 10.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer
+    >>> from clusterkit import TruncatedEStep
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> gmm = Clusterer(2, seed=X[[0, 2]], estep=TruncatedEStep(n_winners=2), mstep="soft")
+    >>> gmm.fit(X).labels_
+    array([0, 0, 1, 1], dtype=int32)
+    """
+
+    exact = True  # the labels are the nearest centres, whatever n_winners
+    objectives = MIXTURE_OBJECTIVES
+
+    def __init__(self, n_winners=1):
+        self.n_winners = n_winners
+
+    def _validate(self, X, n_clusters, composition):
+        """Check ``1 <= n_winners <= n_clusters``.
+
+        Raises
+        ------
+        TypeError
+            If ``n_winners`` is not an integer.
+        ValueError
+            If ``n_winners`` is below 1 or above ``n_clusters``.
+        """
+        n_winners = check_int(self.n_winners, "n_winners", minimum=1)
+        if n_winners > n_clusters:
+            raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the assignment to each sample's ``n_winners`` nearest centres.
+
+        See :meth:`EStep.assign`; counts ``N C`` evaluations under ``"estep"``.
+        """
+        n_winners = min(int(self.n_winners), centers.shape[0])
+        winners, win_dist2 = top_winners(X, centers, n_winners, state)
+        return winners_assignment(X, sample_weight, centers, state, winners, win_dist2)

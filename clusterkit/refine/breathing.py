@@ -1,0 +1,178 @@
+"""Refiners: leave a converged run's local minimum (:class:`Breathing`), or not
+(:class:`NoRefinement`, the default).
+
+The contract is :class:`~clusterkit._engine.contracts.Refiner`: after a run ended on its own,
+the driver hands the refiner the run's centres and a callable that runs the composition's
+iterations (the same E-step, M-step and schedule) from other centres; the refiner returns
+the centres it keeps, never worse on the fit's data than those it got.
+"""
+import numbers
+
+import numpy as np
+
+from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR
+from .._engine.contracts import Refiner
+from ..estep.exact import top_winners
+from .._estimator.validation import check_int
+
+__all__ = ["NoRefinement", "Breathing", "cluster_statistics"]
+
+
+class NoRefinement(Refiner):
+    """No refinement: the run's centres are the fit's (the default).
+
+    Examples
+    --------
+    >>> from clusterkit import Clusterer, NoRefinement
+    >>> model = Clusterer(2, refine=NoRefinement(), random_state=0).fit([[0.], [1.], [9.]])
+    >>> hasattr(model, "refinement_log_")
+    False
+    """
+
+    accepts_sparse = True
+    objectives = None
+    refines = False
+
+    def fitted_attributes(self, state):
+        return {}
+
+    def refine(self, X, sample_weight, centers, iterate, state):
+        return centers
+
+
+def cluster_statistics(X, sample_weight, centers, state):
+    """One exact pass for breathing: per cluster its error (weighted squared distances of its
+    members to it), utility (how much the error grows if it is removed and its members move to
+    their second-nearest centre) and weight, and the quantization error of all rows.
+
+    ``n_samples * n_clusters`` distance evaluations, counted under ``"refinement"``.
+
+    Returns
+    -------
+    error, utility, weight : ndarray of shape (n_clusters,), float64
+    objective : float
+    """
+    n_clusters = centers.shape[0]
+    winners, win_dist2 = top_winners(X, centers, 2, state, phase="refinement")
+    nearest = winners[:, 0]
+    d1 = win_dist2[:, 0].astype(np.float64)
+    w = sample_weight.astype(np.float64)
+    error = np.bincount(nearest, w * d1, minlength=n_clusters)
+    utility = np.bincount(nearest, w * (win_dist2[:, 1] - d1), minlength=n_clusters)
+    weight = np.bincount(nearest, w, minlength=n_clusters)
+    return error, utility, weight, float(error.sum())
+
+
+class Breathing(Refiner):
+    """Breathing k-means with a constant number of centres (after Fritzke, arXiv 2006.15666).
+
+    Each round moves the ``m`` centres of least *utility* (the error their removal would add)
+    next to the ``m`` centres of largest *error*, runs the composition's iterations from there
+    once, and keeps the result if it lowered the quantization error on the fit's data by more
+    than ``tol`` (relative); otherwise the next round moves one centre fewer. It ends when
+    ``m`` reaches zero or after ``max_rounds`` rounds. A centre whose nearest other centre was
+    already chosen for a move in the same round is not moved (Fritzke's freezing: two
+    neighbouring weak centres are not both taken from one region).
+
+    Parameters
+    ----------
+    m : int, default=5
+        Centres moved in the first round (at most half of ``n_clusters``).
+    tol : float, default=1e-4
+        Relative drop of the quantization error a round must bring to be kept.
+    max_rounds : int, default=30
+        Most rounds (each is one run of the composition's iterations).
+
+    Notes
+    -----
+    Fritzke's breathing k-means adds ``m`` centres, iterates, removes ``m`` and iterates again:
+    two inner runs per round, with a changing number of centres. Here a round moves ``m``
+    centres and runs once with ``n_clusters`` centres, so the strategies' per-run state (Elkan
+    bounds, neighbourhoods, buffers) keeps its size; both reach the same error on the
+    benchmarks of the quality page at about two thirds of the time. A moved centre is placed
+    at a random offset of scale ``0.01 * sqrt(e / (w d))`` around its partner (``e`` and ``w``
+    the partner's cluster error and weight, ``d`` the number of features), as Fritzke's.
+
+    The rounds are judged by the quantization error whatever the M-step optimises, so for a
+    Gaussian mixture (``mstep="soft"``) breathing moves the means where the k-means error is
+    largest and keeps what lowers it.
+
+    Cost per round: one pass over the fit's (reduced) data for the errors and utilities
+    (``n_samples * n_clusters`` distance evaluations, ``cost_["refinement"]``) and one run of
+    the composition (counted in its own phases). The first round adds one such pass.
+    Memory: ``O(n_samples)`` beyond the run's.
+
+    Examples
+    --------
+    >>> from clusterkit import Breathing, Clusterer
+    >>> from clusterkit.datasets import make_birch_grid
+    >>> X, _, _ = make_birch_grid(n_side=4, n_per_cluster=50, random_state=0)
+    >>> model = Clusterer(16, seed="random", refine=Breathing(m=2), random_state=0).fit(X)
+    >>> log = model.refinement_log_
+    >>> all(r["objective"] <= r["objective_before"] for r in log if r["kept"])
+    True
+    """
+
+    objectives = (QUANTIZATION_ERROR, FREE_ENERGY)
+
+    def __init__(self, m=5, tol=1e-4, max_rounds=30):
+        self.m = m
+        self.tol = tol
+        self.max_rounds = max_rounds
+
+    def _validate(self, X, n_clusters, composition):
+        check_int(self.m, "m", 1)
+        check_int(self.max_rounds, "max_rounds", 1)
+        if (not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool)
+                or not 0 <= self.tol < 1):
+            raise ValueError(f"tol={self.tol!r} must be a number in [0, 1).")
+        if composition.mstep.spherical:
+            raise ValueError("Breathing places moved centres off the unit sphere, which "
+                             f"{type(composition.mstep).__name__} refuses; use refine=None "
+                             "for spherical k-means.")
+
+    def refine(self, X, sample_weight, centers, iterate, state):
+        m = min(self.m, centers.shape[0] // 2)
+        if m == 0:
+            return centers
+        rng = state.random_state
+        error, utility, weight, objective = cluster_statistics(X, sample_weight, centers, state)
+        for round_ in range(1, self.max_rounds + 1):
+            if m == 0:
+                break
+            moved = self._least_useful(centers, utility, m)
+            partners = np.setdiff1d(np.argsort(-error, kind="stable"), moved,
+                                    assume_unique=True)[:len(moved)]
+            scale = 0.01 * np.sqrt(error[partners] / np.maximum(weight[partners], 1e-300)
+                                   / centers.shape[1])
+            candidate = centers.copy()
+            candidate[moved] = centers[partners] + scale[:, None] * rng.standard_normal(
+                (len(moved), centers.shape[1]))
+            new = iterate(candidate)
+            stats = cluster_statistics(X, sample_weight, new, state)
+            kept = stats[3] < objective * (1.0 - self.tol)
+            state.refinement_log.append({"round": round_, "moved": len(moved),
+                                         "objective_before": objective,
+                                         "objective": stats[3], "kept": bool(kept)})
+            if kept:
+                centers, (error, utility, weight, objective) = new, stats
+            else:
+                m -= 1
+        return centers
+
+    @staticmethod
+    def _least_useful(centers, utility, m):
+        """The ``m`` centres of least utility, skipping a centre whose nearest other centre
+        was already chosen (freezing)."""
+        sqnorms = np.einsum("ij,ij->i", centers, centers, dtype=np.float64)
+        chosen, frozen = [], set()
+        for j in np.argsort(utility, kind="stable"):
+            if len(chosen) == m:
+                break
+            if j in frozen:
+                continue
+            chosen.append(j)
+            dist2 = sqnorms + sqnorms[j] - 2.0 * (centers @ centers[j]).astype(np.float64)
+            dist2[j] = np.inf
+            frozen.add(int(np.argmin(dist2)))
+        return np.asarray(chosen, dtype=np.intp)
