@@ -34,7 +34,9 @@ from ._estimator.clusterer import Clusterer
 from ._estimator.model_file import load_model
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 # the strategies, by kind
-from .seeding.seeders import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from .seeding.seeders import KMeansPlusPlus, RandomSeeder
+from .seeding.afkmc2 import AFKMC2
+from .seeding.composite import ByDimension, SampledSeeder
 from .seeding.pilot import FittedSeeder
 from .reduction.lwcs import LWCS, NoReduction
 from .estep.exact import ElkanEStep, FullEStep, TruncatedEStep

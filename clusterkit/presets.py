@@ -90,7 +90,9 @@ from ._estimator.registry import keywords, unknown_keyword
 from .reduction.lwcs import LWCS, default_coreset_size
 from .refine.breathing import Breathing
 from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from .seeding.seeders import AFKMC2, ByDimension, KMeansPlusPlus, SampledSeeder
+from .seeding.afkmc2 import AFKMC2
+from .seeding.composite import ByDimension, SampledSeeder
+from .seeding.seeders import KMeansPlusPlus
 from .slk.laplacian import LaplacianEStep, ModeMStep
 from .estep.variational import PartialEStep
 from .estep.bounded import BoundedEStep

@@ -341,8 +341,8 @@ def test_ctrl_c_in_a_kernel_ends_the_heartbeat_too():
         from clusterkit import presets
         from clusterkit._engine import progress as _progress
         _progress.HEARTBEAT_INTERVAL = 0.2
-        X = np.random.RandomState(0).normal(size=(400000, 16)).astype(np.float32)
-        model = announcing(presets.lloyd(2000, random_state=0, max_iter=1, verbose=1))
+        X = np.random.RandomState(0).normal(size=(1000000, 16)).astype(np.float32)
+        model = announcing(presets.lloyd(4000, random_state=0, max_iter=1, verbose=1))
         try:
             model.fit(X)
         except KeyboardInterrupt:
@@ -351,7 +351,7 @@ def test_ctrl_c_in_a_kernel_ends_the_heartbeat_too():
             sys.exit(0)
         print("finished", flush=True)
     """)
-    out, status, _ = _interrupt(code, after=1.0)
+    out, status = _interrupt(code, after=1.0)
     lines = out.strip().splitlines()
     assert status == 0 and lines[-1] == "interrupted 0"
     assert any(line.startswith("  seeding: ") for line in lines)  # it was showing progress

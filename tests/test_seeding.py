@@ -10,8 +10,7 @@ from numpy.testing import assert_array_equal
 from clusterkit import _reference as ref
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
-from clusterkit.seeding.seeders import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder,
-                                 SampledSeeder)
+from clusterkit import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from clusterkit._engine.state import FitState
 
 from ._helpers import composition

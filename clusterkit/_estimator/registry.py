@@ -21,7 +21,9 @@ from ..mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from ..reduction.lwcs import LWCS, NoReduction
 from ..refine.breathing import Breathing, NoRefinement
 from ..schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
-from ..seeding.seeders import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
+from ..seeding.afkmc2 import AFKMC2
+from ..seeding.composite import ByDimension, SampledSeeder
+from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
 from ..estep.variational import PartialEStep
 from ..estep.bounded import BoundedEStep
 from ..estep.yinyang import YinyangEStep

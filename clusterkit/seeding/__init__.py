@@ -1,5 +1,6 @@
-"""Seeders: k-means++ and AFK-MC² (greedy or plain), random, sampled and by-dimension seeding
-(:mod:`.seeders`), given initial centres, and a pilot fit as the seeding (:mod:`.pilot`).
+"""Seeders: k-means++, random rows and given centres (:mod:`.seeders`), AFK-MC², greedy or
+plain (:mod:`.afkmc2`), seeding on a sample or by the number of features (:mod:`.composite`),
+and a pilot fit as the seeding (:mod:`.pilot`).
 
 Where the code lives, not an import path: users import from :mod:`clusterkit`.
 """
