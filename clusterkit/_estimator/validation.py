@@ -351,8 +351,8 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred
                             else magnitude)
         diagonal2 = float(np.dot(ranges, ranges))
     advice = "Rescale X" + (" or pass it as float64" if dtype == np.float32 else "")
-    what = "squared distances between samples" + ("" if centred else
-                                                  " (sparse rows, not centred)")
+    rows = "" if centred else " (sparse rows, not centred)"
+    what = "squared distances between samples" + rows
     if not diagonal2 <= largest:
         raise ValueError(f"X's values are too large for {name}: {what} "
                          f"can reach {diagonal2:.3g}, beyond the largest {name} "
@@ -380,7 +380,6 @@ def check_range(low, high, dtype, n_samples, weights=None, centers=None, centred
                    total * max(extent, abs(high_value), abs(low_value), 1.0))
     if not (weighted <= largest and summed <= float(np.finfo(np.float64).max)):
         advice = " or pass X as float64" if dtype == np.float32 else ""
-        rows = "" if centred else " (sparse rows, not centred)"
         raise ValueError(f"sample_weight is too large for X in {name}{rows}: weighted sums "
                          f"over the samples can reach {weighted:.3g}, beyond the largest {name} "
                          f"({largest:.3g}). Rescale the weights (only their ratios "
