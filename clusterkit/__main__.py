@@ -211,8 +211,8 @@ def _build(preset, n_clusters, params):
     (``estep__G``) and the rest are then set with ``set_params``. What the settings make of
     the preset is recorded by :func:`composition`.
     """
-    from ._kernels._openmp import effective_n_threads
     from ._estimator.registry import SHORTCUTS, resolve
+    from ._kernels._openmp import effective_n_threads
     from .presets import PRESETS, build_preset
     if preset not in PRESETS:
         raise CommandError(f"unknown preset {preset!r}; the presets are "
@@ -381,6 +381,7 @@ def _command_presets(args):
     (:data:`clusterkit.presets.GUIDE`), wrapped, nothing cut; where the measurements are."""
     import re
     import textwrap
+
     from . import presets
     from ._estimator.guide import GUIDE_FIELDS, GUIDE_SIZES
 

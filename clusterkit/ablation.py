@@ -14,8 +14,8 @@ from sklearn.base import clone
 
 from ._estimator.clusterer import Clusterer
 from ._estimator.registry import resolve
-from .presets import PRESETS, build_preset
 from .metrics import quantization_error
+from .presets import PRESETS, build_preset
 
 __all__ = ["ablate", "plot_history", "plot_tradeoff"]
 

@@ -82,20 +82,20 @@ import inspect
 
 from ._estimator import guide as _preset_guide
 from ._estimator.clusterer import Clusterer
-from .estep.exact import ElkanEStep, FullEStep
-from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from ._estimator.guide import PresetGuide
-from .seeding.pilot import FittedSeeder
 from ._estimator.registry import keywords, unknown_keyword
+from .estep.bounded import BoundedEStep
+from .estep.exact import ElkanEStep, FullEStep
+from .estep.variational import PartialEStep
+from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from .reduction.lwcs import LWCS, default_coreset_size
 from .refine.breathing import Breathing
 from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from .seeding.afkmc2 import AFKMC2
 from .seeding.composite import ByDimension, SampledSeeder
+from .seeding.pilot import FittedSeeder
 from .seeding.seeders import KMeansPlusPlus
 from .slk.laplacian import LaplacianEStep, ModeMStep
-from .estep.variational import PartialEStep
-from .estep.bounded import BoundedEStep
 
 #: The names of the presets, in the order of the table above.
 PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from clusterkit import AFKMC2, Clusterer, FitState, LWCS, PartialEStep
-from clusterkit import _reference as ref
+from clusterkit import AFKMC2, LWCS, Clusterer, FitState, PartialEStep, _reference as ref
 from clusterkit._engine.progress import QuietDisplay
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterkit import AFKMC2, MiniBatch, ablate, plot_history, plot_tradeoff, presets
-from clusterkit import __main__ as cli
+from clusterkit import (AFKMC2, MiniBatch, __main__ as cli, ablate, plot_history, plot_tradeoff,
+                        presets)
 from clusterkit._estimator.guide import GUIDE_FIELDS
 from clusterkit._estimator.registry import resolve
 from clusterkit.datasets import make_birch_grid

@@ -2,8 +2,8 @@
 import io
 import pickle
 import warnings
-from pathlib import Path
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -5,8 +5,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from clusterkit import (Assignment, Clusterer, EStep, HardMStep, MStep, Objective,
-                        PartialEStep, Schedule, Seeder)
+from clusterkit import (Assignment, Clusterer, EStep, HardMStep, MStep, Objective, PartialEStep,
+                        Schedule, Seeder)
 
 from ._helpers import fixed_iterations
 

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from clusterkit import Clusterer, FitState, KMeansPlusPlus, LWCS, NoReduction
+from clusterkit import LWCS, Clusterer, FitState, KMeansPlusPlus, NoReduction
 from clusterkit._data import chunked as _chunked
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import lwcs_lloyd, slk_bo, vc_gmm

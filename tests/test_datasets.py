@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from clusterkit.datasets import (birch_grid_quantization_error, load_benchmark,
-                                 make_birch_grid, make_gaussian_blobs)
+from clusterkit.datasets import (birch_grid_quantization_error, load_benchmark, make_birch_grid,
+                                 make_gaussian_blobs)
 from clusterkit.metrics import quantization_error
 
 

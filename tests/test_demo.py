@@ -5,9 +5,7 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from clusterkit import Clusterer
-from clusterkit import __main__ as cli
-from clusterkit import _demo
+from clusterkit import Clusterer, __main__ as cli, _demo
 
 ROWS = (_demo.REFERENCE, "preset lloyd", "preset lwcs_lloyd", "preset vc_gmm", _demo.CARD,
         "preset best_quality")

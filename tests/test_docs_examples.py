@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 import clusterkit
-from clusterkit import __main__ as cli
-from clusterkit import presets
+from clusterkit import __main__ as cli, presets
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.rst"))]

@@ -4,8 +4,7 @@ import pytest
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
-from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, HardMStep, Schedule, Seeder,
-                        presets)
+from clusterkit import LWCS, Clusterer, ElkanEStep, FullEStep, HardMStep, Schedule, Seeder, presets
 from clusterkit._kernels import _elkan
 
 from ._helpers import assert_labels_equal_up_to_ties, composition

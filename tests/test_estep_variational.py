@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from clusterkit import FREE_ENERGY, QUANTIZATION_ERROR, FitState, FullEStep
-from clusterkit import PartialEStep, TruncatedEStep
+from clusterkit import (FREE_ENERGY, QUANTIZATION_ERROR, FitState, FullEStep, PartialEStep,
+                        TruncatedEStep)
 from clusterkit._estimator.mixture import free_energy
 
 from ._helpers import composition, fixed_iterations

@@ -460,6 +460,7 @@ def test_weighted_sampling_equals_repetition_in_distribution():
     """Rows drawn in proportion to integer weights are drawn as often as the copies of a
     repeated data set are; each counts with the mean weight."""
     from scipy.stats import chisquare
+
     from clusterkit._engine.state import FitState
     weights = np.array([1, 2, 3, 4, 10], dtype=np.float64)
     X = np.arange(5, dtype=np.float64)[:, None]

@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from clusterkit import (AFKMC2, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, PartialEStep,
-                        SampledSeeder, SoftMStep)
-from clusterkit import presets
+                        SampledSeeder, SoftMStep, presets)
 from clusterkit.datasets import make_birch_grid
 
 VARIATIONAL = {

@@ -11,11 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-from clusterkit import (LWCS, Clusterer, DataReducer, FullEStep, HardMStep, KMeansPlusPlus,
-                        Seeder, presets)
-from clusterkit import __main__ as cli
-from clusterkit._engine import progress as _progress
+from clusterkit import (LWCS, Clusterer, DataReducer, FullEStep, HardMStep, KMeansPlusPlus, Seeder,
+                        __main__ as cli, presets)
 from clusterkit._data.chunked import MemmapChunks
+from clusterkit._engine import progress as _progress
 from clusterkit._engine.state import FitState
 
 PAUSE = 0.3  # seconds a slowed-down phase lasts: many heartbeat intervals

@@ -5,8 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from clusterkit import Clusterer, PartialEStep, TruncatedEStep, presets
 

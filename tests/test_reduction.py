@@ -8,8 +8,7 @@ import pytest
 from sklearn.base import clone
 
 from clusterkit import LWCS, Clusterer, FitState, NoReduction
-from clusterkit._data import chunked as _chunked
-from clusterkit._data import nearest as _nearest
+from clusterkit._data import chunked as _chunked, nearest as _nearest
 from clusterkit.metrics import quantization_error
 
 from ._helpers import fixed_iterations

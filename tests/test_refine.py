@@ -6,11 +6,11 @@ import pytest
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
-from clusterkit import (AFKMC2, LWCS, Breathing, Clusterer, FitState, FittedSeeder,
-                        NoRefinement, PartialEStep, Refiner, presets)
-from clusterkit.refine.breathing import cluster_statistics
+from clusterkit import (AFKMC2, LWCS, Breathing, Clusterer, FitState, FittedSeeder, NoRefinement,
+                        PartialEStep, Refiner, presets)
 from clusterkit.datasets import make_gaussian_blobs
 from clusterkit.metrics import quantization_error
+from clusterkit.refine.breathing import cluster_statistics
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,14 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from clusterkit import (Clusterer, ElkanEStep, FullEStep, SBEDecay, TruncatedEStep,
                         effective_n_threads, presets)
-from clusterkit._kernels import _assign, _topk
 from clusterkit._estimator.validation import check_bandwidth, check_representable
+from clusterkit._kernels import _assign, _topk
 from clusterkit.presets import PRESETS
 
 DTYPES = [np.float32, np.float64]

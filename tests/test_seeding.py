@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from clusterkit import _reference as ref
+from clusterkit import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder,
+                        _reference as ref)
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
-from clusterkit import AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder
 from clusterkit._engine.state import FitState
 
 from ._helpers import composition

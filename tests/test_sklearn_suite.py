@@ -25,7 +25,6 @@ skl = pytest.importorskip("sklearn.cluster.tests.test_k_means",
                           reason="scikit-learn's k-means tests cannot be imported")
 from sklearn import cluster as _sk_cluster  # noqa: E402  (after the skip)
 
-
 # --- the adapters ----------------------------------------------------------------------------
 
 def _seed(init, X, n_clusters, random_state):

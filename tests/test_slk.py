@@ -4,8 +4,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_moons
 
-from clusterkit import (LWCS, Clusterer, FitState, FullBatch, LaplacianEStep, ModeMStep,
-                        knn_graph, presets)
+from clusterkit import (LWCS, Clusterer, FitState, FullBatch, LaplacianEStep, ModeMStep, knn_graph,
+                        presets)
 from clusterkit._kernels import _laplacian
 from clusterkit.metrics import nmi
 

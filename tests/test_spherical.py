@@ -8,8 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, MiniBatch, NestedDoubling,
-                        PartialEStep, SBEDecay, Seeder, SphericalMStep, TruncatedEStep,
-                        presets)
+                        PartialEStep, SBEDecay, Seeder, SphericalMStep, TruncatedEStep, presets)
 from clusterkit.metrics import nmi
 
 from ._helpers import fixed_iterations

@@ -206,6 +206,7 @@ def test_scikit_learn_keywords_and_typos_name_what_to_pass(kwargs, match):
 
 def test_unknown_keywords_leave_the_estimator_scikit_learn_compliant():
     import pickle
+
     from sklearn.base import clone
     km = Clusterer(3, n_init=2, estep="elkan")
     assert clone(km).get_params() == km.get_params()
@@ -266,6 +267,7 @@ def _warned_here(category, match, action):
 
 def test_warnings_point_at_the_callers_line():
     from sklearn.exceptions import ConvergenceWarning
+
     from clusterkit import LWCS, PartialEStep
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(200, 2))

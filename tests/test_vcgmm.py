@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 
 from clusterkit import (AFKMC2, FREE_ENERGY, LWCS, Clusterer, FitState, FullEStep, HardMStep,
-                        KMeansPlusPlus, PartialEStep, SoftMStep)
+                        KMeansPlusPlus, PartialEStep, SoftMStep, presets)
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
-from clusterkit import presets
 from clusterkit.presets import lloyd, lwcs_lloyd, vc_gmm
 
 from ._helpers import fixed_iterations

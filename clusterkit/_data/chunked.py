@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._estimator.validation import (check_range, check_weight_counts, check_weight_shape,
+                                     count_weight_problems)
 from .._kernels._lwcs import moments_weighted
 from .nearest import nearest, single_threaded_blas
-from .._estimator.validation import (check_range, check_weight_counts, check_weight_shape,
-                          count_weight_problems)
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
            "import_dask", "is_dask_array", "map_rows", "row_weights"]

@@ -19,10 +19,9 @@ centring, one block-size policy and one BLAS policy:
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from . import sparse as _sparse
-from .._kernels import _assign
-from .._kernels import _sparse as _sparse_kernels
+from .._kernels import _assign, _sparse as _sparse_kernels
 from .._kernels._dist import TILE_ROWS, center_rows
+from . import sparse as _sparse
 
 __all__ = ["BLOCK_BYTES", "all_dist2", "centred_copy", "data_mean", "dist2_blocks",
            "dist2_to_labels", "in_frame", "nearest", "row_blocks", "single_threaded_blas"]

@@ -16,12 +16,12 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._data import chunked as _chunked
-from .assignment import Assignment
 from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
+from .._estimator.validation import (bounding_box, check_n_clusters, check_representable,
+                                     squared_diagonal)
+from .assignment import Assignment
 from .progress import QUIET, make_display
 from .state import FitState, variance_floor, weighted_sum
-from .._estimator.validation import (bounding_box, check_n_clusters, check_representable,
-                          squared_diagonal)
 from .warn import warn
 
 __all__ = ["Driver", "Result", "check_composition"]

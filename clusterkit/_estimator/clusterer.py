@@ -8,23 +8,23 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data import chunked as _chunked
-from . import lazy as _lazy
+from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
+from .._data.sparse import is_sparse
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
 from .._engine.driver import Driver, check_composition
-from ..seeding.seeders import GivenCenters
-from .._kernels._openmp import effective_n_threads
-from .mixture import GaussianMixtureMethods
-from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from .._engine.progress import check_verbose
-from .registry import (AnswersUnknownKeywords, accepts_sparse, check_sparse_composition,
-                       resolve, strategy_class)
-from .._data.sparse import is_sparse
-from .streaming import StreamingMethods
 from .._engine.state import weighted_sum
-from .validation import (check_data, check_initial_centers, check_params,
-                          check_representable, check_sample_weight, unit_rows)
 from .._engine.warn import warn
+from .._kernels._openmp import effective_n_threads
+from ..seeding.seeders import GivenCenters
+from . import lazy as _lazy
+from .mixture import GaussianMixtureMethods
+from .registry import (AnswersUnknownKeywords, accepts_sparse, check_sparse_composition, resolve,
+                       strategy_class)
+from .streaming import StreamingMethods
+from .validation import (check_data, check_initial_centers, check_params, check_representable,
+                         check_sample_weight, unit_rows)
 
 __all__ = ["Clusterer"]
 

@@ -11,9 +11,9 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
+from .._engine.state import weighted_sum
 from . import lazy as _lazy
 from .available import available_if
-from .._engine.state import weighted_sum
 
 __all__ = ["GaussianMixtureMethods", "free_energy", "log_joint_offset"]
 

@@ -15,8 +15,10 @@ import functools
 import inspect
 
 from .._engine.contracts import DataReducer, EStep, MStep, Refiner, Schedule, Seeder
-from .guide import SPARSE_PRESETS
+from ..estep.bounded import BoundedEStep
 from ..estep.exact import ElkanEStep, FullEStep, TruncatedEStep
+from ..estep.variational import PartialEStep
+from ..estep.yinyang import YinyangEStep
 from ..mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from ..reduction.lwcs import LWCS, NoReduction
 from ..refine.breathing import Breathing, NoRefinement
@@ -24,9 +26,7 @@ from ..schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ..seeding.afkmc2 import AFKMC2
 from ..seeding.composite import ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
-from ..estep.variational import PartialEStep
-from ..estep.bounded import BoundedEStep
-from ..estep.yinyang import YinyangEStep
+from .guide import SPARSE_PRESETS
 
 __all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
            "check_sparse_composition", "close_name", "keywords", "resolve", "sparse_seeds",

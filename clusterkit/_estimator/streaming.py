@@ -2,12 +2,11 @@
 k-means over a stream), as a mixin of the estimator."""
 import numpy as np
 
-from .available import available_if
-from .._engine.driver import check_composition
-from .registry import strategy_class
 from .._data.sparse import is_sparse
-from .validation import (check_data, check_params, check_representable,
-                          check_sample_weight)
+from .._engine.driver import check_composition
+from .available import available_if
+from .registry import strategy_class
+from .validation import check_data, check_params, check_representable, check_sample_weight
 
 __all__ = ["StreamingMethods", "stream_refusal"]
 

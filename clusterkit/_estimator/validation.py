@@ -4,8 +4,8 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from .._kernels._openmp import effective_n_threads
 from .._data.sparse import bounding_rows, check_csr, is_sparse
+from .._kernels._openmp import effective_n_threads
 
 __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
            "check_n_clusters", "check_int", "check_range", "check_representable",

@@ -11,6 +11,7 @@ from cython.parallel cimport prange
 
 from ._dist cimport CHUNK_SIZE
 
+
 cdef enum:
     BLOCK_CHUNKS = 32          # chunks per block when there are at most MAX_BLOCKS of them
     MAX_BLOCKS = 32

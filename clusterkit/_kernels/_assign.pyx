@@ -2,12 +2,14 @@
 import numpy as np
 
 from cython cimport floating
+from cython.parallel cimport parallel, prange, threadid
 from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log
-from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _add_sample, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
+
 from ._dist import center_tables
+
 from ._blocked cimport CHUNK_SIZE, _block_width, _nearest_blocked
 from ._dist cimport _dist2_tile, _max_sqnorm, _sqdist_wide, _sqnorm, _use_gemm
 

@@ -3,8 +3,10 @@
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport INFINITY, ldexp
+
 from ._blas cimport _gemm_nt
 from ._dist cimport CHUNK_SIZE, _settle_exactly, _sqdist_wide, _sqnorm, tile_t
+
 
 # Bytes of one thread's tile of CHUNK_SIZE rows x a block of centres. Wide blocks keep gemm
 # efficient where its dot products are short: blocks of 256 centres (a 512 KiB tile, for

@@ -1,7 +1,9 @@
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.string cimport memcpy
+
 from ._blas cimport _gemm_nt
+
 
 # Samples per chunk of the blocked kernels: a CHUNK_SIZE x n_clusters tile of distances stays
 # in cache for moderate n_clusters, and gemm is efficient at this size.

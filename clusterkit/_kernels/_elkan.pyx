@@ -13,9 +13,11 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
+
 from ._dist import center_tables
+
 from ._dist cimport (CHUNK_SIZE, _dist2_tile, _first_visit, _max_sqnorm, _sqdist_wide, _sqnorm,
-                    _store_lower, _use_gemm)
+                     _store_lower, _use_gemm)
 from ._sparse cimport _sparse_dist2
 
 

@@ -12,11 +12,11 @@ from libc.math cimport sqrt
 from libc.stdlib cimport calloc, free
 
 from ._dist cimport CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, ck_prefetch_row
+from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BLOCK, _block_mass,
+                                _copy_row, _group_entries, _invert_cumsum, _may_overlap,
+                                _Neighbours, _prefix_sums, _push_neighbour, _score_group,
+                                _sort_members)
 from ._openmp cimport _threads_for
-from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BLOCK,
-                                _Neighbours, _block_mass, _copy_row, _group_entries,
-                                _invert_cumsum, _may_overlap, _prefix_sums, _push_neighbour,
-                                _score_group, _sort_members)
 
 
 cdef void _d2_update_chunk(const floating* X,          # IN    (n_rows, n_features)

@@ -13,6 +13,7 @@ from cython.parallel cimport parallel, prange, threadid
 from ._dist cimport CHUNK_SIZE
 from ._openmp cimport _threads_for
 
+
 # Bytes of data per piece of the moments: small enough that the second pass over a piece
 # finds it in the L2 cache.
 cdef enum:

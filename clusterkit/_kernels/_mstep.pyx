@@ -9,12 +9,12 @@ results are bit-identical for any ``n_threads``.
 import numpy as np
 
 from cython cimport floating
-from libc.float cimport DBL_MIN, FLT_MIN
 from cython.parallel cimport prange
+from libc.float cimport DBL_MIN, FLT_MIN
 
-from ._dist cimport _sqdist_wide
 from ._accumulate cimport (_add_sample, _block_rows, _blocks_fit, _counting_sort, _n_blocks,
                            _reduce_blocks)
+from ._dist cimport _sqdist_wide
 
 
 def accumulate_statistics(const floating[:, ::1] X,              # IN

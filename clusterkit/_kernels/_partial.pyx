@@ -12,12 +12,14 @@ Three kernels implement Algs. 1 and 2 of the paper:
 import numpy as np
 
 from cython cimport floating
-from libc.math cimport sqrt
 from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport sqrt
 
 from ._dist import center_tables
+
 from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide
 from ._select cimport _push
+
 
 # Entries per block of the exhaustive neighbourhood selection (see _exhaustive_chunk).
 cdef enum:

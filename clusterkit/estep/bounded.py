@@ -1,11 +1,11 @@
 """The rule that chooses an exact bounded E-step for a fit (:class:`BoundedEStep`): Elkan's
 bounds, Yinyang's groups, or Hamerly's single bound with a neighbour search, by the data's
 dimension, the number of clusters and the memory the bounds may take."""
+from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.contracts import EStep
-from .exact import ElkanEStep, _ElkanBounds, elkan_memory
-from .._data.sparse import is_sparse
 from .._estimator.validation import available_memory, check_int
+from .exact import ElkanEStep, _ElkanBounds, elkan_memory
 from .yinyang import SEPARATION_MAX_FEATURES, YinyangEStep, _YinyangBounds
 
 __all__ = ["BoundedEStep"]

@@ -5,15 +5,14 @@ import math
 
 import numpy as np
 
+from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
+                            is_sparse, row_sqnorms)
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
 from .._engine.contracts import EStep
-from .._kernels import _assign, _dist, _elkan, _mstep, _topk
-from .._kernels import _sparse as _sparse_kernels
-from .._estimator.mixture import free_energy
-from .._data.sparse import center_half_distances as sparse_center_half_distances
-from .._data.sparse import csr_arrays, is_sparse, row_sqnorms
 from .._engine.state import weighted_sum
+from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_int, check_memory
+from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 

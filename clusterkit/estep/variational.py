@@ -2,10 +2,10 @@
 import numpy as np
 
 from .._engine.contracts import EStep
-from .exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
-from .._kernels import _partial
-from .._estimator.validation import check_choice, check_int
 from .._engine.warn import warn
+from .._estimator.validation import check_choice, check_int
+from .._kernels import _partial
+from .exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
 
 __all__ = ["PartialEStep"]
 

@@ -7,10 +7,10 @@ import numpy as np
 
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.contracts import EStep
-from .exact import batch_rows, bound_slack, bounds_scale, split_first_visits
-from .._kernels import _assign, _centers, _mstep, _yinyang
 from .._engine.state import weighted_sum
 from .._estimator.validation import available_memory, check_int, check_memory
+from .._kernels import _assign, _centers, _mstep, _yinyang
+from .exact import batch_rows, bound_slack, bounds_scale, split_first_visits
 
 __all__ = ["YinyangEStep", "yinyang_memory", "yinyang_groups"]
 

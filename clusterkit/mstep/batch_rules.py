@@ -5,9 +5,8 @@ and the relocation of clusters without weight."""
 
 import numpy as np
 
-from .._kernels import _mstep
-from .._kernels import _sparse as _sparse_kernels
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
+from .._kernels import _mstep, _sparse as _sparse_kernels
 
 __all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_clusters"]
 

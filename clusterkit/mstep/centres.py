@@ -5,9 +5,9 @@ import numpy as np
 
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
-from .batch_rules import HARD_RULES, batch_sums, divide, relocate_empty_clusters
-from .._kernels import _mstep
 from .._engine.state import weighted_sum
+from .._kernels import _mstep
+from .batch_rules import HARD_RULES, batch_sums, divide, relocate_empty_clusters
 
 __all__ = ["HardMStep", "SoftMStep", "SphericalMStep"]
 

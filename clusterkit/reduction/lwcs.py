@@ -1,12 +1,12 @@
 """Data reducers: replace the data by a smaller weighted set before clustering."""
 import numpy as np
 
-from .._engine.contracts import DataReducer
 from .._data.chunked import MemmapChunks, fit_weights
+from .._engine.contracts import DataReducer
+from .._engine.warn import warn
+from .._estimator.validation import check_int
 from .._kernels._lwcs import mass_cumulative
 from ..seeding.seeders import _invert
-from .._estimator.validation import check_int
-from .._engine.warn import warn
 
 __all__ = ["NoReduction", "LWCS", "default_coreset_size"]
 

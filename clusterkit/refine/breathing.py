@@ -12,8 +12,8 @@ import numpy as np
 
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR
 from .._engine.contracts import Refiner
-from ..estep.exact import top_winners
 from .._estimator.validation import check_int
+from ..estep.exact import top_winners
 
 __all__ = ["NoRefinement", "Breathing", "cluster_statistics"]
 

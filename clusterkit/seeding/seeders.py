@@ -11,12 +11,11 @@ import math
 
 import numpy as np
 
-from .._engine.contracts import Seeder
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
-from .._estimator.validation import check_int
-from .._kernels import _kmeanspp
-from .._kernels import _sparse as _sparse_kernels
+from .._engine.contracts import Seeder
 from .._engine.warn import warn
+from .._estimator.validation import check_int
+from .._kernels import _kmeanspp, _sparse as _sparse_kernels
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "GivenCenters"]
 

@@ -7,8 +7,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from .._kernels._openmp import effective_n_threads
 from .._estimator.validation import check_int
+from .._kernels._openmp import effective_n_threads
 
 __all__ = ["knn_graph", "EXACT_BELOW"]
 
