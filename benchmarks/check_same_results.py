@@ -1,10 +1,12 @@
 """Check that a change leaves fitted results bit-identical.
 
-Fits every preset of ``clusterkit.presets`` (both dtypes, with and without sample weights, 1 and 2 threads) and a dozen
-other compositions (truncated and partial E-steps with each start, AFK-MC2, random and sampled
-seeds, n_init, given centres, the free-energy stopping rule) on three small generated data sets
-and records centres, labels, cost_, n_iter_, objective_ and inertia_. Run it from the root of
-the checkout before the change with ``--save``, after it with ``--compare``::
+Fits every preset of ``clusterkit.presets`` (both dtypes, with and without sample weights, 1
+and 2 threads), a dozen other compositions (truncated and partial E-steps with each start,
+AFK-MC2, random and sampled seeds, n_init, given centres, the free-energy stopping rule; 2
+threads) and a ``partial_fit`` stream on three small generated data sets, and records centres,
+labels, cost_, n_iter_, objective_ and inertia_. Run it from the root of the checkout (it
+imports that checkout's clusterkit) before the change with ``--save``, after it with
+``--compare``::
 
     python benchmarks/check_same_results.py --save /tmp/before.npz
     python benchmarks/check_same_results.py --compare /tmp/before.npz
