@@ -17,8 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._data import chunked as _chunked
 from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
-from .._estimator.validation import (bounding_box, check_n_clusters, check_representable,
-                                     squared_diagonal)
+from .._estimator.validation import check_n_clusters, check_representable, squared_diagonal
 from .assignment import Assignment
 from .progress import QUIET, make_display
 from .state import FitState, variance_floor, weighted_sum
@@ -136,6 +135,7 @@ class Driver:
         self.verbose = verbose
         self.callback = callback
         self.x_mean = None
+        self.box = None  # a fit's bounding box of the given rows, (low, high)
         self.centers = None  # a stream's current centres
         self._stream_display = None  # kept between a stream's batches (its bar)
 
@@ -165,20 +165,21 @@ class Driver:
 
     # -- a fit -------------------------------------------------------------------------------
 
-    def fit(self, X, sample_weight, x_mean, n_init, compute_labels):
+    def fit(self, X, sample_weight, x_mean, n_init, compute_labels, box=None):
         """Reduce and centre once, run ``n_init`` times, keep the best run, label the data.
 
-        ``X`` is an ndarray (validated) or :class:`~clusterkit._data.chunked.ChunkedData` (then
-        ``sample_weight`` and ``x_mean`` are ``None``: the first pass over the chunks gives
-        the mean). Returns a :class:`Result`.
+        ``X`` is an ndarray (validated; ``box`` is the bounding box its range check found,
+        ``(low, high)``) or :class:`~clusterkit._data.chunked.ChunkedData` (then
+        ``sample_weight``, ``x_mean`` and ``box`` are ``None``: the first pass over the chunks
+        gives the mean and the box). Returns a :class:`Result`.
         """
         with self._showing_progress():
-            return self._fit(X, sample_weight, x_mean, n_init, compute_labels)
+            return self._fit(X, sample_weight, x_mean, n_init, compute_labels, box)
 
-    def _fit(self, X, sample_weight, x_mean, n_init, compute_labels):
+    def _fit(self, X, sample_weight, x_mean, n_init, compute_labels, box):
         if isinstance(X, _chunked.ChunkedData):
-            x_mean = self._scan(X)  # (moves given initial centres into the data's frame)
-        self.x_mean = x_mean
+            x_mean, box = self._scan(X)  # (moves given initial centres into the data's frame)
+        self.x_mean, self.box = x_mean, box
         state, strategies = self.state, self.composition
         X_fit, w_fit, reduced = self.prepare(X, sample_weight)
         best = None
@@ -228,8 +229,8 @@ class Driver:
     def _scan(self, data):
         """The first pass over data in row chunks (``ChunkedData.scan``): validates them and
         returns their mean as the fit's centring, in their dtype (the unweighted mean, as for
-        data in memory: the same rows give the same fit on every container); given initial
-        centres move into that frame."""
+        data in memory: the same rows give the same fit on every container), and their
+        bounding box; given initial centres move into that frame."""
         state = self.state
         with state.timed("scan"):
             moments = data.scan(
@@ -238,7 +239,7 @@ class Driver:
         self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
                     f"{state.seconds_by_phase['scan']:.3g} s")
         self.composition = self.composition._replace(seed=self.composition.seed.in_frame(x_mean))
-        return x_mean
+        return x_mean, (moments.low, moments.high)
 
     def prepare(self, X, sample_weight):
         """The data every run clusters: reduced (once), then centred (a copy), in the
@@ -284,13 +285,8 @@ class Driver:
         # (sparse data are not centred: their frame's mean is zero, see data_mean)
         centred, sum_of_squares = centred_copy(X, self.x_mean, state.n_threads, state.order)
         # the bounding box of all the given rows (zero weights included), as the range
-        # check saw it: a chunked scan found it already
-        if chunked:
-            moments = X_given.scan()  # (the first pass's, computed once)
-            box = moments.low, moments.high
-        else:
-            box = bounding_box(X_given)
-        self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*box))
+        # check found it
+        self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*self.box))
         return centred, sample_weight, reduced
 
     def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):

@@ -351,12 +351,12 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             X = self._model_rows(check_data(self, X))
             check_params(self, X.shape[0])
             sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-            check_representable(X, sample_weight=sample_weight)
+            box = check_representable(X, sample_weight=sample_weight)
             x_mean = self._frame_mean(X)
         else:
             # Data in row chunks: the composition is checked before the first pass over them,
-            # which validates them and gives their mean.
-            X, sample_weight, x_mean = chunked, None, None
+            # which validates them and gives their mean and bounding box.
+            X, sample_weight, x_mean, box = chunked, None, None, None
             check_params(self, X.shape[0])
         composition = self._strategies(X, x_mean)
         n_init = self.n_init
@@ -366,7 +366,7 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             n_init = 1
         driver = self._driver(composition, X.shape[1])
         with single_threaded_blas():
-            result = driver.fit(X, sample_weight, x_mean, n_init, self.compute_labels)
+            result = driver.fit(X, sample_weight, x_mean, n_init, self.compute_labels, box)
         if self.compute_labels and not _chunked.is_dask_array(result.labels):
             n_distinct = np.count_nonzero(np.bincount(result.labels,
                                                       minlength=self.n_clusters))

@@ -246,6 +246,11 @@ def check_representable(X, centers=None, sample_weight=None):
     sample_weight : ndarray of shape (n_samples,), default=None
         The weights; ``None`` means unit weights.
 
+    Returns
+    -------
+    box : tuple of ndarray of shape (n_features,)
+        ``(low, high)``: ``X``'s bounding box, which the fit's variance floor reads too.
+
     Raises
     ------
     ValueError
@@ -256,8 +261,9 @@ def check_representable(X, centers=None, sample_weight=None):
         with np.errstate(over="ignore"):
             total = float(sample_weight.sum(dtype=np.float64))
         weights = (total, float(sample_weight.max()))
-    check_range(*bounding_box(X), X.dtype, X.shape[0], weights, centers,
-                centred=not is_sparse(X))
+    box = bounding_box(X)
+    check_range(*box, X.dtype, X.shape[0], weights, centers, centred=not is_sparse(X))
+    return box
 
 
 def bounding_box(X):
