@@ -47,7 +47,7 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     n_far = min(empty.size, int(np.count_nonzero(score > 0)))
     far = _largest(score, n_far)
     if withdraw:
-        far = _withdraw(far, score, n_far, centers_new, weight_in_clusters, X, sample_weight,
+        far = _withdraw(far, score, empty, centers_new, weight_in_clusters, X, sample_weight,
                         assignment.labels)
     moved = empty[:far.size]
     rows = dense_rows(X, far)
@@ -56,11 +56,11 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     return far.size
 
 
-def _withdraw(far, score, n_far, centers_new, weight_in_clusters, X, sample_weight, labels):
-    """The samples (at most ``n_far``, farthest first) that leave their clusters for the empty
-    ones; each one's cluster becomes the mean of its other samples (``centers_new`` and
-    ``weight_in_clusters`` updated in place)."""
-    empty = np.flatnonzero(weight_in_clusters <= 0)
+def _withdraw(far, score, empty, centers_new, weight_in_clusters, X, sample_weight, labels):
+    """The samples (at most as many as ``far``, farthest first) that leave their clusters for
+    the ``empty`` ones; each one's cluster becomes the mean of its other samples
+    (``centers_new`` and ``weight_in_clusters`` updated in place)."""
+    n_far = far.size
     remaining = weight_in_clusters.astype(np.float64)
     chosen = []
     for i in (far if _can_all_leave(far, labels, sample_weight, remaining)
