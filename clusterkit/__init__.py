@@ -27,8 +27,9 @@ The documentation's layout page says what each module holds and which tests cove
 from . import datasets, metrics, presets  # public submodules, as attributes of the package
 # the engine: contracts and state
 from ._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Objective
-from ._engine.contracts import Composition, DataReducer, EStep, MStep, Refiner, Schedule, Seeder
-from ._engine.state import Channel, FitState
+from ._engine.contracts import (Composition, DataReducer, EStep, MStep, Refiner, Schedule, Seeder,
+                                Seeding)
+from ._engine.state import Channel, FitConfig, FitState, Meter, Run
 # the estimator
 from ._estimator.clusterer import Clusterer
 from ._estimator.model_file import load_model
@@ -56,8 +57,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Clusterer",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Refiner", "Assignment",
-    "FitState",
-    "Channel",
+    "Seeding", "FitState", "FitConfig", "Meter", "Run", "Channel",
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
     "FittedSeeder",

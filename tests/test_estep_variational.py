@@ -152,7 +152,7 @@ def test_partial_state_starts_from_the_seeding(soft, n_winners):
 
     X, _ = _blobs(500, 30, 2, np.float64, seed=5)
     state = _state(X, 30, soft)
-    centers = KMeansPlusPlus().seed(X, np.ones(500), 30, state)
+    centers, state.run.seed_labels = KMeansPlusPlus().seeding(X, np.ones(500), 30, state)
     seeding_cost = state.cost["seeding"]
     st = PartialEStep(G=4, n_winners=n_winners).init_state(X, np.ones(500), centers, state)
     exact = np.empty((30, max(4, n_winners)), dtype=np.int32)

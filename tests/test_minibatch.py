@@ -220,6 +220,46 @@ def test_partial_fit_streams_full_batches_as_minibatch(blobs):
     np.testing.assert_array_equal(stream("full"), stream(MiniBatch()))
 
 
+@pytest.mark.parametrize("learning_rate", ["count", "adaptive"])
+def test_partial_fit_steps_through_a_call_in_batches_of_batch_size(blobs, learning_rate):
+    """One call of 3.5 batch_size rows runs the four steps that four calls would."""
+    X = blobs[:700]
+    schedule = MiniBatch(batch_size=200, learning_rate=learning_rate)
+    whole = Clusterer(12, seed=X[:12].copy(), schedule=schedule, random_state=0)
+    whole.partial_fit(X)
+    parts = Clusterer(12, seed=X[:12].copy(), schedule=schedule, random_state=0)
+    for i in range(0, 700, 200):
+        parts.partial_fit(X[i:i + 200])
+    assert whole.n_iter_ == parts.n_iter_ == 4
+    assert [h["batch_size"] for h in whole.history_] == [200, 200, 200, 100]
+    np.testing.assert_allclose(whole.cluster_centers_, parts.cluster_centers_, rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_partial_fit_reports_the_schedules_stopping_rule_in_converged_(blobs):
+    """center_tol and max_no_improvement do not end a stream; converged_ says whether a fit
+    would have stopped at the call's last step."""
+    def stream(schedule):
+        km = Clusterer(12, seed=blobs[:12].copy(), schedule=schedule, random_state=0)
+        flags = []
+        for _ in range(3):
+            for i in range(0, len(blobs), 500):
+                flags.append(km.partial_fit(blobs[i:i + 500]).converged_)
+        return flags
+
+    assert stream(MiniBatch(center_tol=1e6))[-1]  # every step settles at once
+    assert not any(stream(MiniBatch(center_tol=0.0, max_no_improvement=None)))
+    patient, impatient = stream(MiniBatch(max_no_improvement=1000)), stream(
+        MiniBatch(max_no_improvement=1))
+    assert not any(patient) and any(impatient)
+
+
+def test_partial_fit_refuses_a_fraction_of_a_pass(blobs):
+    with pytest.raises(ValueError, match="max_passes=0.5 stops a fit within its first pass"):
+        Clusterer(5, schedule=MiniBatch(max_passes=0.5)).partial_fit(blobs)
+    Clusterer(5, schedule=MiniBatch(max_passes=1)).partial_fit(blobs)  # a stream visits once
+
+
 def test_partial_fit_refuses_weighted_sampling(blobs):
     with pytest.raises(ValueError, match="sampling='weighted' draws each batch's rows in "
                                          "proportion to their weight from all the data; a "
@@ -387,7 +427,7 @@ def _fake_run(schedule, objectives, tol=0.0, n_samples=1000):
     None."""
     from clusterkit._engine.state import FitState
     state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
-    state.start_run(n_samples)
+    state.new_run(n_samples)
     X = np.zeros((n_samples, 2))
     state.schedule_state = schedule.init_state(X, np.ones(n_samples), X[:3], state)
     state.center_norm, state.center_shift = 1.0, np.ones(3) / np.sqrt(3)
@@ -466,7 +506,7 @@ def test_weighted_sampling_equals_repetition_in_distribution():
     X = np.arange(5, dtype=np.float64)[:, None]
     schedule = MiniBatch(batch_size=4, sampling="weighted")
     state = FitState(n_clusters=1, n_features=1, random_state=np.random.RandomState(0))
-    state.start_run(5)
+    state.new_run(5)
     state.schedule_state = schedule.init_state(X, weights, X[:1], state)
     batches = schedule.batches(5, state)
     counts = np.zeros(5)
@@ -481,7 +521,7 @@ def test_weighted_sampling_equals_repetition_in_distribution():
     repeated = np.repeat(np.arange(5), weights.astype(int))
     uniform = MiniBatch(batch_size=4)
     state = FitState(n_clusters=1, n_features=1, random_state=np.random.RandomState(1))
-    state.start_run(repeated.size)
+    state.new_run(repeated.size)
     state.schedule_state = uniform.init_state(X[repeated], np.ones(repeated.size),
                                               X[:1], state)
     batches = uniform.batches(repeated.size, state)

@@ -172,13 +172,36 @@ def test_refused_compositions(blobs):
         presets.lloyd(4, refine=Breathing()).fit(sp.csr_matrix(blobs[:100]))
 
 
-def test_a_refiner_returning_other_centres_is_refused(blobs):
-    class Stranger(Refiner):
-        def refine(self, X, sample_weight, centers, iterate, state):
-            return centers.copy()
+def test_a_refiner_returning_another_run_is_refused(blobs):
+    from clusterkit import Run
 
-    with pytest.raises(ValueError, match="neither those it was given"):
+    class Stranger(Refiner):
+        def refine(self, X, sample_weight, run, iterate, state):
+            return Run(run.centers.shape[0], X.shape[0])
+
+    with pytest.raises(ValueError, match="neither the run it was given"):
         presets.lloyd(4, refine=Stranger()).fit(blobs[:100])
+
+
+def test_a_refiner_written_for_centres_is_told_of_the_run(blobs):
+    """A refiner of the contract before runs were objects (centres in, centres out) fails
+    with a message that names the change, whatever it does with its argument first."""
+    class Jitter(Refiner):
+        def refine(self, X, sample_weight, centers, iterate, state):
+            return iterate(centers + 0.3)
+
+    class Counts(Refiner):
+        def refine(self, X, sample_weight, centers, iterate, state):
+            m = centers.shape[0] // 2
+            return iterate(np.roll(centers, m, axis=0))
+
+    class Echo(Refiner):
+        def refine(self, X, sample_weight, centers, iterate, state):
+            return np.asarray(centers)
+
+    for refiner in (Jitter(), Counts(), Echo()):
+        with pytest.raises((TypeError, AttributeError), match="receives and returns a Run"):
+            presets.lloyd(4, refine=refiner).fit(blobs[:100])
 
 
 def test_a_refiner_may_return_an_earlier_iterate_result(blobs):
@@ -187,9 +210,9 @@ def test_a_refiner_may_return_an_earlier_iterate_result(blobs):
     class KeepFirst(Refiner):
         """Two rounds from jittered centres; returns the first round's result."""
 
-        def refine(self, X, sample_weight, centers, iterate, state):
-            first = iterate(centers + 0.3)
-            iterate(centers - 0.3)
+        def refine(self, X, sample_weight, run, iterate, state):
+            first = iterate(run.centers + 0.3)
+            iterate(run.centers - 0.3)
             state.refinement_log += [{"round": 1, "objective": 0.0, "kept": True},
                                      {"round": 2, "objective": 0.0, "kept": False}]
             return first

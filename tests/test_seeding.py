@@ -180,15 +180,21 @@ def test_kmeans_plus_plus_evaluation_count(n_local_trials, n_clusters):
         assert n < cost <= n + (n_clusters - 1) * per_step + trials * n_clusters ** 2
 
 
-def test_kmeans_plus_plus_sets_nearest_seed_labels():
+def test_kmeans_plus_plus_gives_nearest_seed_labels():
     X = _blobs()
     state = FitState(n_clusters=7, n_features=X.shape[1],
                      random_state=np.random.RandomState(0), n_threads=2, needs_resp=False)
-    centers = KMeansPlusPlus().seed(X, np.ones(len(X)), 7, state)
-    assert_array_equal(state.seed_labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
+    centers, labels = KMeansPlusPlus().seeding(X, np.ones(len(X)), 7, state)
+    assert_array_equal(labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
+    # seed() gives the same centres from the same stream
+    state = FitState(n_clusters=7, n_features=X.shape[1],
+                     random_state=np.random.RandomState(0), n_threads=2, needs_resp=False)
+    assert_array_equal(KMeansPlusPlus().seed(X, np.ones(len(X)), 7, state), centers)
+    # a sample's labels are not the data's; a sample of all rows keeps them
     sampled = SampledSeeder(KMeansPlusPlus(), size=len(X) // 2)
-    sampled.seed(X, np.ones(len(X)), 7, state)
-    assert state.seed_labels is None
+    assert sampled.seeding(X, np.ones(len(X)), 7, state).labels is None
+    whole = SampledSeeder(KMeansPlusPlus(), size=len(X)).seeding(X, np.ones(len(X)), 7, state)
+    assert_array_equal(whole.labels, ((X[:, None] - whole.centers) ** 2).sum(-1).argmin(1))
 
 
 @pytest.mark.parametrize("n_clusters", [1, 2, 7])
@@ -292,18 +298,18 @@ def test_kmeans_plus_plus_fallback_prefers_positive_weight_rows():
     for seed in range(5):
         state = _state(X, 6, seed=seed)
         with pytest.warns(RuntimeWarning, match="KMeansPlusPlus found only 1 distinct points"):
-            centers = KMeansPlusPlus(n_local_trials=1).seed(X, w, 6, state)
+            centers, labels = KMeansPlusPlus(n_local_trials=1).seeding(X, w, 6, state)
         # the three other copies of row 0 come before the zero-weight rows
         assert_array_equal(centers[:4], 0)
         assert_array_equal(np.sort(centers[4:, 0]), [1.0, 2.0])
         assert state.cost["seeding"] == 6  # only the first centre's D^2
         # rows 4 and 5 are now centres, but the seeding never measured them: no labels
-        assert state.seed_labels is None
+        assert labels is None
     # fallback centres with weight duplicate chosen ones: the labels stay exact
     state = _state(X, 3, seed=0)
     with pytest.warns(RuntimeWarning):
-        centers = KMeansPlusPlus(n_local_trials=1).seed(X, w, 3, state)
-    assert_array_equal(state.seed_labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
+        centers, labels = KMeansPlusPlus(n_local_trials=1).seeding(X, w, 3, state)
+    assert_array_equal(labels, ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
 
 
 def test_random_seeder_with_weights_beyond_float64s_range():
@@ -424,7 +430,9 @@ def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
     assert_array_equal(centers, chosen.seed(X, w, 10, expected_state))
     assert state.cost == expected_state.cost
     # the chosen seeder's nearest-seed labels come with it (k-means++ has them, AFK-MC² not)
-    assert (state.seed_labels is None) == (n_features > 4)
+    seeding = seeder.seeding(X, w, 10, _state(X, 10))
+    assert_array_equal(seeding.centers, centers)
+    assert (seeding.labels is None) == (n_features > 4)
 
 
 def test_by_dimension_defaults():

@@ -183,7 +183,7 @@ def test_memory_does_not_grow_with_clusters():
     estep = YinyangEStep(n_groups=3)
     from clusterkit import FitState
     state = FitState(n_clusters=400, n_features=2, random_state=np.random.RandomState(0))
-    state.start_run(2000)
+    state.new_run(2000)
     bounds = estep.init_state(X, np.ones(2000), X[:400].copy(), state)
     assert bounds.lower.nbytes == 4 * 2000 * 3 and bounds.n_groups == 3
 

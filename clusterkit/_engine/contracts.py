@@ -10,8 +10,8 @@ A fit is assembled from six small strategy objects, each with one verb:
   M-step;
 * :class:`Schedule` -- ``batches(n_samples, state)``: which rows each step works on, and
   ``should_stop(state, tol)``: when to stop;
-* :class:`Refiner` -- ``refine(X, sample_weight, centers, iterate, state) -> centers``: after
-  a run ended on its own, leave its local minimum by restarting the iterations from changed
+* :class:`Refiner` -- ``refine(X, sample_weight, run, iterate, state) -> run``: after a run
+  ended on its own, leave its local minimum by restarting the iterations from changed
   centres (``iterate``), keeping only what is better.
 
 Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
@@ -20,8 +20,12 @@ stores its arguments, so ``get_params``/``set_params`` (also nested, as
 ``self`` between fits. Whatever an E-step, M-step or schedule must carry from one step to
 the next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own
 per-run state: an object its optional ``init_state`` hook returns, which the driver keeps for
-it (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``) and no other
-strategy reads. A strategy whose model has more to report than centres and labels (soft
+it in the run (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``, see
+:class:`~clusterkit.Run`) and no other strategy reads. What one strategy gives another
+travels through declarations and return values the driver routes: a seeder's nearest-seed
+labels (:class:`Seeding`), an M-step's wish for the E-step's per-cluster sums
+(:meth:`MStep.reads_batch_sums`), the E-step's float32 rows for the final labelling
+(:meth:`EStep.labelling_rows`). A strategy whose model has more to report than centres and labels (soft
 assignments, modes as training rows, a kernel bandwidth) returns it from
 ``fitted_attributes``, and the estimator gets those attributes.
 
@@ -29,7 +33,8 @@ What a strategy *is* is declared, never guessed from numbers, and the driver che
 declarations of the six strategies against each other when ``fit`` starts:
 
 * an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
-  needs responsibilities (:attr:`MStep.needs_resp`), the batch rules it implements
+  needs responsibilities (:attr:`MStep.needs_resp`) or the E-step's per-cluster sums
+  (:meth:`MStep.reads_batch_sums`), the batch rules it implements
   (:attr:`MStep.update_rules`), those under which its centres are the means of the current
   labels (:attr:`MStep.fixed_point_rules`) and whether its model lives on the unit sphere
   (:attr:`MStep.spherical`: the estimator then gives every strategy rows of unit norm, not
@@ -75,12 +80,28 @@ from collections import namedtuple
 from .assignment import QUANTIZATION_ERROR
 from .strategy import _RunStrategy, _Strategy
 
-__all__ = ["Composition", "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Refiner"]
+__all__ = ["Composition", "Seeder", "Seeding", "DataReducer", "EStep", "MStep", "Schedule",
+           "Refiner"]
 
 
 #: The six resolved strategies of a fit, as the ``_validate`` hooks see them.
 Composition = namedtuple("Composition",
                          ["seed", "reduce", "estep", "mstep", "schedule", "refine"])
+
+
+class Seeding(namedtuple("Seeding", ["centers", "labels"])):
+    """What a seeding found (:meth:`Seeder.seeding`).
+
+    Attributes
+    ----------
+    centers : ndarray of shape (n_clusters, n_features)
+        The initial centres.
+    labels : ndarray of shape (n_samples,), dtype=int32, or None
+        Each sample's nearest centre, if the seeder found it as a by-product; the driver
+        keeps it in the run (``Run.seed_labels``), where E-steps may start from it.
+    """
+
+    __slots__ = ()
 
 
 class Seeder(_Strategy, ABC):
@@ -122,15 +143,27 @@ class Seeder(_Strategy, ABC):
         state : FitState
             Reads ``random_state`` and ``n_threads``; add distance evaluations with
             ``state.count("seeding", n)`` and report the centres chosen so far with
-            ``state.progress("seeding", done, n_clusters, "centres")``. A seeder that finds
-            every sample's nearest centre as a by-product may store it as
-            ``state.seed_labels``.
+            ``state.progress("seeding", done, n_clusters, "centres")``.
 
         Returns
         -------
         centers : ndarray of shape (n_clusters, n_features)
             C-contiguous, same dtype as ``X``.
         """
+
+    def seeding(self, X, sample_weight, n_clusters, state):
+        """The seeding the driver runs: :meth:`seed`'s centres, and each sample's nearest
+        centre if the seeder finds it as a by-product.
+
+        The default returns ``Seeding(self.seed(...), None)``; a seeder that knows the labels
+        overrides this method (and its :meth:`seed` returns ``seeding(...).centers``).
+        Parameters as :meth:`seed`.
+
+        Returns
+        -------
+        seeding : Seeding
+        """
+        return Seeding(self.seed(X, sample_weight, n_clusters, state), None)
 
 
 class DataReducer(_Strategy, ABC):
@@ -349,6 +382,13 @@ class MStep(_RunStrategy, ABC):
     fixed_point_rules = ()
     spherical = False
 
+    def reads_batch_sums(self, center_update):
+        """Whether :meth:`update` reads the per-cluster sums an E-step can compute in its own
+        pass over a batch (``Assignment.centers_sum``) under the schedule's batch rule
+        ``center_update``. The driver asks once per fit and tells the E-step
+        (``state.fuse_sums``). ``False`` by default."""
+        return False
+
     @abstractmethod
     def update(self, X, sample_weight, assignment, centers, state):
         """Return new centres.
@@ -406,11 +446,18 @@ class Schedule(_RunStrategy, ABC):
     def stream_schedule(self):
         """The schedule a ``partial_fit`` stream runs for this one (only asked if
         :attr:`streams`): itself by default. It must combine batches by a running rule;
-        its :meth:`init_state` sees ``state.streaming`` set and the first batch as the data;
-        its ``batches`` and ``should_stop`` are not called (the caller chooses the batches
-        and when to stop). ``ValueError`` for a parameter a stream cannot honour.
+        its :meth:`init_state` sees ``state.streaming`` set and the first call's rows as the
+        data; :meth:`stream_batches` cuts each call's rows into its steps, and
+        :meth:`should_stop` after each step tells the caller whether a fit would have stopped
+        there (the estimator's ``converged_``; the caller decides when the stream ends);
+        ``batches`` is not called. ``ValueError`` for a parameter a stream cannot honour.
         """
         return self
+
+    def stream_batches(self, n_rows):
+        """The steps of one ``partial_fit`` call with ``n_rows`` rows: a list of slices of
+        them, taken in the caller's order. One step on all of them by default."""
+        return [slice(0, n_rows)]
 
     def order(self, n_samples, state):
         """The order of the rows for the run, or ``None`` to keep the data's.
@@ -553,20 +600,24 @@ class Refiner(_Strategy, ABC):
 
     Notes
     -----
-    The refiner sees the fit's data as the run did (reduced and centred) and the run's final
-    centres. ``iterate(centers)`` runs the composition's iterations from ``centers`` as a new
-    run would after seeding: fresh per-run states, the same stopping rules, ``max_iter`` per
-    call. It returns the centres that run ended at; with a mini-batch schedule each call spends
-    the schedule's whole budget again. A run whose ``max_iter`` or callback ended it is not
-    refined; a callback that stops the fit during a round ends the refinement, and the fit
-    keeps the run's own centres.
+    The refiner sees the fit's data as the run did (reduced and centred) and the run itself
+    (a :class:`~clusterkit.Run`: its final centres are ``run.centers``, its objective
+    ``run.objective_value``). ``iterate(centers)`` runs the composition's iterations from
+    ``centers`` as a new run would after seeding: fresh per-run states, the same stopping
+    rules, ``max_iter`` per call. It returns that new run (its centres, labels, history and
+    strategies' states); with a mini-batch schedule each call spends the schedule's whole
+    budget again. A run whose ``max_iter`` or callback ended it is not refined; a callback
+    that stops the fit during a round ends the refinement, and the fit keeps the run it was
+    refining.
 
-    :meth:`refine` returns either the centres it was given or centres one of its ``iterate``
-    calls returned (the driver restores that call's run: labels, history, strategies' states),
-    never centres with a worse objective on the fit's data than those it was given. It counts
-    its own distance evaluations under ``state.count("refinement", n)`` (the iterations count
-    theirs in their phases) and records one dict per round in ``state.refinement_log`` (the
-    estimator's ``refinement_log_``), with at least ``"objective"`` and ``"kept"``.
+    :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
+    returned, never one with a worse objective on the fit's data than the run it was given.
+    It counts its own distance evaluations under ``state.count("refinement", n)`` (the
+    iterations count theirs in their phases) and records one dict per round in
+    ``state.refinement_log`` (the estimator's ``refinement_log_``), with at least
+    ``"objective"`` and ``"kept"``; outside its ``iterate`` calls ``state.run`` is the run it
+    refines. (Before runs were objects, ``refine`` received and returned centres; such a
+    refiner now fails with a message saying so.)
     """
 
     objectives = None
@@ -577,22 +628,22 @@ class Refiner(_Strategy, ABC):
         return {"refinement_log_": list(state.refinement_log)}
 
     @abstractmethod
-    def refine(self, X, sample_weight, centers, iterate, state):
-        """Return refined centres.
+    def refine(self, X, sample_weight, run, iterate, state):
+        """Return the refined run.
 
         Parameters
         ----------
         X : ndarray of shape (n_samples, n_features)
             The data the run fitted (after reduction, centred).
         sample_weight : ndarray of shape (n_samples,)
-        centers : ndarray of shape (n_clusters, n_features)
-            The run's final centres.
+        run : Run
+            The run to refine; ``run.centers`` are its final centres.
         iterate : callable
-            ``iterate(centers) -> centers``: the composition's iterations from ``centers``.
+            ``iterate(centers) -> Run``: the composition's iterations from ``centers``.
         state : FitState
 
         Returns
         -------
-        centers : ndarray of shape (n_clusters, n_features)
-            ``centers`` itself or the result of one ``iterate`` call.
+        run : Run
+            ``run`` itself or the run one ``iterate`` call returned.
         """

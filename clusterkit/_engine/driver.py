@@ -8,7 +8,6 @@ are labelled with its centres. ``partial_fit`` runs the very same step on each b
 stream (:meth:`Driver.stream`).
 """
 import math
-import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -20,6 +19,7 @@ from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, si
 from .._estimator.validation import check_n_clusters, check_representable, squared_diagonal
 from .assignment import Assignment
 from .progress import QUIET, make_display
+from .run import Run
 from .state import FitState, variance_floor, weighted_sum
 from .warn import warn
 
@@ -121,13 +121,14 @@ class Driver:
 
     def __init__(self, composition, *, n_clusters, n_features, random_state, n_threads,
                  max_iter, tol, verbose, callback):
-        mstep, schedule = composition.mstep, composition.schedule
+        estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
         self.state = FitState(
             n_clusters=n_clusters, n_features=n_features, random_state=random_state,
             n_threads=n_threads, max_iter=max_iter, needs_resp=mstep.needs_resp,
             objective=mstep.objective, center_update=schedule.center_update,
-            strict_convergence=(composition.estep.exact
-                                and schedule.center_update in mstep.fixed_point_rules))
+            strict_convergence=(estep.exact
+                                and schedule.center_update in mstep.fixed_point_rules),
+            fuse_sums=bool(mstep.reads_batch_sums(schedule.center_update)))
         self.composition = composition
         self.n_clusters = n_clusters
         self.max_iter = max_iter
@@ -182,30 +183,25 @@ class Driver:
         self.x_mean, self.box = x_mean, box
         state, strategies = self.state, self.composition
         X_fit, w_fit, reduced = self.prepare(X, sample_weight)
-        best = None
-        for run in range(1, n_init + 1):
+        best = best_objective = None
+        for number in range(1, n_init + 1):
             if n_init > 1:
-                self.say(1, f"Run {run} of {n_init}")
-            state.display.start_run(run, n_init)
-            centers, end = self.run(X_fit, w_fit)
+                self.say(1, f"Run {number} of {n_init}")
+            state.display.start_run(number, n_init)
+            run = self.run(X_fit, w_fit)
             state.display.end_run()
             # runs compete on one objective of all the (reduced) data
-            objective = state.history[-1]["objective"]
-            if n_init > 1 and state.history[-1]["batch_size"] < X_fit.shape[0]:
-                state.rows = slice(0, X_fit.shape[0])
-                with state.phase("objective"):  # a pass over all rows: show it
-                    objective = strategies.estep.assign(X_fit, w_fit, centers,
-                                                        state).objective
-            if best is None or strategies.mstep.objective.better(objective, best[0]):
-                settled = state.labels.copy() if state.at_fixed_point else None
-                best = (objective, Result(centers, end, state.history, state.sigma2,
-                                          cluster_weight=self._cluster_weight(w_fit),
-                                          n_iter=math.ceil(strategies.schedule.n_iter(state))),
-                        state.estep_state, state.mstep_state, state.refinement_log, settled)
-            if end == "callback":  # the callback ends the whole fit
+            objective = run.objective_value
+            if n_init > 1 and run.history[-1]["batch_size"] < X_fit.shape[0]:
+                objective = self.evaluate(X_fit, w_fit, run)
+            if best is None or strategies.mstep.objective.better(objective, best_objective):
+                best, best_objective = run, objective
+            if run.end == "callback":  # the callback ends the whole fit
                 break
-        (_, result, state.estep_state, state.mstep_state, state.refinement_log,
-         settled) = best
+        state.run = best
+        result = Result(best.centers, best.end, best.history, best.sigma2,
+                        cluster_weight=self._cluster_weight(best, w_fit),
+                        n_iter=math.ceil(strategies.schedule.n_iter(state)))
         if result.end == "max_iter":
             warn(
                 f"The fit did not converge: the objective still changed by more than "
@@ -214,7 +210,7 @@ class Driver:
         if compute_labels:
             with state.timed("labels"):
                 result.labels, result.inertia = self.label(X, sample_weight, X_fit, reduced,
-                                                           result.centers, settled)
+                                                           best)
             self.say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
                         f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
         result.attributes = {name: value for strategy in strategies
@@ -292,21 +288,25 @@ class Driver:
     def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):
         """The fit's precision limits from the centred data it runs on and the squared
         diagonal ``diagonal2`` of the given data's bounding box (see :func:`variance_floor`)."""
-        state = self.state
         n_samples, n_features = X.shape
         variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
-        state.sigma2_floor = variance_floor(diagonal2, n_features, X.dtype)
-        state.qe_resolution = (float(np.finfo(X.dtype).eps) * variance * n_features
-                               * float(sample_weight.sum(dtype=np.float64)))
+        self.state.configure(
+            sigma2_floor=variance_floor(diagonal2, n_features, X.dtype),
+            qe_resolution=(float(np.finfo(X.dtype).eps) * variance * n_features
+                           * float(sample_weight.sum(dtype=np.float64))))
 
     def seed(self, X, sample_weight):
-        """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1)."""
+        """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1); the
+        seeds' nearest-seed labels, if the seeder found them, go to the run."""
         state, seeder = self.state, self.composition.seed
         evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
         with state.timed("seeding"):
-            centers = seeder.seed(X, sample_weight, self.n_clusters, state)
-        centers = strategy_array(centers, seeder, "centres", (self.n_clusters, X.shape[1]),
-                                 X.dtype)
+            seeding = seeder.seeding(X, sample_weight, self.n_clusters, state)
+        centers = strategy_array(seeding.centers, seeder, "centres",
+                                 (self.n_clusters, X.shape[1]), X.dtype)
+        if seeding.labels is not None:
+            state.run.seed_labels = strategy_array(seeding.labels, seeder, "labels",
+                                                   (X.shape[0],), np.int32)
         self.say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
                     f"{state.cost['seeding'] - evals} distance evaluations, "
                     f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
@@ -315,104 +315,110 @@ class Driver:
     def start(self, X, sample_weight, centers):
         """The strategies' per-run state (winners, neighbourhoods, bounds, running sums, the
         schedule's stopping rule)."""
-        state, strategies = self.state, self.composition
+        state, strategies, run = self.state, self.composition, self.state.run
         with state.phase("init"):
-            state.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
-            state.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
-            state.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
-                                                                  state)
+            run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
+            run.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
+            run.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
+                                                                state)
 
     def run(self, X, sample_weight):
-        """One run on the centred data: seeding, the iterations, the refinement; returns the
-        centres and why the iterations ended: ``"converged"`` (the schedule's stopping rule
-        held), ``"budget"`` (the schedule's batches ran out), ``"max_iter"`` or
-        ``"callback"``. Only a run that ended on its own (the first two) is refined."""
-        self.state.start_run(X.shape[0])
-        centers = self.seed(X, sample_weight)
-        centers, end = self.iterate(X, sample_weight, centers)
+        """One run on the centred data: seeding, the iterations, the refinement. Returns the
+        :class:`~clusterkit.Run` whose centres the fit keeps; its ``end`` says why the
+        iterations ended: ``"converged"`` (the schedule's stopping rule held), ``"budget"``
+        (the schedule's batches ran out), ``"max_iter"`` or ``"callback"``. Only a run that
+        ended on its own (the first two) is refined."""
+        run = self.state.new_run(X.shape[0])
+        self.iterate(X, sample_weight, self.seed(X, sample_weight))
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
-        if end in ("converged", "budget") and self.composition.refine.refines:
-            centers, stopped = self.refine(X, sample_weight, centers)
-            end = "callback" if stopped else end
-        return centers, end
+        if run.end in ("converged", "budget") and self.composition.refine.refines:
+            run = self.refine(X, sample_weight, run)
+        return run
 
     def iterate(self, X, sample_weight, centers):
         """The strategies' per-run states, then steps from ``centers`` until the schedule or
-        ``max_iter`` stops them; returns the centres and why the steps ended."""
-        state, schedule = self.state, self.composition.schedule
+        ``max_iter`` stops them; sets the current run's ``centers`` and ``end``."""
+        state, schedule, run = self.state, self.composition.schedule, self.state.run
         self.start(X, sample_weight, centers)
         batches = schedule.batches(X.shape[0], state)
+        run.end = "max_iter"
         # max_iter counts the schedule's iterations (steps, or passes for mini-batches)
         while schedule.n_iter(state) < self.max_iter:
-            state.step_info = {}
+            run.step_info = {}
             rows = next(batches, None)
             if rows is None:
-                if not state.history:
+                if not run.history:
                     raise ValueError(f"{type(schedule).__name__}.batches yielded no batch: a "
                                      "fit needs at least one iteration.")
-                return centers, "budget"
+                run.end = "budget"
+                break
             centers, first, first_weight = self.step(X, sample_weight, rows, centers)
-            if self.record(len(state.history) + 1, first, first_weight, centers):
-                return centers, "callback"
+            if self.record(len(run.history) + 1, first, first_weight, centers):
+                run.end = "callback"
+                break
             if schedule.should_stop(state, self.tol):
-                return centers, "converged"
-        return centers, "max_iter"
+                run.end = "converged"
+                break
+        run.centers = centers
 
-    def refine(self, X, sample_weight, centers):
-        """The refiner's centres, with the iterations that reached them as the run's: labels,
-        strategies' states, and a history of the run's steps followed by the kept rounds'
-        (their entries carry ``"refinement_round"``), and whether the callback stopped the
-        fit. Each ``iterate`` call of the refiner starts fresh iterations from its centres; a
-        callback that stops one ends the refinement with the run's own centres."""
+    def evaluate(self, X, sample_weight, run):
+        """The objective of all rows at ``run``'s centres, for ``n_init`` to compare runs: one
+        E-step of a throw-away run (with ``run``'s variance), so that no kept run changes."""
+        state, estep = self.state, self.composition.estep
+        scratch = state.new_run(X.shape[0])
+        scratch.sigma2 = run.sigma2
+        try:
+            with state.phase("objective"):  # a pass over all rows: show it
+                scratch.estep_state = estep.init_state(X, sample_weight, run.centers, state)
+                return estep.assign(X, sample_weight, run.centers, state).objective
+        finally:
+            state.run = run
+
+    def refine(self, X, sample_weight, run):
+        """The refiner's run: ``run`` or the run of one of its ``iterate`` calls, with the
+        history of ``run``'s steps followed by the kept rounds' (their entries carry
+        ``"refinement_round"``) and ``run``'s refinement log. Each ``iterate`` call starts a
+        fresh run from its centres; a callback that stops one ends the refinement (and the
+        fit) with ``run`` itself."""
         state, refiner = self.state, self.composition.refine
-        base_history = state.history
         rounds = []  # each iterate call's steps
-        # the records of the iterations behind every centres array the refiner still holds
-        # (a rejected candidate's, e.g. Elkan's N x C bounds, go when it drops the array)
-        records = {}
-
-        def remember(centers, round_):
-            key = id(centers)
-            records[key] = (round_, state.iteration_records())
-            weakref.finalize(centers, records.pop, key, None)
 
         def iterate(start):
             start = strategy_array(start, refiner, "centres to iterate from",
                                    (self.n_clusters, X.shape[1]), X.dtype)
-            state.start_iterations(X.shape[0])
-            new, end = self.iterate(X, sample_weight, start)
-            if end == "callback":
+            new = state.new_run(X.shape[0], round=len(rounds) + 1)
+            try:
+                self.iterate(X, sample_weight, start)
+            finally:
+                state.run = run  # the refiner's own calls see the run it refines
+            if new.end == "callback":
                 raise _CallbackStop
-            rounds.append(state.history)
-            for info in state.history:
-                info["refinement_round"] = len(rounds)
-            remember(new, len(rounds))
+            rounds.append(new.history)
+            for info in new.history:
+                info["refinement_round"] = new.round
             return new
 
-        remember(centers, 0)
-        stopped = False
         with state.timed("refinement"):
             try:
-                refined = refiner.refine(X, sample_weight, centers, iterate, state)
+                refined = refiner.refine(X, sample_weight, run, iterate, state)
             except _CallbackStop:
-                refined, stopped, rounds = centers, True, []
-        if id(refined) not in records:
-            raise ValueError(f"{type(refiner).__name__}.refine returned centres that are "
-                             "neither those it was given nor those of one of its iterate "
-                             "calls.")
-        final_round, kept_records = records.pop(id(refined))
-        records.clear()
-        state.restore_iterations(kept_records)
-        kept = [entry.get("kept", False) for entry in state.refinement_log]
-        state.history = base_history + [
-            info for round_, steps in enumerate(rounds[:final_round], 1)
-            if round_ == final_round or (round_ <= len(kept) and kept[round_ - 1])
+                run.end = "callback"
+                return run
+        if refined is not run and not (isinstance(refined, Run) and refined.round > 0
+                                       and rounds[refined.round - 1] is refined.history):
+            raise ValueError(f"{type(refiner).__name__}.refine returned neither the run it "
+                             "was given nor one that its iterate calls returned.")
+        kept = [entry.get("kept", False) for entry in run.refinement_log]
+        refined.history = run.history + [
+            info for round_, steps in enumerate(rounds[:refined.round], 1)
+            if round_ == refined.round or (round_ <= len(kept) and kept[round_ - 1])
             for info in steps]
+        refined.refinement_log = run.refinement_log
         if rounds:
             self.say(1, f"Refinement: {len(rounds)} rounds, {sum(kept)} kept, "
                         f"{state.cost.get('refinement', 0)} distance evaluations, "
                         f"{state.seconds_by_phase['refinement']:.3g} s")
-        return refined, stopped
+        return refined
 
     def step(self, X, sample_weight, rows, centers):
         """One step on the batch ``rows`` (or the list of batches of its inner steps).
@@ -470,23 +476,22 @@ class Driver:
             return stop is True or stop is np.True_
         return False
 
-    def _cluster_weight(self, sample_weight):
-        """Weight of the fit data each centre explains, from the run's latest labels."""
-        labels = self.state.labels
-        seen = labels >= 0
-        return np.bincount(labels[seen], sample_weight[seen].astype(np.float64),
+    def _cluster_weight(self, run, sample_weight):
+        """Weight of the fit data each centre explains, from ``run``'s latest labels."""
+        seen = run.labels >= 0
+        return np.bincount(run.labels[seen], sample_weight[seen].astype(np.float64),
                            minlength=self.n_clusters)
 
-    def label(self, X, sample_weight, X_fit, reduced, centers, settled):
-        """``labels_`` and ``inertia_``: the E-step's own final labels of the fitted rows if it
-        defines them, or the last step's labels if the run ended at a fixed point
-        (``settled``, as scikit-learn's ``KMeans``), else every training sample's nearest
-        final centre (one exact pass, on the fit's centred copy when it ran on all the data,
-        else block by block). Rows of the fit's copy are in the run's order
-        (``state.order``) and are mapped back. Data in row chunks are labelled chunk by
-        chunk: lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
-        nothing is counted), block by block for a memmap."""
-        state = self.state
+    def label(self, X, sample_weight, X_fit, reduced, run):
+        """``labels_`` and ``inertia_`` for ``run``'s centres: the E-step's own final labels
+        of the fitted rows if it defines them, or the run's last labels if it ended at a fixed
+        point (as scikit-learn's ``KMeans``), else every training sample's nearest final
+        centre (one exact pass, on the fit's centred copy when it ran on all the data, else
+        block by block). Rows of the fit's copy are in the run's order (``state.order``) and
+        are mapped back. Data in row chunks are labelled chunk by chunk: lazily for a dask
+        array (a dask array of labels and a 0-d one of the inertia; nothing is counted),
+        block by block for a memmap."""
+        state, centers = self.state, run.centers
 
         def progress(done, total):
             state.progress("labels", done, total, "rows")
@@ -499,8 +504,8 @@ class Driver:
                                              progress)
         else:
             labels = self.composition.estep.final_labels(state)
-            if labels is None:
-                labels = settled
+            if labels is None and run.at_fixed_point(state.strict_convergence):
+                labels = run.labels
             if labels is None:
                 labels, dist2, n_evals = nearest(
                     X_fit, None, centers, state.n_threads, progress,
@@ -528,7 +533,7 @@ class Driver:
         (one exact pass over the batch, counted under ``"labels"``, as scikit-learn's
         ``MiniBatchKMeans.partial_fit`` computes them).
         """
-        self.state.streaming = True
+        self.state.configure(streaming=True)
         with self._showing_progress():
             return self._stream(X, sample_weight, compute_labels, centers, cluster_weight)
 
@@ -549,17 +554,21 @@ class Driver:
             state.start_rows(X.shape[0])
             state.estep_state = self.composition.estep.init_state(Xc, sample_weight,
                                                                   self.centers, state)
-            self.centers, assignment, _ = self.step(Xc, sample_weight, slice(0, X.shape[0]),
-                                                    self.centers)
-            result = Result(self.centers, "batch", state.history,
-                            n_iter=len(state.history) + 1)
+            schedule, end = self.composition.schedule, "batch"
+            # the schedule's own batches of the caller's rows, in the caller's order
+            for rows in schedule.stream_batches(X.shape[0]):
+                state.step_info = {}
+                self.centers, assignment, weight = self.step(Xc, sample_weight, rows,
+                                                             self.centers)
+                self.record(len(state.history) + 1, assignment, weight, self.centers)
+                end = "converged" if schedule.should_stop(state, self.tol) else "batch"
+            result = Result(self.centers, end, state.history, n_iter=len(state.history))
             if compute_labels:
                 with state.timed("labels"):
                     result.labels, dist2, n_evals = nearest(Xc, None, self.centers,
                                                             state.n_threads)
                 state.count("labels", n_evals)
                 result.inertia = weighted_sum(dist2, sample_weight)
-        self.record(len(state.history) + 1, assignment, sample_weight, self.centers)
         return result
 
     def _absorb(self, centers, cluster_weight):

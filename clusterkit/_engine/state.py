@@ -1,30 +1,31 @@
-"""Per-fit state that the driver hands to every strategy call."""
+"""A fit's state as the driver hands it to every strategy call: the fit's configuration
+(:class:`FitConfig`, fixed before the first run), its meter (:class:`Meter`: distance
+evaluations, seconds, progress) and the current :class:`~clusterkit.Run`, each with its own
+lifetime."""
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from .assignment import QUANTIZATION_ERROR
 from .progress import QUIET
+from .run import Channel, Run
 
-__all__ = ["Channel", "FitState"]
+__all__ = ["Channel", "FitConfig", "FitState", "Meter", "Run"]
 
 COST_PHASES = ("seeding", "reduction", "estep", "labels")
 TIME_PHASES = ("reduction", "seeding", "estep", "mstep", "labels")
 
 
-class FitState:
-    """Everything one fit shares between its strategies.
-
-    Created by :class:`~clusterkit.Clusterer` at the start of ``fit``; a custom strategy reads
-    the attributes below and records its work with :meth:`count`.
+@dataclass(frozen=True)
+class FitConfig:
+    """What a fit is, fixed before its first run (the driver derives it from the composition
+    and the data; frozen, so no strategy changes it under another).
 
     Attributes
     ----------
-    n_clusters : int
-    n_features : int
-    random_state : numpy.random.RandomState
-        The only source of randomness of the fit.
+    n_clusters, n_features : int
     n_threads : int
         Number of OpenMP threads every kernel is called with.
     max_iter : int or None
@@ -47,11 +48,8 @@ class FitState:
         full batch in which no label changed is a fixed point.
     fuse_sums : bool
         Whether the M-step reads the per-cluster sums an E-step can compute in its own pass
-        over the batch (``Assignment.centers_sum``); set by the M-step's ``init_state``.
-    sigma2 : float or None
-        Shared variance of a Gaussian-mixture fit, written by the strategies that own it
-        (the first soft E-step, vc-GMM eq. 12, then the soft M-step); ``None`` otherwise. It
-        means nothing else.
+        over the batch (``Assignment.centers_sum``), as it declares with
+        :meth:`MStep.reads_batch_sums`.
     sigma2_floor : float
         Smallest variance allowed: ``eps B / D`` (``eps`` float64's machine epsilon, ``B``
         the squared diagonal of the bounding box of all the given rows), at least the
@@ -61,174 +59,45 @@ class FitState:
         machine epsilon times the total sample weight times the mean squared norm of the
         (centred) data the fit runs on. A quantization error below it is rounding noise
         (see ``Schedule.should_stop``).
-    seed_labels : ndarray of shape (n_samples,) or None
-        Index of each sample's nearest seed, if the seeder computed it on the data the fit
-        runs on (k-means++ does, as a by-product); E-steps may start from it.
-    n_samples : int
-        Rows of the (reduced) data the run works on.
-    rows : slice or ndarray of int
-        The rows of the current batch (what ``Schedule.batches`` yielded, or one batch of
-        the list it yielded).
-    inner_step, n_inner_steps : int
-        Which inner step of the current step runs (0-based) and how many the step has (1
-        unless the schedule yielded a list of batches, see ``Schedule.batches``).
-    step_info : dict
-        Entries to add to the current step's history record (e.g. a schedule's step size,
-        an M-step's note that it restarted); emptied before the schedule chooses the step.
-    channel : Channel
-        What a schedule and its M-step's batch rule tell each other (see :class:`Channel`);
-        new for every run.
-    labels : ndarray of shape (n_samples,), dtype=int32
-        Every sample's label from the last step that visited it, ``-1`` before its first
-        visit; the driver updates it after each E-step, so during an E-step it still holds
-        the previous labels.
-    n_changed : int
-        Samples of the last batch whose label differs from their previous visit (a first
-        visit counts as a change).
-    n_relocated : int
-        Clusters the last M-step moved to a new position by relocating them onto a sample
-        (an empty or starved cluster, see
-        :func:`~clusterkit.mstep.batch_rules.relocate_empty_clusters`)
-        rather than to the mean of its samples: such a step is no fixed point even if no
-        label changed (the moved centres are not yet in any label). Written by the
-        relocation rules, 0 before the first M-step.
-    center_shift : ndarray of shape (n_clusters,), dtype=float64
-        Euclidean distance each centre moved in the last M-step (zeros before the first).
-    center_norm : float
-        Frobenius norm of the centres before the last M-step (in the centred coordinates the
-        fit runs in), the scale of ``center_shift`` (0 before the first step).
-    n_samples_seen : int
-        Rows visited by the run's steps so far (``n_passes = n_samples_seen / n_samples``).
-    order : ndarray of shape (n_samples,), dtype=intp, or None
-        The order of the rows every run of the fit works in (``Schedule.order``; the
-        centred copy of the data is made in it); ``None``: the data's.
-    estep_state, mstep_state, schedule_state : object or None
-        What the E-step's, the M-step's and the schedule's ``init_state`` hooks returned:
-        their own per-run state, read by no other strategy.
+    """
+
+    n_clusters: int
+    n_features: int
+    n_threads: int = 1
+    max_iter: object = None
+    streaming: bool = False
+    needs_resp: bool = False
+    objective: object = QUANTIZATION_ERROR
+    center_update: str = "replace"
+    strict_convergence: bool = False
+    fuse_sums: bool = False
+    sigma2_floor: float = 0.0
+    qe_resolution: float = 0.0
+
+
+class Meter:
+    """What a fit measures over all its runs: distance evaluations and wall time per phase,
+    and where progress goes.
+
+    Attributes
+    ----------
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``, and ``"refinement"`` once a refiner counted some.
     seconds_by_phase : dict
         Wall time per phase, keys ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
-        ``"labels"``, and any other phase :meth:`timed` measured (see there).
-    refinement_log : list of dict
-        The current run's refinement rounds (see :class:`~clusterkit.Refiner`).
-    history : list of dict
-        One entry per step (see ``Clusterer.history_``).
+        ``"labels"``, and any other phase :meth:`timed` measured.
     display : object
         Where :meth:`timed`, :meth:`phase` and :meth:`progress` go: the driver's progress
         display of a verbose fit, a display that shows nothing otherwise. Strategies never
         print; they report through these methods.
     """
 
-    def __init__(self, *, n_clusters, n_features, random_state, n_threads=1, max_iter=None,
-                 needs_resp=False, objective=QUANTIZATION_ERROR, center_update="replace",
-                 strict_convergence=False, sigma2_floor=0.0, qe_resolution=0.0):
-        self.n_clusters = n_clusters
-        self.n_features = n_features
-        self.max_iter = max_iter
-        self.streaming = False
-        self.random_state = random_state
-        self.n_threads = n_threads
-        self.needs_resp = needs_resp
-        self.objective = objective
-        self.center_update = center_update
-        self.strict_convergence = strict_convergence
-        self.fuse_sums = False
-        self.sigma2_floor = sigma2_floor
-        self.qe_resolution = qe_resolution
+    def __init__(self):
         self.cost = dict.fromkeys(COST_PHASES, 0)
         self.seconds_by_phase = dict.fromkeys(TIME_PHASES, 0.0)
         self.display = QUIET
-        self.order = None
         self._start = time.perf_counter()
-        self.start_run(0)
-
-    #: What a run's iterations leave in the state (reset by :meth:`start_iterations`): a
-    #: refinement keeps these of the iterations whose centres it returns.
-    ITERATION_RECORDS = ("sigma2", "seed_labels", "estep_state", "mstep_state",
-                         "schedule_state", "fuse_sums", "channel", "history", "n_samples_seen",
-                         "center_shift", "_centers_before", "_center_norm", "n_samples",
-                         "rows", "labels", "n_changed", "n_relocated", "inner_step",
-                         "n_inner_steps", "step_info")
-
-    def start_run(self, n_samples):
-        """Forget everything of the previous run (its refinement log and what
-        :meth:`start_iterations` forgets); the data, costs, random stream and clock carry
-        on."""
-        self.refinement_log = []
-        self.start_iterations(n_samples)
-
-    def start_iterations(self, n_samples):
-        """Forget the previous iterations (history, variance, labels, seeding labels, the
-        strategies' states and the channel) and prepare the per-sample records of
-        ``n_samples`` rows: when a run starts, and before each of a refiner's ``iterate``
-        calls."""
-        self.sigma2 = None
-        self.seed_labels = None
-        self.estep_state = self.mstep_state = self.schedule_state = None
-        self.channel = Channel()
-        self.history = []
-        self.n_samples_seen = 0
-        self.center_shift = np.zeros(self.n_clusters)
-        self.center_norm = 0.0
-        self.start_rows(n_samples)
-
-    def iteration_records(self):
-        """The :data:`ITERATION_RECORDS` as they are now (references, not copies: the next
-        :meth:`start_iterations` replaces them rather than changing them)."""
-        return {name: getattr(self, name) for name in self.ITERATION_RECORDS}
-
-    def restore_iterations(self, records):
-        """Make ``records`` (from :meth:`iteration_records`) the current iterations."""
-        for name, value in records.items():
-            setattr(self, name, value)
-
-    def start_rows(self, n_samples):
-        """Per-sample records for ``n_samples`` new rows (every label ``-1``): at the start of
-        a run, and for each batch of a ``partial_fit`` stream, whose rows are new samples."""
-        self.n_samples = n_samples
-        self.rows = slice(0, n_samples)
-        self.labels = np.full(n_samples, -1, dtype=np.int32)
-        self.n_changed = n_samples
-        self.n_relocated = 0
-        self.inner_step, self.n_inner_steps = 0, 1
-        self.step_info = {}
-
-    def record_step(self, labels, centers, centers_new):
-        """After a step on ``self.rows``: count and store the changed labels, measure how far
-        every centre moved.
-
-        Parameters
-        ----------
-        labels : ndarray of shape (n_batch,), dtype=int32
-            The step's labels, in batch order.
-        centers, centers_new : ndarray of shape (n_clusters, n_features)
-            The centres before and after the M-step.
-        """
-        previous = self.labels[self.rows]
-        self.n_changed = int(np.count_nonzero(previous != labels))
-        self.labels[self.rows] = labels
-        self.n_samples_seen += labels.shape[0]
-        # only the centres that moved (a mini-batch step moves those its batch reached)
-        moved = np.flatnonzero(np.any(centers_new != centers, axis=1))
-        shift = centers_new[moved].astype(np.float64) - centers[moved]
-        self.center_shift[:] = 0.0
-        self.center_shift[moved] = np.sqrt(np.einsum("ij,ij->i", shift, shift))
-        self._centers_before, self._center_norm = centers, None
-
-    @property
-    def center_norm(self):
-        """Frobenius norm of the centres before the last M-step (in the centred coordinates
-        the fit runs in), the scale of ``center_shift``; computed when first read."""
-        if self._center_norm is None:
-            self._center_norm = float(np.sqrt(np.einsum(
-                "ij,ij->", self._centers_before, self._centers_before, dtype=np.float64)))
-        return self._center_norm
-
-    @center_norm.setter
-    def center_norm(self, value):
-        self._centers_before, self._center_norm = None, float(value)
 
     @contextmanager
     def timed(self, phase):
@@ -277,31 +146,6 @@ class FitState:
         """
         self.display.report(phase, done, total, unit)
 
-    def in_data_order(self, values):
-        """Per-row ``values`` of the run (in ``order``) in the order of the data."""
-        if self.order is None or values is None:
-            return values
-        out = np.empty_like(values)
-        out[self.order] = values
-        return out
-
-    @property
-    def at_fixed_point(self):
-        """Whether the last step was over all rows, exact and hard (``strict_convergence``)
-        and either changed no label and relocated no cluster (the M-step then recomputed the
-        same centres) or moved no centre at all (the next step would find the same labels, as
-        scikit-learn's ``KMeans`` stops on a zero centre shift): ``labels`` are every row's
-        nearest final centre. (A relocated centre moved after the E-step: rows near its old or
-        new position, zero-weight rows included, may now have another nearest centre.)"""
-        return (self.strict_convergence and bool(self.history)
-                and ((self.n_changed == 0 and self.n_relocated == 0)
-                     or not self.center_shift.any())
-                and self.history[-1]["batch_size"] == self.n_samples)
-
-    @property
-    def n_passes(self):
-        """Passes over the data so far: rows visited divided by ``n_samples``."""
-        return self.n_samples_seen / max(self.n_samples, 1)
 
     def count(self, phase, n_evals):
         """Record distance evaluations.
@@ -324,8 +168,70 @@ class FitState:
         """Seconds since the fit started."""
         return time.perf_counter() - self._start
 
+
+class FitState:
+    """What the driver hands to every strategy call: the fit's :attr:`config`, its
+    :attr:`meter`, its random stream, and the current :attr:`run`.
+
+    Strategies read and write through the names below, which stand for the part they belong
+    to: ``state.n_threads`` is ``state.config.n_threads`` (read-only: the configuration is
+    fixed before the first run), ``state.count(...)`` is ``state.meter.count(...)``,
+    ``state.labels`` is ``state.run.labels``. Every :class:`FitConfig` field, every
+    :class:`Meter` attribute and method and every :class:`~clusterkit.Run` attribute is
+    reachable in this way.
+
+    To unit-test a strategy, build the state its calls would get:
+    ``FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0),
+    n_samples=100)`` gives a fit's configuration (the keywords of :class:`FitConfig`), a
+    fresh meter and a run over 100 rows (``n_samples=0``: none yet; :meth:`new_run` starts
+    another).
+
+    Attributes
+    ----------
+    config : FitConfig
+    meter : Meter
+    run : Run
+        The current run (a refiner's round while it iterates).
+    random_state : numpy.random.RandomState
+        The only source of randomness of the fit.
+    order : ndarray of shape (n_samples,), dtype=intp, or None
+        The order of the rows every run of the fit works in (``Schedule.order``; the
+        centred copy of the data is made in it); ``None``: the data's.
+    """
+
+    def __init__(self, *, n_clusters, n_features, random_state, n_samples=0, **config):
+        self.config = FitConfig(n_clusters, n_features, **config)
+        self.meter = Meter()
+        self.random_state = random_state
+        self.order = None
+        self.run = Run(n_clusters, n_samples)
+
+    def new_run(self, n_samples, round=0):
+        """Make a fresh :class:`~clusterkit.Run` over ``n_samples`` rows the current run and
+        return it (the previous one lives on wherever it is held)."""
+        self.run = Run(self.config.n_clusters, n_samples, round)
+        return self.run
+
+    def configure(self, **changes):
+        """Change fields of the configuration (the driver's, before the first run)."""
+        self.config = replace(self.config, **changes)
+
+    @property
+    def at_fixed_point(self):
+        """Whether the current run's last step reached a fixed point
+        (:meth:`Run.at_fixed_point <clusterkit.Run.at_fixed_point>`)."""
+        return self.run.at_fixed_point(self.config.strict_convergence)
+
+    def in_data_order(self, values):
+        """Per-row ``values`` of the run (in ``order``) in the order of the data."""
+        if self.order is None or values is None:
+            return values
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
+
     def init_sigma2(self, dist2, sample_weight):
-        """Set the initial variance from the first E-step's distances (vc-GMM eq. 12).
+        """Set the run's initial variance from the first E-step's distances (vc-GMM eq. 12).
 
         ``sigma2 = sum_n w_n min_c d2_nc / (D sum_n w_n)``, where the minimum runs over the
         clusters the E-step evaluated for sample ``n``.
@@ -339,44 +245,52 @@ class FitState:
         Returns
         -------
         sigma2 : float
-            The new ``self.sigma2`` (at least ``sigma2_floor``).
+            The new ``run.sigma2`` (at least ``config.sigma2_floor``).
         """
         total = weighted_sum(dist2, sample_weight)
         weight = float(sample_weight.sum(dtype=np.float64))
-        self.sigma2 = max(total / (self.n_features * weight), float(self.sigma2_floor))
-        return self.sigma2
+        self.run.sigma2 = max(total / (self.config.n_features * weight),
+                              float(self.config.sigma2_floor))
+        return self.run.sigma2
 
 
-class Channel:
-    """What a schedule and its M-step's batch rule tell each other during a run.
+#: Why a configuration field cannot be set during a fit, where a strategy used to set it.
+_CONFIG_HINTS = {"fuse_sums": " An M-step declares it with MStep.reads_batch_sums(center_update) "
+                              "instead of setting it in init_state."}
 
-    The one documented place where a :class:`~clusterkit.Schedule` and an
-    :class:`~clusterkit.MStep` exchange values (every other piece of per-run state belongs to
-    one strategy). ``None`` until written.
 
-    Attributes
-    ----------
-    step_size : float or None
-        Written by a schedule whose rule takes a step (``"backward_euler"``: the step size
-        gamma of the current step, ``inf`` for Lloyd's limit), read by the M-step.
-    averaging : float or None
-        Written with it: the weight of the previous iterate in the forward-looking average.
-    cluster_weight, cluster_sse : ndarray of shape (n_clusters,), dtype=float64, or None
-        Written by an M-step that keeps running sums (a mini-batch rule): the weight of the
-        samples each centre averages and their weighted squared distances at assignment. A
-        schedule may read them (the nested mini-batch doubling rule does).
-    reassignment_ratio, reassignment_window : float, int or None
-        Written by a mini-batch schedule, read by the M-step's running sums: when a cluster
-        that collects too little weight counts as starved and is moved (see
-        :class:`~clusterkit.MiniBatch`). ``None``: only a cluster without votes for a whole
-        pass is.
-    """
+def _part(part, name, writable, doc):
+    def get(self):
+        return getattr(getattr(self, part), name)
 
-    def __init__(self):
-        self.step_size = self.averaging = None
-        self.cluster_weight = self.cluster_sse = None
-        self.reassignment_ratio = self.reassignment_window = None
+    def set_(self, value):
+        if part == "config":
+            raise AttributeError(
+                f"FitState.{name} is part of the fit's configuration (FitState.config), fixed "
+                f"before its first run.{_CONFIG_HINTS.get(name, '')}")
+        if not writable:
+            raise AttributeError(f"FitState.{name} is {part}.{name}, which cannot be set.")
+        setattr(getattr(self, part), name, value)
+    return property(get, set_, doc=doc)
 
+
+for _field in fields(FitConfig):
+    setattr(FitState, _field.name, _part("config", _field.name, False,
+                                         f"``config.{_field.name}`` (read-only)."))
+for _name in ("cost", "seconds_by_phase", "display"):
+    setattr(FitState, _name, _part("meter", _name, True, f"``meter.{_name}``."))
+for _name in ("n_distance_evals", "seconds"):
+    setattr(FitState, _name, _part("meter", _name, False, f"``meter.{_name}``."))
+for _name in ("timed", "phase", "progress", "count"):
+    setattr(FitState, _name, _part("meter", _name, False, f"``meter.{_name}``."))
+for _name in ("centers", "end", "round", "sigma2", "seed_labels", "estep_state",
+              "mstep_state", "schedule_state", "channel", "history", "refinement_log",
+              "n_samples", "rows", "inner_step", "n_inner_steps", "step_info", "labels",
+              "n_changed", "n_relocated", "center_shift", "center_norm", "n_samples_seen"):
+    setattr(FitState, _name, _part("run", _name, True, f"``run.{_name}``."))
+for _name in ("n_passes", "record_step", "start_rows"):
+    setattr(FitState, _name, _part("run", _name, False, f"``run.{_name}``."))
+del _field, _name
 
 #: The smallest variance of a mixture relative to ``B / D``, the squared diagonal of the
 #: data's bounding box per dimension: float64's machine epsilon (see :func:`variance_floor`).

@@ -62,11 +62,12 @@ class StreamingMethods:
         adding the batch to the centres' running sums, a sample counted at every visit, as
         scikit-learn's ``MiniBatchKMeans.partial_fit``, and ``"adaptive"`` moving each
         centre towards its batch mean; its ``reassignment_ratio`` moves starved centres
-        every ``100 n_clusters`` rows of the stream. Its ``batch_size``, ``max_passes``,
-        ``max_no_improvement`` and ``center_tol`` choose the rows of a fit's steps and when
-        a fit stops, which the caller of ``partial_fit`` decides: a stream does not read
-        them. ``sampling="weighted"`` (rows drawn from all the data by weight) cannot
-        stream and is refused. A :class:`FullBatch` schedule (the default,
+        every ``100 n_clusters`` rows of the stream. Each call's rows are stepped through
+        in batches of its ``batch_size``, in the given order, and after each call
+        ``converged_`` says whether its ``max_no_improvement`` or ``center_tol`` rule would
+        have stopped a fit (the caller decides when the stream ends); a stream visits every
+        row once, so ``max_passes < 1`` is refused, as is ``sampling="weighted"`` (rows
+        drawn from all the data by weight). A :class:`FullBatch` schedule (the default,
         ``schedule="full"``) streams as ``MiniBatch()``: replacing the centres by each
         batch's means would forget the stream. The stream starts from the fitted model if
         ``fit`` ran before (its centres, weighted by the training weight of their
@@ -89,8 +90,9 @@ class StreamingMethods:
         self : Clusterer
             With ``cluster_centers_``; ``labels_`` and ``inertia_`` of this batch for the
             updated centres (``compute_labels=True``, as scikit-learn's; one exact pass over
-            the batch, counted in ``cost_["labels"]``); ``n_iter_`` (batches so far),
-            ``history_``, ``cost_`` and ``n_distance_evals_`` (totals over the stream).
+            the batch, counted in ``cost_["labels"]``); ``n_iter_`` (steps so far),
+            ``history_``, ``cost_`` and ``n_distance_evals_`` (totals over the stream),
+            ``converged_`` (see above).
 
         Raises
         ------
@@ -122,6 +124,7 @@ class StreamingMethods:
         else:
             result = driver.stream(X, sample_weight, self.compute_labels)
         self._set_fitted(result, driver)
+        self.converged_ = result.end == "converged"
         return self
 
     def _start_stream(self, X, fitted):

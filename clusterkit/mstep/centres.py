@@ -83,11 +83,14 @@ class HardMStep(MStep):
     fixed_point_rules = ("replace", "latest")
     accepts_sparse = True
 
+    def reads_batch_sums(self, center_update):
+        """Whether the rule for ``center_update`` sums the batch's votes per cluster (see
+        :meth:`MStep.reads_batch_sums`)."""
+        return HARD_RULES[center_update].reads_batch_sums
+
     def init_state(self, X, sample_weight, centers, state):
         """The rule object for the schedule's ``center_update``, chosen once per run."""
-        rule = HARD_RULES[state.center_update](X.shape[0], centers)
-        state.fuse_sums = rule.reads_batch_sums
-        return rule
+        return HARD_RULES[state.center_update](X.shape[0], centers)
 
     def update(self, X, sample_weight, assignment, centers, state):
         rule = state.mstep_state

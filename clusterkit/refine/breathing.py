@@ -2,9 +2,9 @@
 (:class:`NoRefinement`, the default).
 
 The contract is :class:`~clusterkit._engine.contracts.Refiner`: after a run ended on its own,
-the driver hands the refiner the run's centres and a callable that runs the composition's
-iterations (the same E-step, M-step and schedule) from other centres; the refiner returns
-the centres it keeps, never worse on the fit's data than those it got.
+the driver hands the refiner the run and a callable that runs the composition's iterations
+(the same E-step, M-step and schedule) from other centres as a new run; the refiner returns
+the run it keeps, never worse on the fit's data than the one it got.
 """
 import numbers
 
@@ -36,8 +36,8 @@ class NoRefinement(Refiner):
     def fitted_attributes(self, state):
         return {}
 
-    def refine(self, X, sample_weight, centers, iterate, state):
-        return centers
+    def refine(self, X, sample_weight, run, iterate, state):
+        return run
 
 
 def cluster_statistics(X, sample_weight, centers, state):
@@ -131,10 +131,11 @@ class Breathing(Refiner):
                              f"{type(composition.mstep).__name__} refuses; use refine=None "
                              "for spherical k-means.")
 
-    def refine(self, X, sample_weight, centers, iterate, state):
+    def refine(self, X, sample_weight, run, iterate, state):
+        centers = run.centers
         m = min(self.m, centers.shape[0] // 2)
         if m == 0:
-            return centers
+            return run
         rng = state.random_state
         error, utility, weight, objective = cluster_statistics(X, sample_weight, centers, state)
         for round_ in range(1, self.max_rounds + 1):
@@ -149,16 +150,16 @@ class Breathing(Refiner):
             candidate[moved] = centers[partners] + scale[:, None] * rng.standard_normal(
                 (len(moved), centers.shape[1]))
             new = iterate(candidate)
-            stats = cluster_statistics(X, sample_weight, new, state)
+            stats = cluster_statistics(X, sample_weight, new.centers, state)
             kept = stats[3] < objective * (1.0 - self.tol)
             state.refinement_log.append({"round": round_, "moved": len(moved),
                                          "objective_before": objective,
                                          "objective": stats[3], "kept": bool(kept)})
             if kept:
-                centers, (error, utility, weight, objective) = new, stats
+                run, centers, (error, utility, weight, objective) = new, new.centers, stats
             else:
                 m -= 1
-        return centers
+        return run
 
     @staticmethod
     def _least_useful(centers, utility, m):

@@ -212,18 +212,31 @@ class MiniBatch(Schedule):
         check_choice(self.learning_rate, "learning_rate", ("count", "adaptive"))
 
     def stream_schedule(self):
-        """Itself: a ``partial_fit`` stream honours ``learning_rate`` (the M-step's rule) and
-        ``reassignment_ratio`` (windows of ``100 n_clusters`` rows); ``batch_size``,
-        ``max_passes``, ``max_no_improvement`` and ``center_tol`` choose the rows of a fit's
-        steps and when it stops, which a stream's caller decides (as scikit-learn's
-        ``MiniBatchKMeans.partial_fit``); ``sampling="weighted"`` draws rows from all the
-        data in proportion to their weight and is refused (``ValueError``)."""
+        """Itself, every parameter honoured or refused: a ``partial_fit`` stream steps
+        through each call's rows in batches of ``batch_size`` (:meth:`stream_batches`),
+        combines them by ``learning_rate`` and moves starved centres by
+        ``reassignment_ratio`` (windows of ``100 n_clusters`` rows); ``max_no_improvement``
+        and ``center_tol`` say after each call whether a fit would have stopped
+        (``converged_``), and a stream visits every row once, within any ``max_passes >=
+        1``. ``ValueError`` for ``max_passes < 1`` (a fraction of a stream of unknown size)
+        and ``sampling="weighted"`` (rows drawn from all the data by weight)."""
         if self.sampling == "weighted":
             raise ValueError("sampling='weighted' draws each batch's rows in proportion to "
                              "their weight from all the data; a partial_fit stream takes "
                              "the caller's rows. Use sampling='uniform' (each row counts "
                              "with its weight), or fit.")
+        if self.max_passes < 1:
+            raise ValueError(f"max_passes={self.max_passes!r} stops a fit within its first "
+                             "pass over the data, a fraction of a stream whose size is "
+                             "unknown; a partial_fit stream visits every row once. Use "
+                             "max_passes >= 1, or stop calling partial_fit.")
         return self
+
+    def stream_batches(self, n_rows):
+        """Consecutive batches of ``batch_size`` rows (the last one shorter), in the caller's
+        order."""
+        size = int(self.batch_size)
+        return [slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
 
     def init_state(self, X, sample_weight, centers, state):
         """The smoothed objective of the early stop, the starved rule's setting and, for

@@ -2,7 +2,7 @@
 or by the number of features (:class:`ByDimension`)."""
 import numpy as np
 
-from .._engine.contracts import Seeder
+from .._engine.contracts import Seeder, Seeding
 from .._estimator.validation import check_int
 from .afkmc2 import AFKMC2
 from .seeders import KMeansPlusPlus, _sample_rows
@@ -72,12 +72,17 @@ class SampledSeeder(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the inner seeder's centres on a subsample (see :meth:`Seeder.seed`)."""
+        return self.seeding(X, sample_weight, n_clusters, state).centers
+
+    def seeding(self, X, sample_weight, n_clusters, state):
+        """The inner seeder's seeding, on a subsample (then without labels: the inner
+        seeder's would be the sample's) unless the sample would hold every row."""
         n_samples = X.shape[0]
         size = self.size if self.size is not None else max(20 * n_clusters, 10_000)
         size = min(int(size), n_samples)
         inner = self._inner()
         if size >= n_samples:
-            return inner.seed(X, sample_weight, n_clusters, state)
+            return inner.seeding(X, sample_weight, n_clusters, state)
         positive = int(np.count_nonzero(sample_weight > 0))
         if positive <= size:
             # every row with positive weight, plus zero-weight rows only if unavoidable
@@ -89,9 +94,7 @@ class SampledSeeder(Seeder):
         if total_sample > 0:
             scale = sample_weight.sum(dtype=np.float64) / total_sample
             w_sample = (w_sample * scale).astype(X.dtype)
-        centers = inner.seed(X_sample, w_sample, n_clusters, state)
-        state.seed_labels = None  # the inner seeder's labels are the sample's
-        return centers
+        return Seeding(inner.seed(X_sample, w_sample, n_clusters, state), None)
 
 
 class ByDimension(Seeder):
@@ -116,7 +119,8 @@ class ByDimension(Seeder):
 
     Notes
     -----
-    Cost, memory and state are those of the seeder that runs (``state.seed_labels`` too).
+    Cost, memory and state are those of the seeder that runs (its labels too, see
+    :meth:`seeding`).
     The documentation's page on the defaults has the measurements behind the presets' split
     at 16 and 64 features.
 
@@ -126,9 +130,7 @@ class ByDimension(Seeder):
     >>> from clusterkit import ByDimension, FitState
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> ByDimension().seed(X, np.ones(4), 2, state).shape  # 2 features: k-means++
-    (2, 2)
-    >>> state.seed_labels
+    >>> ByDimension().seeding(X, np.ones(4), 2, state).labels  # 2 features: k-means++
     array([1, 1, 0, 0], dtype=int32)
     """
 
@@ -153,3 +155,7 @@ class ByDimension(Seeder):
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the chosen seeder's centres (see :meth:`Seeder.seed`)."""
         return self._chosen(X.shape[1]).seed(X, sample_weight, n_clusters, state)
+
+    def seeding(self, X, sample_weight, n_clusters, state):
+        """The chosen seeder's seeding, labels included (see :meth:`Seeder.seeding`)."""
+        return self._chosen(X.shape[1]).seeding(X, sample_weight, n_clusters, state)

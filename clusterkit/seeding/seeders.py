@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
-from .._engine.contracts import Seeder
+from .._engine.contracts import Seeder, Seeding
 from .._engine.warn import warn
 from .._estimator.validation import check_int
 from .._kernels import _kmeanspp, _sparse as _sparse_kernels
@@ -138,7 +138,7 @@ class KMeansPlusPlus(Seeder):
     three copies of ``X`` (kept in group order) when its rows have at most 128 bytes (32
     float32 or 16 float64 features). Reads ``state.random_state`` and
     ``state.n_threads`` (the candidates are scored in parallel; the result does not depend on
-    the thread count). Sets ``state.seed_labels`` to each sample's nearest centre, which
+    the thread count). Its :meth:`seeding` also gives each sample's nearest centre, which
     :class:`~clusterkit.PartialEStep` can start from (``None`` in the rare fallback below when
     it had to take rows of zero weight); keeps no state between fits.
 
@@ -161,10 +161,11 @@ class KMeansPlusPlus(Seeder):
     >>> from clusterkit import FitState, KMeansPlusPlus
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
     >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> KMeansPlusPlus(n_local_trials=1).seed(X, np.ones(4), 2, state)
+    >>> seeding = KMeansPlusPlus(n_local_trials=1).seeding(X, np.ones(4), 2, state)
+    >>> seeding.centers
     array([[10.,  0.],
            [ 0.,  1.]])
-    >>> state.seed_labels  # each sample's nearest centre
+    >>> seeding.labels  # each sample's nearest centre
     array([1, 1, 0, 0], dtype=int32)
     >>> state.cost["seeding"]  # 4 to the first centre, 1 between centres, 2 not ruled out
     7
@@ -184,7 +185,11 @@ class KMeansPlusPlus(Seeder):
         return int(self.n_local_trials)
 
     def seed(self, X, sample_weight, n_clusters, state):
-        """Return k-means++ centres (see :meth:`Seeder.seed`); sets ``state.seed_labels``."""
+        """Return k-means++ centres (see :meth:`Seeder.seed`)."""
+        return self.seeding(X, sample_weight, n_clusters, state).centers
+
+    def seeding(self, X, sample_weight, n_clusters, state):
+        """k-means++ centres and each sample's nearest one (see :meth:`Seeder.seeding`)."""
         rs = state.random_state
         n_trials = self._n_trials(n_clusters)
         first = _first_index(sample_weight, rs)
@@ -225,8 +230,7 @@ class KMeansPlusPlus(Seeder):
                 # a zero-weight row became a centre: rows near it may now be labelled wrongly
                 # (fallback centres with weight duplicate a centre, so they change no label)
                 labels = None
-        state.seed_labels = labels
-        return centers
+        return Seeding(centers, labels)
 
     @staticmethod
     def _fallback_rows(sample_weight, chosen):
