@@ -243,8 +243,8 @@ def part_birch(args, notes):
 # -- part 3: seeding ---------------------------------------------------------------------------
 
 def _seed_clusterkit(seeder, X, sample_weight, n_clusters, n_threads):
-    state = FitState(n_clusters=n_clusters, n_features=X.shape[1], dtype=X.dtype,
-                     random_state=np.random.RandomState(0), n_threads=n_threads, soft=False)
+    state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
+                     random_state=np.random.RandomState(0), n_threads=n_threads)
     with threadpool_limits(limits=1, user_api="blas"):
         centers = seeder.seed(X, sample_weight, n_clusters, state)
     return centers, state.cost["seeding"]

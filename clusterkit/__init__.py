@@ -14,7 +14,7 @@ Where the code lives (users import from ``clusterkit``, ``clusterkit.presets``,
     __main__.py, _demo.py    the command line and its demo
     _estimator/    the scikit-learn face: Clusterer, partial_fit, mixture methods, lazy dask
                    results, validation, the shortcut registry and preset guide, saved models
-    _engine/       the strategy contracts, the run's state, the driver, progress, warnings
+    _engine/       the strategy contracts, the fit's state and its runs, the driver, progress
     _data/         rows as the engine sees them: dense or CSR, nearest centre, row chunks
     seeding/  reduction/  estep/  mstep/  schedules/  refine/
                    one subpackage per strategy kind
@@ -29,7 +29,8 @@ from . import datasets, metrics, presets  # public submodules, as attributes of 
 from ._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Objective
 from ._engine.contracts import (Composition, DataReducer, EStep, MStep, Refiner, Schedule, Seeder,
                                 Seeding)
-from ._engine.state import Channel, FitConfig, FitState, Meter, Run
+from ._engine.run import Channel, Run
+from ._engine.state import FitConfig, FitState, Meter
 # the estimator
 from ._estimator.clusterer import Clusterer
 from ._estimator.model_file import load_model

@@ -23,39 +23,11 @@ from .run import Run
 from .state import FitState, variance_floor, weighted_sum
 from .warn import warn
 
-__all__ = ["Driver", "Result", "check_composition"]
+__all__ = ["Driver", "Result"]
 
 
 class _CallbackStop(Exception):
     """The callback stopped the fit during a refinement round."""
-
-
-def check_composition(composition):
-    """Check what the six strategies declare against each other (see
-    :mod:`clusterkit._engine.contracts`); ``ValueError`` naming the strategies and what to
-    use instead."""
-    estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
-    if estep.objectives is not None and mstep.objective not in estep.objectives:
-        raise ValueError(f"{type(estep).__name__} cannot compute the {mstep.objective.name} "
-                         f"that {type(mstep).__name__} optimises; choose an E-step that "
-                         "does (see the E-steps' objectives).")
-    refiner = composition.refine
-    if refiner.objectives is not None and mstep.objective not in refiner.objectives:
-        raise ValueError(f"{type(refiner).__name__} cannot refine the {mstep.objective.name} "
-                         f"that {type(mstep).__name__} optimises; use refine=None.")
-    if schedule.center_update not in mstep.update_rules and mstep.update_rules == ("replace",):
-        raise ValueError(f"{type(mstep).__name__} re-estimates the model from whole passes over "
-                         f"the data only, but {type(schedule).__name__} updates it batch by "
-                         f"batch (the rule {schedule.center_update!r}); use schedule='full' "
-                         "(reduce='lwcs' makes each pass cheap), or mstep='hard' for "
-                         "mini-batch k-means.")
-    if schedule.center_update not in mstep.update_rules:
-        rules = " or ".join(repr(rule) for rule in mstep.update_rules)
-        raise ValueError(f"{type(schedule).__name__} combines batches by the rule "
-                         f"{schedule.center_update!r}, which {type(mstep).__name__} does not "
-                         f"implement (it implements {rules}); use a schedule with full "
-                         "batches (schedule='full'), or a hard M-step (mstep='hard') for "
-                         "mini-batches.")
 
 
 def strategy_array(value, strategy, what, shape, dtype):

@@ -10,9 +10,9 @@ import numpy as np
 
 from .assignment import QUANTIZATION_ERROR
 from .progress import QUIET
-from .run import Channel, Run
+from .run import Run
 
-__all__ = ["Channel", "FitConfig", "FitState", "Meter", "Run"]
+__all__ = ["FitConfig", "FitState", "Meter"]
 
 COST_PHASES = ("seeding", "reduction", "estep", "labels")
 TIME_PHASES = ("reduction", "seeding", "estep", "mstep", "labels")

@@ -9,19 +9,18 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data import chunked as _chunked
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
-from .._data.sparse import is_sparse
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
-from .._engine.driver import Driver, check_composition
+from .._engine.driver import Driver
 from .._engine.progress import check_verbose
 from .._engine.state import weighted_sum
 from .._engine.warn import warn
 from .._kernels._openmp import effective_n_threads
 from ..seeding.seeders import GivenCenters
 from . import lazy as _lazy
+from .composition import check_composition
 from .mixture import GaussianMixtureMethods
-from .registry import (AnswersUnknownKeywords, accepts_sparse, check_sparse_composition, resolve,
-                       strategy_class)
+from .registry import AnswersUnknownKeywords, accepts_sparse, resolve, strategy_class
 from .streaming import StreamingMethods
 from .validation import (check_data, check_initial_centers, check_params, check_representable,
                          check_sample_weight, unit_rows)
@@ -239,10 +238,11 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
 
     # -- validation --------------------------------------------------------------------------
 
-    def _strategies(self, X, x_mean):
-        """The six strategies, resolved and checked against the data and each other; given
-        initial centres become a seeder (moved into the frame centred on ``x_mean``; data in
-        row chunks move them after their first pass)."""
+    def _strategies(self, X, x_mean, streaming=False):
+        """The six strategies, resolved and checked against the data, the stream and each
+        other (:func:`~clusterkit._estimator.composition.check_composition`); given initial
+        centres become a seeder (moved into the frame centred on ``x_mean``; data in row
+        chunks move them after their first pass)."""
         if self.seed is None or isinstance(self.seed, (str, Seeder)):
             seeder = resolve("seed", self.seed)
         else:
@@ -253,38 +253,21 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         composition = Composition(seeder, *(resolve(name, getattr(self, name)) for name in
                                             ("reduce", "estep", "mstep", "schedule",
                                              "refine")))
-        if is_sparse(X):
-            check_sparse_composition(composition)
-        for strategy in composition:
-            strategy._validate(X, self.n_clusters, composition)
-        check_composition(composition)
-        return composition
+        return check_composition(composition, X, self.n_clusters, streaming)
 
     def _chunked_data(self, X, sample_weight):
         """``X`` as :class:`~clusterkit._data.chunked.ChunkedData` if it is to be read in row
         chunks, else ``None``.
 
-        A dask array always is, and needs a chunked reducer (``ValueError`` naming LWCS
-        otherwise, before any work); a memmap is when the reducer is chunked (otherwise it is
-        read like any array). Sets ``n_features_in_`` without reading the data.
+        A dask array always is (the composition check refuses it, before any work, for a
+        reducer that cannot read row chunks); a memmap is when the reducer is chunked and the
+        model is not spherical (otherwise it is read like any array, scaled to unit rows in
+        memory if it is). Sets ``n_features_in_`` without reading the data.
         """
-        dask_input = _chunked.is_dask_array(X)
-        if not (dask_input or isinstance(X, np.memmap)):
+        if not (_chunked.is_dask_array(X) or (isinstance(X, np.memmap)
+                                              and resolve("reduce", self.reduce).chunked
+                                              and not self._is_spherical())):
             return None
-        if self._is_spherical():
-            if not dask_input:
-                return None  # read like any array, scaled to unit rows in memory
-            raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
-                             "the rows to unit norm in memory; got a dask array. Pass "
-                             "X.compute().")
-        reducer = resolve("reduce", self.reduce)
-        if not reducer.chunked:
-            if not dask_input:
-                return None
-            raise ValueError(f"Clusterer.fit on a dask array needs a reducer that works on "
-                             f"row chunks, reduce=LWCS(...) (as in presets.vc_gmm and "
-                             f"presets.lwcs_lloyd); reduce={type(reducer).__name__} needs all "
-                             "the data in memory.")
         data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads))
         validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data

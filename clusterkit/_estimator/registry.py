@@ -3,12 +3,11 @@ clusterkit does not take.
 
 One table per strategy kind maps a string shortcut of :class:`~clusterkit.Clusterer`'s
 parameters to the strategy class (built with its defaults; listed in the documentation's
-composing page); :func:`check_sparse_composition` refuses sparse input for compositions
-that do not take it, naming what does (the presets :data:`~clusterkit.presets.GUIDE` lists
-as taking it, the seeding shortcuts whose seeder does). :data:`SKLEARN_NAMES` and
-:func:`unknown_keyword` answer the names users bring that clusterkit does not take:
-scikit-learn's (``init``, ``algorithm``, ...) with clusterkit's equivalent, a typo with the
-closest name (for ``Clusterer``, the presets and the command line alike).
+composing page); :func:`sparse_seeds` names the seeding shortcuts that take sparse data.
+:data:`SKLEARN_NAMES` and :func:`unknown_keyword` answer the names users bring that
+clusterkit does not take: scikit-learn's (``init``, ``algorithm``, ...) with clusterkit's
+equivalent, a typo with the closest name (for ``Clusterer``, the presets and the command line
+alike).
 """
 import difflib
 import functools
@@ -26,10 +25,9 @@ from ..schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from ..seeding.afkmc2 import AFKMC2
 from ..seeding.composite import ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
-from .guide import SPARSE_PRESETS
 
 __all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
-           "check_sparse_composition", "close_name", "keywords", "resolve", "sparse_seeds",
+           "close_name", "keywords", "resolve", "sparse_seeds",
            "strategy_class", "unknown_keyword"]
 
 #: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
@@ -101,28 +99,6 @@ def resolve(name, value):
 def sparse_seeds():
     """The seeding shortcuts whose seeder takes sparse data."""
     return tuple(alias for alias, cls in SHORTCUTS["seed"][2].items() if cls.accepts_sparse)
-
-
-def check_sparse_composition(composition):
-    """Refuse, before any work, sparse input for a composition with a strategy that does not
-    declare ``accepts_sparse``: a ``TypeError`` naming those strategies by parameter and
-    what takes sparse input instead, derived from the registry (the presets the guide lists as
-    taking it, the seeding shortcuts that do), so that it never goes stale."""
-    refused = [(name, strategy) for name, strategy in zip(composition._fields, composition)
-               if not strategy.accepts_sparse]
-    if not refused:
-        return
-    names = ", ".join(f"{name}={type(strategy).__name__}" for name, strategy in refused)
-    presets = [f"presets.{name}" for name in SPARSE_PRESETS]
-    presets = ", ".join(presets[:-1]) + f" or {presets[-1]}" if len(presets) > 1 else presets[0]
-    seeds = ", ".join(repr(seed) for seed in sparse_seeds())
-    if [name for name, _ in refused] == ["seed"]:
-        raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
-                        f"(and by the rest of this composition with seed= one of {seeds} or "
-                        "initial centres; presets take seed= too); or pass X.toarray().")
-    raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
-                    f"(or a Clusterer whose six strategies all declare accepts_sparse, "
-                    f"seeded by one of {seeds} or initial centres); or pass X.toarray().")
 
 
 #: Keywords of scikit-learn's ``KMeans``, ``MiniBatchKMeans`` and ``GaussianMixture`` that

@@ -3,41 +3,14 @@ k-means over a stream), as a mixin of the estimator."""
 import numpy as np
 
 from .._data.sparse import is_sparse
-from .._engine.driver import check_composition
 from .available import available_if
+from .composition import STREAM_PARAMETERS, stream_refusal
 from .registry import strategy_class
 from .validation import check_data, check_params, check_representable, check_sample_weight
 
-__all__ = ["StreamingMethods", "stream_refusal"]
+__all__ = ["StreamingMethods"]
 
 #: The strategy parameters whose declarations decide whether a composition can stream.
-STREAM_PARAMETERS = ("mstep", "reduce", "estep", "schedule", "refine")
-
-
-def stream_refusal(mstep, reduce, estep, schedule, refine):
-    """Why a composition of these strategy classes cannot run ``partial_fit`` (one sentence
-    saying what to use instead), from what they declare, or ``None`` if it can; a ``None``
-    class (a value that names no strategy) declares nothing."""
-    if mstep is not None and mstep.needs_resp:
-        return ("partial_fit keeps running means of hard assignments; this Clusterer's "
-                "M-step needs responsibilities (a Gaussian mixture).")
-    if reduce is not None and reduce.reduces:
-        return (f"partial_fit clusters each batch as it comes; {reduce.__name__} summarises a "
-                "whole data set. Use fit, or reduce=None for a stream.")
-    if estep is not None and not estep.exact:
-        return (f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or TruncatedEStep), "
-                f"not {estep.__name__}: per-sample search state cannot follow a stream of new "
-                "samples.")
-    if schedule is not None and not schedule.streams:
-        return (f"partial_fit steps on the caller's batches; {schedule.__name__} chooses its "
-                "own batches from all the data. Use fit, or schedule='minibatch' (or 'full') "
-                "for a stream.")
-    if refine is not None and refine.refines:
-        return (f"partial_fit cannot refine: {refine.__name__} restarts the iterations on all "
-                "the data, which a stream never holds; use fit, or refine=None for a stream.")
-    return None
-
-
 class StreamingMethods:
     """``partial_fit`` for a hard :class:`~clusterkit.Clusterer` without a refiner; the
     estimator provides the strategies, the driver and the fitted attributes."""
@@ -133,14 +106,8 @@ class StreamingMethods:
         if not fitted:
             check_params(self, X.shape[0])
         x_mean = self._x_mean if fitted else self._frame_mean(X)
-        composition = self._strategies(X, x_mean)
-        # (the parameters may have changed since partial_fit was looked up)
-        reason = stream_refusal(*(type(getattr(composition, name))
-                                  for name in STREAM_PARAMETERS))
-        if reason:
-            raise ValueError(reason)
-        composition = composition._replace(schedule=composition.schedule.stream_schedule())
-        check_composition(composition)
+        # (refused again: the parameters may have changed since partial_fit was looked up)
+        composition = self._strategies(X, x_mean, streaming=True)
         driver = self._driver(composition, X.shape[1])
         driver.x_mean = x_mean
         self._stream = driver

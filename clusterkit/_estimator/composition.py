@@ -1,0 +1,150 @@
+"""Which compositions may run: one check of what the six strategies declare, against each
+other and against the way the data come (sparse rows, row chunks, a ``partial_fit`` stream).
+
+:func:`check_composition` is called once when a fit or a stream starts, before any work, and
+runs every rule in one order: the data's kind, the stream, each strategy's own
+``_validate`` hook, then the declarations between strategies. :func:`stream_refusal` answers
+from the strategy classes alone, so that ``partial_fit`` is absent (with the reason) from an
+estimator that cannot stream.
+"""
+from .._data.chunked import ChunkedData
+from .._data.sparse import is_sparse
+from .guide import SPARSE_PRESETS
+from .registry import sparse_seeds
+
+__all__ = ["STREAM_PARAMETERS", "check_composition", "stream_refusal"]
+
+#: The parameters whose strategies decide whether a composition can stream.
+STREAM_PARAMETERS = ("mstep", "reduce", "estep", "schedule", "refine")
+
+
+def check_composition(composition, X, n_clusters, streaming=False):
+    """The composition that runs on ``X``, or the error that says why none can.
+
+    Parameters
+    ----------
+    composition : Composition
+        The six resolved strategies.
+    X : ndarray, sparse matrix or ChunkedData
+        The training data (or a stream's first batch).
+    n_clusters : int
+    streaming : bool, default=False
+        A ``partial_fit`` stream: the schedule is replaced by its
+        :meth:`~clusterkit.Schedule.stream_schedule`.
+
+    Returns
+    -------
+    composition : Composition
+
+    Raises
+    ------
+    TypeError
+        Sparse ``X`` for a strategy that does not declare ``accepts_sparse``.
+    ValueError
+        Row chunks for a reducer that cannot read them (or a spherical M-step), a stream for
+        a composition that cannot stream, a strategy's own parameters (its ``_validate``),
+        or declarations that do not fit together.
+    """
+    if is_sparse(X):
+        _check_sparse(composition)
+    if isinstance(X, ChunkedData):
+        _check_chunked(composition)
+    if streaming:
+        reason = stream_refusal(*(type(getattr(composition, name))
+                                  for name in STREAM_PARAMETERS))
+        if reason:
+            raise ValueError(reason)
+        composition = composition._replace(schedule=composition.schedule.stream_schedule())
+    for strategy in composition:
+        strategy._validate(X, n_clusters, composition)
+    _check_declarations(composition)
+    return composition
+
+
+def _check_sparse(composition):
+    """Refuse sparse input for a composition with a strategy that does not declare
+    ``accepts_sparse``: a ``TypeError`` naming those strategies by parameter and what takes
+    sparse input instead, derived from the registry (the presets the guide lists as taking
+    it, the seeding shortcuts that do), so that it never goes stale."""
+    refused = [(name, strategy) for name, strategy in zip(composition._fields, composition)
+               if not strategy.accepts_sparse]
+    if not refused:
+        return
+    names = ", ".join(f"{name}={type(strategy).__name__}" for name, strategy in refused)
+    presets = [f"presets.{name}" for name in SPARSE_PRESETS]
+    presets = ", ".join(presets[:-1]) + f" or {presets[-1]}" if len(presets) > 1 else presets[0]
+    seeds = ", ".join(repr(seed) for seed in sparse_seeds())
+    if [name for name, _ in refused] == ["seed"]:
+        raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
+                        f"(and by the rest of this composition with seed= one of {seeds} or "
+                        "initial centres; presets take seed= too); or pass X.toarray().")
+    raise TypeError(f"{names} cannot take sparse X. Sparse input is taken by {presets} "
+                    f"(or a Clusterer whose six strategies all declare accepts_sparse, "
+                    f"seeded by one of {seeds} or initial centres); or pass X.toarray().")
+
+
+def _check_chunked(composition):
+    """Data in row chunks reach only a reducer that reads them (the fit then runs on its
+    reduced set) and never a model on the unit sphere (its rows are scaled in memory)."""
+    if composition.mstep.spherical:
+        raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
+                         "the rows to unit norm in memory; got a dask array. Pass "
+                         "X.compute().")
+    reducer = composition.reduce
+    if not reducer.chunked:
+        raise ValueError(f"Clusterer.fit on a dask array needs a reducer that works on "
+                         f"row chunks, reduce=LWCS(...) (as in presets.vc_gmm and "
+                         f"presets.lwcs_lloyd); reduce={type(reducer).__name__} needs all "
+                         "the data in memory.")
+
+
+def _check_declarations(composition):
+    """Check what the six strategies declare against each other (see
+    :mod:`clusterkit._engine.contracts`): objectives and batch rules; ``ValueError`` naming
+    the strategies and what to use instead."""
+    estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
+    if estep.objectives is not None and mstep.objective not in estep.objectives:
+        raise ValueError(f"{type(estep).__name__} cannot compute the {mstep.objective.name} "
+                         f"that {type(mstep).__name__} optimises; choose an E-step that "
+                         "does (see the E-steps' objectives).")
+    refiner = composition.refine
+    if refiner.objectives is not None and mstep.objective not in refiner.objectives:
+        raise ValueError(f"{type(refiner).__name__} cannot refine the {mstep.objective.name} "
+                         f"that {type(mstep).__name__} optimises; use refine=None.")
+    if schedule.center_update not in mstep.update_rules and mstep.update_rules == ("replace",):
+        raise ValueError(f"{type(mstep).__name__} re-estimates the model from whole passes over "
+                         f"the data only, but {type(schedule).__name__} updates it batch by "
+                         f"batch (the rule {schedule.center_update!r}); use schedule='full' "
+                         "(reduce='lwcs' makes each pass cheap), or mstep='hard' for "
+                         "mini-batch k-means.")
+    if schedule.center_update not in mstep.update_rules:
+        rules = " or ".join(repr(rule) for rule in mstep.update_rules)
+        raise ValueError(f"{type(schedule).__name__} combines batches by the rule "
+                         f"{schedule.center_update!r}, which {type(mstep).__name__} does not "
+                         f"implement (it implements {rules}); use a schedule with full "
+                         "batches (schedule='full'), or a hard M-step (mstep='hard') for "
+                         "mini-batches.")
+
+
+def stream_refusal(mstep, reduce, estep, schedule, refine):
+    """Why a composition of these strategy classes cannot run ``partial_fit`` (one sentence
+    saying what to use instead), from what they declare, or ``None`` if it can; a ``None``
+    class (a value that names no strategy) declares nothing."""
+    if mstep is not None and mstep.needs_resp:
+        return ("partial_fit keeps running means of hard assignments; this Clusterer's "
+                "M-step needs responsibilities (a Gaussian mixture).")
+    if reduce is not None and reduce.reduces:
+        return (f"partial_fit clusters each batch as it comes; {reduce.__name__} summarises a "
+                "whole data set. Use fit, or reduce=None for a stream.")
+    if estep is not None and not estep.exact:
+        return (f"partial_fit needs an exact E-step (FullEStep, ElkanEStep or TruncatedEStep), "
+                f"not {estep.__name__}: per-sample search state cannot follow a stream of new "
+                "samples.")
+    if schedule is not None and not schedule.streams:
+        return (f"partial_fit steps on the caller's batches; {schedule.__name__} chooses its "
+                "own batches from all the data. Use fit, or schedule='minibatch' (or 'full') "
+                "for a stream.")
+    if refine is not None and refine.refines:
+        return (f"partial_fit cannot refine: {refine.__name__} restarts the iterations on all "
+                "the data, which a stream never holds; use fit, or refine=None for a stream.")
+    return None
