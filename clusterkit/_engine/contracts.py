@@ -14,23 +14,15 @@ A fit is assembled from six small strategy objects, each with one verb:
   ended on its own, leave its local minimum by restarting the iterations from changed
   centres (``iterate``), keeping only what is better.
 
-Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
-stores its arguments, so ``get_params``/``set_params`` (also nested, as
-``Clusterer.set_params(estep__G=3)``), ``clone`` and pickling work, and nothing is kept on
-``self`` between fits. Whatever an E-step, M-step or schedule must carry from one step to
-the next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own
-per-run state: an object its optional ``init_state`` hook returns, which the driver keeps for
-it in the run (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``, see
-:class:`~clusterkit.Run`) and no other strategy reads. What one strategy gives another
-travels through declarations and return values the driver routes: a seeder's nearest-seed
-labels (:class:`Seeding`), an M-step's wish for the E-step's per-cluster sums
-(:meth:`MStep.reads_batch_sums`), the E-step's float32 rows for the final labelling
-(:meth:`EStep.labelling_rows`). A strategy whose model has more to report than centres and labels (soft
-assignments, modes as training rows, a kernel bandwidth) returns it from
-``fitted_attributes``, and the estimator gets those attributes.
+What one strategy gives another travels through declarations and return values the driver
+routes: a seeder's nearest-seed labels (:class:`Seeding`), an M-step's wish for the E-step's
+per-cluster sums (:meth:`MStep.reads_batch_sums`), the E-step's float32 rows for the final
+labelling (:meth:`EStep.labelling_rows`); everything else of a run is one strategy's own (see
+:mod:`clusterkit._engine.strategy` for what all six share).
 
-What a strategy *is* is declared, never guessed from numbers, and the driver checks the
-declarations of the six strategies against each other when ``fit`` starts:
+What a strategy *is* is declared, never guessed from numbers, and one composition check
+(:mod:`clusterkit._estimator.composition`) holds the declarations of the six strategies
+against each other when ``fit`` starts:
 
 * an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
   needs responsibilities (:attr:`MStep.needs_resp`) or the E-step's per-cluster sums
@@ -47,32 +39,8 @@ declarations of the six strategies against each other when ``fit`` starts:
 
 Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
 hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
-through one documented channel, ``state.channel`` (:class:`~clusterkit.FitState`): the step
+through one documented channel, ``state.channel`` (:class:`~clusterkit.Channel`): the step
 size of an implicit rule one way, the running per-cluster statistics the other.
-
-Sparse data (scipy.sparse, as CSR) reach only strategies that declare
-``accepts_sparse`` (each of the six must): the driver
-checks that once, when ``fit`` starts, and refuses any other composition before any work.
-Such a strategy receives ``X`` (and batches of its rows) as a ``scipy.sparse.csr_matrix``
-with int32 indices, not centred (its frame's mean is zero), and returns dense centres.
-
-Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that declares
-:attr:`DataReducer.chunked`; the other strategies see its reduced set (their ``_validate``
-hooks get an object with the data's ``shape`` and ``dtype``).
-
-Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
-view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
-``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
-coreset weights after a reduction). Strategies add the distance evaluations they perform to
-``state.cost`` (see :meth:`FitState.count`).
-
-Strategies never print. A verbose fit shows which phase runs (the driver times reduction,
-seeding, set-up, E-step, M-step and labels) and, at least every few seconds, how far it got:
-a strategy with a natural unit of work reports it with ``state.progress(phase, done, total,
-unit)`` (a seeder its centres, a reducer its rows, a graph its stages), after each unit or,
-for one long kernel call, once before it with a one-element counter the kernel updates
-(:meth:`FitState.progress`); a strategy's own long stage inside a phase may be marked with
-``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`` (shown only).
 """
 from abc import ABC, abstractmethod
 from collections import namedtuple
@@ -90,16 +58,9 @@ Composition = namedtuple("Composition",
 
 
 class Seeding(namedtuple("Seeding", ["centers", "labels"])):
-    """What a seeding found (:meth:`Seeder.seeding`).
-
-    Attributes
-    ----------
-    centers : ndarray of shape (n_clusters, n_features)
-        The initial centres.
-    labels : ndarray of shape (n_samples,), dtype=int32, or None
-        Each sample's nearest centre, if the seeder found it as a by-product; the driver
-        keeps it in the run (``Run.seed_labels``), where E-steps may start from it.
-    """
+    """What a seeding found (:meth:`Seeder.seeding`): the initial ``centers``, and ``labels``
+    (int32, each sample's nearest centre) if the seeder found them as a by-product, else
+    ``None``; the driver keeps them in the run (``Run.seed_labels``) for the E-step."""
 
     __slots__ = ()
 
@@ -172,12 +133,9 @@ class DataReducer(_Strategy, ABC):
     Attributes
     ----------
     chunked : bool
-        Class attribute: ``True`` if the reducer can also reduce data that are never in memory
-        as a whole, held in row chunks (a dask array, or a NumPy memmap), with
-        :meth:`reduce_chunked`. Only such a reducer lets ``Clusterer.fit`` accept a dask
-        array (any other raises a ``ValueError`` naming :class:`~clusterkit.LWCS` before
-        any work); a memmap goes through :meth:`reduce_chunked` when the reducer is chunked
-        and is read like an ordinary array otherwise. ``False`` by default.
+        Class attribute: ``True`` if the reducer can also reduce data held in row chunks (a
+        dask array, or a NumPy memmap) with :meth:`reduce_chunked`. A dask array needs such a
+        reducer; a memmap is read like an ordinary array by any other. ``False`` by default.
     reduces : bool
         Class attribute: whether :meth:`reduce` replaces the data (``True`` by default);
         :class:`~clusterkit.NoReduction` declares ``False``, so that compositions that need
@@ -280,15 +238,12 @@ class EStep(_RunStrategy, ABC):
 
     Notes
     -----
-    The E-step computes the objective the M-step declares (``state.objective``) and
-    responsibilities when the M-step needs them (``state.needs_resp``); ``state.sigma2``
-    holds the shared variance of a Gaussian mixture (``None`` before the first E-step: a soft
-    E-step then sets it with :meth:`FitState.init_sigma2` from the distances it computed,
-    vc-GMM eq. 12). ``state.fuse_sums`` says whether the M-step reads the per-cluster sums an
-    E-step may compute in its own pass. ``state.rows`` says which rows of the fit data the
-    batch holds, so that per-sample state (bounds, winners) survives mini-batches;
-    ``state.center_shift`` says how far each centre moved in the last M-step and
-    ``state.labels`` holds every sample's label from its previous visit.
+    The E-step computes the objective the M-step declares (``state.objective``),
+    responsibilities if it needs them (``state.needs_resp``) and per-cluster sums if it reads
+    them (``state.fuse_sums``). A soft E-step's first call sets the run's variance
+    (``state.sigma2`` is ``None`` before: :meth:`FitState.init_sigma2`, vc-GMM eq. 12).
+    ``state.rows``, ``state.labels`` and ``state.center_shift`` let per-sample state (bounds,
+    winners) follow mini-batches and moving centres.
     """
 
     exact = False
@@ -421,22 +376,17 @@ class Schedule(_RunStrategy, ABC):
         Class attribute: ``True`` if every batch is all rows (strategies that keep one state
         per sample but cannot skip samples can require it).
     center_update : str
-        Class attribute: how an M-step combines a batch's statistics with what came before,
-        read from ``state.center_update``; the M-step must list it in
-        :attr:`MStep.update_rules`. ``"replace"``: the centres are the batch's weighted means
-        (Lloyd; the default). Mini-batch schedules declare the running-sum forms of the same
-        update, e.g. ``"running"`` (every visit of a sample counts, Sculley's mini-batch
-        k-means) or ``"latest"`` (only each sample's latest visit counts, nested mini-batch
-        k-means), a step towards the batch's means (``"adaptive"``), or an implicit gradient
-        step (``"backward_euler"``, stochastic backward Euler, whose step size the schedule
-        sets in ``state.channel``). A schedule whose rule depends on its parameters defines
-        it as a property (:class:`~clusterkit.MiniBatch`'s ``learning_rate``).
+        Class attribute (or a property, if it depends on parameters): how an M-step combines
+        a batch with what came before (``state.center_update``), one of the M-step's
+        :attr:`MStep.update_rules`. ``"replace"`` (Lloyd; the default): the batch's weighted
+        means; ``"running"`` (Sculley) or ``"latest"`` (nested mini-batches): running sums
+        over every visit or each sample's latest; ``"adaptive"``: a step towards the batch's
+        means; ``"backward_euler"``: an implicit step whose size the schedule sets in
+        ``state.channel``.
     streams : bool
-        Class attribute: ``True`` if ``Clusterer.partial_fit`` may run a composition with this
-        schedule. A stream's batches are chosen by the caller and combined by the M-step's
-        batch rule of the schedule :meth:`stream_schedule` returns, so only schedules whose
-        ``fit`` means the same model stream (full batches, uniform mini-batches). ``False``
-        by default.
+        Class attribute: ``True`` if ``Clusterer.partial_fit`` may run with this schedule (one
+        whose ``fit`` means the same model on the caller's batches: full batches, uniform
+        mini-batches; see :meth:`stream_schedule`). ``False`` by default.
     """
 
     full_batch = False
@@ -467,8 +417,7 @@ class Schedule(_RunStrategy, ABC):
         second copy), so that every prefix is a slice, a view without copying. Everything
         the strategies see (seeding, per-sample state, ``state.labels``, row indices of
         batches) then refers to positions in this order; the driver maps the final labels
-        back. Called once per fit, before the data are centred and seeded; every run of the
-        fit (``n_init``) works in the same order.
+        back. Called once per fit, before seeding; every run works in this order.
 
         Parameters
         ----------
@@ -493,12 +442,10 @@ class Schedule(_RunStrategy, ABC):
         the last step recorded (``state.history``, ``state.n_changed``), and may add entries
         to the next step's history record (``state.step_info``, emptied before it runs).
 
-        A step may consist of several inner steps: yield a ``list`` of batches. The driver
-        then runs an E-step and an M-step on each, in order, with ``state.inner_step`` (0,
-        1, ...) and ``state.n_inner_steps`` telling the strategies where they are, and records
-        the step once: its objective is that of the first inner batch, at the parameters the
-        step started from (as a single batch's is). Stochastic backward Euler uses this for
-        its inner fixed-point iterations (:class:`~clusterkit.SBEDecay`).
+        A step may consist of several inner steps (a ``list`` of batches, as
+        :class:`~clusterkit.SBEDecay`'s fixed-point iterations): an E-step and an M-step on
+        each in order (``state.inner_step`` of ``state.n_inner_steps``), recorded once with
+        the first inner batch's objective, at the parameters the step started from.
 
         Parameters
         ----------

@@ -1,7 +1,45 @@
 """What every strategy object shares (:class:`_Strategy`: scikit-learn parameters, a readable
 ``repr``, equality by parameters, the ``_validate`` and ``fitted_attributes`` hooks) and what
 the strategies that run with a fit's iterations share (:class:`_RunStrategy`: per-run state).
-The contracts built on them are in :mod:`clusterkit._engine.contracts`."""
+The contracts built on them are in :mod:`clusterkit._engine.contracts`.
+
+Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
+stores its arguments, so ``get_params``/``set_params`` (also nested, as
+``Clusterer.set_params(estep__G=3)``), ``clone`` and pickling work, and nothing is kept on
+``self`` between fits. Whatever an E-step, M-step or schedule must carry from one step to the
+next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own per-run
+state: an object its optional ``init_state`` hook returns, which the driver keeps for it in the
+run (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``, see
+:class:`~clusterkit.Run`) and no other strategy reads. A strategy whose model has more to
+report than centres and labels (soft assignments, modes as training rows, a kernel bandwidth)
+returns it from ``fitted_attributes``, and the estimator gets those attributes.
+
+What every strategy receives and how it reports:
+
+Sparse data (scipy.sparse, as CSR) reach only strategies that declare ``accepts_sparse`` (each
+of the six must): the composition check refuses any other composition when ``fit`` starts,
+before any work (:mod:`clusterkit._estimator.composition`). Such a strategy receives ``X`` (and
+batches of its rows) as a ``scipy.sparse.csr_matrix`` with int32 indices, not centred (its
+frame's mean is zero), and returns dense centres.
+
+Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that declares
+:attr:`~clusterkit.DataReducer.chunked`; the other strategies see its reduced set (their
+``_validate`` hooks get an object with the data's ``shape`` and ``dtype``).
+
+Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
+view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
+``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
+coreset weights after a reduction). Strategies add the distance evaluations they perform to
+``state.cost`` (see :meth:`~clusterkit.Meter.count`).
+
+Strategies never print. A verbose fit shows which phase runs (the driver times reduction,
+seeding, set-up, E-step, M-step and labels) and, at least every few seconds, how far it got: a
+strategy with a natural unit of work reports it with ``state.progress(phase, done, total,
+unit)`` (a seeder its centres, a reducer its rows, a graph its stages), after each unit or, for
+one long kernel call, once before it with a one-element counter the kernel updates
+(:meth:`~clusterkit.Meter.progress`); a strategy's own long stage inside a phase may be marked
+with ``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`` (shown only).
+"""
 import inspect
 
 from sklearn.base import BaseEstimator
