@@ -8,7 +8,7 @@ from clusterkit import (AFKMC2, FREE_ENERGY, LWCS, Clusterer, FitState, FullESte
                         KMeansPlusPlus, PartialEStep, SoftMStep, presets)
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import lloyd, lwcs_lloyd, vc_gmm
+from clusterkit.presets import lwcs_lloyd, vc_gmm
 
 from ._helpers import fixed_iterations
 
