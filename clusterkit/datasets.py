@@ -146,12 +146,8 @@ def birch_grid_quantization_error(n_side=10, n_per_cluster=100, variance=1.0):
 
     Parameters
     ----------
-    n_side : int, default=10
-        Number of clusters along each axis of the grid.
-    n_per_cluster : int, default=100
-        Number of samples per cluster.
-    variance : float, default=1.0
-        Variance of every cluster in each dimension.
+    n_side, n_per_cluster, variance
+        As for :func:`make_birch_grid`.
 
     Returns
     -------

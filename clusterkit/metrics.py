@@ -156,10 +156,8 @@ def clustering_accuracy(labels_true, labels_pred):
 
     Parameters
     ----------
-    labels_true : array-like of shape (n_samples,)
-        Reference labels: numbers or strings, of one comparable type.
-    labels_pred : array-like of shape (n_samples,)
-        Labels to evaluate.
+    labels_true, labels_pred
+        As for :func:`nmi`.
 
     Returns
     -------
@@ -168,10 +166,8 @@ def clustering_accuracy(labels_true, labels_pred):
 
     Raises
     ------
-    ValueError
-        If a labeling is not 1-d, empty or contains NaN, or their lengths differ.
-    TypeError
-        If a labeling mixes values that cannot be compared.
+    ValueError, TypeError
+        As :func:`nmi` (the labelings are checked alike).
 
     Notes
     -----

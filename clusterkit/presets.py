@@ -400,12 +400,8 @@ def var_kmeans_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **k
     Parameters
     ----------
     n_clusters : int
-    G : int, default=5
-    n_explore : int, default=1
-    n_init_esteps : int, default=0
-    init : {"auto", "random", "exact"}, default="auto"
-        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
-        seeds, or ``"random"`` as in the paper.
+    G, n_explore, n_init_esteps, init
+        As for :func:`var_kmeans_x`.
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer`.
 
@@ -433,12 +429,8 @@ def var_gmm_x(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwar
     Parameters
     ----------
     n_clusters : int
-    G : int, default=5
-    n_explore : int, default=1
-    n_init_esteps : int, default=0
-    init : {"auto", "random", "exact"}, default="auto"
-        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
-        seeds, or ``"random"`` as in the paper.
+    G, n_explore, n_init_esteps, init
+        As for :func:`var_kmeans_x`.
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer`.
 
@@ -466,12 +458,8 @@ def var_gmm_s(n_clusters, G=5, n_explore=1, n_init_esteps=0, init="auto", **kwar
     Parameters
     ----------
     n_clusters : int
-    G : int, default=5
-    n_explore : int, default=1
-    n_init_esteps : int, default=0
-    init : {"auto", "random", "exact"}, default="auto"
-        Start of ``K(n)`` and ``G_c`` (see :class:`~clusterkit.PartialEStep`): the nearest
-        seeds, or ``"random"`` as in the paper.
+    G, n_explore, n_init_esteps, init
+        As for :func:`var_kmeans_x`.
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer`.
 

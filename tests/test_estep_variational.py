@@ -310,18 +310,21 @@ X_SMALL = np.zeros((20, 2))
 
 
 @pytest.mark.parametrize("params, error, match", [
-    (dict(G=0), ValueError, r"^G=0 must be >= 1\.$"),
-    (dict(G=2.5), TypeError, "G must be an integer"),
+    (dict(G=0), ValueError, r"^PartialEStep: G must be an integer >= 1; got 0\.$"),
+    (dict(G=2.5), TypeError, r"^PartialEStep: G must be an integer >= 1; got 2\.5\.$"),
     (dict(G=3, n_winners=11), ValueError, r"^n_winners=11 must be <= n_clusters=10\.$"),
-    (dict(n_winners=0), ValueError, r"^n_winners=0 must be >= 1\.$"),
+    (dict(n_winners=0), ValueError,
+     r"^PartialEStep: n_winners must be an integer >= 1 or None; got 0\.$"),
     (dict(neighbourhoods="exact"), ValueError,
-     r"^Unknown neighbourhoods='exact'; expected 'estimated' or 'exhaustive'\.$"),
+     r"^PartialEStep: neighbourhoods must be 'estimated' or 'exhaustive'; got 'exact'\.$"),
     (dict(neighbour_stat="mean"), ValueError,
-     r"^Unknown neighbour_stat='mean'; expected 'sqdist' or 'dist'\.$"),
-    (dict(n_explore=-1), ValueError, r"^n_explore=-1 must be >= 0\.$"),
-    (dict(n_init_esteps=-2), ValueError, r"^n_init_esteps=-2 must be >= 0\.$"),
+     r"^PartialEStep: neighbour_stat must be 'sqdist' or 'dist'; got 'mean'\.$"),
+    (dict(n_explore=-1), ValueError,
+     r"^PartialEStep: n_explore must be an integer >= 0; got -1\.$"),
+    (dict(n_init_esteps=-2), ValueError,
+     r"^PartialEStep: n_init_esteps must be an integer >= 0; got -2\.$"),
     (dict(init="nearest"), ValueError,
-     r"^Unknown init='nearest'; expected 'auto', 'random' or 'exact'\.$"),
+     r"^PartialEStep: init must be 'auto', 'random' or 'exact'; got 'nearest'\.$"),
 ])
 def test_partial_validation_errors(params, error, match):
     with pytest.raises(error, match=match):

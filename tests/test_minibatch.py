@@ -390,12 +390,17 @@ def test_starved_centres_are_moved(schedule):
 
 
 @pytest.mark.parametrize("schedule,error,match", [
-    (MiniBatch(batch_size=0), ValueError, r"batch_size=0 must be >= 1"),
+    (MiniBatch(batch_size=0), ValueError,
+     r"^MiniBatch: batch_size must be an integer >= 1; got 0\.$"),
     (MiniBatch(batch_size=2.5), TypeError, r"batch_size must be an integer"),
-    (MiniBatch(max_passes=0), ValueError, r"max_passes=0 must be a number > 0"),
-    (NestedDoubling(initial_batch=0), ValueError, r"initial_batch=0 must be >= 1"),
-    (NestedDoubling(rho=-1.0), ValueError, r"rho=-1.0 must be a number >= 0"),
-    (NestedDoubling(spread="sd"), ValueError, r"Unknown spread='sd'"),
+    (MiniBatch(max_passes=0), ValueError,
+     r"^MiniBatch: max_passes must be a number > 0; got 0\.$"),
+    (NestedDoubling(initial_batch=0), ValueError,
+     r"^NestedDoubling: initial_batch must be an integer >= 1 or 'auto'; got 0\.$"),
+    (NestedDoubling(rho=-1.0), ValueError,
+     r"^NestedDoubling: rho must be a number >= 0; got -1\.0\.$"),
+    (NestedDoubling(spread="sd"), ValueError,
+     r"^NestedDoubling: spread must be 'deviation' or 'standard_error'; got 'sd'\.$"),
 ])
 def test_bad_parameters(blobs, schedule, error, match):
     with pytest.raises(error, match=match):
@@ -598,12 +603,18 @@ def test_adaptive_learning_rate_moves_by_the_square_root_of_the_batch_share():
 
 def test_minibatch_parameters_are_checked(blobs):
     for schedule, match in [
-            (MiniBatch(max_no_improvement=0), "max_no_improvement=0 must be >= 1"),
-            (MiniBatch(center_tol=-1.0), "center_tol=-1.0 must be None or a number >= 0"),
-            (MiniBatch(reassignment_ratio=-0.1), "reassignment_ratio=-0.1 must be a number"),
-            (MiniBatch(sampling="stratified"), "Unknown sampling='stratified'"),
-            (MiniBatch(learning_rate="sgd"), "Unknown learning_rate='sgd'"),
-            (MiniBatch(max_passes=float("nan")), "max_passes=nan must be a number > 0")]:
+            (MiniBatch(max_no_improvement=0),
+             r"^MiniBatch: max_no_improvement must be an integer >= 1 or None; got 0\.$"),
+            (MiniBatch(center_tol=-1.0),
+             r"^MiniBatch: center_tol must be a finite number >= 0 or None; got -1\.0\.$"),
+            (MiniBatch(reassignment_ratio=-0.1),
+             r"^MiniBatch: reassignment_ratio must be a finite number >= 0; got -0\.1\.$"),
+            (MiniBatch(sampling="stratified"),
+             r"^MiniBatch: sampling must be 'uniform' or 'weighted'; got 'stratified'\.$"),
+            (MiniBatch(learning_rate="sgd"),
+             r"^MiniBatch: learning_rate must be 'count' or 'adaptive'; got 'sgd'\.$"),
+            (MiniBatch(max_passes=float("nan")),
+             r"^MiniBatch: max_passes must be a number > 0; got nan\.$")]:
         with pytest.raises(ValueError, match=match):
             Clusterer(4, schedule=schedule).fit(blobs)
 
@@ -620,7 +631,12 @@ def test_nmbatch_first_prefix_is_auto_sized(blobs):
             warnings.simplefilter("ignore", ConvergenceWarning)
             km.fit(X)
         assert km.history_[0]["batch_size"] == first
-    with pytest.raises(TypeError, match="initial_batch must be an integer"):
+    with pytest.raises(TypeError, match=r"^NestedDoubling: initial_batch must be an integer "
+                                        r">= 1 or 'auto'; got 2\.5\.$"):
+        Clusterer(4, schedule=NestedDoubling(initial_batch=2.5)).fit(blobs)
+    # a string is the option's type: an unknown option
+    with pytest.raises(ValueError, match=r"^NestedDoubling: initial_batch must be an integer "
+                                         r">= 1 or 'auto'; got 'big'\.$"):
         Clusterer(4, schedule=NestedDoubling(initial_batch="big")).fit(blobs)
 
 

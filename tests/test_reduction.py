@@ -286,10 +286,10 @@ def test_size_at_least_n_samples_clusters_the_full_data_with_a_warning():
 
 
 @pytest.mark.parametrize("size, error, match", [
-    (0, ValueError, r"^size=0 must be >= 1\.$"),
-    (-3, ValueError, r"^size=-3 must be >= 1\.$"),
-    (2.5, TypeError, r"size must be an integer, got 2\.5"),
-    ("big", TypeError, r"size must be an integer, got 'big'"),
+    (0, ValueError, r"^LWCS: size must be an integer >= 1 or None; got 0\.$"),
+    (-3, ValueError, r"^LWCS: size must be an integer >= 1 or None; got -3\.$"),
+    (2.5, TypeError, r"^LWCS: size must be an integer >= 1 or None; got 2\.5\.$"),
+    ("big", TypeError, r"^LWCS: size must be an integer >= 1 or None; got 'big'\.$"),
     (4, ValueError, r"^LWCS size=4 must be >= n_clusters=5\.$"),
 ])
 def test_validation_messages(size, error, match):

@@ -149,8 +149,12 @@ def test_shortcut_and_composition_record(blobs):
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"m": 0}, "m"), ({"m": 1.5}, "m must"), ({"max_rounds": 0}, "max_rounds"),
-    ({"tol": -0.1}, "tol="), ({"tol": 1.0}, "tol="), ({"tol": "a"}, "tol=")])
+    ({"m": 0}, r"^Breathing: m must be an integer >= 1; got 0\.$"),
+    ({"m": 1.5}, r"^Breathing: m must be an integer >= 1; got 1\.5\.$"),
+    ({"max_rounds": 0}, r"^Breathing: max_rounds must be an integer >= 1; got 0\.$"),
+    ({"tol": -0.1}, r"^Breathing: tol must be a number in \[0, 1\); got -0\.1\.$"),
+    ({"tol": 1.0}, r"^Breathing: tol must be a number in \[0, 1\); got 1\.0\.$"),
+    ({"tol": "a"}, r"^Breathing: tol must be a number in \[0, 1\); got 'a'\.$")])
 def test_bad_parameters_are_refused(blobs, params, match):
     with pytest.raises((ValueError, TypeError), match=match):
         presets.lloyd(4, refine=Breathing(**params)).fit(blobs[:100])

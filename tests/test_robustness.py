@@ -147,11 +147,11 @@ def test_bad_thread_counts(n_threads, error, match):
 
 @pytest.mark.parametrize("make,match", [
     (lambda: presets.minibatch(3, max_passes=float("nan")),
-     r"^max_passes=nan must be a number > 0 \(inf: until the early stop or max_iter "
-     r"passes\)\.$"),
+     r"^MiniBatch: max_passes must be a number > 0; got nan\.$"),
     (lambda: Clusterer(3, schedule=SBEDecay(step=float("inf"))),
-     r"^step=inf must be None or a number > 0, finite\.$"),
-    (lambda: presets.nmbatch(3, rho=float("nan")), r"^rho=nan must be a number >= 0\.$"),
+     r"^SBEDecay: step must be a finite number > 0 or None; got inf\.$"),
+    (lambda: presets.nmbatch(3, rho=float("nan")),
+     r"^NestedDoubling: rho must be a number >= 0; got nan\.$"),
 ])
 def test_unusable_budgets_are_refused(make, match):
     """(An infinite mini-batch budget is allowed: max_iter passes bound it, see

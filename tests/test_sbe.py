@@ -113,16 +113,17 @@ def test_sbe_leaves_lloyds_bad_minimum_on_iris():
 
 
 @pytest.mark.parametrize("params,match", [
-    (dict(batch_size=0), r"batch_size=0 must be >= 1"),
-    (dict(step=0.0), r"step=0.0 must be None or a number > 0"),
-    (dict(step=-1), r"step=-1 must be None or a number > 0"),
-    (dict(decay=0.0), r"decay=0.0 must be a number in \(0, 1\]"),
-    (dict(decay=1.5), r"decay=1.5 must be a number in \(0, 1\]"),
-    (dict(averaging=1.0), r"averaging=1.0 must be a number in \[0, 1\)"),
-    (dict(averaging=-0.1), r"averaging=-0.1 must be a number in \[0, 1\)"),
-    (dict(inner_iter=0), r"inner_iter=0 must be >= 1"),
-    (dict(outer_iter=0), r"outer_iter=0 must be >= 1"),
-    (dict(polish_iter=-1), r"polish_iter=-1 must be >= 0"),
+    (dict(batch_size=0), r"^SBEDecay: batch_size must be an integer >= 1; got 0\.$"),
+    (dict(step=0.0), r"^SBEDecay: step must be a finite number > 0 or None; got 0\.0\.$"),
+    (dict(step=-1), r"^SBEDecay: step must be a finite number > 0 or None; got -1\.$"),
+    (dict(decay=0.0), r"^SBEDecay: decay must be a number in \(0, 1\]; got 0\.0\.$"),
+    (dict(decay=1.5), r"^SBEDecay: decay must be a number in \(0, 1\]; got 1\.5\.$"),
+    (dict(averaging=1.0), r"^SBEDecay: averaging must be a number in \[0, 1\); got 1\.0\.$"),
+    (dict(averaging=-0.1),
+     r"^SBEDecay: averaging must be a number in \[0, 1\); got -0\.1\.$"),
+    (dict(inner_iter=0), r"^SBEDecay: inner_iter must be an integer >= 1; got 0\.$"),
+    (dict(outer_iter=0), r"^SBEDecay: outer_iter must be an integer >= 1; got 0\.$"),
+    (dict(polish_iter=-1), r"^SBEDecay: polish_iter must be an integer >= 0; got -1\.$"),
 ])
 def test_bad_parameters(blobs, params, match):
     with pytest.raises(ValueError, match=match):

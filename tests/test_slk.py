@@ -206,8 +206,9 @@ def test_a_vanishing_cluster_reverts_and_is_flagged():
 
 @pytest.mark.parametrize("estep,match", [
     (LaplacianEStep(n_neighbors=1000), r"n_neighbors=1000 must be < n_samples=1000"),
-    (LaplacianEStep(lam=-1.0), r"lam=-1.0 must be a number >= 0"),
-    (LaplacianEStep(sigma=0.0), r"sigma=0.0 must be None or a number > 0"),
+    (LaplacianEStep(lam=-1.0), r"^LaplacianEStep: lam must be a number >= 0; got -1\.0\.$"),
+    (LaplacianEStep(sigma=0.0),
+     r"^LaplacianEStep: sigma must be a number > 0 or None; got 0\.0\.$"),
     (LaplacianEStep(graph=sp.eye(10, format="csr")), r"graph must be a sparse matrix of shape "
                                                      r"\(1000, 1000\)"),
 ])
@@ -229,7 +230,7 @@ def test_zero_bandwidth_and_incompatible_compositions(moons):
     with pytest.raises(ValueError, match="FullEStep cannot compute the Laplacian K-modes "
                                          "energy that ModeMStep optimises"):
         Clusterer(2, mstep=ModeMStep()).fit(X)
-    with pytest.raises(ValueError, match="Unknown method='x'"):
+    with pytest.raises(ValueError, match=r"^ModeMStep: method must be 'bo' or 'ms'; got 'x'\.$"):
         Clusterer(2, estep=LaplacianEStep(), mstep=ModeMStep("x")).fit(X)
 
 

@@ -8,7 +8,7 @@ from clusterkit import (AFKMC2, FREE_ENERGY, LWCS, Clusterer, FitState, FullESte
                         KMeansPlusPlus, PartialEStep, SoftMStep, presets)
 from clusterkit.datasets import make_birch_grid
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import lloyd, lwcs_lloyd, vc_gmm
+from clusterkit.presets import lwcs_lloyd, vc_gmm
 
 from ._helpers import fixed_iterations
 
@@ -151,7 +151,8 @@ def test_bad_coreset_sizes():
     X = _birch(n_side=4)
     with pytest.raises(ValueError, match=r"^LWCS size=10 must be >= n_clusters=16\.$"):
         vc_gmm(16, coreset_size=10).fit(X)
-    with pytest.raises(ValueError, match=r"^size=0 must be >= 1\.$"):
+    with pytest.raises(ValueError, match=r"^LWCS: size must be an integer >= 1 or None; "
+                                         r"got 0\.$"):
         vc_gmm(16, coreset_size=0).fit(X)
     with pytest.warns(RuntimeWarning, match=r"LWCS size=5000 >= n_samples=1600; clustering "
                                             r"the full data instead\."):

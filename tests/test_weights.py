@@ -207,8 +207,9 @@ MSTEPS = {"hard": HardMStep, "soft": SoftMStep}
 def _same_iterations(estep_name, mstep_name, X, w, X_more, w_more, init, n_iter):
     """Run on ``X`` and on ``X_more`` (``X`` plus ``N_DUP`` rows) from the same start and check
     that every iteration agrees on the rows of ``X``; returns both runs' assignments."""
-    copy_partial = None
-    if estep_name.startswith("partial"):
+    if not estep_name.startswith("partial"):
+        copy_partial = None
+    else:
         # PartialEStep starts from random K(n) and G_c, drawn differently for other row
         # counts: the extra rows get the K(n) of the first N_DUP rows, both runs the same G_c
         _, fresh = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, n_iter=0)

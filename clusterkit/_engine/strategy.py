@@ -1,7 +1,8 @@
 """What every strategy object shares (:class:`_Strategy`: scikit-learn parameters, a readable
-``repr``, equality by parameters, the ``_validate`` and ``fitted_attributes`` hooks) and what
-the strategies that run with a fit's iterations share (:class:`_RunStrategy`: per-run state).
-The contracts built on them are in :mod:`clusterkit._engine.contracts`.
+``repr``, equality by parameters, declared parameter constraints, the ``_validate`` and
+``fitted_attributes`` hooks) and what the strategies that run with a fit's iterations share
+(:class:`_RunStrategy`: per-run state). The contracts built on them are in
+:mod:`clusterkit._engine.contracts`.
 
 Strategies are configuration objects and scikit-learn parameter objects: ``__init__`` only
 stores its arguments, so ``get_params``/``set_params`` (also nested, as
@@ -40,16 +41,37 @@ one long kernel call, once before it with a one-element counter the kernel updat
 (:meth:`~clusterkit.Meter.progress`); a strategy's own long stage inside a phase may be marked
 with ``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`` (shown only).
 """
+import functools
 import inspect
 
 from sklearn.base import BaseEstimator
+
+from .constraints import check_parameters
 
 __all__ = ["_RunStrategy", "_Strategy"]
 
 
 class _Strategy(BaseEstimator):
     """Shared behaviour: scikit-learn parameters, a readable ``repr``, equality by parameters,
-    and a check run when ``fit`` starts."""
+    and a check run when ``fit`` starts.
+
+    Checking parameters: a strategy declares what each constructor argument may be in the
+    class attribute ``_parameter_constraints``, a dict from the argument's name to a list of
+    constraints from :mod:`clusterkit._engine.constraints` (``Interval(Integral, 1)``,
+    ``Interval(Real, 0, 1, closed="right")``, ``Options("auto", "all")``,
+    ``InstanceOf(Seeder)``, ``Satisfies(test, description)``, or ``None`` to allow ``None``);
+    a value must satisfy one of them. A subclass that adds arguments extends its parent's
+    dict (``{**Parent._parameter_constraints, "x": [...]}``). Whenever ``_validate`` is
+    called, the declared constraints are checked first, for every subclass, with one message
+    (``"MiniBatch: batch_size must be an integer >= 1; got 0."``): ``TypeError`` if no
+    constraint takes a value of its type, ``ValueError`` otherwise. A subclass's own
+    ``_validate`` then holds only the rules that involve more than one value: between its
+    parameters, against the data and ``n_clusters``, and against the other strategies.
+    """
+
+    #: Class attribute: parameter name -> list of constraints its value must satisfy one of
+    #: (see above). Parameters not listed are not checked.
+    _parameter_constraints = {}
 
     #: Class attribute: ``True`` if the strategy takes sparse data (a
     #: ``scipy.sparse.csr_matrix`` with int32 indices, never centred) wherever it receives
@@ -58,12 +80,29 @@ class _Strategy(BaseEstimator):
     #: starts. ``False`` by default.
     accepts_sparse = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("_validate")
+        if own is not None:
+            # the declared constraints come first, so the class's own rules may assume them
+            @functools.wraps(own)
+            def _validate(self, *args, **kwargs):
+                self._check_parameters()
+                return own(self, *args, **kwargs)
+            cls._validate = _validate
+
+    def _check_parameters(self):
+        """Raise unless every parameter satisfies its declared constraints
+        (``_parameter_constraints``)."""
+        check_parameters(self, type(self)._parameter_constraints)
+
     def _validate(self, X, n_clusters, composition):
         """Check hyper-parameters against the data and the other strategies.
 
         Called by the driver once per fit, before any work is done; raises ``ValueError``
         (or ``TypeError``) with a message naming the parameter if they cannot work. The
-        default accepts everything.
+        declared constraints (``_parameter_constraints``) are checked first, also when a
+        subclass overrides this method; the default then accepts everything.
 
         Parameters
         ----------
@@ -74,6 +113,7 @@ class _Strategy(BaseEstimator):
             The six strategies of the fit (``seed``, ``reduce``, ``estep``, ``mstep``,
             ``schedule``, ``refine``), for rules between strategies.
         """
+        self._check_parameters()
 
     def fitted_attributes(self, state):
         """Extra fitted attributes of the estimator, from the kept run's state.

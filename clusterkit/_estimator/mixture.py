@@ -124,6 +124,12 @@ class GaussianMixtureMethods:
         mixing weights are fixed at ``1/C``)."""
         return self.cluster_centers_.size + 1
 
+    def _deviance(self, X):
+        """``-2 log L`` of the fitted mixture on ``X``, and ``X``'s number of samples: what
+        both information criteria penalise."""
+        log_likelihood = self.score_samples(X)
+        return -2.0 * float(log_likelihood.sum()), log_likelihood.shape[0]
+
     @available_if(_is_gmm)
     def bic(self, X):
         """Bayesian information criterion of the fitted mixture on ``X`` (lower is better).
@@ -139,9 +145,8 @@ class GaussianMixtureMethods:
         -------
         bic : float
         """
-        log_likelihood = self.score_samples(X)
-        n_samples = log_likelihood.shape[0]
-        return -2.0 * float(log_likelihood.sum()) + self._n_parameters() * math.log(n_samples)
+        deviance, n_samples = self._deviance(X)
+        return deviance + self._n_parameters() * math.log(n_samples)
 
     @available_if(_is_gmm)
     def aic(self, X):
@@ -157,5 +162,4 @@ class GaussianMixtureMethods:
         -------
         aic : float
         """
-        log_likelihood = self.score_samples(X)
-        return -2.0 * float(log_likelihood.sum()) + 2.0 * self._n_parameters()
+        return self._deviance(X)[0] + 2.0 * self._n_parameters()

@@ -37,15 +37,6 @@ def check_int(value, name, minimum=None, allow_none=False):
     return int(value)
 
 
-def check_choice(value, name, choices):
-    """``ValueError`` unless ``value`` is one of ``choices`` (strings, in the order the message
-    lists them)."""
-    if not (isinstance(value, str) and value in choices):
-        listed = ", ".join(repr(c) for c in choices[:-1])
-        listed = f"{listed} or {choices[-1]!r}" if listed else repr(choices[-1])
-        raise ValueError(f"Unknown {name}={value!r}; expected {listed}.")
-
-
 def check_n_clusters(n_clusters, n_samples):
     """Check ``1 <= n_clusters <= n_samples``."""
     check_int(n_clusters, "n_clusters", minimum=1)

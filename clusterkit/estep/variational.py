@@ -1,9 +1,11 @@
 """The partial variational E-step of var-k-means and var-GMM (Forster & Lücke 2018)."""
+from numbers import Integral
+
 import numpy as np
 
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.warn import warn
-from .._estimator.validation import check_choice, check_int
 from .._kernels import _partial
 from .exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
 
@@ -185,6 +187,15 @@ class PartialEStep(EStep):
     """
 
     objectives = MIXTURE_OBJECTIVES
+    _parameter_constraints = {
+        "G": [Interval(Integral, 1)],
+        "n_winners": [Interval(Integral, 1), None],
+        "neighbourhoods": [Options("estimated", "exhaustive")],
+        "n_explore": [Interval(Integral, 0)],
+        "n_init_esteps": [Interval(Integral, 0)],
+        "neighbour_stat": [Options("sqdist", "dist")],
+        "init": [Options("auto", "random", "exact")],
+    }
 
     def __init__(self, G=5, n_winners=None, neighbourhoods="estimated", n_explore=1,
                  n_init_esteps=0, neighbour_stat="sqdist", init="auto"):
@@ -202,21 +213,15 @@ class PartialEStep(EStep):
         Raises
         ------
         TypeError
-            If ``G``, ``n_winners``, ``n_explore`` or ``n_init_esteps`` is not an integer.
+            If ``G``, ``n_winners``, ``n_explore`` or ``n_init_esteps`` is not an integer
+            (``n_winners`` may be ``None``), or an option is not a string.
         ValueError
             If ``G < 1``, ``n_winners`` is outside ``[1, n_clusters]``, ``n_explore < 0``,
             ``n_init_esteps < 0`` or an option is unknown.
         """
-        G = check_int(self.G, "G", minimum=1)
-        if self.n_winners is not None:
-            n_winners = check_int(self.n_winners, "n_winners", minimum=1)
-            if n_winners > n_clusters:
-                raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
-        check_choice(self.neighbourhoods, "neighbourhoods", ("estimated", "exhaustive"))
-        check_choice(self.neighbour_stat, "neighbour_stat", ("sqdist", "dist"))
-        check_choice(self.init, "init", ("auto", "random", "exact"))
-        check_int(self.n_explore, "n_explore", minimum=0)
-        check_int(self.n_init_esteps, "n_init_esteps", minimum=0)
+        G = int(self.G)
+        if self.n_winners is not None and self.n_winners > n_clusters:
+            raise ValueError(f"n_winners={self.n_winners} must be <= n_clusters={n_clusters}.")
         if G > n_clusters:
             warn(f"G={G} > n_clusters={n_clusters}; using G=n_clusters.",
                  RuntimeWarning)

@@ -1,10 +1,12 @@
 """Data reducers: replace the data by a smaller weighted set before clustering."""
+from numbers import Integral
+
 import numpy as np
 
 from .._data.chunked import MemmapChunks, fit_weights
+from .._engine.constraints import Interval
 from .._engine.contracts import DataReducer
 from .._engine.warn import warn
-from .._estimator.validation import check_int
 from .._kernels._lwcs import mass_cumulative
 from ..seeding.seeders import _invert
 
@@ -233,6 +235,7 @@ class LWCS(DataReducer):
     """
 
     chunked = True
+    _parameter_constraints = {"size": [Interval(Integral, 1), None]}
 
     def __init__(self, size=None):
         self.size = size
@@ -250,13 +253,13 @@ class LWCS(DataReducer):
         Raises
         ------
         TypeError
-            If ``size`` is not an integer.
+            If ``size`` is neither an integer nor ``None``.
         ValueError
             If ``size < 1`` or ``size < n_clusters``.
         """
         if self.size is None:
             return
-        size = check_int(self.size, "size", minimum=1)
+        size = int(self.size)
         if size < n_clusters:
             raise ValueError(f"LWCS size={size} must be >= n_clusters={n_clusters}.")
         if size >= X.shape[0]:

@@ -6,13 +6,13 @@ the driver hands the refiner the run and a callable that runs the composition's 
 (the same E-step, M-step and schedule) from other centres as a new run; the refiner returns
 the run it keeps, never worse on the fit's data than the one it got.
 """
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR
+from .._engine.constraints import Interval
 from .._engine.contracts import Refiner
-from .._estimator.validation import check_int
 from ..estep.exact import top_winners
 
 __all__ = ["NoRefinement", "Breathing", "cluster_statistics"]
@@ -114,6 +114,9 @@ class Breathing(Refiner):
     """
 
     objectives = (QUANTIZATION_ERROR, FREE_ENERGY)
+    _parameter_constraints = {"m": [Interval(Integral, 1)],
+                              "tol": [Interval(Real, 0, 1, closed="left")],
+                              "max_rounds": [Interval(Integral, 1)]}
 
     def __init__(self, m=5, tol=1e-4, max_rounds=30):
         self.m = m
@@ -121,11 +124,6 @@ class Breathing(Refiner):
         self.max_rounds = max_rounds
 
     def _validate(self, X, n_clusters, composition):
-        check_int(self.m, "m", 1)
-        check_int(self.max_rounds, "max_rounds", 1)
-        if (not isinstance(self.tol, numbers.Real) or isinstance(self.tol, bool)
-                or not 0 <= self.tol < 1):
-            raise ValueError(f"tol={self.tol!r} must be a number in [0, 1).")
         if composition.mstep.spherical:
             raise ValueError("Breathing places moved centres off the unit sphere, which "
                              f"{type(composition.mstep).__name__} refuses; use refine=None "

@@ -1,14 +1,18 @@
 """Schedules: which samples each iteration works on, and when a fit stops."""
 import math
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 
 from .._engine.assignment import QUANTIZATION_ERROR
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import Schedule
-from .._estimator.validation import check_choice, check_int
 
 __all__ = ["FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay"]
+
+
+#: ``center_tol`` of :class:`FullBatch` and :class:`MiniBatch` (or ``None``).
+_CENTER_TOL = Interval(Real, 0, finite=True)
 
 
 class FullBatch(Schedule):
@@ -49,16 +53,12 @@ class FullBatch(Schedule):
     full_batch = True
     streams = True
     accepts_sparse = True  # batches are rows; it never reads X
+    _parameter_constraints = {"kmeans_objective": [Options("qe", "free_energy")],
+                              "center_tol": [_CENTER_TOL, None]}
 
     def __init__(self, kmeans_objective="qe", center_tol=None):
         self.kmeans_objective = kmeans_objective
         self.center_tol = center_tol
-
-    def _validate(self, X, n_clusters, composition):
-        """Raises ``ValueError`` for an unknown ``kmeans_objective`` or a negative
-        ``center_tol``."""
-        check_choice(self.kmeans_objective, "kmeans_objective", ("qe", "free_energy"))
-        _check_center_tol(self.center_tol)
 
     def stream_schedule(self):
         """A stream of full batches is mini-batch k-means: :class:`MiniBatch` with its
@@ -177,6 +177,16 @@ class MiniBatch(Schedule):
 
     streams = True
     accepts_sparse = True  # batches are rows; it never reads X
+    _parameter_constraints = {
+        "batch_size": [Interval(Integral, 1)],
+        # inf: until the early stop or max_iter passes
+        "max_passes": [Interval(Real, 0, closed="neither")],
+        "max_no_improvement": [Interval(Integral, 1), None],
+        "center_tol": [_CENTER_TOL, None],
+        "reassignment_ratio": [Interval(Real, 0, finite=True)],
+        "sampling": [Options("uniform", "weighted")],
+        "learning_rate": [Options("count", "adaptive")],
+    }
 
     def __init__(self, batch_size=1024, max_passes=10.0, max_no_improvement=10,
                  center_tol=None, reassignment_ratio=0.01, sampling="uniform",
@@ -193,23 +203,6 @@ class MiniBatch(Schedule):
     def center_update(self):
         """``"running"``, or ``"adaptive"`` with ``learning_rate="adaptive"``."""
         return "adaptive" if self.learning_rate == "adaptive" else "running"
-
-    def _validate(self, X, n_clusters, composition):
-        """Sizes ``>= 1``, ``max_passes > 0`` (``inf`` allowed: ``max_iter`` bounds it),
-        ``reassignment_ratio >= 0``, known options."""
-        check_int(self.batch_size, "batch_size", minimum=1)
-        if self.max_no_improvement is not None:
-            check_int(self.max_no_improvement, "max_no_improvement", minimum=1)
-        if not (isinstance(self.max_passes, numbers.Real)
-                and not isinstance(self.max_passes, bool) and self.max_passes > 0):
-            raise ValueError(f"max_passes={self.max_passes!r} must be a number > 0 (inf: "
-                             "until the early stop or max_iter passes).")
-        _check_center_tol(self.center_tol)
-        if not (_real(self.reassignment_ratio) and self.reassignment_ratio >= 0):
-            raise ValueError(f"reassignment_ratio={self.reassignment_ratio!r} must be a "
-                             "number >= 0, finite.")
-        check_choice(self.sampling, "sampling", ("uniform", "weighted"))
-        check_choice(self.learning_rate, "learning_rate", ("count", "adaptive"))
 
     def stream_schedule(self):
         """Itself, every parameter honoured or refused: a ``partial_fit`` stream steps
@@ -315,11 +308,6 @@ class _MiniBatchRun:
         self.stalled = 0
 
 
-def _check_center_tol(center_tol):
-    if center_tol is not None and not (_real(center_tol) and center_tol >= 0):
-        raise ValueError(f"center_tol={center_tol!r} must be None or a number >= 0, finite.")
-
-
 def _centers_settled(state, center_tol):
     """Whether the last step moved the centres by at most ``center_tol`` of their norm."""
     return (center_tol is not None and bool(state.history)
@@ -381,20 +369,17 @@ class NestedDoubling(Schedule):
     """
 
     center_update = "latest"
+    _parameter_constraints = {
+        "initial_batch": [Interval(Integral, 1), Options("auto")],
+        # inf never doubles; NaN fails the comparison
+        "rho": [Interval(Real, 0)],
+        "spread": [Options("deviation", "standard_error")],
+    }
 
     def __init__(self, initial_batch="auto", rho=10.0, spread="deviation"):
         self.initial_batch = initial_batch
         self.rho = rho
         self.spread = spread
-
-    def _validate(self, X, n_clusters, composition):
-        """``initial_batch >= 1`` or ``"auto"``, ``rho >= 0``, a known ``spread``."""
-        if not (isinstance(self.initial_batch, str) and self.initial_batch == "auto"):
-            check_int(self.initial_batch, "initial_batch", minimum=1)
-        # rho = inf is meaningful (never double); NaN fails the comparison
-        if not (isinstance(self.rho, numbers.Real) and self.rho >= 0):
-            raise ValueError(f"rho={self.rho!r} must be a number >= 0.")
-        check_choice(self.spread, "spread", ("standard_error", "deviation"))
 
     def order(self, n_samples, state):
         """One random order of the rows: the driver runs in it, so prefixes are views."""
@@ -495,6 +480,15 @@ class SBEDecay(Schedule):
     """
 
     center_update = "backward_euler"
+    _parameter_constraints = {
+        "batch_size": [Interval(Integral, 1)],
+        "step": [Interval(Real, 0, closed="neither", finite=True), None],
+        "decay": [Interval(Real, 0, 1, closed="right")],
+        "averaging": [Interval(Real, 0, 1, closed="left")],
+        "inner_iter": [Interval(Integral, 1)],
+        "outer_iter": [Interval(Integral, 1)],
+        "polish_iter": [Interval(Integral, 0)],
+    }
 
     def __init__(self, batch_size=1000, step=None, decay=0.95, averaging=0.75, inner_iter=10,
                  outer_iter=100, polish_iter=0):
@@ -505,20 +499,6 @@ class SBEDecay(Schedule):
         self.inner_iter = inner_iter
         self.outer_iter = outer_iter
         self.polish_iter = polish_iter
-
-    def _validate(self, X, n_clusters, composition):
-        """Integer sizes ``>= 1``, ``step > 0``, ``decay`` in (0, 1], ``averaging`` in
-        [0, 1)."""
-        check_int(self.batch_size, "batch_size", minimum=1)
-        check_int(self.inner_iter, "inner_iter", minimum=1)
-        check_int(self.outer_iter, "outer_iter", minimum=1)
-        check_int(self.polish_iter, "polish_iter", minimum=0)
-        if self.step is not None and not (_real(self.step) and 0 < self.step < math.inf):
-            raise ValueError(f"step={self.step!r} must be None or a number > 0, finite.")
-        if not (_real(self.decay) and 0 < self.decay <= 1):
-            raise ValueError(f"decay={self.decay!r} must be a number in (0, 1].")
-        if not (_real(self.averaging) and 0 <= self.averaging < 1):
-            raise ValueError(f"averaging={self.averaging!r} must be a number in [0, 1).")
 
     def batches(self, n_samples, state):
         """Outer steps, each a list of ``inner_iter`` batches, with the step size in
@@ -550,7 +530,3 @@ class SBEDecay(Schedule):
         outer steps ends the run otherwise."""
         return (state.channel.step_size == math.inf and len(state.history) >= 2
                 and state.history[-2]["step_size"] == math.inf and state.n_changed == 0)
-
-
-def _real(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)

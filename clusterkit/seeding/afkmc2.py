@@ -6,12 +6,13 @@ The random numbers are drawn here from ``state.random_state``; the chains run in
 """
 import functools
 import math
+from numbers import Integral
 
 import numpy as np
 
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import Seeder
 from .._engine.warn import warn
-from .._estimator.validation import check_choice, check_int
 from .._kernels import _afkmc2, _kmeanspp
 from .seeders import _draw, _first_index
 
@@ -103,24 +104,16 @@ class AFKMC2(Seeder):
     20
     """
 
+    _parameter_constraints = {
+        "chain_length": [Interval(Integral, 1), Options("auto")],
+        "n_candidates": [Interval(Integral, 1), Options("auto")],
+        "potential_sample": [Interval(Integral, 1), Options("auto", "all")],
+    }
+
     def __init__(self, chain_length="auto", n_candidates="auto", potential_sample="auto"):
         self.chain_length = chain_length
         self.n_candidates = n_candidates
         self.potential_sample = potential_sample
-
-    def _validate(self, X, n_clusters, composition):
-        if isinstance(self.chain_length, str):
-            check_choice(self.chain_length, "chain_length", ("auto",))
-        else:
-            check_int(self.chain_length, "chain_length", 1)
-        if isinstance(self.n_candidates, str):
-            check_choice(self.n_candidates, "n_candidates", ("auto",))
-        else:
-            check_int(self.n_candidates, "n_candidates", 1)
-        if isinstance(self.potential_sample, str):
-            check_choice(self.potential_sample, "potential_sample", ("auto", "all"))
-        else:
-            check_int(self.potential_sample, "potential_sample", 1)
 
     def _n_chains(self, n_clusters):
         if self.n_candidates == "auto":

@@ -1,9 +1,11 @@
 """Seeders that choose another seeder's work: on a sample of the rows (:class:`SampledSeeder`),
 or by the number of features (:class:`ByDimension`)."""
+from numbers import Integral
+
 import numpy as np
 
+from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
-from .._estimator.validation import check_int
 from .afkmc2 import AFKMC2
 from .seeders import KMeansPlusPlus, _sample_rows
 
@@ -55,6 +57,9 @@ class SampledSeeder(Seeder):
     22
     """
 
+    _parameter_constraints = {"seeder": [InstanceOf(Seeder), None],
+                              "size": [Interval(Integral, 1), None]}
+
     def __init__(self, seeder=None, size=None):
         self.seeder = seeder
         self.size = size
@@ -63,9 +68,6 @@ class SampledSeeder(Seeder):
         return KMeansPlusPlus() if self.seeder is None else self.seeder
 
     def _validate(self, X, n_clusters, composition):
-        if not isinstance(self._inner(), Seeder):
-            raise TypeError(f"seeder={self.seeder!r} must be a Seeder or None.")
-        check_int(self.size, "size", 1, allow_none=True)
         if self.size is not None and self.size < n_clusters:
             raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
         self._inner()._validate(X, n_clusters, composition)
@@ -134,6 +136,10 @@ class ByDimension(Seeder):
     array([1, 1, 0, 0], dtype=int32)
     """
 
+    _parameter_constraints = {"low": [InstanceOf(Seeder), None],
+                              "high": [InstanceOf(Seeder), None],
+                              "max_features": [Interval(Integral, 1)]}
+
     def __init__(self, low=None, high=None, max_features=16):
         self.low = low
         self.high = high
@@ -145,11 +151,6 @@ class ByDimension(Seeder):
         return AFKMC2(chain_length=2, n_candidates=1) if self.high is None else self.high
 
     def _validate(self, X, n_clusters, composition):
-        check_int(self.max_features, "max_features", 1)
-        for name in ("low", "high"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, Seeder):
-                raise TypeError(f"{name}={value!r} must be a Seeder or None.")
         self._chosen(X.shape[1])._validate(X, n_clusters, composition)
 
     def seed(self, X, sample_weight, n_clusters, state):

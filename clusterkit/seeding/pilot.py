@@ -1,9 +1,16 @@
 """Seeding by a pilot fit: the centres another clustering estimator fits on the same data."""
 from sklearn.base import clone
 
+from .._engine.constraints import Satisfies
 from .._engine.contracts import Seeder
 
 __all__ = ["FittedSeeder"]
+
+
+def _is_clustering_estimator(value):
+    # a class has fit and get_params too, but its get_params needs an instance
+    return (not isinstance(value, type) and hasattr(value, "fit")
+            and "n_clusters" in getattr(value, "get_params", dict)())
 
 
 class FittedSeeder(Seeder):
@@ -41,14 +48,12 @@ class FittedSeeder(Seeder):
     True
     """
 
+    _parameter_constraints = {"estimator": [Satisfies(
+        _is_clustering_estimator, "an estimator with an n_clusters parameter (a Clusterer, "
+        "a preset, KMeans)")]}
+
     def __init__(self, estimator):
         self.estimator = estimator
-
-    def _validate(self, X, n_clusters, composition):
-        params = getattr(self.estimator, "get_params", lambda: {})()
-        if not hasattr(self.estimator, "fit") or "n_clusters" not in params:
-            raise TypeError(f"estimator={self.estimator!r} must be an estimator with an "
-                            "n_clusters parameter (a Clusterer, a preset, KMeans).")
 
     def seed(self, X, sample_weight, n_clusters, state):
         pilot = clone(self.estimator)

@@ -8,13 +8,14 @@ return centres that are rows of ``X`` (C-contiguous, ``X``'s dtype) and record t
 evaluations under ``state.cost["seeding"]``.
 """
 import math
+from numbers import Integral
 
 import numpy as np
 
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
+from .._engine.constraints import Interval
 from .._engine.contracts import Seeder, Seeding
 from .._engine.warn import warn
-from .._estimator.validation import check_int
 from .._kernels import _kmeanspp, _sparse as _sparse_kernels
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "GivenCenters"]
@@ -172,12 +173,10 @@ class KMeansPlusPlus(Seeder):
     """
 
     accepts_sparse = True
+    _parameter_constraints = {"n_local_trials": [Interval(Integral, 1), None]}
 
     def __init__(self, n_local_trials=None):
         self.n_local_trials = n_local_trials
-
-    def _validate(self, X, n_clusters, composition):
-        check_int(self.n_local_trials, "n_local_trials", 1, allow_none=True)
 
     def _n_trials(self, n_clusters):
         if self.n_local_trials is None:

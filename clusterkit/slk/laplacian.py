@@ -1,6 +1,6 @@
 """Scalable Laplacian K-modes (Ziko, Granger & Ben Ayed 2018): the soft assignments over a
 kNN graph (:class:`LaplacianEStep`) and the modes (:class:`ModeMStep`)."""
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -8,9 +8,10 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from .._data.nearest import all_dist2
 from .._engine.assignment import Assignment, Objective
+from .._engine.constraints import Interval, Options, Satisfies
 from .._engine.contracts import EStep, MStep
 from .._engine.state import weighted_sum
-from .._estimator.validation import check_bandwidth, check_choice, check_int, check_memory
+from .._estimator.validation import check_bandwidth, check_memory
 from .._kernels import _laplacian
 from .graph import knn_graph
 
@@ -103,6 +104,14 @@ class LaplacianEStep(EStep):
     """
 
     objectives = (SLK_ENERGY,)
+    _parameter_constraints = {
+        "n_neighbors": [Interval(Integral, 1)],
+        "lam": [Interval(Real, 0)],
+        "sigma": [Interval(Real, 0, closed="neither"), None],
+        "graph": [Satisfies(sp.issparse, "a scipy.sparse matrix"), None],
+        "max_inner": [Interval(Integral, 1)],
+        "tol_inner": [Interval(Real, 0)],
+    }
 
     def __init__(self, n_neighbors=5, lam=1.0, sigma=None, graph=None, max_inner=1000,
                  tol_inner=1e-6):
@@ -114,25 +123,16 @@ class LaplacianEStep(EStep):
         self.tol_inner = tol_inner
 
     def _validate(self, X, n_clusters, composition):
-        """Parameters, the graph's shape, full batches, no reduction."""
+        """The neighbours or the graph against the data, full batches, no reduction."""
         n_samples = X.shape[0]
         if self.graph is None:
-            n_neighbors = check_int(self.n_neighbors, "n_neighbors", minimum=1)
-            if n_neighbors >= n_samples:
-                raise ValueError(f"n_neighbors={n_neighbors} must be < n_samples={n_samples}.")
-        elif not sp.issparse(self.graph) or self.graph.shape != (n_samples, n_samples):
-            shape = getattr(self.graph, "shape", None)
+            if self.n_neighbors >= n_samples:
+                raise ValueError(f"n_neighbors={self.n_neighbors} must be < "
+                                 f"n_samples={n_samples}.")
+        elif self.graph.shape != (n_samples, n_samples):
             raise ValueError(f"graph must be a sparse matrix of shape ({n_samples}, "
                              f"{n_samples}) for these data, got {type(self.graph).__name__} "
-                             f"of shape {shape}.")
-        if not (isinstance(self.lam, numbers.Real) and self.lam >= 0):
-            raise ValueError(f"lam={self.lam!r} must be a number >= 0.")
-        if self.sigma is not None and not (isinstance(self.sigma, numbers.Real)
-                                           and self.sigma > 0):
-            raise ValueError(f"sigma={self.sigma!r} must be None or a number > 0.")
-        check_int(self.max_inner, "max_inner", minimum=1)
-        if not (isinstance(self.tol_inner, numbers.Real) and self.tol_inner >= 0):
-            raise ValueError(f"tol_inner={self.tol_inner!r} must be a number >= 0.")
+                             f"of shape {self.graph.shape}.")
         if composition.reduce.reduces:
             raise ValueError("LaplacianEStep builds its graph on the training samples; a "
                              f"{type(composition.reduce).__name__} is not supported.")
@@ -313,18 +313,14 @@ class ModeMStep(MStep):
 
     needs_resp = True
     objective = SLK_ENERGY
+    _parameter_constraints = {"method": [Options("bo", "ms")],
+                              "ms_tol": [Interval(Real, 0, closed="neither")],
+                              "ms_max_iter": [Interval(Integral, 1)]}
 
     def __init__(self, method="bo", ms_tol=1e-5, ms_max_iter=1000):
         self.method = method
         self.ms_tol = ms_tol
         self.ms_max_iter = ms_max_iter
-
-    def _validate(self, X, n_clusters, composition):
-        """A known method and positive mean-shift settings."""
-        check_choice(self.method, "method", ("bo", "ms"))
-        if not (isinstance(self.ms_tol, numbers.Real) and self.ms_tol > 0):
-            raise ValueError(f"ms_tol={self.ms_tol!r} must be a number > 0.")
-        check_int(self.ms_max_iter, "ms_max_iter", minimum=1)
 
     def init_state(self, X, sample_weight, centers, state):
         return _Modes()
