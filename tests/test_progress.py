@@ -17,12 +17,29 @@ from clusterkit._data.chunked import MemmapChunks
 from clusterkit._engine import progress as _progress
 from clusterkit._engine.state import FitState
 
-PAUSE = 0.3  # seconds a slowed-down phase lasts: many heartbeat intervals
+PAUSE = 0.3  # seconds a slowed-down phase lasts at least: many heartbeat intervals
+BEATS = [0]  # heartbeats shown so far
 
 
 @pytest.fixture(autouse=True)
 def short_interval(monkeypatch):
     monkeypatch.setattr(_progress, "HEARTBEAT_INTERVAL", 0.02)
+    for display in (_progress.LineDisplay, _progress.BarDisplay):
+        def counted(self, phase, beat=display._beat):
+            beat(self, phase)
+            BEATS[0] += 1
+        monkeypatch.setattr(display, "_beat", counted)
+
+
+def pause(seconds=PAUSE):
+    """Let a slowed-down phase last ``seconds``, and on a busy machine until a verbose fit's
+    heartbeat has shown it twice more (at most a minute), so that what the display shows
+    does not depend on how fast the machine is."""
+    start, beats = time.perf_counter(), BEATS[0]
+    time.sleep(seconds)
+    while (_threads() and BEATS[0] < beats + 2
+           and time.perf_counter() - start < 60):
+        time.sleep(0.01)
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +67,7 @@ class SlowSeeder(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         state.progress("seeding", 1, 2, "halves")
-        time.sleep(PAUSE)
+        pause()
         if self.error is not None:
             raise self.error
         return X[:n_clusters].copy()
@@ -62,15 +79,15 @@ class LiveSeeder(Seeder):
     def seed(self, X, sample_weight, n_clusters, state):
         done = np.zeros(1, dtype=np.int64)
         state.progress("seeding", done, n_clusters, "centres")
-        time.sleep(PAUSE / 2)
+        pause(PAUSE / 2)
         done[0] = n_clusters - 1  # what the kernel would write while running
-        time.sleep(PAUSE / 2)
+        pause(PAUSE / 2)
         return X[:n_clusters].copy()
 
 
 class SlowReducer(DataReducer):
     def reduce(self, X, sample_weight, state):
-        time.sleep(PAUSE)
+        pause()
         return X[::2].copy(), 2 * sample_weight[::2]
 
 
@@ -82,24 +99,24 @@ class SlowEStep(FullEStep):
 
     def init_state(self, X, sample_weight, centers, state):
         if self.where == "init":
-            time.sleep(PAUSE)
+            pause()
         return super().init_state(X, sample_weight, centers, state)
 
     def assign(self, X, sample_weight, centers, state):
         if self.where == "estep" and not state.history:
-            time.sleep(PAUSE)
+            pause()
         return super().assign(X, sample_weight, centers, state)
 
     def final_labels(self, state):
         if self.where == "labels":
-            time.sleep(PAUSE)
+            pause()
         return super().final_labels(state)
 
 
 class SlowMStep(HardMStep):
     def update(self, X, sample_weight, assignment, centers, state):
         if not state.history:
-            time.sleep(PAUSE)
+            pause()
         return super().update(X, sample_weight, assignment, centers, state)
 
 
@@ -140,7 +157,7 @@ def test_the_graph_phase_shows_its_stages_and_its_end(monkeypatch, capsys):
     from clusterkit.slk import laplacian as _slk
 
     def slow_graph(*args, **kwargs):
-        time.sleep(PAUSE)
+        pause()
         return knn_graph(*args, **kwargs)
     knn_graph = _slk.knn_graph
     monkeypatch.setattr(_slk, "knn_graph", slow_graph)
@@ -156,7 +173,7 @@ def test_the_scan_of_chunked_data_shows_life(monkeypatch, tmp_path, capsys):
     moments = _chunked._block_moments
 
     def slow_moments(*args):
-        time.sleep(PAUSE / 3)
+        pause(PAUSE / 3)
         return moments(*args)
     monkeypatch.setattr(_chunked, "_block_moments", slow_moments)
     monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 2400)  # 100 rows per block
