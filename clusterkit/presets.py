@@ -199,7 +199,7 @@ def elkan(n_clusters, **kwargs):
     once the centres settle, for ``4 N C`` bytes of bounds (:class:`~clusterkit.ElkanEStep`).
     Where those bounds would take more than half the memory available, Yinyang's grouped
     bounds (:class:`~clusterkit.YinyangEStep`, ``4 N t`` bytes with ``t <= C / 10`` groups,
-    at most 1 GiB) take their place: the same iterates again (the rule is
+    in the same budget) take their place: the same iterates again (the rule is
     :class:`~clusterkit.BoundedEStep`'s).
 
     Parameters

@@ -66,7 +66,8 @@ GUIDE = {
             "Yinyang's N·t where those do not fit); also sparse (CSR) data",
         model="k-means", cost="N·C·D at first, then the few distances the bounds keep, "
                               "plus C²·D",
-        memory="N·C bounds (float32), C² centre distances; or N·t, t ≤ C/10, at most 1 GiB",
+        memory="N·C bounds (float32), C² centre distances; or N·t, t ≤ C/10, "
+               "in half the free memory",
         sparse=True),
     "minibatch": PresetGuide(
         use="a stream, or data that does not fit in memory (partial_fit batch by batch); "

@@ -1,6 +1,7 @@
 """E-steps: exact Lloyd, Elkan and truncated (:mod:`.exact`), Yinyang/Hamerly bounds
-(:mod:`.yinyang`), the memory-led choice between the two (:mod:`.bounded`), and the
-partial-neighbourhood variational E-step (:mod:`.variational`).
+(:mod:`.yinyang`), the skeleton and memory budget of both (:mod:`.bounds`), the memory-led
+choice between the two (:mod:`.bounded`), and the partial-neighbourhood variational E-step
+(:mod:`.variational`).
 
 Where the code lives, not an import path: users import from :mod:`clusterkit`.
 """

@@ -4,9 +4,9 @@ dimension, the number of clusters and the memory the bounds may take."""
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.contracts import EStep
-from .._estimator.validation import available_memory, check_int
-from .exact import ElkanEStep, _ElkanBounds, elkan_memory
-from .yinyang import SEPARATION_MAX_FEATURES, YinyangEStep, _YinyangBounds
+from .bounds import Bounds, bounds_budget
+from .exact import ElkanEStep, elkan_memory
+from .yinyang import SEPARATION_MAX_FEATURES, YinyangEStep
 
 __all__ = ["BoundedEStep"]
 
@@ -37,11 +37,17 @@ class BoundedEStep(EStep):
     Both give Lloyd's iterates, so the rule changes the time and memory of a fit, never its
     result. This is the E-step of :func:`~clusterkit.presets.elkan`.
 
+    The choice is made once per fit, when ``fit`` starts, for the rows and the budget the
+    chosen E-step is checked with; the fit's runs (and each ``partial_fit`` batch, checked
+    when its call starts) run that E-step.
+
     Parameters
     ----------
     max_bounds_bytes : int or None, default=None
-        The budget. ``None``: half the memory available when ``fit`` starts (all of it if
-        that is not known), and for Yinyang's groups at most 1 GiB (:func:`yinyang_groups`).
+        The budget of the bounds, for the choice and for the chosen E-step. ``None``: half
+        the memory available when ``fit`` starts, no limit where that is not known
+        (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of :class:`ElkanEStep`
+        and :class:`YinyangEStep` too).
     n_groups : int or "auto", default="auto"
         Yinyang's groups, when it is chosen (see :class:`YinyangEStep`).
 
@@ -77,7 +83,8 @@ class BoundedEStep(EStep):
         self.n_groups = n_groups
 
     def chosen(self, n_samples, n_clusters, sparse=False, n_features=None):
-        """The E-step the rule picks for a fit on ``n_samples`` rows (see the class notes).
+        """The E-step the rule picks for a fit on ``n_samples`` rows (see the class notes),
+        in the budget of ``max_bounds_bytes`` now.
 
         Parameters
         ----------
@@ -91,45 +98,78 @@ class BoundedEStep(EStep):
         -------
         estep : ElkanEStep or YinyangEStep
         """
+        return self._rule(n_samples, n_clusters, sparse, n_features,
+                          bounds_budget(self.max_bounds_bytes))
+
+    def _rule(self, n_rows, n_clusters, sparse, n_features, budget):
+        """The rule of the class notes, for ``n_rows`` rows in ``budget`` bytes (``None``: no
+        limit)."""
         elkan = ElkanEStep(self.max_bounds_bytes)
         if sparse:
             return elkan
         if n_features is not None and n_features <= SEPARATION_MAX_FEATURES:
             one_group = self.n_groups == "auto" and n_clusters <= LOW_DIMENSION_MAX_CLUSTERS
             return YinyangEStep(1 if one_group else self.n_groups, self.max_bounds_bytes)
-        budget = self.max_bounds_bytes
-        if budget is None:
-            available = available_memory()
-            budget = None if available is None else available // 2
-        if budget is None or elkan_memory(n_samples, n_clusters) <= int(budget):
+        if budget is None or elkan_memory(n_rows, n_clusters) <= budget:
             return elkan
         return YinyangEStep(self.n_groups, self.max_bounds_bytes)
 
+    def _fit_choice(self, n_rows, n_clusters, sparse, n_features, new_fit=False):
+        """The E-step this fit runs and the budget it was chosen in: chosen by
+        :meth:`_validate` when ``fit`` starts (``new_fit``), from an upper bound on the rows,
+        and reused by :meth:`init_state` for the fit's runs, whose rows may be fewer (a
+        coreset whose draws coincide) and whose available memory may have changed, so that
+        the E-step checked is the one run. Outside a fit (no choice for these data and
+        parameters yet) it chooses for ``n_rows``."""
+        key = (n_clusters, n_features, bool(sparse), self.max_bounds_bytes, self.n_groups)
+        # the fit's choice, kept on the object from _validate to init_state: strategies
+        # are configuration objects, but the driver gives init_state nothing from _validate
+        kept = None if new_fit else getattr(self, "_choice", None)
+        if kept is not None and kept[0] == key and n_rows <= kept[1]:
+            return kept[2], kept[3]
+        budget = bounds_budget(self.max_bounds_bytes)
+        estep = self._rule(n_rows, n_clusters, sparse, n_features, budget)
+        self._choice = (key, n_rows, estep, budget)
+        return estep, budget
+
     def _validate(self, X, n_clusters, composition):
-        """Check ``max_bounds_bytes``, then the chosen E-step's own rules.
+        """Choose the E-step for this fit (:meth:`_fit_choice`) and check it by its own rules,
+        in the same budget.
 
         Raises
         ------
         TypeError, ValueError
             As :class:`ElkanEStep` and :class:`YinyangEStep`.
         """
-        if self.max_bounds_bytes is not None:
-            check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0)
         n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
-        self.chosen(n_rows, n_clusters, is_sparse(X), X.shape[1])._validate(X, n_clusters,
-                                                                            composition)
+        estep, budget = self._fit_choice(n_rows, n_clusters, is_sparse(X), X.shape[1],
+                                         new_fit=True)
+        estep._check_fit(X, n_clusters, composition, budget)
 
     def init_state(self, X, sample_weight, centers, state):
-        """The chosen E-step's state (which one it is tells :meth:`assign` which to run)."""
-        estep = self.chosen(X.shape[0], centers.shape[0], is_sparse(X), X.shape[1])
+        """The state of the E-step chosen for this fit (:meth:`_fit_choice`); it names that
+        E-step, which :meth:`assign` runs."""
+        estep = self._fit_choice(X.shape[0], centers.shape[0], is_sparse(X), X.shape[1])[0]
         return estep.init_state(X, sample_weight, centers, state)
+
+    def _running(self, X, sample_weight, centers, state):
+        """The chosen E-step, from its state (made now if :meth:`init_state` was not
+        called)."""
+        if not isinstance(state.estep_state, Bounds):
+            state.estep_state = self.init_state(X, sample_weight, centers, state)
+        return state.estep_state.estep
 
     def assign(self, X, sample_weight, centers, state):
         """Return the chosen E-step's assignment (see :meth:`EStep.assign`)."""
-        if isinstance(state.estep_state, _ElkanBounds):
-            return ElkanEStep(self.max_bounds_bytes).assign(X, sample_weight, centers, state)
-        if not isinstance(state.estep_state, _YinyangBounds):  # called without init_state
-            state.estep_state = self.init_state(X, sample_weight, centers, state)
-            return self.assign(X, sample_weight, centers, state)
-        return YinyangEStep(self.n_groups, self.max_bounds_bytes).assign(X, sample_weight,
-                                                                         centers, state)
+        return self._running(X, sample_weight, centers, state).assign(X, sample_weight,
+                                                                      centers, state)
+
+    def final_labels(self, state):
+        """The chosen E-step's (see :meth:`EStep.final_labels`)."""
+        bounds = state.estep_state
+        return bounds.estep.final_labels(state) if isinstance(bounds, Bounds) else None
+
+    def labelling_rows(self, X, state):
+        """The chosen E-step's (see :meth:`EStep.labelling_rows`)."""
+        bounds = state.estep_state
+        return bounds.estep.labelling_rows(X, state) if isinstance(bounds, Bounds) else None

@@ -1,8 +1,7 @@
 """Exact E-steps: Lloyd's assignment and full responsibilities (:class:`FullEStep`),
-Elkan's bounded assignment (:class:`ElkanEStep`) and the exact truncated E-step
-(:class:`TruncatedEStep`), with the helpers the variational E-step shares."""
-import math
-
+Elkan's bounded assignment (:class:`ElkanEStep`, of the family of :mod:`.bounds`) and the
+exact truncated E-step (:class:`TruncatedEStep`), with the helpers the variational E-step
+shares."""
 import numpy as np
 
 from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
@@ -13,6 +12,7 @@ from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_int, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
+from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
@@ -188,78 +188,19 @@ class FullEStep(EStep):
 # --- ElkanEStep (Elkan 2003) -----------------------------------------------------------------
 
 
-def batch_rows(state, n_batch, n_rows):
-    """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
-    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
-    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
-    driver's loop)."""
-    rows = state.rows
-    if isinstance(rows, slice):
-        rows = slice(*rows.indices(n_rows))
-    count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
-    if count == n_batch:
-        return rows
-    if n_batch == n_rows:
-        return slice(0, n_rows)
-    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
-                     f"{n_rows} rows the E-step's state was made for.")
-
-
-#: Data whose diagonal times this margin (for the centres' moves over many steps) reaches
-#: float32's largest number are assigned in rescaled coordinates, whose diagonal is then
-#: about :data:`_BOUND_TARGET` / margin.
-_BOUND_MARGIN = 1e6
-_BOUND_TARGET = 1e30
-
-
-def bounds_scale(X):
-    """The power of two a bounded E-step multiplies the coordinates by so that its float32
-    bounds (a distance plus a centre's total move, each at most the data's diagonal) cannot
-    overflow: 1 unless the data's diagonal times :data:`_BOUND_MARGIN` reaches float32's
-    largest number."""
-    values = X.data if is_sparse(X) else X
-    extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
-    if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
-        return 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
-    return 1.0
-
-
-def split_first_visits(first, dtype, first_visits, revisit):
-    """Labels and distances of a batch whose rows ``first`` are at their first visit: those
-    from ``first_visits(index)``, the others from ``revisit(index)``, each returning the
-    ``(labels, dist2)`` of the batch's rows at ``index`` (a slice of all rows when every
-    row is new). The bounded E-steps' first visits go by distance tiles, their revisits by
-    the bounds."""
-    if first.all():
-        return first_visits(slice(None))
-    labels = np.empty(first.shape[0], dtype=np.int32)
-    dist2 = np.empty(first.shape[0], dtype=dtype)
-    new, again = np.flatnonzero(first), np.flatnonzero(~first)
-    labels[new], dist2[new] = first_visits(new)
-    labels[again], dist2[again] = revisit(again)
-    return labels, dist2
-
-
-def bound_slack(dtype):
-    """The relative margin of the bounded E-steps' stored bounds: well above the rounding of
-    the distances of ``dtype`` and of the float32 conversion."""
-    return 2.0 ** -12 if dtype == np.float32 else 2.0 ** -20
-
-
-class _ElkanBounds:
+class _ElkanBounds(Bounds):
     """:class:`ElkanEStep`'s per-run state: the stored lower bounds, the total move of each
     centre, the centre-centre half distances of the current step, and the power of two
     (``scale``) the E-step multiplies the coordinates by (1 unless the distances could reach
     float32's range, where the bounds are stored)."""
 
     def __init__(self, n_samples, n_clusters, dtype, scale):
-        self.lower = np.empty((n_samples, n_clusters), dtype=np.float32)
+        super().__init__(np.empty((n_samples, n_clusters), dtype=np.float32), scale)
         self.last_dist2 = np.empty(n_samples, dtype=dtype)
         self.visit_shift = np.empty(n_samples)
         self.shift_sum = np.zeros(n_clusters)
         self.half_cc = np.empty((n_clusters, n_clusters))
         self.half_min = np.empty(n_clusters)
-        self.scale = scale
         self.x_sqnorms = None  # of the rows of sparse data
 
 
@@ -270,7 +211,7 @@ def elkan_memory(n_samples, n_clusters):
     return 4 * n_samples * n_clusters + 16 * n_samples + 8 * n_clusters * n_clusters
 
 
-class ElkanEStep(EStep):
+class ElkanEStep(BoundsEStep):
     """Exact hard assignment that skips distances with Elkan's triangle-inequality bounds.
 
     The same labels as :class:`FullEStep` (each sample's nearest centre, ties to the lower
@@ -288,8 +229,10 @@ class ElkanEStep(EStep):
     max_bounds_bytes : int or None, default=None
         Memory budget of the bounds (:func:`elkan_memory`: about ``4 N C + 8 C^2`` bytes). A fit
         that would need more is refused when it starts, before anything is allocated.
-        ``None``: the memory available when ``fit`` starts (a fit needing more is refused
-        in any case).
+        ``None``: half the memory available when ``fit`` starts, no limit where that is not
+        known (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of
+        :class:`YinyangEStep` and :class:`BoundedEStep` too). A fit needing more than the
+        memory available is refused in any case.
 
     Notes
     -----
@@ -308,7 +251,7 @@ class ElkanEStep(EStep):
     one, pruned by the centre distances. Each bound is stored as ``l + S_c`` with ``S_c`` the
     total move of centre ``c`` so far, so the centres' moves apply to all bounds without a pass
     over the table, and under a mini-batch schedule the bounds of samples outside the batch
-    stay valid.
+    stay valid; a sample drawn twice into a batch is assigned once.
     Bounds are loosened by a relative margin (``2^-12`` for float32 data, ``2^-20`` for
     float64) larger than the rounding of the distances, so rounding never makes one invalid.
     Hard M-steps only. Results do not depend on the number of threads.
@@ -326,141 +269,53 @@ class ElkanEStep(EStep):
     array([0, 0, 1, 1], dtype=int32)
     """
 
-    exact = True
-    objectives = (QUANTIZATION_ERROR,)
     accepts_sparse = True
+    _instead = ("reduce the data (reduce=LWCS(...)), or use YinyangEStep (bounds that do not "
+                "grow with C), FullEStep (Lloyd, no bounds) or PartialEStep.")
 
     def __init__(self, max_bounds_bytes=None):
         self.max_bounds_bytes = max_bounds_bytes
 
-    def _validate(self, X, n_clusters, composition):
-        """Refuse soft M-steps and fits whose bounds exceed ``max_bounds_bytes`` or the
-        memory available.
+    def _bounds_bytes(self, n_rows, n_clusters, budget):
+        return elkan_memory(n_rows, n_clusters), f"n_clusters={n_clusters}"
 
-        Raises
-        ------
-        TypeError
-            If ``max_bounds_bytes`` is neither ``None`` nor an integer.
-        ValueError
-            If the M-step needs responsibilities, or the bounds would need more memory than
-            ``max_bounds_bytes``.
-        """
-        budget = (None if self.max_bounds_bytes is None
-                  else check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0))
-        if composition.mstep.needs_resp:
-            raise ValueError(f"ElkanEStep assigns hard labels; {type(composition.mstep).__name__}"
-                             " needs responsibilities. Use FullEStep, TruncatedEStep or "
-                             "PartialEStep for a Gaussian mixture.")
-        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
-        need = elkan_memory(n_rows, n_clusters)
-        if budget is not None and need > budget:
-            raise ValueError(
-                f"ElkanEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
-                f"n_clusters={n_clusters}, above max_bounds_bytes={budget} "
-                f"({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, reduce the data "
-                "(reduce=LWCS(...)), or use YinyangEStep (bounds that do not grow with C), "
-                "FullEStep (Lloyd, no bounds) or PartialEStep.")
-        check_memory(need, f"ElkanEStep's bounds for {n_rows} samples and "
-                           f"n_clusters={n_clusters}", "Reduce the data (reduce=LWCS(...)), or "
-                     "use YinyangEStep (bounds that do not grow with C), FullEStep (Lloyd, no "
-                     "bounds) or PartialEStep.")
-
-    def init_state(self, X, sample_weight, centers, state):
-        """Allocate the bounds for all rows (set at each row's first visit).
-
-        A bound is a distance plus the centre's total move, each at most the data's diagonal.
-        float32 bounds would overflow to ``inf`` (and skip their centre for ever) on float64
-        data near float32's range, so such data are assigned in coordinates multiplied by a
-        power of two (exact: labels are the same, distances and sums are scaled back), with a
-        wide margin for the moves of many steps.
-        """
-        scale = bounds_scale(X)
+    def _new_bounds(self, X, centers, scale, state):
         bounds = _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
         if is_sparse(X):  # the rows' squared norms, once per run (in the scaled frame)
             bounds.x_sqnorms = row_sqnorms(X * scale if scale != 1.0 else X, state.n_threads)
         return bounds
 
-    def assign(self, X, sample_weight, centers, state):
-        """Return the exact nearest-centre assignment of the batch ``state.rows``.
-
-        See :meth:`EStep.assign`; counts the centre and sample distances computed under
-        ``"estep"``.
-        """
-        bounds = state.estep_state
-        scale = bounds.scale
-        if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
-            X, centers = X * scale, centers * scale
+    def _start_step(self, X, bounds, centers, scale, state):
         bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
         # (centres fitted to sparse data are mostly zeros: their distances cost less as CSR)
         half_distances = (sparse_center_half_distances if is_sparse(X)
                           else _elkan.center_half_distances)
         state.count("estep", half_distances(centers, bounds.half_cc, bounds.half_min,
                                             state.n_threads))
-        rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
-        if isinstance(rows, slice):
-            rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
-        rows = np.asarray(rows, dtype=np.intp)
-        previous = np.ascontiguousarray(state.labels[rows])
-        first = previous < 0
-        if not is_sparse(X) and _dist.uses_gemm(X.shape[1]) and first.any():
-            # first visits with many features: all distances in gemm tiles, as Lloyd's
-            centers_sum = weight = None
-            labels, dist2 = split_first_visits(
-                first, X.dtype,
-                lambda i: self._first_visits(X[i], rows[i], centers, bounds, state),
-                lambda i: self._visit(X[i], sample_weight[i], rows[i], centers, bounds,
-                                      previous[i], state, fuse=False)[:2])
-        else:
-            labels, dist2, centers_sum, weight = self._visit(
-                X, sample_weight, rows, centers, bounds, previous, state, fuse=state.fuse_sums)
-        if scale != 1.0:
-            dist2 /= scale * scale
-            if centers_sum is not None:
-                centers_sum /= scale
-        qe = weighted_sum(dist2, sample_weight)
-        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
-                          centers_sum=centers_sum, weight_in_clusters=weight)
 
     @staticmethod
-    def _first_visits(X, rows, centers, bounds, state):
-        """Labels and distances of ``rows`` at their first visit, and all their bounds, from
-        gemm tiles (``_elkan.elkan_init_bounds``)."""
-        labels = np.empty(X.shape[0], dtype=np.int32)
-        dist2 = np.empty(X.shape[0], dtype=X.dtype)
-        state.count("estep", _elkan.elkan_init_bounds(
+    def _tiled_first_visits(X):
+        # from 9 features on (gemm tiles); below, the bounded kernel's pruned search is faster
+        return not is_sparse(X) and _dist.uses_gemm(X.shape[1])
+
+    def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
+        return _elkan.elkan_init_bounds(
             np.ascontiguousarray(X), rows, centers, bounds.shift_sum, bounds.lower,
             bounds.last_dist2, bounds.visit_shift, labels, dist2, bound_slack(X.dtype),
-            state.n_threads))
-        return labels, dist2
+            state.n_threads)
 
-    @staticmethod
-    def _visit(X, sample_weight, rows, centers, bounds, previous, state, fuse):
-        """The bounded search on the batch's rows (``previous``: their labels at the last
-        visit, -1 at a first one): labels, distances and, if ``fuse`` and the fixed-block
-        layout fits, the M-step's sums (else ``None``)."""
-        n_samples, n_features = X.shape
-        n_clusters = centers.shape[0]
-        labels = np.empty(n_samples, dtype=np.int32)
-        dist2 = np.empty(n_samples, dtype=X.dtype)
-        centers_sum = weight = None
-        if fuse and not is_sparse(X) and _mstep.blocks_fit(
-                n_samples, n_clusters, n_features, X.itemsize):
-            # the M-step's sums in the same pass (every row is read for its distance anyway)
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(n_clusters, dtype=X.dtype)
+    def _revisit_kernel(self, X, sample_weight, rows, previous, centers, bounds, labels,
+                        dist2, centers_sum, weight, state):
         slack = bound_slack(X.dtype)
-        if is_sparse(X):  # no fused sums: the M-step sums the CSR rows itself
-            state.count("estep", _elkan.elkan_assign_sparse(
+        if is_sparse(X):  # never fused (see BoundsEStep._revisit)
+            return _elkan.elkan_assign_sparse(
                 *csr_arrays(X), bounds.x_sqnorms[rows], rows, centers, bounds.half_cc,
                 bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
-                bounds.visit_shift, labels, dist2, slack, state.n_threads))
-        else:
-            state.count("estep", _elkan.elkan_assign(
-                np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
-                bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
-                bounds.visit_shift, labels, dist2, centers_sum, weight, slack,
-                state.n_threads))
-        return labels, dist2, centers_sum, weight
+                bounds.visit_shift, labels, dist2, slack, state.n_threads)
+        return _elkan.elkan_assign(
+            np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
+            bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+            bounds.visit_shift, labels, dist2, centers_sum, weight, slack, state.n_threads)
 
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------

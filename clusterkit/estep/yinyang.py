@@ -5,18 +5,11 @@ import math
 
 import numpy as np
 
-from .._engine.assignment import QUANTIZATION_ERROR, Assignment
-from .._engine.contracts import EStep
-from .._engine.state import weighted_sum
-from .._estimator.validation import available_memory, check_int, check_memory
-from .._kernels import _assign, _centers, _mstep, _yinyang
-from .exact import batch_rows, bound_slack, bounds_scale, split_first_visits
+from .._estimator.validation import check_int
+from .._kernels import _assign, _centers, _yinyang
+from .bounds import Bounds, BoundsEStep, bound_slack, bounds_budget
 
 __all__ = ["YinyangEStep", "yinyang_memory", "yinyang_groups"]
-
-#: The bounds' budget of ``n_groups="auto"`` when ``max_bounds_bytes`` is ``None``: 1 GiB, or
-#: half the memory available when ``fit`` starts if that is less.
-YINYANG_DEFAULT_BUDGET = 2 ** 30
 
 #: Lloyd iterations of the k-means that groups the initial centres (Ding et al. 2015, §3.1).
 GROUPING_ITERATIONS = 5
@@ -60,24 +53,15 @@ def yinyang_memory(n_samples, n_groups):
     return 4 * n_samples * n_groups + 12 * n_samples
 
 
-def _budget(max_bounds_bytes):
-    """The bounds' budget in bytes: ``max_bounds_bytes``, or the default (see
-    :data:`YINYANG_DEFAULT_BUDGET`)."""
-    if max_bounds_bytes is not None:
-        return int(max_bounds_bytes)
-    available = available_memory()
-    return YINYANG_DEFAULT_BUDGET if available is None else min(YINYANG_DEFAULT_BUDGET,
-                                                                 available // 2)
-
-
 def yinyang_groups(n_samples, n_clusters, max_bounds_bytes=None):
     """The number of groups ``n_groups="auto"`` chooses: ``t = min(ceil(C / 10),
     (budget - 12 N) // (4 N))``, at least 1 and at most ``C``.
 
     ``C / 10`` is Ding et al.'s choice (a balance between the filters' power and the cost of
     the bounds); the budget caps the ``4 N t`` bytes of bounds: ``max_bounds_bytes``, or when
-    ``None`` 1 GiB (half the available memory if that is less). For example ``N = 10^6``,
-    ``C = 4096``: 265 groups (1.0 GiB of bounds) instead of Elkan's 16 GiB.
+    ``None`` half the memory available (:func:`~clusterkit.estep.bounds.bounds_budget`, the
+    budget of every bounded E-step). For example ``N = 10^6``, ``C = 4096`` in a budget of
+    1 GiB: 265 groups (1.0 GiB of bounds) instead of Elkan's 16 GiB.
 
     Parameters
     ----------
@@ -96,7 +80,13 @@ def yinyang_groups(n_samples, n_clusters, max_bounds_bytes=None):
     >>> yinyang_groups(1_000_000, 4096, max_bounds_bytes=2**30)
     265
     """
-    by_memory = (_budget(max_bounds_bytes) - 12 * n_samples) // max(4 * n_samples, 1)
+    return groups_within(n_samples, n_clusters, bounds_budget(max_bounds_bytes))
+
+
+def groups_within(n_samples, n_clusters, budget):
+    """:func:`yinyang_groups` for a budget in bytes already resolved (``None``: no limit)."""
+    by_memory = (n_clusters if budget is None
+                 else (budget - 12 * n_samples) // max(4 * n_samples, 1))
     return int(max(1, min(math.ceil(n_clusters / 10), by_memory, n_clusters)))
 
 
@@ -135,48 +125,38 @@ def center_groups(centers, n_groups, n_threads):
     return renumber[group_of], n_evals
 
 
-def _has_repeats(rows):
-    """Whether an array of row indices holds a row twice (sorted batches: one pass)."""
-    rows = np.asarray(rows)
-    if rows.size < 2:
-        return False
-    if np.all(rows[1:] >= rows[:-1]):
-        return bool(np.any(rows[1:] == rows[:-1]))
-    return np.unique(rows).size < rows.size
-
-
-class _YinyangBounds:
+class _YinyangBounds(Bounds):
     """:class:`YinyangEStep`'s per-run state: the stored group bounds and each row's last
-    distance and visit (and the rows' indices ``0 .. N - 1``); the groups (``members`` in group
-    order, ``group_starts``, ``group_of``); per group the sum of its largest moves (now and at
-    the last call); per centre the call at which it last moved; the number of calls (``step``)
-    and the coordinates' ``scale`` (see :func:`~clusterkit.estep.exact.bounds_scale`)."""
+    distance and visit; the groups (``members`` in group order, ``group_starts``,
+    ``group_of``); per group the sum of its largest moves (now and at the last call); per
+    centre its move at this call (``shift``) and the call at which it last moved; the number
+    of calls (``step``) and the coordinates' ``scale`` (see
+    :func:`~clusterkit.estep.bounds.bounds_scale`)."""
 
     def __init__(self, n_samples, group_of, dtype, scale, separated=False):
         n_groups = int(group_of.max(initial=0)) + 1
-        self.lower = np.empty((n_samples, n_groups), dtype=np.float32)
+        super().__init__(np.empty((n_samples, n_groups), dtype=np.float32), scale)
         self.last_dist2 = np.empty(n_samples, dtype=dtype)
         self.visit = np.zeros(n_samples, dtype=np.int32)
-        self.all_rows = np.arange(n_samples, dtype=np.intp)
         self.group_of = group_of
         self.members = np.argsort(group_of, kind="stable").astype(np.int32)
         self.group_starts = np.zeros(n_groups + 1, dtype=np.intp)
         np.cumsum(np.bincount(group_of, minlength=n_groups), out=self.group_starts[1:])
         self.group_shift_sum = np.zeros(n_groups)
         self.group_shift_prev = np.zeros(n_groups)
+        self.shift = np.zeros(group_of.shape[0])
         self.last_moved = np.zeros(group_of.shape[0], dtype=np.int32)
         self.separated = separated
         self.half_min = np.empty(group_of.shape[0])
         self.neighbours = self.neighbour_dist = None
         self.step = 0
-        self.scale = scale
 
     @property
     def n_groups(self):
         return self.lower.shape[1]
 
 
-class YinyangEStep(EStep):
+class YinyangEStep(BoundsEStep):
     """Exact hard assignment with Yinyang's grouped bounds: memory that does not grow with C.
 
     The same labels as :class:`FullEStep` (each sample's nearest centre, ties to the lower
@@ -212,16 +192,18 @@ class YinyangEStep(EStep):
         :func:`yinyang_groups`, ``min(ceil(C / 10), budget / (4 N))``.
     max_bounds_bytes : int or None, default=None
         Memory budget of the bounds (:func:`yinyang_memory`: ``4 N t + 12 N`` bytes). With
-        ``n_groups="auto"`` it caps ``t``; with a given ``n_groups`` a fit whose bounds need
-        more is refused when it starts. ``None``: 1 GiB for ``"auto"`` (or half the memory
-        available if that is less); a given ``n_groups`` is refused only above the memory
-        available.
+        ``n_groups="auto"`` it caps ``t``; a fit whose bounds need more (a given ``n_groups``,
+        or even one group) is refused when it starts. ``None``: half the memory available
+        when ``fit`` starts, no limit where that is not known
+        (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of :class:`ElkanEStep`
+        and :class:`BoundedEStep` too). A fit needing more than the memory available is
+        refused in any case.
 
     Notes
     -----
     Memory: ``N x t`` float32 bounds plus ``12 N`` bytes, whatever ``C``: 1.0 GiB for
-    ``N = 10^6``, ``C = 4096`` with the automatic 265 groups, where Elkan's bounds take
-    16 GiB. No ``C x C`` table.
+    ``N = 10^6``, ``C = 4096`` with the 265 groups ``"auto"`` chooses in a budget of 1 GiB,
+    where Elkan's bounds take 16 GiB. No ``C x C`` table.
 
     Cost per step: one distance per sample whose centre moved, plus those the filters do not
     rule out (at a sample's first visit all ``C``); ``O(t)`` per sample for the global filter.
@@ -260,33 +242,20 @@ class YinyangEStep(EStep):
     array([0, 0, 1, 1], dtype=int32)
     """
 
-    exact = True
-    objectives = (QUANTIZATION_ERROR,)
+    _instead = ("use fewer groups (n_groups='auto' fits the budget), reduce the data "
+                "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds).")
 
     def __init__(self, n_groups="auto", max_bounds_bytes=None):
         self.n_groups = n_groups
         self.max_bounds_bytes = max_bounds_bytes
 
-    def _resolved_groups(self, n_samples, n_clusters):
+    def _resolved_groups(self, n_samples, n_clusters, budget):
         if isinstance(self.n_groups, str):
-            return yinyang_groups(n_samples, n_clusters, self.max_bounds_bytes)
+            return groups_within(n_samples, n_clusters, budget)
         return int(self.n_groups)
 
-    def _validate(self, X, n_clusters, composition):
-        """Check ``n_groups`` and ``max_bounds_bytes``; refuse soft M-steps and bounds above
-        the budget or the memory available.
-
-        Raises
-        ------
-        TypeError
-            If ``n_groups`` is neither ``"auto"`` nor an integer, or ``max_bounds_bytes``
-            neither ``None`` nor an integer.
-        ValueError
-            If ``n_groups`` is outside ``[1, n_clusters]``, the M-step needs
-            responsibilities, or the bounds would need more memory than allowed.
-        """
-        budget = (None if self.max_bounds_bytes is None
-                  else check_int(self.max_bounds_bytes, "max_bounds_bytes", minimum=0))
+    def _check_layout(self, n_clusters):
+        """Check ``n_groups``: ``"auto"`` or an integer in ``[1, n_clusters]``."""
         if isinstance(self.n_groups, str):
             if self.n_groups != "auto":
                 raise ValueError(f"Unknown n_groups={self.n_groups!r}; expected 'auto' or an "
@@ -295,47 +264,26 @@ class YinyangEStep(EStep):
             n_groups = check_int(self.n_groups, "n_groups", minimum=1)
             if n_groups > n_clusters:
                 raise ValueError(f"n_groups={n_groups} must be <= n_clusters={n_clusters}.")
-        if composition.mstep.needs_resp:
-            raise ValueError(f"YinyangEStep assigns hard labels; "
-                             f"{type(composition.mstep).__name__} needs responsibilities. Use "
-                             "FullEStep, TruncatedEStep or PartialEStep for a Gaussian mixture.")
-        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
-        n_groups = self._resolved_groups(n_rows, n_clusters)
-        need = yinyang_memory(n_rows, n_groups)
-        if budget is not None and need > budget and not isinstance(self.n_groups, str):
-            raise ValueError(
-                f"YinyangEStep needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
-                f"n_groups={n_groups}, above max_bounds_bytes={budget} "
-                f"({budget / 2**30:.2f} GiB). Use fewer groups (n_groups='auto' fits the "
-                "budget), raise max_bounds_bytes, or use FullEStep (Lloyd, no bounds).")
-        check_memory(need, f"YinyangEStep's bounds for {n_rows} samples and "
-                           f"n_groups={n_groups}", "Use fewer groups, reduce the data "
-                     "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds).")
 
-    def init_state(self, X, sample_weight, centers, state):
-        """Group the centres and allocate the bounds for all rows (set at each row's first
-        visit), in coordinates scaled as :class:`ElkanEStep`'s where distances could reach
-        float32's range."""
-        n_groups = self._resolved_groups(X.shape[0], centers.shape[0])
+    def _bounds_bytes(self, n_rows, n_clusters, budget):
+        n_groups = self._resolved_groups(n_rows, n_clusters, budget)
+        return yinyang_memory(n_rows, n_groups), f"n_groups={n_groups}"
+
+    def _new_bounds(self, X, centers, scale, state):
+        """Group the centres (counted under ``"estep"``) and allocate the bounds; at low
+        dimension, with Hamerly's test and the neighbour search (see the class notes)."""
+        budget = (bounds_budget(self.max_bounds_bytes) if isinstance(self.n_groups, str)
+                  else None)
+        n_groups = self._resolved_groups(X.shape[0], centers.shape[0], budget)
         group_of, n_evals = center_groups(centers, n_groups, state.n_threads)
         state.count("estep", n_evals)
-        return _YinyangBounds(X.shape[0], group_of, X.dtype, bounds_scale(X),
+        return _YinyangBounds(X.shape[0], group_of, X.dtype, scale,
                               X.shape[1] <= SEPARATION_MAX_FEATURES)
 
-    def assign(self, X, sample_weight, centers, state):
-        """Return the exact nearest-centre assignment of the batch ``state.rows``.
-
-        See :meth:`EStep.assign`; counts the distances computed under ``"estep"``.
-        """
-        bounds = state.estep_state
-        if not isinstance(bounds, _YinyangBounds):  # called without init_state
-            bounds = state.estep_state = self.init_state(X, sample_weight, centers, state)
-        scale = bounds.scale
-        if scale != 1.0:  # data near float32's range: exact rescaling (see ElkanEStep)
-            X, centers = X * scale, centers * scale
+    def _start_step(self, X, bounds, centers, scale, state):
         # the moves since the last E-step: each group's bound drops by its largest one
         bounds.step += 1
-        shift = scale * np.asarray(state.center_shift, dtype=np.float64)
+        bounds.shift = shift = scale * np.asarray(state.center_shift, dtype=np.float64)
         bounds.group_shift_prev[:] = bounds.group_shift_sum
         bounds.group_shift_sum += np.maximum.reduceat(shift[bounds.members],
                                                       bounds.group_starts[:-1])
@@ -344,75 +292,25 @@ class YinyangEStep(EStep):
         if bounds.separated and bounds.n_groups == 1:  # Hamerly's bound: neighbour search
             (bounds.neighbours, bounds.neighbour_dist, bounds.half_min,
              n_evals) = center_neighbours(centers, min(NEIGHBOURS, centers.shape[0] - 1),
-                                        state.n_threads)
+                                          state.n_threads)
             state.count("estep", n_evals)
         elif bounds.separated:  # Hamerly's test at low dimension (see the class notes)
             state.count("estep", _centers.center_half_min(centers, bounds.half_min,
                                                           state.n_threads))
-        rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
-        repeated = not isinstance(rows, slice) and _has_repeats(rows)
-        if isinstance(rows, slice):  # a view of the kept 0 .. N - 1: no array per step
-            rows = bounds.all_rows[rows]
-        rows = np.asarray(rows, dtype=np.intp)
-        if repeated:
-            # a batch drawn with replacement: a sample's group bounds exclude the label its
-            # first occurrence found, so each sample is assigned once and its result repeated
-            unique, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-            labels, dist2 = self._assign_rows(X[first], sample_weight[first], unique, centers,
-                                              shift, bounds, state, fuse=False)[:2]
-            labels, dist2 = labels[inverse], dist2[inverse]
-            centers_sum = weight = None
-        else:
-            labels, dist2, centers_sum, weight = self._assign_rows(
-                X, sample_weight, rows, centers, shift, bounds, state, fuse=state.fuse_sums)
-        if scale != 1.0:
-            dist2 /= scale * scale
-            if centers_sum is not None:
-                centers_sum /= scale
-        qe = weighted_sum(dist2, sample_weight)
-        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
-                          centers_sum=centers_sum, weight_in_clusters=weight)
 
-    @staticmethod
-    def _init_rows(X, rows, centers, bounds, state):
-        """First visits of distinct ``rows`` by distance tiles: labels and distances."""
-        labels = np.empty(X.shape[0], dtype=np.int32)
-        dist2 = np.empty(X.shape[0], dtype=X.dtype)
-        state.count("estep", _yinyang.yinyang_init_bounds(
+    def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
+        return _yinyang.yinyang_init_bounds(
             np.ascontiguousarray(X), np.ascontiguousarray(rows), centers, bounds.group_of,
             bounds.group_shift_sum, bounds.step, bounds.lower, bounds.last_dist2, bounds.visit,
-            labels, dist2, bound_slack(X.dtype), state.n_threads))
-        return labels, dist2
+            labels, dist2, bound_slack(X.dtype), state.n_threads)
 
-    @staticmethod
-    def _assign_rows(X, sample_weight, rows, centers, shift, bounds, state, fuse):
-        """The kernel on distinct ``rows``: labels, distances and, if ``fuse`` and the
-        fixed-block layout fits, the M-step's sums (else ``None``)."""
-        n_samples, n_features = X.shape
-        n_clusters = centers.shape[0]
-        previous = np.ascontiguousarray(state.labels[rows])
-        first = previous < 0
-        if first.any():
-            # first visits: all distances in tiles, as Lloyd's E-step computes them
-            labels, dist2 = split_first_visits(
-                first, X.dtype,
-                lambda i: YinyangEStep._init_rows(X[i], rows[i], centers, bounds, state),
-                lambda i: YinyangEStep._assign_rows(X[i], sample_weight[i], rows[i], centers,
-                                                    shift, bounds, state, fuse=False)[:2])
-            return labels, dist2, None, None
-        labels = np.empty(n_samples, dtype=np.int32)
-        dist2 = np.empty(n_samples, dtype=X.dtype)
-        centers_sum = weight = None
-        if fuse and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize):
-            # the M-step's sums in the same pass (every row is read for its distance anyway)
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(n_clusters, dtype=X.dtype)
-        state.count("estep", _yinyang.yinyang_assign(
+    def _revisit_kernel(self, X, sample_weight, rows, previous, centers, bounds, labels,
+                        dist2, centers_sum, weight, state):
+        return _yinyang.yinyang_assign(
             np.ascontiguousarray(X), sample_weight, rows, centers, bounds.members,
-            bounds.group_starts, bounds.group_of, shift, bounds.group_shift_sum,
+            bounds.group_starts, bounds.group_of, bounds.shift, bounds.group_shift_sum,
             bounds.group_shift_prev, bounds.last_moved, bounds.step, bounds.lower,
             previous, bounds.last_dist2, bounds.visit, labels, dist2, centers_sum, weight,
             bound_slack(X.dtype), state.n_threads,
             bounds.half_min if bounds.separated else None, bounds.neighbours,
-            bounds.neighbour_dist))
-        return labels, dist2, centers_sum, weight
+            bounds.neighbour_dist)

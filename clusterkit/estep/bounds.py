@@ -1,0 +1,346 @@
+"""The family of exact bounded E-steps (:class:`~clusterkit.ElkanEStep`,
+:class:`~clusterkit.YinyangEStep`): the one memory budget of their bounds
+(:func:`bounds_budget`), its refusal (:func:`check_bounds`), and the skeleton they share
+(:class:`BoundsEStep`): the checks when ``fit`` starts, the per-run state and, in
+:meth:`BoundsEStep.assign`, the handling of the batch's rows, first visits, fused sums and
+rescaled coordinates, around the kernel calls each specialises."""
+import math
+
+import numpy as np
+
+from .._data.sparse import is_sparse
+from .._engine.assignment import QUANTIZATION_ERROR, Assignment
+from .._engine.contracts import EStep
+from .._engine.state import weighted_sum
+from .._estimator import validation
+from .._kernels import _mstep
+
+__all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "batch_rows", "bounds_scale",
+           "bound_slack", "split_first_visits"]
+
+
+def bounds_budget(max_bounds_bytes):
+    """The bytes the bounds of a bounded E-step may take: the one budget policy of
+    :class:`~clusterkit.ElkanEStep`, :class:`~clusterkit.YinyangEStep` and
+    :class:`~clusterkit.BoundedEStep`.
+
+    Parameters
+    ----------
+    max_bounds_bytes : int or None
+        The budget. ``None``: half the memory available when ``fit`` starts (the other half
+        is left for the data's centred copy, the centres and the kernels' tiles), or no limit
+        where the available memory is not known.
+
+    Returns
+    -------
+    budget : int or None
+        ``None`` for no limit.
+
+    Raises
+    ------
+    TypeError
+        If ``max_bounds_bytes`` is neither ``None`` nor an integer.
+    ValueError
+        If ``max_bounds_bytes`` is negative.
+    """
+    if max_bounds_bytes is not None:
+        return validation.check_int(max_bounds_bytes, "max_bounds_bytes", minimum=0)
+    # read through the module, so that one stand-in for the system (tests) reaches the
+    # budget and check_memory alike
+    available = validation.available_memory()
+    return None if available is None else available // 2
+
+
+def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead):
+    """Refuse, when ``fit`` starts, bounds that need more than the memory available or than
+    the budget: the refusal of every bounded E-step.
+
+    Parameters
+    ----------
+    estep : str
+        The E-step's name.
+    need : int
+        Bytes of its bounds for ``n_rows`` rows.
+    n_rows : int
+    layout : str
+        What besides the rows sets ``need``, e.g. ``"n_clusters=4096"``.
+    max_bounds_bytes : int or None
+        As given, for the message.
+    budget : int or None
+        :func:`bounds_budget` of it.
+    instead : str
+        What to do instead, a lower-case clause (after "Raise max_bounds_bytes, ").
+
+    Raises
+    ------
+    ValueError
+    """
+    what = f"{estep}'s bounds for {n_rows} samples and {layout}"
+    validation.check_memory(need, what, instead[:1].upper() + instead[1:])
+    if budget is not None and need > budget:
+        given = (f"max_bounds_bytes={max_bounds_bytes}" if max_bounds_bytes is not None else
+                 "the default budget, half the memory available (max_bounds_bytes=None)")
+        raise ValueError(f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples "
+                         f"and {layout}, above {given} ({budget / 2**30:.2f} GiB). Raise "
+                         f"max_bounds_bytes, {instead}")
+
+
+def batch_rows(state, n_batch, n_rows):
+    """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
+    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
+    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
+    driver's loop)."""
+    rows = state.rows
+    if isinstance(rows, slice):
+        rows = slice(*rows.indices(n_rows))
+    count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
+    if count == n_batch:
+        return rows
+    if n_batch == n_rows:
+        return slice(0, n_rows)
+    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
+                     f"{n_rows} rows the E-step's state was made for.")
+
+
+#: Data whose diagonal times this margin (for the centres' moves over many steps) reaches
+#: float32's largest number are assigned in rescaled coordinates, whose diagonal is then
+#: about :data:`_BOUND_TARGET` / margin.
+_BOUND_MARGIN = 1e6
+_BOUND_TARGET = 1e30
+
+
+def bounds_scale(X):
+    """The power of two a bounded E-step multiplies the coordinates by so that its float32
+    bounds (a distance plus a centre's total move, each at most the data's diagonal) cannot
+    overflow: 1 unless the data's diagonal times :data:`_BOUND_MARGIN` reaches float32's
+    largest number."""
+    values = X.data if is_sparse(X) else X
+    extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
+    if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
+        return 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
+    return 1.0
+
+
+def bound_slack(dtype):
+    """The relative margin of the bounded E-steps' stored bounds: well above the rounding of
+    the distances of ``dtype`` and of the float32 conversion."""
+    return 2.0 ** -12 if dtype == np.float32 else 2.0 ** -20
+
+
+def split_first_visits(first, dtype, first_visits, revisit):
+    """Labels and distances of a batch whose rows ``first`` are at their first visit: those
+    from ``first_visits(index)``, the others from ``revisit(index)``, each returning the
+    ``(labels, dist2)`` of the batch's rows at ``index`` (a slice of all rows when every
+    row is new). The bounded E-steps' first visits go by distance tiles, their revisits by
+    the bounds."""
+    if first.all():
+        return first_visits(slice(None))
+    labels = np.empty(first.shape[0], dtype=np.int32)
+    dist2 = np.empty(first.shape[0], dtype=dtype)
+    new, again = np.flatnonzero(first), np.flatnonzero(~first)
+    labels[new], dist2[new] = first_visits(new)
+    labels[again], dist2[again] = revisit(again)
+    return labels, dist2
+
+
+def _has_repeats(rows):
+    """Whether an array of row indices holds a row twice (sorted batches: one pass)."""
+    rows = np.asarray(rows)
+    if rows.size < 2:
+        return False
+    if np.all(rows[1:] >= rows[:-1]):
+        return bool(np.any(rows[1:] == rows[:-1]))
+    return np.unique(rows).size < rows.size
+
+
+class Bounds:
+    """What the per-run state of every bounded E-step holds besides its own bounds: the
+    stored bounds ``lower`` (one row per sample), the power of two ``scale`` the E-step
+    multiplies the coordinates by (see :func:`bounds_scale`), and the E-step that made it
+    (``estep``; :class:`~clusterkit.BoundedEStep` runs the one its state names)."""
+
+    estep = None
+
+    def __init__(self, lower, scale):
+        self.lower = lower
+        self.scale = scale
+
+
+class BoundsEStep(EStep):
+    """The skeleton of an exact bounded E-step: hard labels, each sample's nearest centre
+    (ties to the lower index), found with stored bounds in a budget (:func:`bounds_budget`).
+
+    Subclasses say how their bounds are laid out and which kernels run:
+    :meth:`_check_layout` (their own parameters), :meth:`_bounds_bytes`, :meth:`_new_bounds`,
+    :meth:`_start_step` (the moves since the last E-step, centre-centre distances),
+    :meth:`_tiled_first_visits`, :meth:`_first_visit_kernel` and :meth:`_revisit_kernel`;
+    ``_instead``: what a refusal suggests instead. The rest is here: soft M-steps and bounds
+    above the budget or the memory available are refused when ``fit`` starts; coordinates
+    near float32's range are rescaled; a batch's rows may be a slice or sorted indices, with
+    repeats (assigned once each); first visits go by distance tiles where the subclass says
+    so; the M-step's per-cluster sums come in the same pass when it reads them
+    (``state.fuse_sums``) and the fixed-block layout fits. The final labels are each sample's
+    nearest final centre (the default of :meth:`EStep.final_labels`; the bounds keep no
+    float32 copy of the data to lend, see :meth:`EStep.labelling_rows`).
+    """
+
+    exact = True
+    objectives = (QUANTIZATION_ERROR,)
+    _instead = "or use FullEStep (Lloyd, no bounds)."
+
+    # -- what subclasses specialise ------------------------------------------------------------
+
+    def _check_layout(self, n_clusters):
+        """Check the subclass' own parameters (none by default)."""
+
+    def _bounds_bytes(self, n_rows, n_clusters, budget):
+        """``(bytes, layout)``: the bytes of the bounds for ``n_rows`` rows in ``budget`` (or
+        ``None``), and what besides the rows sets them, e.g. ``"n_clusters=10"``."""
+        raise NotImplementedError
+
+    def _new_bounds(self, X, centers, scale, state):
+        """The per-run state (a :class:`Bounds`) for all rows of ``X``."""
+        raise NotImplementedError
+
+    def _start_step(self, X, bounds, centers, scale, state):
+        """Bring the bounds up to the centres' moves since the last E-step
+        (``scale * state.center_shift``); compute the step's centre-centre distances."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _tiled_first_visits(X):
+        """Whether first visits go by distance tiles (:meth:`_first_visit_kernel`) rather
+        than by the bounded kernel."""
+        return True
+
+    def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
+        """Fill ``labels``, ``dist2`` and the bounds of distinct ``rows`` at their first
+        visit; return the distances computed."""
+        raise NotImplementedError
+
+    def _revisit_kernel(self, X, sample_weight, rows, previous, centers, bounds, labels,
+                        dist2, centers_sum, weight, state):
+        """The bounded search on distinct ``rows`` (``previous``: their last labels, -1 at a
+        first visit): fill ``labels``, ``dist2`` and, unless ``None``, the M-step's sums;
+        return the distances computed."""
+        raise NotImplementedError
+
+    # -- the skeleton --------------------------------------------------------------------------
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse soft M-steps and bounds above the budget (:func:`bounds_budget`) or the
+        memory available.
+
+        Raises
+        ------
+        TypeError
+            If ``max_bounds_bytes`` is neither ``None`` nor an integer, or a parameter of the
+            subclass has the wrong type.
+        ValueError
+            If the M-step needs responsibilities, the bounds would need more memory than
+            allowed, or a parameter of the subclass is out of range.
+        """
+        self._check_fit(X, n_clusters, composition, bounds_budget(self.max_bounds_bytes))
+
+    def _check_fit(self, X, n_clusters, composition, budget):
+        """:meth:`_validate` with the budget already resolved (once per fit)."""
+        self._check_layout(n_clusters)
+        name = type(self).__name__
+        if composition.mstep.needs_resp:
+            raise ValueError(f"{name} assigns hard labels; {type(composition.mstep).__name__} "
+                             "needs responsibilities. Use FullEStep, TruncatedEStep or "
+                             "PartialEStep for a Gaussian mixture.")
+        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        need, layout = self._bounds_bytes(n_rows, n_clusters, budget)
+        check_bounds(name, need, n_rows, layout, self.max_bounds_bytes, budget, self._instead)
+
+    def init_state(self, X, sample_weight, centers, state):
+        """Allocate the bounds for all rows (set at each row's first visit).
+
+        A bound is a distance plus a centre's total move, each at most the data's diagonal.
+        float32 bounds would overflow to ``inf`` (and skip their centre for ever) on float64
+        data near float32's range, so such data are assigned in coordinates multiplied by a
+        power of two (exact: labels are the same, distances and sums are scaled back), with a
+        wide margin for the moves of many steps.
+        """
+        bounds = self._new_bounds(X, centers, bounds_scale(X), state)
+        bounds.estep = self
+        return bounds
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the exact nearest-centre assignment of the batch ``state.rows``.
+
+        See :meth:`EStep.assign`; counts the distances computed under ``"estep"``.
+        """
+        bounds = state.estep_state
+        if not isinstance(bounds, Bounds):  # called without init_state
+            bounds = state.estep_state = self.init_state(X, sample_weight, centers, state)
+        scale = bounds.scale
+        if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
+            X, centers = X * scale, centers * scale
+        self._start_step(X, bounds, centers, scale, state)
+        rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
+        repeated = not isinstance(rows, slice) and _has_repeats(rows)
+        if isinstance(rows, slice):
+            rows = np.arange(rows.start, rows.stop, rows.step, dtype=np.intp)
+        rows = np.asarray(rows, dtype=np.intp)
+        if repeated:
+            # a batch drawn with replacement: a sample's bounds are updated by its visit (and
+            # Yinyang's group bounds exclude the label it found), so each sample is assigned
+            # once and its result repeated
+            unique, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+            labels, dist2 = self._assign_rows(X[first], sample_weight[first], unique, centers,
+                                              bounds, state, fuse=False)[:2]
+            labels, dist2 = labels[inverse], dist2[inverse]
+            centers_sum = weight = None
+        else:
+            labels, dist2, centers_sum, weight = self._assign_rows(
+                X, sample_weight, rows, centers, bounds, state, fuse=state.fuse_sums)
+        if scale != 1.0:
+            dist2 /= scale * scale
+            if centers_sum is not None:
+                centers_sum /= scale
+        qe = weighted_sum(dist2, sample_weight)
+        return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
+                          centers_sum=centers_sum, weight_in_clusters=weight)
+
+    def _assign_rows(self, X, sample_weight, rows, centers, bounds, state, fuse):
+        """Labels, distances and (see :meth:`_revisit`) sums of distinct ``rows``."""
+        previous = np.ascontiguousarray(state.labels[rows])
+        first = previous < 0
+        if self._tiled_first_visits(X) and first.any():
+            # first visits: all distances in tiles, as Lloyd's E-step computes them
+            labels, dist2 = split_first_visits(
+                first, X.dtype,
+                lambda i: self._first_visits(X[i], rows[i], centers, bounds, state),
+                lambda i: self._revisit(X[i], sample_weight[i], rows[i], previous[i], centers,
+                                        bounds, state, fuse=False)[:2])
+            return labels, dist2, None, None
+        return self._revisit(X, sample_weight, rows, previous, centers, bounds, state, fuse)
+
+    def _first_visits(self, X, rows, centers, bounds, state):
+        """Labels and distances of distinct ``rows`` at their first visit, and their bounds."""
+        labels = np.empty(X.shape[0], dtype=np.int32)
+        dist2 = np.empty(X.shape[0], dtype=X.dtype)
+        state.count("estep", self._first_visit_kernel(X, rows, centers, bounds, labels, dist2,
+                                                      state))
+        return labels, dist2
+
+    def _revisit(self, X, sample_weight, rows, previous, centers, bounds, state, fuse):
+        """The bounded search on distinct ``rows``: labels, distances and, if ``fuse`` and
+        the fixed-block layout fits dense data, the M-step's sums (else ``None``)."""
+        n_samples, n_features = X.shape
+        n_clusters = centers.shape[0]
+        labels = np.empty(n_samples, dtype=np.int32)
+        dist2 = np.empty(n_samples, dtype=X.dtype)
+        centers_sum = weight = None
+        if fuse and not is_sparse(X) and _mstep.blocks_fit(
+                n_samples, n_clusters, n_features, X.itemsize):
+            # the M-step's sums in the same pass (every row is read for its distance anyway);
+            # sparse rows are summed by the M-step itself
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+        state.count("estep", self._revisit_kernel(X, sample_weight, rows, previous, centers,
+                                                  bounds, labels, dist2, centers_sum, weight,
+                                                  state))
+        return labels, dist2, centers_sum, weight
