@@ -93,47 +93,40 @@ class _Halving(DataReducer):
 
 
 class _Spy(BoundedEStep):
-    """Records the E-step checked when fit starts and the one whose state each run makes."""
+    """Records the E-step whose state each run makes."""
 
     def __init__(self, max_bounds_bytes=None, n_groups="auto", seen=None):
         super().__init__(max_bounds_bytes, n_groups)
         self.seen = seen
 
-    def _validate(self, X, n_clusters, composition):
-        super()._validate(X, n_clusters, composition)
-        self.seen.append(("checked", self._choice[2]))
-
     def init_state(self, X, sample_weight, centers, state):
         bounds = super().init_state(X, sample_weight, centers, state)
-        self.seen.append(("ran", bounds.estep))
+        self.seen.append(bounds.estep)
         return bounds
 
 
-def _checked_and_run(seen):
-    checked = [estep for what, estep in seen if what == "checked"]
-    ran = [estep for what, estep in seen if what == "ran"]
-    assert len(checked) == 1 and len(ran) >= 1
-    return checked[0], ran
-
-
-def test_bounded_estep_runs_the_estep_it_checked_for_fewer_rows():
+def test_bounded_estep_chooses_for_the_rows_each_run_has():
     """Checked for all the rows the reducer may return (Elkan's bounds too large: Yinyang),
-    run on half of them, where Elkan's would fit: still Yinyang, the E-step checked."""
+    each run has half of them, where Elkan's fit: the run takes Elkan, by the same rule, in
+    less memory than was checked; the result is Lloyd's either way; nothing is kept on the
+    strategy between fits."""
     X = _blobs()
     budget = elkan_memory(N // 2, C)  # fits half the rows, not all
-    assert BoundedEStep(budget).chosen(N // 2, C, n_features=D) == ElkanEStep(budget)
+    estep = BoundedEStep(budget)
+    assert estep.chosen(N, C, n_features=D) == YinyangEStep("auto", budget)
+    assert estep.chosen(N // 2, C, n_features=D) == ElkanEStep(budget)
     seen = []
     km = Clusterer(C, reduce=_Halving(), estep=_Spy(budget, seen=seen), n_init=2,
                    random_state=0).fit(X)
-    checked, ran = _checked_and_run(seen)
-    assert checked == YinyangEStep("auto", budget) and all(e is checked for e in ran)
+    assert seen == [ElkanEStep(budget)] * 2
+    assert set(vars(km.estep)) == {"max_bounds_bytes", "n_groups", "seen"}
     lloyd = Clusterer(C, reduce=_Halving(), estep=FullEStep(), n_init=2, random_state=0).fit(X)
     np.testing.assert_array_equal(km.cluster_centers_, lloyd.cluster_centers_)
 
 
-def test_bounded_estep_runs_the_estep_it_checked_when_the_memory_changes(memory):
-    """The memory available falls between the check and the run: the fit still runs the
-    E-step chosen and checked when it started (its budget read once)."""
+def test_bounded_estep_chooses_in_the_memory_the_run_finds(memory):
+    """The memory available falls between the check and the run: the run takes the E-step
+    that fits the budget it finds (Yinyang), with Lloyd's result."""
     X = _blobs()
     need = elkan_memory(N, C)
 
@@ -143,8 +136,9 @@ def test_bounded_estep_runs_the_estep_it_checked_when_the_memory_changes(memory)
             return super().seed(X, sample_weight, n_clusters, state)
 
     memory(4 * need)
+    assert BoundedEStep().chosen(N, C, n_features=D) == ElkanEStep()
     seen = []
-    Clusterer(C, seed=_Squeezing(), estep=_Spy(seen=seen), random_state=0).fit(X)
-    checked, ran = _checked_and_run(seen)
-    assert checked == ElkanEStep() and all(e is checked for e in ran)
-    assert type(BoundedEStep().chosen(N, C, n_features=D)) is YinyangEStep  # now
+    km = Clusterer(C, seed=_Squeezing(), estep=_Spy(seen=seen), random_state=0).fit(X)
+    assert [type(estep) for estep in seen] == [YinyangEStep]
+    lloyd = Clusterer(C, seed=KMeansPlusPlus(), estep=FullEStep(), random_state=0).fit(X)
+    np.testing.assert_array_equal(km.cluster_centers_, lloyd.cluster_centers_)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from clusterkit import (AFKMC2, ByDimension, KMeansPlusPlus, RandomSeeder, SampledSeeder,
+from clusterkit import (AFKMC2, ByDimension, Clusterer, KMeansPlusPlus, RandomSeeder, SampledSeeder,
                         _reference as ref)
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
@@ -473,3 +473,25 @@ def test_afkmc2_vc_gmm_seeding_of_many_clusters_is_quiet():
         warnings.simplefilter("error")
         centers, _ = _seed(AFKMC2(chain_length=2, n_candidates=1), X, w, 1000)
     assert len(np.unique(centers, axis=0)) == 1000
+
+
+def test_a_subclass_that_redefines_seed_is_the_one_that_seeds():
+    """A subclass of a seeder whose seeding() comes first (k-means++, by sample) that redefines
+    seed() alone gets the default seeding around its own seed(): its centres, no labels."""
+    X = _blobs()
+    state = _state(X, 7)
+
+    class FirstRows(KMeansPlusPlus):
+        def seed(self, X, sample_weight, n_clusters, state):
+            return X[:n_clusters].copy()
+
+    class Wrapped(SampledSeeder):
+        def seed(self, X, sample_weight, n_clusters, state):
+            return super().seed(X, sample_weight, n_clusters, state) + 1.0
+
+    seeding = FirstRows().seeding(X, np.ones(len(X)), 7, state)
+    assert_array_equal(seeding.centers, X[:7]) and seeding.labels is None
+    wrapped = Wrapped(FirstRows(), size=len(X)).seeding(X, np.ones(len(X)), 7, state)
+    assert_array_equal(wrapped.centers, X[:7] + 1.0) and wrapped.labels is None
+    model = Clusterer(7, seed=FirstRows(), max_iter=1, random_state=0).fit(X)
+    assert model.cost_["seeding"] == 0  # its seed() ran, not k-means++

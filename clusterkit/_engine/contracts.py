@@ -126,6 +126,13 @@ class Seeder(_Strategy, ABC):
         """
         return Seeding(self.seed(X, sample_weight, n_clusters, state), None)
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a subclass that redefines seed() alone (of a seeder whose seeding() comes first)
+        # has its own centres: its seeding is the default one, around its seed()
+        if "seed" in cls.__dict__ and "seeding" not in cls.__dict__:
+            cls.seeding = Seeder.seeding
+
 
 class DataReducer(_Strategy, ABC):
     """Replaces the data by a smaller weighted set that the rest of the fit works on.

@@ -114,27 +114,10 @@ class BoundedEStep(EStep):
             return elkan
         return YinyangEStep(self.n_groups, self.max_bounds_bytes)
 
-    def _fit_choice(self, n_rows, n_clusters, sparse, n_features, new_fit=False):
-        """The E-step this fit runs and the budget it was chosen in: chosen by
-        :meth:`_validate` when ``fit`` starts (``new_fit``), from an upper bound on the rows,
-        and reused by :meth:`init_state` for the fit's runs, whose rows may be fewer (a
-        coreset whose draws coincide) and whose available memory may have changed, so that
-        the E-step checked is the one run. Outside a fit (no choice for these data and
-        parameters yet) it chooses for ``n_rows``."""
-        key = (n_clusters, n_features, bool(sparse), self.max_bounds_bytes, self.n_groups)
-        # the fit's choice, kept on the object from _validate to init_state: strategies
-        # are configuration objects, but the driver gives init_state nothing from _validate
-        kept = None if new_fit else getattr(self, "_choice", None)
-        if kept is not None and kept[0] == key and n_rows <= kept[1]:
-            return kept[2], kept[3]
-        budget = bounds_budget(self.max_bounds_bytes)
-        estep = self._rule(n_rows, n_clusters, sparse, n_features, budget)
-        self._choice = (key, n_rows, estep, budget)
-        return estep, budget
-
     def _validate(self, X, n_clusters, composition):
-        """Choose the E-step for this fit (:meth:`_fit_choice`) and check it by its own rules,
-        in the same budget.
+        """Check the E-step the rule picks for the most rows the reducer may return, by its
+        own rules, in the same budget: every run then chooses by the same rule for the rows
+        it has (at most those), so it needs no more memory than was checked.
 
         Raises
         ------
@@ -142,14 +125,15 @@ class BoundedEStep(EStep):
             As :class:`ElkanEStep` and :class:`YinyangEStep`.
         """
         n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
-        estep, budget = self._fit_choice(n_rows, n_clusters, is_sparse(X), X.shape[1],
-                                         new_fit=True)
+        budget = bounds_budget(self.max_bounds_bytes)
+        estep = self._rule(n_rows, n_clusters, is_sparse(X), X.shape[1], budget)
         estep._check_fit(X, n_clusters, composition, budget)
 
     def init_state(self, X, sample_weight, centers, state):
-        """The state of the E-step chosen for this fit (:meth:`_fit_choice`); it names that
-        E-step, which :meth:`assign` runs."""
-        estep = self._fit_choice(X.shape[0], centers.shape[0], is_sparse(X), X.shape[1])[0]
+        """The state of the E-step the rule picks for this run's rows (:meth:`chosen`); it
+        names that E-step, which :meth:`assign`, :meth:`final_labels` and
+        :meth:`labelling_rows` follow, so a run never mixes the two."""
+        estep = self.chosen(X.shape[0], centers.shape[0], is_sparse(X), X.shape[1])
         return estep.init_state(X, sample_weight, centers, state)
 
     def _running(self, X, sample_weight, centers, state):

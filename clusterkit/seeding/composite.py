@@ -74,7 +74,7 @@ class SampledSeeder(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the inner seeder's centres on a subsample (see :meth:`Seeder.seed`)."""
-        return self.seeding(X, sample_weight, n_clusters, state).centers
+        return SampledSeeder.seeding(self, X, sample_weight, n_clusters, state).centers
 
     def seeding(self, X, sample_weight, n_clusters, state):
         """The inner seeder's seeding, on a subsample (then without labels: the inner

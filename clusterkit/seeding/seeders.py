@@ -185,7 +185,7 @@ class KMeansPlusPlus(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return k-means++ centres (see :meth:`Seeder.seed`)."""
-        return self.seeding(X, sample_weight, n_clusters, state).centers
+        return KMeansPlusPlus.seeding(self, X, sample_weight, n_clusters, state).centers
 
     def seeding(self, X, sample_weight, n_clusters, state):
         """k-means++ centres and each sample's nearest one (see :meth:`Seeder.seeding`)."""
