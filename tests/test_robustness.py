@@ -5,10 +5,12 @@ preset and ``partial_fit`` checks the general contract (``benchmarks/fuzz.py`` i
 process-isolated version).
 """
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 
@@ -218,16 +220,26 @@ def _interrupt(code, after):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.Popen([sys.executable, "-c", _CHILD_PRELUDE + code],
                             stdout=subprocess.PIPE, text=True, env=env)
+    lines = queue.Queue()  # the child's lines, read aside so that waiting for "start" can end
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout] + [lines.put("")],
+                     daemon=True).start()
     try:
         before = []
-        for line in proc.stdout:
+        while True:
+            # (a child that never announces, or ends first, fails instead of running its
+            # whole fit: minutes by construction)
+            line = lines.get(timeout=600)
+            assert line, "the child ended without announcing its seeding"
             if line.strip() == "start":
                 break
             before.append(line)
         time.sleep(after)
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-        return "".join(before) + out, proc.returncode
+        proc.wait(timeout=60)
+        out = []
+        while (line := lines.get(timeout=60)):
+            out.append(line)
+        return "".join(before + out), proc.returncode
     finally:
         proc.kill()
 
