@@ -20,8 +20,6 @@ STRATEGIES = sorted(
     (cls for cls in vars(clusterkit).values()
      if isinstance(cls, type) and issubclass(cls, _Strategy) and not inspect.isabstract(cls)),
     key=lambda cls: cls.__name__)
-#: Strategies whose modules still check their parameters by hand (being restructured).
-NOT_DECLARED_YET = {"ElkanEStep", "YinyangEStep", "BoundedEStep", "TruncatedEStep"}
 X = np.random.RandomState(0).normal(size=(200, 2))
 N_CLUSTERS = 8
 
@@ -141,9 +139,7 @@ def test_a_researchers_strategy_gets_its_constraints_checked_first():
 
 # --- every public strategy --------------------------------------------------------------------
 
-@pytest.mark.parametrize("cls", [
-    pytest.param(cls, marks=pytest.mark.xfail(strict=True, reason="checked by hand still"))
-    if cls.__name__ in NOT_DECLARED_YET else cls for cls in STRATEGIES], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", STRATEGIES, ids=lambda c: c.__name__)
 def test_every_parameter_is_declared(cls):
     assert sorted(cls._parameter_constraints) == sorted(cls._get_param_names())
 

@@ -304,8 +304,10 @@ def test_memory_budget_is_checked_before_any_work():
 
 
 @pytest.mark.parametrize("params,error,match", [
-    ({"max_bounds_bytes": -1}, ValueError, r"max_bounds_bytes=-1 must be >= 0"),
-    ({"max_bounds_bytes": 1.5}, TypeError, r"max_bounds_bytes must be an integer"),
+    ({"max_bounds_bytes": -1}, ValueError,
+     r"^ElkanEStep: max_bounds_bytes must be an integer >= 0 or None; got -1\.$"),
+    ({"max_bounds_bytes": 1.5}, TypeError,
+     r"^ElkanEStep: max_bounds_bytes must be an integer >= 0 or None; got 1\.5\.$"),
 ])
 def test_bad_parameters(params, error, match):
     with pytest.raises(error, match=match):

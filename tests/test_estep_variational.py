@@ -355,9 +355,9 @@ def test_partial_warns_when_the_search_cannot_move():
 
 
 @pytest.mark.parametrize("n_winners, error, match", [
-    (0, ValueError, r"^n_winners=0 must be >= 1\.$"),
+    (0, ValueError, r"^TruncatedEStep: n_winners must be an integer >= 1; got 0\.$"),
     (11, ValueError, r"^n_winners=11 must be <= n_clusters=10\.$"),
-    (None, TypeError, "n_winners must be an integer"),
+    (None, TypeError, r"^TruncatedEStep: n_winners must be an integer >= 1; got None\.$"),
 ])
 def test_truncated_validation_errors(n_winners, error, match):
     with pytest.raises(error, match=match):

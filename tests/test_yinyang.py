@@ -192,12 +192,12 @@ def test_validation_messages():
     X = _blobs(1000, 2, 4)
     with pytest.raises(ValueError, match=r"n_groups=11 must be <= n_clusters=10\."):
         Clusterer(10, estep=YinyangEStep(n_groups=11)).fit(X)
-    with pytest.raises(ValueError, match=r"Unknown n_groups='many'; expected 'auto' or an "
-                                         r"integer\."):
+    allowed = r"^YinyangEStep: n_groups must be 'auto' or an integer >= 1; got "
+    with pytest.raises(ValueError, match=allowed + r"'many'\.$"):
         Clusterer(10, estep=YinyangEStep(n_groups="many")).fit(X)
-    with pytest.raises(ValueError, match=r"n_groups=0 must be >= 1"):
+    with pytest.raises(ValueError, match=allowed + r"0\.$"):
         Clusterer(10, estep=YinyangEStep(n_groups=0)).fit(X)
-    with pytest.raises(TypeError, match=r"n_groups must be an integer"):
+    with pytest.raises(TypeError, match=allowed + r"1\.5\.$"):
         Clusterer(10, estep=YinyangEStep(n_groups=1.5)).fit(X)
     with pytest.raises(ValueError, match=r"YinyangEStep needs .* GiB of bounds for 1000 samples"
                                          r" and n_groups=5, above max_bounds_bytes=1000 .*"

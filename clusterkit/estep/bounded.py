@@ -74,6 +74,8 @@ class BoundedEStep(EStep):
     YinyangEStep(n_groups=1, max_bounds_bytes=None)
     """
 
+    _parameter_constraints = YinyangEStep._parameter_constraints
+
     exact = True
     objectives = (QUANTIZATION_ERROR,)
     accepts_sparse = True  # sparse data always go to ElkanEStep

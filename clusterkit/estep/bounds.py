@@ -5,11 +5,13 @@
 :meth:`BoundsEStep.assign`, the handling of the batch's rows, first visits, fused sums and
 rescaled coordinates, around the kernel calls each specialises."""
 import math
+from numbers import Integral
 
 import numpy as np
 
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
+from .._engine.constraints import Interval
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator import validation
@@ -183,6 +185,8 @@ class BoundsEStep(EStep):
     nearest final centre (the default of :meth:`EStep.final_labels`; the bounds keep no
     float32 copy of the data to lend, see :meth:`EStep.labelling_rows`).
     """
+
+    _parameter_constraints = {"max_bounds_bytes": [Interval(Integral, 0), None]}
 
     exact = True
     objectives = (QUANTIZATION_ERROR,)

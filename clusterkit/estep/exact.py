@@ -2,15 +2,18 @@
 Elkan's bounded assignment (:class:`ElkanEStep`, of the family of :mod:`.bounds`) and the
 exact truncated E-step (:class:`TruncatedEStep`), with the helpers the variational E-step
 shares."""
+from numbers import Integral
+
 import numpy as np
 
 from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
                             is_sparse, row_sqnorms)
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
+from .._engine.constraints import Interval
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
-from .._estimator.validation import available_memory, check_int, check_memory
+from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack
 
@@ -400,6 +403,8 @@ class TruncatedEStep(EStep):
     exact = True  # the labels are the nearest centres, whatever n_winners
     objectives = MIXTURE_OBJECTIVES
 
+    _parameter_constraints = {"n_winners": [Interval(Integral, 1)]}
+
     def __init__(self, n_winners=1):
         self.n_winners = n_winners
 
@@ -413,9 +418,8 @@ class TruncatedEStep(EStep):
         ValueError
             If ``n_winners`` is below 1 or above ``n_clusters``.
         """
-        n_winners = check_int(self.n_winners, "n_winners", minimum=1)
-        if n_winners > n_clusters:
-            raise ValueError(f"n_winners={n_winners} must be <= n_clusters={n_clusters}.")
+        if self.n_winners > n_clusters:
+            raise ValueError(f"n_winners={self.n_winners} must be <= n_clusters={n_clusters}.")
 
     def assign(self, X, sample_weight, centers, state):
         """Return the assignment to each sample's ``n_winners`` nearest centres.

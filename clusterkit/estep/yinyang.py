@@ -2,10 +2,11 @@
 grouped bounds (:class:`YinyangEStep`; Hamerly's single bound with one group, with a search
 of the centre's nearest neighbours at low dimension)."""
 import math
+from numbers import Integral
 
 import numpy as np
 
-from .._estimator.validation import check_int
+from .._engine.constraints import Interval, Options
 from .._kernels import _assign, _centers, _yinyang
 from .bounds import Bounds, BoundsEStep, bound_slack, bounds_budget
 
@@ -242,6 +243,9 @@ class YinyangEStep(BoundsEStep):
     array([0, 0, 1, 1], dtype=int32)
     """
 
+    _parameter_constraints = {**BoundsEStep._parameter_constraints,
+                              "n_groups": [Options("auto"), Interval(Integral, 1)]}
+
     _instead = ("use fewer groups (n_groups='auto' fits the budget), reduce the data "
                 "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds).")
 
@@ -255,15 +259,9 @@ class YinyangEStep(BoundsEStep):
         return int(self.n_groups)
 
     def _check_layout(self, n_clusters):
-        """Check ``n_groups``: ``"auto"`` or an integer in ``[1, n_clusters]``."""
-        if isinstance(self.n_groups, str):
-            if self.n_groups != "auto":
-                raise ValueError(f"Unknown n_groups={self.n_groups!r}; expected 'auto' or an "
-                                 "integer.")
-        else:
-            n_groups = check_int(self.n_groups, "n_groups", minimum=1)
-            if n_groups > n_clusters:
-                raise ValueError(f"n_groups={n_groups} must be <= n_clusters={n_clusters}.")
+        """Check ``n_groups <= n_clusters`` (its type and lower end are declared)."""
+        if self.n_groups != "auto" and self.n_groups > n_clusters:
+            raise ValueError(f"n_groups={self.n_groups} must be <= n_clusters={n_clusters}.")
 
     def _bounds_bytes(self, n_rows, n_clusters, budget):
         n_groups = self._resolved_groups(n_rows, n_clusters, budget)
