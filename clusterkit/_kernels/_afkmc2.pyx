@@ -9,6 +9,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
+from ._chunks cimport _chunk_stop, _n_chunks
 from ._dist cimport _center_dist2, _dist2_tile, _sqdist, _sqdist_wide, _use_gemm
 from ._openmp cimport _threads_for
 
@@ -41,14 +42,50 @@ cdef floating _min_dist2_to_centers(const floating* x,          # IN  (n_feature
     return best
 
 
-cdef inline void _set_center64(const floating* center, Py_ssize_t n_features,
-                               double* center64, double* sqnorm64) noexcept nogil:
-    """Copy a new centre into the gemm path's float64 table, with its squared norm."""
+cdef inline void _set_center(const floating* row,       # IN  (n_features,)
+                             Py_ssize_t i,
+                             floating[:, ::1] centers,     # OUT row i
+                             floating[:, ::1] centers_T,   # OUT column i
+                             bint gemm,
+                             double[:, ::1] centers64,     # OUT row i, with gemm
+                             double[::1] sqnorm64) noexcept nogil:  # OUT entry i, with gemm
+    """Centre ``i`` := ``row`` in every layout the passes read: the rows, transposed, and for
+    gemm in float64 with its squared norm."""
     cdef Py_ssize_t k
-    sqnorm64[0] = 0
-    for k in range(n_features):
-        center64[k] = center[k]
-        sqnorm64[0] += center64[k] * center64[k]
+    for k in range(centers.shape[1]):
+        centers[i, k] = row[k]
+        centers_T[k, i] = row[k]
+    if gemm:
+        sqnorm64[i] = 0
+        for k in range(centers.shape[1]):
+            centers64[i, k] = centers[i, k]
+            sqnorm64[i] += centers64[i, k] * centers64[i, k]
+
+
+cdef inline void _known_centers(const floating[:, ::1] X, Py_ssize_t first, Py_ssize_t begin,
+                                floating[:, ::1] centers, floating[:, ::1] centers_T, bint gemm,
+                                double[:, ::1] centers64, double[::1] sqnorm64,
+                                int[::1] chosen) noexcept nogil:
+    """The centres known when a call starts (row ``first`` at ``begin = 1``), in the layouts
+    the passes read."""
+    cdef Py_ssize_t i
+    if begin == 1:
+        _set_center(&X[first, 0], 0, centers, centers_T, gemm, centers64, sqnorm64)
+        chosen[0] = <int> first
+        return
+    for i in range(begin):
+        _set_center(&centers[i, 0], i, centers, centers_T, gemm, centers64, sqnorm64)
+
+
+cdef tuple _gemm_scratch(Py_ssize_t n_clusters, Py_ssize_t n_features, int n_threads, bint gemm):
+    """The gemm path's float64 copy of the centres and their squared norms, and per thread
+    ``AFKMC2_GATHER`` gathered candidates and their distance tile (one element each
+    without gemm)."""
+    cdef Py_ssize_t n_gather = AFKMC2_GATHER if gemm else 0
+    return (np.empty((n_clusters if gemm else 1, n_features)),
+            np.empty(n_clusters if gemm else 1),
+            np.empty((n_threads, n_gather * n_features + 1)),
+            np.empty((n_threads, n_gather * n_clusters + 1)))
 
 
 cdef void _gemm_min_dist2(const floating* X,           # IN  (n_samples, n_features)
@@ -109,40 +146,39 @@ cdef Py_ssize_t _walk_chain(const double* p,        # IN  (chain_length,) target
     return state
 
 
-cdef void _block_pass(const floating* X,          # IN  (n_samples, n_features)
-                      Py_ssize_t n_features,
-                      const int* candidates,       # IN  (n_block,) rows of X
-                      Py_ssize_t n_block,
-                      const floating* centers,     # IN  (n_known, n_features)
-                      const floating* centers_T,   # IN  (n_features, stride)
-                      Py_ssize_t stride,
-                      Py_ssize_t n_known,
-                      bint gemm,
-                      const double* centers64,     # IN  (n_known, n_features) with gemm
-                      const double* sqnorm64,      # IN  (n_known,) with gemm
-                      double* gathered,            # TMP (n_threads, gathered_stride)
-                      Py_ssize_t gathered_stride,
-                      double* tiles,               # TMP (n_threads, tile_stride)
-                      Py_ssize_t tile_stride,
-                      floating* dist,              # TMP (n_threads, stride)
-                      floating* out,               # OUT (n_block,)
-                      int n_threads) noexcept nogil:
+cdef int _block_pass(const floating[:, ::1] X,      # IN  (n_samples, n_features)
+                     const int* candidates,             # IN  (n_block,) rows of X
+                     Py_ssize_t n_block,
+                     const floating[:, ::1] centers,    # IN  (n_known, n_features)
+                     const floating[:, ::1] centers_T,  # IN  (n_features, n_clusters)
+                     Py_ssize_t n_known,
+                     bint gemm,
+                     const double[:, ::1] centers64,    # IN  (n_known, n_features) with gemm
+                     const double[::1] sqnorm64,        # IN  (n_known,) with gemm
+                     double[:, ::1] gathered,           # TMP (n_threads, ...)
+                     double[:, ::1] tiles,              # TMP (n_threads, ...)
+                     floating[:, ::1] dist,             # TMP (n_threads, n_clusters)
+                     floating* out,                     # OUT (n_block,)
+                     int n_threads) except -1 nogil:
     """Squared distance of each candidate to the nearest of the first ``n_known`` centres,
     each candidate computed by one thread (or, with gemm, in fixed groups of
     ``AFKMC2_GATHER``), so the values do not depend on ``n_threads``."""
-    cdef Py_ssize_t j, g, g_end
+    cdef Py_ssize_t n_features = X.shape[1], stride = centers_T.shape[1], j, g, g_end
+    with gil:  # Ctrl-C between blocks of centres
+        PyErr_CheckSignals()
     with parallel(num_threads=n_threads):
         if gemm:
             for g in prange(0, n_block, AFKMC2_GATHER, schedule="static"):
                 g_end = min(g + AFKMC2_GATHER, n_block)
-                _gemm_min_dist2(X, n_features, candidates + g, g_end - g, centers, centers64,
-                                sqnorm64, n_known, gathered + threadid() * gathered_stride,
-                                tiles + threadid() * tile_stride, out + g)
+                _gemm_min_dist2(&X[0, 0], n_features, candidates + g, g_end - g,
+                                &centers[0, 0], &centers64[0, 0], &sqnorm64[0], n_known,
+                                &gathered[threadid(), 0], &tiles[threadid(), 0], out + g)
         else:
             for j in prange(n_block, schedule="static"):
-                out[j] = _min_dist2_to_centers(X + candidates[j] * n_features, n_features,
-                                               centers_T, stride, n_known,
-                                               dist + threadid() * stride)
+                out[j] = _min_dist2_to_centers(&X[candidates[j], 0], n_features,
+                                               &centers_T[0, 0], stride, n_known,
+                                               &dist[threadid(), 0])
+    return 0
 
 
 def afkmc2_chain(const floating[:, ::1] X,              # IN
@@ -216,7 +252,7 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]
     cdef Py_ssize_t chain_length = candidates.shape[1]
-    cdef Py_ssize_t i, i_start, i_end, j, k, y, state, n_block
+    cdef Py_ssize_t b, i, i_start, i_end, j, y, state
     cdef bint gemm = _use_gemm(n_features)
     cdef floating d, d_new
     end = n_clusters if end < 0 else min(end, n_clusters)
@@ -229,33 +265,18 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     cdef floating[:, ::1] dist = np.empty((n_threads, n_clusters), dtype=dtype)
     cdef floating[::1] block_dist2 = np.empty(max(AFKMC2_BLOCK * chain_length, 1), dtype=dtype)
     cdef double[::1] p = np.empty(max(chain_length, 1), dtype=np.float64)
-    # the gemm path's float64 copy of the centres, and per-thread candidates and tile
-    cdef Py_ssize_t n_gather = AFKMC2_GATHER if gemm else 0
-    cdef double[:, ::1] centers64 = np.empty((n_clusters if gemm else 1, n_features))
-    cdef double[::1] sqnorm64 = np.empty(n_clusters if gemm else 1)
-    cdef double[:, ::1] gathered = np.empty((n_threads, n_gather * n_features + 1))
-    cdef double[:, ::1] tiles = np.empty((n_threads, n_gather * n_clusters + 1))
+    scratch = _gemm_scratch(n_clusters, n_features, n_threads, gemm)
+    cdef double[:, ::1] centers64 = scratch[0], gathered = scratch[2], tiles = scratch[3]
+    cdef double[::1] sqnorm64 = scratch[1]
     with nogil:
-        if begin == 1:
-            for k in range(n_features):
-                centers[0, k] = X[first, k]
-            chosen[0] = <int> first
-        for i in range(begin):  # the centres known so far, in the layouts the passes read
-            for k in range(n_features):
-                centers_T[k, i] = centers[i, k]
-            if gemm:
-                _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
-        i_start = begin
-        while i_start < end:
-            with gil:  # Ctrl-C between blocks of centres
-                PyErr_CheckSignals()
-            i_end = min(i_start + AFKMC2_BLOCK, end)
-            n_block = (i_end - i_start) * chain_length
+        _known_centers(X, first, begin, centers, centers_T, gemm, centers64, sqnorm64, chosen)
+        for b in range(_n_chunks(end - begin, AFKMC2_BLOCK)):  # blocks of centres
+            i_start = begin + b * AFKMC2_BLOCK
+            i_end = begin + _chunk_stop(b, AFKMC2_BLOCK, end - begin)
             # the block's candidate rows are contiguous: one flat list
-            _block_pass(&X[0, 0], n_features, &candidates[i_start - 1, 0], n_block,
-                        &centers[0, 0], &centers_T[0, 0], n_clusters, i_start, gemm,
-                        &centers64[0, 0], &sqnorm64[0], &gathered[0, 0], gathered.shape[1],
-                        &tiles[0, 0], tiles.shape[1], &dist[0, 0], &block_dist2[0], n_threads)
+            _block_pass(X, &candidates[i_start - 1, 0], (i_end - i_start) * chain_length,
+                        centers, centers_T, i_start, gemm, centers64, sqnorm64, gathered,
+                        tiles, dist, &block_dist2[0], n_threads)
             for i in range(i_start, i_end):
                 for j in range(chain_length):
                     y = candidates[i - 1, j]
@@ -270,13 +291,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                 state = _walk_chain(&p[0], &q[0], &candidates[i - 1, 0], &uniforms[i - 1, 0],
                                     chain_length)
                 y = candidates[i - 1, state]
-                for k in range(n_features):
-                    centers[i, k] = X[y, k]
-                    centers_T[k, i] = X[y, k]
-                if gemm:
-                    _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
+                _set_center(&X[y, 0], i, centers, centers_T, gemm, centers64, sqnorm64)
                 chosen[i] = <int> y
-            i_start = i_end
     return chain_length * (end * (end - 1) - begin * (begin - 1)) // 2 if end > begin else 0
 
 
@@ -339,12 +355,8 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
-    sample_weight : ndarray of shape (n_samples,), dtype=floating
-    q : ndarray of shape (n_samples,), dtype=float64
-        The proposal distribution the candidates were drawn from (positive at every candidate).
-    first : int
-        Row of ``X`` chosen as the first centre.
+    X, sample_weight, q, first
+        As for :func:`afkmc2_chain`.
     candidates : ndarray of shape (n_clusters - 1, n_chains * chain_length), dtype=int32
         Candidate rows, drawn i.i.d. from ``q``.
     uniforms : ndarray of shape (n_clusters - 1, n_chains * chain_length), dtype=float64
@@ -395,7 +407,7 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_clusters = centers.shape[0]
     cdef Py_ssize_t width = candidates.shape[1], n_pot = X_pot.shape[0]
     cdef Py_ssize_t chain_length = width // max(n_chains, 1)
-    cdef Py_ssize_t i, i_start, i_end, j, k, l, n, y, t, best, n_block, offset
+    cdef Py_ssize_t b, i, i_start, i_end, j, l, n, y, t, best, n_block, offset
     cdef bint gemm = _use_gemm(n_features)
     cdef floating d, d_new
     end = n_clusters if end < 0 else min(end, n_clusters)
@@ -414,31 +426,17 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
     cdef floating[:, ::1] final_dist2 = np.empty((n_chains, n_clusters), dtype=dtype)
     cdef Py_ssize_t[::1] pot_evals = np.zeros(n_chains, dtype=np.intp)
     cdef Py_ssize_t n_evals = 0
-    cdef Py_ssize_t n_gather = AFKMC2_GATHER if gemm else 0
-    cdef double[:, ::1] centers64 = np.empty((n_clusters if gemm else 1, n_features))
-    cdef double[::1] sqnorm64 = np.empty(n_clusters if gemm else 1)
-    cdef double[:, ::1] gathered = np.empty((n_threads, n_gather * n_features + 1))
-    cdef double[:, ::1] tiles = np.empty((n_threads, n_gather * n_clusters + 1))
+    scratch = _gemm_scratch(n_clusters, n_features, n_threads, gemm)
+    cdef double[:, ::1] centers64 = scratch[0], gathered = scratch[2], tiles = scratch[3]
+    cdef double[::1] sqnorm64 = scratch[1]
     with nogil:
-        if begin == 1:
-            for k in range(n_features):
-                centers[0, k] = X[first, k]
-            chosen[0] = <int> first
-        for i in range(begin):
-            for k in range(n_features):
-                centers_T[k, i] = centers[i, k]
-            if gemm:
-                _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
-        i_start = begin
-        while i_start < end:
-            with gil:  # Ctrl-C between blocks of centres
-                PyErr_CheckSignals()
-            i_end = min(i_start + AFKMC2_BLOCK, end)
+        _known_centers(X, first, begin, centers, centers_T, gemm, centers64, sqnorm64, chosen)
+        for b in range(_n_chunks(end - begin, AFKMC2_BLOCK)):  # blocks of centres
+            i_start = begin + b * AFKMC2_BLOCK
+            i_end = begin + _chunk_stop(b, AFKMC2_BLOCK, end - begin)
             n_block = (i_end - i_start) * width
-            _block_pass(&X[0, 0], n_features, &candidates[i_start - 1, 0], n_block,
-                        &centers[0, 0], &centers_T[0, 0], n_clusters, i_start, gemm,
-                        &centers64[0, 0], &sqnorm64[0], &gathered[0, 0], gathered.shape[1],
-                        &tiles[0, 0], tiles.shape[1], &dist[0, 0], &block_dist2[0],
+            _block_pass(X, &candidates[i_start - 1, 0], n_block, centers, centers_T, i_start,
+                        gemm, centers64, sqnorm64, gathered, tiles, dist, &block_dist2[0],
                         _threads_for(n_block * i_start * n_features, n_threads))
             for i in range(i_start, i_end):
                 with parallel(num_threads=_threads_for(
@@ -475,13 +473,8 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
                         pot_dist2[n] = tile[best, n]
                         pot_labels[n] = <int> i
                 y = finals[best]
-                for k in range(n_features):
-                    centers[i, k] = X[y, k]
-                    centers_T[k, i] = X[y, k]
-                if gemm:
-                    _set_center64(&centers[i, 0], n_features, &centers64[i, 0], &sqnorm64[i])
+                _set_center(&X[y, 0], i, centers, centers_T, gemm, centers64, sqnorm64)
                 chosen[i] = <int> y
-            i_start = i_end
     if end <= begin:
         return 0
     return width * (end * (end - 1) - begin * (begin - 1)) // 2 + n_evals

@@ -2,16 +2,14 @@
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport parallel, prange, threadid
+from cython.parallel cimport parallel, prange
 from libc.float cimport DBL_MIN, FLT_MIN
 from libc.math cimport exp, log
 
 from ._accumulate cimport _add_sample, _block_rows, _blocks_fit, _n_blocks, _reduce_blocks
-
-from ._dist import center_tables
-
 from ._blocked cimport CHUNK_SIZE, _block_width, _nearest_blocked
-from ._dist cimport _dist2_tile, _max_sqnorm, _sqdist_wide, _sqnorm, _use_gemm
+from ._chunks cimport _chunk_len, _chunk_stop, _thread_scratch, _TilePlan
+from ._dist cimport _argmin, _prepare_tiles, _sqdist_wide, _sqnorm, _tile_from, _use_gemm
 
 #: From this many features on, the fits and ``nearest`` give float64 data float32 products
 #: (a float32 copy of the data, :func:`float32_products`): about twice as fast, the same
@@ -27,7 +25,6 @@ cdef struct _Products:
     const float* X32        # float32_products of float64 data (mixed precision), or NULL
     const float* centers32
     const float* sqnorm32
-    double max_sqnorm       # largest ||c_j||^2 (the near-tie window)
 
 
 def float32_products(X):
@@ -52,14 +49,12 @@ def float32_products(X):
 
 
 cdef object _fill_products(_Products* products, const floating[:, ::1] X,
-                           const floating[:, ::1] centers, const floating[::1] centers_sqnorm,
-                           X32):
+                           const floating[:, ::1] centers, centers_sqnorm, X32):
     """Set ``products`` for a call; returns the arrays its pointers point into (to keep)."""
     cdef const float[:, ::1] x32v
     cdef const float[:, ::1] c32v
     cdef const float[::1] n32v
     products.X32 = NULL
-    products.max_sqnorm = _max_sqnorm(&centers_sqnorm[0], centers.shape[0])
     if floating is double and X32 is not None and _use_gemm(X.shape[1]):
         if X32.shape != (X.shape[0], X.shape[1] + 1):
             raise ValueError("X32 must be float32_products(X)")
@@ -73,12 +68,14 @@ cdef object _fill_products(_Products* products, const floating[:, ::1] X,
     return None
 
 
-cdef object _thread_tiles(Py_ssize_t n_threads, Py_ssize_t n_clusters, products_kept, dtype):
-    """One scratch row per thread for ``_assign_chunk``: a tile block and one full row
-    (``_nearest_blocked``), in float32 where the float32 products are used."""
-    dtype = np.dtype(np.float32 if products_kept is not None else dtype)
-    width = CHUNK_SIZE * _block_width(n_clusters, dtype.itemsize) + n_clusters
-    return np.empty((n_threads, width), dtype=dtype)
+cdef Py_ssize_t _tile_bytes(Py_ssize_t n_clusters, size_t itemsize, X32):
+    """Scratch per thread for ``_assign_chunk``: a tile block and one full row
+    (``_nearest_blocked``), room for float32 ones too where the float32 products may be
+    used."""
+    cdef Py_ssize_t size = (CHUNK_SIZE * _block_width(n_clusters, itemsize) + n_clusters) * itemsize
+    if X32 is None:
+        return size
+    return max(size, (CHUNK_SIZE * _block_width(n_clusters, 4) + n_clusters) * 4)
 
 
 cdef extern from "_nearest.h" nogil:
@@ -94,23 +91,19 @@ cdef extern from "_nearest.h" nogil:
                                           float*) noexcept nogil
     ck_nearest4_double_fn ck_nearest4_double_for(Py_ssize_t n_features)
     ck_nearest4_float_fn ck_nearest4_float_for(Py_ssize_t n_features)
-    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
-    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
-cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_features)
+cdef void _assign_chunk(const _TilePlan* plan,
+                        const _Products* products,       # IN  (mixed precision)
+                        const floating* X,               # IN  (n_rows, n_features)
                         Py_ssize_t n_rows,
-                        Py_ssize_t n_features,
-                        const floating* centers,         # IN
-                        const floating* centers_T,       # IN
-                        const floating* centers_sqnorm,  # IN
-                        Py_ssize_t n_clusters,
-                        _Products* products,             # IN  (centre tables, mixed precision)
-                        void* tile,                      # TMP (a row of _thread_tiles)
                         Py_ssize_t start,                # the chunk's first row (mixed data)
                         int* labels,                     # OUT (n_rows,)
                         floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
-    cdef Py_ssize_t i, best
+    cdef Py_ssize_t n_features = plan.n_features, n_clusters = plan.n_clusters, i, best
+    cdef const floating* centers = <const floating*> plan.centers
+    cdef const floating* centers_T = <const floating*> plan.centers_T
+    cdef void* tile = _thread_scratch(plan)
     cdef bint four
     cdef ck_nearest_double_fn nearest_double = ck_nearest_double_for(n_features)
     cdef ck_nearest_float_fn nearest_float = ck_nearest_float_for(n_features)
@@ -145,12 +138,12 @@ cdef void _assign_chunk(const floating* X,               # IN  (n_rows, n_featur
     if floating is double and products.X32 != NULL:
         _nearest_blocked(X, n_rows, n_features, centers, n_clusters,
                          products.X32 + start * (n_features + 1), n_features + 1,
-                         products.centers32, products.sqnorm32, products.max_sqnorm,
+                         products.centers32, products.sqnorm32, plan.max_sqnorm,
                          <float*> tile, labels, min_dist2)
     else:
         _nearest_blocked(X, n_rows, n_features, centers, n_clusters, X, n_features, centers,
-                         centers_sqnorm, products.max_sqnorm, <floating*> tile, labels,
-                         min_dist2)
+                         <const floating*> plan.centers_sqnorm, plan.max_sqnorm,
+                         <floating*> tile, labels, min_dist2)
 
 
 def assign_full(const floating[:, ::1] X,        # IN
@@ -192,31 +185,18 @@ def assign_full(const floating[:, ::1] X,        # IN
     exactly one thread, so results do not depend on ``n_threads``. Assumes valid input; NaN
     centres give labels inside ``[0, n_clusters)`` all the same.
     """
-    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, start, end
+    cdef Py_ssize_t n_samples = X.shape[0], n_clusters = centers.shape[0], c
+    cdef _TilePlan plan
+    cdef _Products products
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
-    dtype = np.float32 if floating is float else np.float64
-    sqnorm, transposed = center_tables(centers)
-    cdef floating[::1] centers_sqnorm = sqnorm
-    cdef floating[:, ::1] centers_T = transposed
-    cdef _Products products
-    keep = _fill_products(&products, X, centers, centers_sqnorm, X32)
-    tiles = _thread_tiles(n_threads, n_clusters, keep, dtype)
-    cdef unsigned char[:, ::1] tile_view = tiles.view(np.uint8)
-    cdef unsigned char* tile0 = &tile_view[0, 0]
-    cdef Py_ssize_t tile_bytes = tile_view.shape[1]
-    with nogil, parallel(num_threads=n_threads):
-        for c in prange(n_chunks, schedule="static"):
-            start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_samples)
-            _assign_chunk(&X[start, 0], end - start, n_features, &centers[0, 0],
-                          &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &products,
-                          tile0 + threadid() * tile_bytes, start, &labels[start],
-                          &min_dist2[start])
+    keep = _prepare_tiles(&plan, centers, n_samples, CHUNK_SIZE, n_threads,
+                          _tile_bytes(n_clusters, sizeof(floating), X32))
+    keep32 = _fill_products(&products, X, centers, keep[0], X32)
+    with nogil, parallel(num_threads=plan.n_threads):
+        for c in prange(plan.n_chunks, schedule="static"):
+            _assign_chunk(&plan, &products, &X[c * CHUNK_SIZE, 0], _chunk_len(&plan, c),
+                          c * CHUNK_SIZE, &labels[c * CHUNK_SIZE], &min_dist2[c * CHUNK_SIZE])
     return n_samples * n_clusters
 
 
@@ -272,43 +252,36 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_clusters = centers.shape[0]
     cdef Py_ssize_t n_blocks = _n_blocks(n_samples)
     cdef Py_ssize_t chunks_per_block = _block_rows(n_samples, n_blocks) // CHUNK_SIZE
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t b, c, start, end, i
+    cdef Py_ssize_t b, c, start, i
     cdef bint with_sse = sse is not None
     cdef double* block_sse
+    cdef _TilePlan plan
+    cdef _Products products
     if not _blocks_fit(n_samples, n_clusters, n_features, sizeof(floating)):
         raise ValueError("assign_full_accumulate needs the fixed-block layout; check "
                          "_mstep.blocks_fit first.")
-    n_threads = max(1, min(n_threads, n_blocks))
+    # a thread per block at most
+    keep = _prepare_tiles(&plan, centers, n_samples, CHUNK_SIZE, min(n_threads, n_blocks),
+                          _tile_bytes(n_clusters, sizeof(floating), X32))
+    keep32 = _fill_products(&products, X, centers, keep[0], X32)
     dtype = np.float32 if floating is float else np.float64
-    sqnorm, transposed = center_tables(centers)
-    cdef floating[::1] centers_sqnorm = sqnorm
-    cdef floating[:, ::1] centers_T = transposed
-    cdef _Products products
-    keep = _fill_products(&products, X, centers, centers_sqnorm, X32)
-    tiles = _thread_tiles(n_threads, n_clusters, keep, dtype)
-    cdef unsigned char[:, ::1] tile_view = tiles.view(np.uint8)
-    cdef unsigned char* tile0 = &tile_view[0, 0]
-    cdef Py_ssize_t tile_bytes = tile_view.shape[1]
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
     cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
     cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
     with nogil:
-        with parallel(num_threads=n_threads):
+        with parallel(num_threads=plan.n_threads):
             for b in prange(n_blocks, schedule="static"):
                 block_sse = &sse_parts[b, 0] if with_sse else NULL
-                for c in range(b * chunks_per_block, min((b + 1) * chunks_per_block, n_chunks)):
+                for c in range(b * chunks_per_block, _chunk_stop(b, chunks_per_block,
+                                                                 plan.n_chunks)):
                     start = c * CHUNK_SIZE
-                    end = min(start + CHUNK_SIZE, n_samples)
-                    _assign_chunk(&X[start, 0], end - start, n_features, &centers[0, 0],
-                                  &centers_T[0, 0], &centers_sqnorm[0], n_clusters,
-                                  &products, tile0 + threadid() * tile_bytes, start,
+                    _assign_chunk(&plan, &products, &X[start, 0], _chunk_len(&plan, c), start,
                                   &labels[start], &min_dist2[start])
-                    for i in range(start, end):
+                    for i in range(start, start + _chunk_len(&plan, c)):
                         _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i],
                                     &X[i, 0], sample_weight[i], min_dist2[i], n_features)
         _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
-                       &sse[0] if with_sse else NULL, n_threads)
+                       &sse[0] if with_sse else NULL, plan.n_threads)
     return n_samples * n_clusters
 
 
@@ -344,19 +317,19 @@ cdef inline floating _softmax_row(floating* row, Py_ssize_t n,
     return <floating> (log(total) - d_min * inv_two_sigma2)
 
 
-cdef void _resp_chunk(const floating* X, Py_ssize_t n_rows, Py_ssize_t n_features,
-                      const floating* centers, const floating* centers_T,
-                      const floating* centers_sqnorm, Py_ssize_t n_clusters,
+cdef void _resp_chunk(const _TilePlan* plan,
+                      const floating* X,         # IN  (n_rows, n_features)
+                      Py_ssize_t n_rows,
                       double inv_two_sigma2,
                       floating* resp,            # OUT (n_rows, n_clusters)
                       int* labels,               # OUT (n_rows,)
                       floating* min_dist2,       # OUT (n_rows,)
                       floating* log_norm) noexcept nogil:  # OUT (n_rows,)
-    cdef Py_ssize_t i, j, best
+    cdef Py_ssize_t n_features = plan.n_features, n_clusters = plan.n_clusters, i, j, best
     cdef bint gemm = _use_gemm(n_features)
     cdef floating xn, d
     cdef floating* row
-    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, resp)
+    _tile_from(plan, X, n_rows, resp)
     for i in range(n_rows):
         row = resp + i * n_clusters
         if gemm:
@@ -364,10 +337,7 @@ cdef void _resp_chunk(const floating* X, Py_ssize_t n_rows, Py_ssize_t n_feature
             for j in range(n_clusters):
                 d = row[j] + xn
                 row[j] = d if d > 0 else 0
-        if floating is float:
-            best = ck_argmin_float(row, n_clusters)
-        else:
-            best = ck_argmin_double(row, n_clusters)
+        best = _argmin(row, n_clusters)
         labels[i] = <int> best
         min_dist2[i] = row[best]
         if inv_two_sigma2 > 0:
@@ -415,25 +385,17 @@ def responsibilities_full(const floating[:, ::1] X,        # IN
     responsibilities in place, so the only ``n_samples x n_clusters`` array is the output the
     full soft M-step needs anyway. Assumes valid input.
     """
-    cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, start, end
+    cdef Py_ssize_t n_samples = X.shape[0], n_clusters = centers.shape[0], c
     cdef double inv_two_sigma2 = 0.5 / sigma2 if sigma2 > 0 else 0.0
+    cdef _TilePlan plan
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
-    dtype = np.float32 if floating is float else np.float64
-    sqnorm, transposed = center_tables(centers)
-    cdef floating[::1] centers_sqnorm = sqnorm
-    cdef floating[:, ::1] centers_T = transposed
-    with nogil, parallel(num_threads=n_threads):
-        for c in prange(n_chunks, schedule="static"):
-            start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_samples)
-            _resp_chunk(&X[start, 0], end - start, n_features, &centers[0, 0], &centers_T[0, 0],
-                        &centers_sqnorm[0], n_clusters, inv_two_sigma2, &resp[start, 0],
-                        &labels[start], &min_dist2[start], &log_norm[start])
+    keep = _prepare_tiles(&plan, centers, n_samples, CHUNK_SIZE, n_threads, 0)
+    with nogil, parallel(num_threads=plan.n_threads):
+        for c in prange(plan.n_chunks, schedule="static"):
+            _resp_chunk(&plan, &X[c * CHUNK_SIZE, 0], _chunk_len(&plan, c), inv_two_sigma2,
+                        &resp[c * CHUNK_SIZE, 0], &labels[c * CHUNK_SIZE],
+                        &min_dist2[c * CHUNK_SIZE], &log_norm[c * CHUNK_SIZE])
     return n_samples * n_clusters
 
 

@@ -5,7 +5,7 @@ from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.math cimport INFINITY, ldexp
 
 from ._blas cimport _gemm_nt
-from ._dist cimport CHUNK_SIZE, _settle_exactly, _sqdist_wide, _sqnorm, tile_t
+from ._dist cimport CHUNK_SIZE, _argmin, _settle_exactly, _sqdist_wide, _sqnorm, tile_t
 
 
 # Bytes of one thread's tile of CHUNK_SIZE rows x a block of centres. Wide blocks keep gemm
@@ -27,8 +27,6 @@ cdef extern from "_nearest.h" nogil:
                                   double* best, double* second)
     Py_ssize_t ck_best_two_float(const float* row, const float* add, Py_ssize_t n,
                                  float* best, float* second)
-    Py_ssize_t ck_argmin_double(const double* row, Py_ssize_t n)
-    Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
 cdef inline Py_ssize_t _block_width(Py_ssize_t n_clusters, size_t itemsize) noexcept nogil:
@@ -68,10 +66,7 @@ cdef inline Py_ssize_t _settle_row(const tile_t* x_t, const tile_t* centers_t,
              <int> n_features, 0.0, row, <int> n_clusters)
     for j in range(n_clusters):
         row[j] = row[j] + sqnorm_t[j]
-    if tile_t is float:
-        best = ck_argmin_float(row, n_clusters)
-    else:
-        best = ck_argmin_double(row, n_clusters)
+    best = _argmin(row, n_clusters)
     return _settle_exactly(row, n_clusters, best, x, n_features, centers, row[best] + window,
                            dist2)
 

@@ -3,6 +3,7 @@ from libc.float cimport DBL_EPSILON, FLT_EPSILON
 from libc.string cimport memcpy
 
 from ._blas cimport _gemm_nt
+from ._chunks cimport _thread_scratch, _TilePlan
 
 
 # Samples per chunk of the blocked kernels: a CHUNK_SIZE x n_clusters tile of distances stays
@@ -126,6 +127,49 @@ cdef extern from "_nearest.h" nogil:
     Py_ssize_t ck_argmin_float(const float* row, Py_ssize_t n)
 
 
+cdef inline Py_ssize_t _argmin(const floating* row, Py_ssize_t n) noexcept nogil:
+    """Index of the smallest entry of ``row``, the first of equal ones (_nearest.h)."""
+    if floating is float:
+        return ck_argmin_float(row, n)
+    else:
+        return ck_argmin_double(row, n)
+
+
+# Set-up of a call of a chunked tile kernel (_dist.pyx): returns the arrays the plan points
+# into, for the caller to keep until the call ends.
+cdef object _prepare_tiles(_TilePlan* plan, centers, Py_ssize_t n_rows, Py_ssize_t chunk_rows,
+                           int n_threads, Py_ssize_t scratch_bytes)
+
+
+cdef inline void _tile_from(const _TilePlan* plan, const floating* X, Py_ssize_t n_rows,
+                            floating* tile) noexcept nogil:
+    """``_dist2_tile`` of rows of ``X`` against the plan's centres."""
+    _dist2_tile(X, n_rows, plan.n_features, <const floating*> plan.centers,
+                <const floating*> plan.centers_T, <const floating*> plan.centers_sqnorm,
+                plan.n_clusters, tile)
+
+
+cdef inline floating* _chunk_tile(const _TilePlan* plan, const floating* X,
+                                  Py_ssize_t n_rows) noexcept nogil:
+    """The calling thread's tile, holding the chunk's distances where they come from gemm;
+    without gemm ``_tile_row`` computes each row when it is needed, so that it is still in
+    the L1 cache for the passes over it."""
+    cdef floating* tile = <floating*> _thread_scratch(plan)
+    if _use_gemm(plan.n_features):
+        _tile_from(plan, X, n_rows, tile)
+    return tile
+
+
+cdef inline floating* _tile_row(const _TilePlan* plan, const floating* X, Py_ssize_t i,
+                                floating* tile) noexcept nogil:
+    """Row ``i`` of the chunk's tile (after ``_chunk_tile``): with gemm ``||c||^2 - 2 x.c``,
+    without it the whole squared distances (see ``_dist2_tile``)."""
+    if _use_gemm(plan.n_features):
+        return tile + i * plan.n_clusters
+    _tile_from(plan, X + i * plan.n_features, 1, tile)
+    return tile
+
+
 # The dtype of a row of gemm products: the data's, or float32 for float64 data (_blocked.pxd).
 ctypedef fused tile_t:
     float
@@ -205,13 +249,10 @@ cdef inline double _max_sqnorm(const floating* centers_sqnorm, Py_ssize_t n_clus
     return m
 
 
-cdef inline Py_ssize_t _first_visit(const floating* row,          # IN  (n_clusters,)
-                                    Py_ssize_t n_clusters,
+cdef inline Py_ssize_t _first_visit(const _TilePlan* plan,
+                                    const floating* row,          # IN  (n_clusters,)
                                     const floating* x,            # IN  (n_features,)
-                                    Py_ssize_t n_features,
-                                    const floating* centers,      # IN  (n_clusters, n_features)
                                     double xn,
-                                    double max_sqnorm,
                                     floating* dist2,              # OUT
                                     double* window) noexcept nogil:  # OUT
     """A bounded E-step's first visit of a sample from its tile row (``_dist2_tile``): the
@@ -219,15 +260,13 @@ cdef inline Py_ssize_t _first_visit(const floating* row,          # IN  (n_clust
     the direct squared distance to it in ``dist2`` (exact: later visits reuse it), and in
     ``window`` how far an entry plus ``||x||^2`` may lie from the exact squared distance (a
     bound from an entry lowered by it stays valid). ``xn`` is ``||x||^2``."""
-    cdef Py_ssize_t best
-    if floating is float:
-        best = ck_argmin_float(row, n_clusters)
-    else:
-        best = ck_argmin_double(row, n_clusters)
-    best = _settle_near_ties(row, n_clusters, best, x, n_features, centers, <floating> xn,
-                             max_sqnorm, dist2)
+    cdef Py_ssize_t n_features = plan.n_features, n_clusters = plan.n_clusters
+    cdef const floating* centers = <const floating*> plan.centers
+    cdef Py_ssize_t best = _settle_near_ties(row, n_clusters, _argmin(row, n_clusters), x,
+                                             n_features, centers, <floating> xn,
+                                             plan.max_sqnorm, dist2)
     dist2[0] = _sqdist_wide(x, centers + best * n_features, n_features)
-    window[0] = _near_tie_window(n_features, xn, max_sqnorm,
+    window[0] = _near_tie_window(n_features, xn, plan.max_sqnorm,
                                  FLT_EPSILON if floating is float else DBL_EPSILON)
     return best
 

@@ -4,7 +4,8 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 
-from ._dist cimport CHUNK_SIZE, _use_gemm
+from ._chunks cimport _chunk_stop, _chunk_threads, _n_chunks, _TilePlan
+from ._dist cimport CHUNK_SIZE, _max_sqnorm, _use_gemm
 
 #: Rows per tile of the chunked kernels; callers that split the data themselves cut at
 #: multiples of it, so that every tile (and so every result) stays the same.
@@ -76,7 +77,7 @@ def center_rows(const floating[:, ::1] X,       # IN
         ``sum(out ** 2)``, accumulated in float64.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, i, k, source
     cdef double[::1] chunk_sums = np.zeros(max(n_chunks, 1))
     cdef double total = 0, part
@@ -87,7 +88,7 @@ def center_rows(const floating[:, ::1] X,       # IN
     with nogil:
         for c in prange(n_chunks, schedule="static", num_threads=max(1, n_threads)):
             part = 0
-            for i in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+            for i in range(c * CHUNK_SIZE, _chunk_stop(c, CHUNK_SIZE, n_samples)):
                 source = order[i] if ordered else i
                 for k in range(n_features):
                     v = X[source, k] - mean[k]
@@ -97,3 +98,39 @@ def center_rows(const floating[:, ::1] X,       # IN
         for c in range(n_chunks):
             total += chunk_sums[c]
     return total
+
+
+cdef const void* _address(array):
+    """Address of the first element of a C-contiguous array, NULL if it has none."""
+    cdef const unsigned char[::1] data
+    if array.size == 0:
+        return NULL
+    data = array.reshape(-1).view(np.uint8)
+    return &data[0]
+
+
+cdef object _prepare_tiles(_TilePlan* plan, centers, Py_ssize_t n_rows, Py_ssize_t chunk_rows,
+                           int n_threads, Py_ssize_t scratch_bytes):
+    """Fill ``plan`` for a call on ``n_rows`` rows: chunks of ``chunk_rows``, the threads for
+    them, the tables of ``centers`` (C-contiguous) and ``scratch_bytes`` of scratch per
+    thread. Returns ``(centers_sqnorm, centers_T, scratch)``, the arrays the plan points into."""
+    centers = np.asarray(centers)
+    sqnorm, centers_T = center_tables(centers)
+    plan.n_rows = n_rows
+    plan.chunk_rows = chunk_rows
+    plan.n_chunks = _n_chunks(n_rows, chunk_rows)
+    plan.n_threads = _chunk_threads(n_threads, plan.n_chunks)
+    plan.centers = _address(centers)
+    plan.n_clusters, plan.n_features = centers.shape[0], centers.shape[1]
+    plan.centers_T = _address(centers_T)
+    plan.centers_sqnorm = _address(sqnorm)
+    if plan.n_clusters == 0:
+        plan.max_sqnorm = 0
+    elif centers.dtype == np.float32:
+        plan.max_sqnorm = _max_sqnorm(<const float*> plan.centers_sqnorm, plan.n_clusters)
+    else:
+        plan.max_sqnorm = _max_sqnorm(<const double*> plan.centers_sqnorm, plan.n_clusters)
+    scratch = np.empty((plan.n_threads, scratch_bytes), dtype=np.uint8)
+    plan.scratch = <unsigned char*> _address(scratch)
+    plan.scratch_bytes = scratch_bytes
+    return sqnorm, centers_T, scratch

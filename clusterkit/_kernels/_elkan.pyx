@@ -9,15 +9,13 @@ was not in the last batches keeps valid bounds (shifted by every move since its 
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport parallel, prange, threadid
+from cython.parallel cimport parallel, prange
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
-
-from ._dist import center_tables
-
-from ._dist cimport (CHUNK_SIZE, _dist2_tile, _first_visit, _max_sqnorm, _sqdist_wide, _sqnorm,
-                     _store_lower, _use_gemm)
+from ._chunks cimport _chunk_len, _TilePlan
+from ._dist cimport (CHUNK_SIZE, _chunk_tile, _first_visit, _prepare_tiles, _sqdist_wide,
+                     _sqnorm, _store_lower, _tile_row, _use_gemm)
 from ._sparse cimport _sparse_dist2
 
 
@@ -214,36 +212,29 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     return n_evals
 
 
-cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features)
+cdef void _init_chunk(const _TilePlan* plan,
+                      const floating* X,               # IN  (n_rows, n_features)
                       Py_ssize_t n_rows,
-                      Py_ssize_t n_features,
                       const Py_ssize_t* rows,          # IN  (n_rows,)
-                      const floating* centers,         # IN  (n_clusters, n_features)
-                      const floating* centers_T,       # IN  (n_features, n_clusters)
-                      const floating* centers_sqnorm,  # IN  (n_clusters,)
-                      Py_ssize_t n_clusters,
                       const double* shift_sum,         # IN  (n_clusters,)
                       double slack,
-                      floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
                       float* lower,                    # INOUT (n_samples, n_clusters)
                       floating* last_dist2,            # INOUT (n_samples,)
                       double* visit_shift,             # INOUT (n_samples,)
                       int* labels,                     # OUT (n_rows,)
                       floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
-    cdef double keep = 1.0 - slack
-    cdef double max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters), xn, window, v
-    cdef Py_ssize_t i, c, best
+    cdef double keep = 1.0 - slack, xn, window, v
+    cdef Py_ssize_t n_features = plan.n_features, n_clusters = plan.n_clusters, i, c, best
     cdef const floating* x
     cdef const floating* row
     cdef floating d2
     cdef float* bound
-    _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters, tile)
+    cdef floating* tile = _chunk_tile(plan, X, n_rows)
     for i in range(n_rows):
         x = X + i * n_features
-        row = tile + i * n_clusters
+        row = _tile_row(plan, X, i, tile)
         xn = _sqnorm(x, n_features)
-        best = _first_visit(row, n_clusters, x, n_features, centers, xn, max_sqnorm, &d2,
-                            &window)
+        best = _first_visit(plan, row, x, xn, &d2, &window)
         # each bound: the entry lowered by the window, so below the exact distance
         bound = lower + rows[i] * n_clusters
         for c in range(n_clusters):
@@ -298,29 +289,20 @@ n_threads
     does not depend on ``n_threads``. Assumes valid input.
     """
     cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0]
-    cdef Py_ssize_t n_chunks = (n_batch + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, start, end, t
+    cdef Py_ssize_t n_clusters = centers.shape[0], c
+    cdef _TilePlan plan
     if n_batch == 0:
         return 0
     if not _use_gemm(n_features):
         raise ValueError(f"elkan_init_bounds needs gemm tiles; {n_features} features are "
                          "too few (see _dist.uses_gemm)")
-    n_threads = max(1, min(n_threads, n_chunks))
-    dtype = np.float32 if floating is float else np.float64
-    sqnorm, transposed = center_tables(centers)
-    cdef floating[::1] centers_sqnorm = sqnorm
-    cdef floating[:, ::1] centers_T = transposed
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
-    with nogil, parallel(num_threads=n_threads):
-        for c in prange(n_chunks, schedule="static"):
-            start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_batch)
-            t = threadid()
-            _init_chunk(&X[start, 0], end - start, n_features, &rows[start], &centers[0, 0],
-                        &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &shift_sum[0], slack,
-                        &tiles[t, 0, 0], &lower[0, 0], &last_dist2[0], &visit_shift[0],
-                        &labels[start], &min_dist2[start])
+    keep = _prepare_tiles(&plan, centers, n_batch, CHUNK_SIZE, n_threads,
+                          CHUNK_SIZE * n_clusters * sizeof(floating))
+    with nogil, parallel(num_threads=plan.n_threads):
+        for c in prange(plan.n_chunks, schedule="static"):
+            _init_chunk(&plan, &X[c * CHUNK_SIZE, 0], _chunk_len(&plan, c), &rows[c * CHUNK_SIZE],
+                        &shift_sum[0], slack, &lower[0, 0], &last_dist2[0], &visit_shift[0],
+                        &labels[c * CHUNK_SIZE], &min_dist2[c * CHUNK_SIZE])
     return n_batch * (n_clusters + 1)
 
 

@@ -16,6 +16,7 @@ from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BL
                                 _copy_row, _group_entries, _invert_cumsum, _may_overlap,
                                 _Neighbours, _prefix_sums, _push_neighbour, _score_group,
                                 _sort_members)
+from ._chunks cimport _chunk_stop, _chunk_threads, _n_chunks
 from ._openmp cimport _threads_for
 
 
@@ -88,17 +89,14 @@ def d2_update(const floating[:, ::1] X,       # IN
     depend on ``n_threads``. Assumes valid input (shapes agree, C-contiguous).
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, start, end
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE), c, start
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
-    with nogil, parallel(num_threads=n_threads):
+    with nogil, parallel(num_threads=_chunk_threads(n_threads, n_chunks)):
         for c in prange(n_chunks, schedule="static"):
             start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_samples)
-            _d2_update_chunk(&X[start, 0], end - start, n_features, &center[0],
-                             &min_dist2[start])
+            _d2_update_chunk(&X[start, 0], _chunk_stop(c, CHUNK_SIZE, n_samples) - start,
+                             n_features, &center[0], &min_dist2[start])
     return n_samples
 
 

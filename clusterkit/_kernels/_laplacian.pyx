@@ -10,6 +10,7 @@ from cython cimport floating
 from cython.parallel cimport prange
 from libc.math cimport exp, expf, log, logf
 
+from ._chunks cimport _chunk_stop, _n_chunks
 from ._dist cimport CHUNK_SIZE
 
 
@@ -51,7 +52,7 @@ def z_update(const floating[:, ::1] a,         # IN  (n_samples, n_clusters)
         ``sum_p min_{z_p} sum_l z_pl (log z_pl - a_pl - lam b_pl)``.
     """
     cdef Py_ssize_t n_samples = a.shape[0], n_clusters = a.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, p, l, e
     cdef double[::1] chunk_sums = np.zeros(max(n_chunks, 1))
     cdef double part, top, total, value, bound = 0
@@ -59,7 +60,7 @@ def z_update(const floating[:, ::1] a,         # IN  (n_samples, n_clusters)
     with nogil:
         for c in prange(n_chunks, schedule="static", num_threads=max(1, n_threads)):
             part = 0
-            for p in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+            for p in range(c * CHUNK_SIZE, _chunk_stop(c, CHUNK_SIZE, n_samples)):
                 # s_l = a_pl + lam sum_q w_pq z_ql, kept in z_new's row
                 for l in range(n_clusters):
                     z_new[p, l] = 0
@@ -104,14 +105,14 @@ def graph_sqdist_sum(const floating[:, ::1] X,     # IN  (n_samples, n_features)
     result does not depend on the number of threads.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, p, e, k, q
     cdef double[::1] chunk_sums = np.zeros(max(n_chunks, 1))
     cdef double part, diff, total = 0
     with nogil:
         for c in prange(n_chunks, schedule="static", num_threads=max(1, n_threads)):
             part = 0
-            for p in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+            for p in range(c * CHUNK_SIZE, _chunk_stop(c, CHUNK_SIZE, n_samples)):
                 for e in range(indptr[p], indptr[p + 1]):
                     q = indices[e]
                     for k in range(n_features):

@@ -10,6 +10,7 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
+from ._chunks cimport _chunk_stop, _chunk_threads, _n_chunks
 from ._dist cimport CHUNK_SIZE
 from ._openmp cimport _threads_for
 
@@ -128,8 +129,8 @@ def moments_weighted(const floating[:, ::1] X,         # IN
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t piece = max(1, PIECE_BYTES // (n_features * sizeof(floating)))
-    cdef Py_ssize_t n_chunks = (n_samples + piece - 1) // piece
-    cdef Py_ssize_t c, k, start, end
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, piece)
+    cdef Py_ssize_t c, k, start
     cdef int t
     cdef double total = 0, m2 = 0, new_total, ratio, delta, shift
     mean[:] = 0
@@ -137,7 +138,7 @@ def moments_weighted(const floating[:, ::1] X,         # IN
     high[:] = -np.inf
     if n_samples == 0:
         return 0.0, 0.0
-    n_threads = max(1, min(_threads_for(n_samples * n_features, n_threads), n_chunks))
+    n_threads = _chunk_threads(_threads_for(n_samples * n_features, n_threads), n_chunks)
     piece_weight = np.empty(n_chunks)
     piece_mean = np.empty((n_chunks, n_features))
     piece_m2 = np.empty(n_chunks)
@@ -151,8 +152,8 @@ def moments_weighted(const floating[:, ::1] X,         # IN
         t = threadid()
         for c in prange(n_chunks, schedule="static"):
             start = c * piece
-            end = min(start + piece, n_samples)
-            _piece_moments(&X[start, 0], &sample_weight[start], end - start, n_features,
+            _piece_moments(&X[start, 0], &sample_weight[start],
+                           _chunk_stop(c, piece, n_samples) - start, n_features,
                            &pw[c], &pmean[c, 0], &pm2[c], &tlow[t, 0], &thigh[t, 0],
                            extremes, &acc[t, 0])
     # min and max are exact, so the per-thread extremes combine in any order
@@ -230,18 +231,17 @@ def mass_cumulative(const floating[:, ::1] X,         # IN
     depend on ``n_threads``. Assumes valid input (shapes agree, C-contiguous).
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, i, start, end
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE), c, i, start
     cdef double running = 0
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(_threads_for(n_samples * n_features, n_threads), n_chunks))
+    n_threads = _chunk_threads(_threads_for(n_samples * n_features, n_threads), n_chunks)
     with nogil, parallel(num_threads=n_threads):
         for c in prange(n_chunks, schedule="static"):
             start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_samples)
-            _mass_chunk(&X[start, 0], &sample_weight[start], end - start, n_features,
-                        &mean[0], a, b, &dist2[start], &cumsum[start])
+            _mass_chunk(&X[start, 0], &sample_weight[start],
+                        _chunk_stop(c, CHUNK_SIZE, n_samples) - start, n_features, &mean[0], a,
+                        b, &dist2[start], &cumsum[start])
     with nogil:
         for i in range(n_samples):
             running += cumsum[i]

@@ -15,9 +15,9 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport sqrt
 
-from ._dist import center_tables
-
-from ._dist cimport CHUNK_SIZE, _dist2_tile, _sqdist_wide
+from ._chunks cimport (_chunk_len, _chunk_stop, _chunk_threads, _n_chunks, _thread_scratch,
+                       _TilePlan)
+from ._dist cimport CHUNK_SIZE, _prepare_tiles, _sqdist_wide, _tile_from
 from ._select cimport _push
 
 
@@ -167,13 +167,12 @@ def partial_search(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_clusters = centers.shape[0], G = neighbourhoods.shape[1]
     cdef Py_ssize_t n_explore = explore.shape[1], n_winners = winners.shape[1]
     cdef Py_ssize_t max_cand = cand.shape[1]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, start, end
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE), c, start
     cdef long long n_evals = 0
     cdef const int* explore_ptr
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
+    n_threads = _chunk_threads(n_threads, n_chunks)
     cdef int[:, ::1] stamps = np.full((n_threads, n_clusters), -1, dtype=np.int32)
     # a (n_samples, 0) array has no element to take the address of
     cdef int[::1] no_explore = np.zeros(1, dtype=np.int32)
@@ -181,9 +180,9 @@ def partial_search(const floating[:, ::1] X,              # IN
     with nogil, parallel(num_threads=n_threads):
         for c in prange(n_chunks, schedule="static"):
             start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_samples)
             n_evals += _search_chunk(
-                &X[start, 0], end - start, start, n_features, &centers[0, 0],
+                &X[start, 0], _chunk_stop(c, CHUNK_SIZE, n_samples) - start, start, n_features,
+                &centers[0, 0],
                 &neighbourhoods[0, 0], G, explore_ptr + start * n_explore, n_explore,
                 &winners[start, 0], &win_dist2[start, 0], n_winners, &cand[start, 0],
                 &cand_dist2[start, 0], max_cand, &n_cand[start], &stamps[threadid(), 0])
@@ -424,21 +423,18 @@ cdef inline void _nearest_others(const floating* row,  # IN  (n_clusters,) order
                 _push(vals, idx, &n_filled, n_keep, row[j], <int> j)
 
 
-cdef void _exhaustive_chunk(const floating* centers,         # IN  (n_clusters, n_features)
+cdef void _exhaustive_chunk(const _TilePlan* plan,
+                            const floating* centers,         # IN  (n_clusters, n_features)
                             Py_ssize_t first_row,
                             Py_ssize_t n_rows,
-                            Py_ssize_t n_features,
-                            const floating* centers_T,       # IN  (n_features, n_clusters)
-                            const floating* centers_sqnorm,  # IN  (n_clusters,)
-                            Py_ssize_t n_clusters,
-                            floating* tile,                  # TMP (n_rows, n_clusters)
-                            floating* vals,                  # TMP (G,)
                             int* neighbourhoods,             # OUT (n_rows, G)
                             Py_ssize_t G) noexcept nogil:
-    cdef Py_ssize_t r, c
+    cdef Py_ssize_t n_clusters = plan.n_clusters, r, c
+    # the thread's scratch: a (chunk_rows, n_clusters) tile, then G values
+    cdef floating* tile = <floating*> _thread_scratch(plan)
+    cdef floating* vals = tile + plan.chunk_rows * n_clusters
     # gemm path: rows hold ||mu_j||^2 - 2 mu_c.mu_j, which orders j exactly like d2(mu_c, mu_j)
-    _dist2_tile(centers + first_row * n_features, n_rows, n_features, centers, centers_T,
-                centers_sqnorm, n_clusters, tile)
+    _tile_from(plan, centers + first_row * plan.n_features, n_rows, tile)
     for r in range(n_rows):
         c = first_row + r
         neighbourhoods[r * G] = <int> c
@@ -482,27 +478,17 @@ def neighbourhoods_exhaustive(const floating[:, ::1] centers,  # IN
     .. [1] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
        variational EM acceleration of GMMs and k-means", AISTATS 2018, Alg. 1 (first block).
     """
-    cdef Py_ssize_t n_clusters = centers.shape[0], n_features = centers.shape[1]
-    cdef Py_ssize_t G = neighbourhoods.shape[1]
+    cdef Py_ssize_t n_clusters = centers.shape[0], G = neighbourhoods.shape[1], c
     # tiles of at most 256 KiB, so that each row is still in cache when it is searched
     cdef Py_ssize_t rows = max(1, min(<Py_ssize_t> CHUNK_SIZE,
                                       (1 << 18) // (max(n_clusters, 1) * sizeof(floating))))
-    cdef Py_ssize_t n_chunks = (n_clusters + rows - 1) // rows
-    cdef Py_ssize_t c, start, end
+    cdef _TilePlan plan
     if n_clusters == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
-    dtype = np.float32 if floating is float else np.float64
-    sqnorm, transposed = center_tables(centers)
-    cdef floating[::1] centers_sqnorm = sqnorm
-    cdef floating[:, ::1] centers_T = transposed
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, rows, n_clusters), dtype=dtype)
-    cdef floating[:, ::1] vals = np.empty((n_threads, G), dtype=dtype)
-    with nogil, parallel(num_threads=n_threads):
-        for c in prange(n_chunks, schedule="static"):
-            start = c * rows
-            end = min(start + rows, n_clusters)
-            _exhaustive_chunk(&centers[0, 0], start, end - start, n_features, &centers_T[0, 0],
-                              &centers_sqnorm[0], n_clusters, &tiles[threadid(), 0, 0],
-                              &vals[threadid(), 0], &neighbourhoods[start, 0], G)
+    keep = _prepare_tiles(&plan, centers, n_clusters, rows, n_threads,
+                          (rows * n_clusters + G) * sizeof(floating))
+    with nogil, parallel(num_threads=plan.n_threads):
+        for c in prange(plan.n_chunks, schedule="static"):
+            _exhaustive_chunk(&plan, &centers[0, 0], c * rows, _chunk_len(&plan, c),
+                              &neighbourhoods[c * rows, 0], G)
     return n_clusters * n_clusters

@@ -19,6 +19,7 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange, threadid
 
 from ._accumulate cimport _counting_sort
+from ._chunks cimport _chunk_stop, _chunk_threads, _n_chunks
 from ._dist cimport CHUNK_SIZE
 from ._sparse cimport _sparse_dist2, _sparse_dot
 
@@ -106,13 +107,13 @@ def assign_sparse(const floating[::1] data,        # IN
     needs only ``||c||^2 - 2 x.c``. Costs ``O(nnz C)`` multiply-adds. Assumes valid input.
     """
     cdef Py_ssize_t n_samples = labels.shape[0], n_clusters = centers.shape[0]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, i, j, best_j
     cdef floating best, v
     cdef floating* acc
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
+    n_threads = _chunk_threads(n_threads, n_chunks)
     tables = _center_tables(centers)
     cdef const floating[:, ::1] centers_T = tables[0]
     cdef const floating[::1] c_sqnorms = tables[1]
@@ -122,7 +123,7 @@ def assign_sparse(const floating[::1] data,        # IN
     with nogil, parallel(num_threads=n_threads):
         acc = &scratch[threadid(), 0]
         for c in prange(n_chunks, schedule="static"):
-            for i in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+            for i in range(c * CHUNK_SIZE, _chunk_stop(c, CHUNK_SIZE, n_samples)):
                 _row_products(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],
                               &centers_T[0, 0], n_clusters, acc)
                 best_j = 0
@@ -164,13 +165,13 @@ def dist2_sparse(const floating[::1] data,        # IN
         ``n_samples * n_clusters``.
     """
     cdef Py_ssize_t n_samples = dist2.shape[0], n_clusters = centers.shape[0]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, i, j
     cdef floating v
     cdef floating* row
     if n_samples == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
+    n_threads = _chunk_threads(n_threads, n_chunks)
     tables = _center_tables(centers)
     cdef const floating[:, ::1] centers_T = tables[0]
     cdef const floating[::1] c_sqnorms = tables[1]
@@ -178,7 +179,7 @@ def dist2_sparse(const floating[::1] data,        # IN
     cdef const int* ip = &indices[0] if indices.shape[0] > 0 else NULL
     with nogil:
         for c in prange(n_chunks, schedule="static", num_threads=n_threads):
-            for i in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+            for i in range(c * CHUNK_SIZE, _chunk_stop(c, CHUNK_SIZE, n_samples)):
                 row = &dist2[i, 0]
                 _row_products(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],
                               &centers_T[0, 0], n_clusters, row)
@@ -335,7 +336,7 @@ def d2_update_sparse(const floating[::1] data,           # IN
     the candidate gets 0 up to rounding, clipped at 0). Assumes valid input.
     """
     cdef Py_ssize_t n_samples = min_dist2.shape[0], n_candidates = candidates.shape[0]
-    cdef Py_ssize_t n_chunks = (n_samples + CHUNK_SIZE - 1) // CHUNK_SIZE
+    cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, i, t
     cdef floating d, current
     if n_samples == 0 or n_candidates == 0:
@@ -344,8 +345,9 @@ def d2_update_sparse(const floating[::1] data,           # IN
     cdef const floating* dp = &data[0] if data.shape[0] > 0 else NULL
     cdef const int* ip = &indices[0] if indices.shape[0] > 0 else NULL
     with nogil:
-        for c in prange(n_chunks, schedule="static", num_threads=max(1, min(n_threads, n_chunks))):
-            for i in range(c * CHUNK_SIZE, min((c + 1) * CHUNK_SIZE, n_samples)):
+        for c in prange(n_chunks, schedule="static",
+                        num_threads=_chunk_threads(n_threads, n_chunks)):
+            for i in range(c * CHUNK_SIZE, _chunk_stop(c, CHUNK_SIZE, n_samples)):
                 current = min_dist2[i]
                 for t in range(n_candidates):
                     d = _sparse_dist2(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],

@@ -48,6 +48,13 @@ static inline void ck_prefetch_row(const void* row, ptrdiff_t n_bytes)
 #endif
 }
 
+/* The features after the last full vector, into the scalar sum (both variants below). */
+#define CK_SQDIST_TAIL(T, SUB)                                                              \
+    for (; k < n; k++) {                                                                    \
+        T d = SUB ? a[k] - b[k] : a[k];                                                     \
+        tail += d * d;                                                                      \
+    }
+
 #if defined(__GNUC__)
 typedef float ck_vec_float __attribute__((vector_size(64)));
 typedef double ck_vec_double __attribute__((vector_size(64)));
@@ -77,10 +84,7 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
         s0 += t * t;                                                                        \
         k += L;                                                                             \
     }                                                                                       \
-    for (; k < n; k++) {                                                                    \
-        T d = SUB ? a[k] - b[k] : a[k];                                                     \
-        tail += d * d;                                                                      \
-    }                                                                                       \
+    CK_SQDIST_TAIL(T, SUB)                                                                  \
     s0 += s1;                                                                               \
     for (int w = L / 2; w >= 1; w /= 2)                                                     \
         for (int l = 0; l < w; l++)                                                         \
@@ -116,10 +120,7 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
         }                                                                                   \
         k += L;                                                                             \
     }                                                                                       \
-    for (; k < n; k++) {                                                                    \
-        T d = SUB ? a[k] - b[k] : a[k];                                                     \
-        tail += d * d;                                                                      \
-    }                                                                                       \
+    CK_SQDIST_TAIL(T, SUB)                                                                  \
     for (l = 0; l < L; l++)                                                                 \
         s0[l] += s1[l];                                                                     \
     for (w = L / 2; w >= 1; w /= 2)                                                         \

@@ -11,16 +11,14 @@ sample at once), and a sample outside the last batches keeps valid bounds. Memor
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport parallel, prange, threadid
+from cython.parallel cimport parallel, prange
 from libc.float cimport DBL_EPSILON
 from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
-
-from ._dist import center_tables
-
-from ._dist cimport (CHUNK_SIZE, _dist2_tile, _first_visit, _max_sqnorm, _sqdist_wide, _sqnorm,
-                     _store_lower, _use_gemm)
+from ._chunks cimport _chunk_len, _TilePlan
+from ._dist cimport (CHUNK_SIZE, _chunk_tile, _first_visit, _prepare_tiles, _sqdist_wide,
+                     _sqnorm, _store_lower, _tile_row, _use_gemm)
 
 
 cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features,)
@@ -292,24 +290,14 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
         Stored group bounds ``l(x, g) + S_g``, ``l(x, g)`` a lower bound on the distance to
         every centre of group ``g`` except the sample's label; updated. Rows of first visits
         need no initial value.
-    previous : ndarray of shape (n_batch,), dtype=int32
-        Each sample's label at its last visit, ``-1`` for a first visit.
     last_dist2, visit : ndarrays of shape (n_samples,), dtype=floating and int32
         Per row of ``lower``: the squared distance to its label and the call at its last
         visit; updated. While the centre stays put the distance is reused.
-    labels : ndarray of shape (n_batch,), dtype=int32
-        Output: the nearest centre (ties to the lowest index).
-    min_dist2 : ndarray of shape (n_batch,), dtype=floating
-        Output: the squared distance to it, computed directly (exact, never negative).
-    centers_sum, weight_in_clusters : ndarrays of shape (n_clusters, n_features) and \
-            (n_clusters,), or None
-        If given (the fixed-block layout must fit, see ``_mstep.blocks_fit``): output, the
-        hard M-step's ``sum w x`` and ``sum w`` per cluster, summed in the same pass and in
-        the same order as ``_mstep.accumulate_statistics`` (so bit-identical to it).
+    previous, labels, min_dist2, centers_sum, weight_in_clusters, n_threads
+        As for :func:`~clusterkit._kernels._elkan.elkan_assign` (labels: ties to the lowest
+        index).
     slack : float
         Relative margin by which a bound must beat a distance (covers rounding).
-    n_threads : int
-        Number of OpenMP threads.
     half_min : ndarray of shape (n_clusters,), dtype=float64, or None
         Half the distance from each centre to its nearest other one
         (``_elkan.center_half_distances``): a sample nearer than that to its own centre
@@ -394,14 +382,10 @@ float64, or None
     return n_evals
 
 
-cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features)
+cdef void _init_chunk(const _TilePlan* plan,
+                      const floating* X,               # IN  (n_rows, n_features)
                       Py_ssize_t n_rows,
-                      Py_ssize_t n_features,
                       const Py_ssize_t* rows,          # IN  (n_rows,)
-                      const floating* centers,         # IN  (n_clusters, n_features)
-                      const floating* centers_T,       # IN  (n_features, n_clusters)
-                      const floating* centers_sqnorm,  # IN  (n_clusters,)
-                      Py_ssize_t n_clusters,
                       const int* group_of,             # IN  (n_clusters,)
                       const int* members,              # IN  (n_clusters,)
                       const Py_ssize_t* group_starts,  # IN  (n_groups + 1,)
@@ -409,38 +393,30 @@ cdef void _init_chunk(const floating* X,               # IN  (n_rows, n_features
                       Py_ssize_t n_groups,
                       int step,
                       double slack,
-                      floating* tile,                  # TMP (CHUNK_SIZE, n_clusters)
-                      double* group_min,               # TMP (n_groups,)
                       float* lower,                    # INOUT (n_samples, n_groups)
                       floating* last_dist2,            # INOUT (n_samples,)
                       int* visit,                      # INOUT (n_samples,)
                       int* labels,                     # OUT (n_rows,)
                       floating* min_dist2) noexcept nogil:  # OUT (n_rows,)
     cdef double keep = 1.0 - slack
-    cdef double max_sqnorm, xn, window, v
-    cdef bint gemm = _use_gemm(n_features)
+    cdef double xn, window, v
+    cdef Py_ssize_t n_features = plan.n_features, n_clusters = plan.n_clusters
     cdef Py_ssize_t i, c, g, p, best
     cdef floating m
     cdef const floating* x
     cdef floating* row
     cdef floating d2
     cdef float* bound
-    if gemm:
-        _dist2_tile(X, n_rows, n_features, centers, centers_T, centers_sqnorm, n_clusters,
-                    tile)
-    max_sqnorm = _max_sqnorm(centers_sqnorm, n_clusters)
+    cdef floating* tile = _chunk_tile(plan, X, n_rows)
+    # after the tile in the thread's scratch (its bytes are a multiple of 8, CHUNK_SIZE being)
+    cdef double* group_min = <double*> (tile + CHUNK_SIZE * n_clusters)
     for i in range(n_rows):
         x = X + i * n_features
-        if gemm:
-            row = tile + i * n_clusters
-        else:  # direct distances row by row: the row stays in the L1 cache for its passes
-            row = tile
-            _dist2_tile(x, 1, n_features, centers, centers_T, centers_sqnorm, n_clusters, row)
+        row = _tile_row(plan, X, i, tile)
         xn = _sqnorm(x, n_features)
-        best = _first_visit(row, n_clusters, x, n_features, centers, xn, max_sqnorm, &d2,
-                            &window)
+        best = _first_visit(plan, row, x, xn, &d2, &window)
         # gemm entries leave out ||x||^2, direct ones (few features) are whole distances
-        if not gemm:
+        if not _use_gemm(n_features):
             xn = 0.0
         # each group's smallest entry (branch-free), then the label's group again without it
         for g in range(n_groups):
@@ -507,30 +483,21 @@ min_dist2, slack, n_threads
     Each thread owns one tile and one row of group minima; every output element is written
     by one thread, so the result does not depend on ``n_threads``. Assumes valid input.
     """
-    cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1]
-    cdef Py_ssize_t n_chunks = (n_batch + CHUNK_SIZE - 1) // CHUNK_SIZE
-    cdef Py_ssize_t c, start, end, t
+    cdef Py_ssize_t n_batch = X.shape[0], n_clusters = centers.shape[0]
+    cdef Py_ssize_t n_groups = lower.shape[1], c
+    cdef _TilePlan plan
     if n_batch == 0:
         return 0
-    n_threads = max(1, min(n_threads, n_chunks))
-    dtype = np.float32 if floating is float else np.float64
-    sqnorm, transposed = center_tables(centers)
     cdef int[::1] members = np.argsort(group_of, kind="stable").astype(np.int32)
     cdef Py_ssize_t[::1] group_starts = np.zeros(n_groups + 1, dtype=np.intp)
     np.cumsum(np.bincount(group_of, minlength=n_groups), out=np.asarray(group_starts)[1:])
-    cdef floating[::1] centers_sqnorm = sqnorm
-    cdef floating[:, ::1] centers_T = transposed
-    cdef floating[:, :, ::1] tiles = np.empty((n_threads, CHUNK_SIZE, n_clusters), dtype=dtype)
-    cdef double[:, ::1] group_min = np.empty((n_threads, n_groups))
-    with nogil, parallel(num_threads=n_threads):
-        for c in prange(n_chunks, schedule="static"):
-            start = c * CHUNK_SIZE
-            end = min(start + CHUNK_SIZE, n_batch)
-            t = threadid()
-            _init_chunk(&X[start, 0], end - start, n_features, &rows[start], &centers[0, 0],
-                        &centers_T[0, 0], &centers_sqnorm[0], n_clusters, &group_of[0],
-                        &members[0], &group_starts[0], &group_shift_sum[0], n_groups, step,
-                        slack, &tiles[t, 0, 0], &group_min[t, 0], &lower[0, 0],
-                        &last_dist2[0], &visit[0], &labels[start], &min_dist2[start])
+    keep = _prepare_tiles(&plan, centers, n_batch, CHUNK_SIZE, n_threads,
+                          CHUNK_SIZE * n_clusters * sizeof(floating) + n_groups * sizeof(double))
+    with nogil, parallel(num_threads=plan.n_threads):
+        for c in prange(plan.n_chunks, schedule="static"):
+            _init_chunk(&plan, &X[c * CHUNK_SIZE, 0], _chunk_len(&plan, c), &rows[c * CHUNK_SIZE],
+                        &group_of[0], &members[0], &group_starts[0],
+                        &group_shift_sum[0], n_groups, step, slack, &lower[0, 0],
+                        &last_dist2[0], &visit[0], &labels[c * CHUNK_SIZE],
+                        &min_dist2[c * CHUNK_SIZE])
     return n_batch * (n_clusters + 1)
