@@ -55,11 +55,6 @@ def quantization_error(X, centers, sample_weight=None, *, n_threads=None):
     the estimator's ``predict`` does), which leaves the distances unchanged but avoids
     cancellation in ``||x||^2 - 2 x.c + ||c||^2`` for data far from the origin.
 
-    References
-    ----------
-    .. [1] D. Forster and J. Lücke, "Can clustering scale sublinearly with its clusters? A
-       variational EM acceleration of GMMs and k-means", AISTATS 2018, §4.
-
     Examples
     --------
     >>> from clusterkit.metrics import quantization_error

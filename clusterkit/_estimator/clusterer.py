@@ -447,8 +447,7 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         Parameters
         ----------
         X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk; sparse data (as CSR)
-            work with any fitted model.
+            As for :meth:`predict`.
 
         Returns
         -------

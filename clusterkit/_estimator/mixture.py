@@ -106,7 +106,7 @@ class GaussianMixtureMethods:
         Parameters
         ----------
         X : array-like or dask array of shape (n_samples, n_features)
-            A dask array gives a dask array, computed chunk by chunk.
+            As for :meth:`predict_proba`.
 
         Returns
         -------
@@ -157,6 +157,7 @@ class GaussianMixtureMethods:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            As for :meth:`bic`: the data whose log-likelihood ``L`` is penalised.
 
         Returns
         -------

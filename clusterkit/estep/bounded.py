@@ -61,11 +61,7 @@ class BoundedEStep(EStep):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from clusterkit import BoundedEStep, Clusterer
-    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> Clusterer(2, seed=X[[0, 2]], estep=BoundedEStep()).fit(X).labels_
-    array([0, 0, 1, 1], dtype=int32)
+    >>> from clusterkit import BoundedEStep
     >>> BoundedEStep(max_bounds_bytes=10**6).chosen(1000, 100)
     ElkanEStep(max_bounds_bytes=1000000)
     >>> BoundedEStep(max_bounds_bytes=10**6).chosen(10**5, 100)

@@ -89,18 +89,13 @@ class AFKMC2(Seeder):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from clusterkit import AFKMC2, FitState
-    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> AFKMC2(chain_length=5, n_candidates=1).seed(X, np.ones(4), 2, state).shape
-    (2, 2)
-    >>> state.cost["seeding"]  # 4 for the proposal, 5 candidates against 1 centre
+    >>> from clusterkit import AFKMC2, Clusterer
+    >>> X = [[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]]
+    >>> def seeding_cost(seeder):
+    ...     return Clusterer(2, seed=seeder, random_state=0).fit(X).cost_["seeding"]
+    >>> seeding_cost(AFKMC2(chain_length=5, n_candidates=1))  # 4 for the proposal, 5 candidates
     9
-    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> AFKMC2(chain_length=5, n_candidates=2).seed(X, np.ones(4), 2, state).shape
-    (2, 2)
-    >>> state.cost["seeding"]  # 4 + 2 chains of 5, their ends against the centre and some rows
+    >>> seeding_cost(AFKMC2(chain_length=5, n_candidates=2))  # 4 + 2 chains of 5, and their ends
     20
     """
 

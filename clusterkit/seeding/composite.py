@@ -129,11 +129,12 @@ class ByDimension(Seeder):
     Examples
     --------
     >>> import numpy as np
-    >>> from clusterkit import ByDimension, FitState
-    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> ByDimension().seeding(X, np.ones(4), 2, state).labels  # 2 features: k-means++
-    array([1, 1, 0, 0], dtype=int32)
+    >>> from clusterkit import ByDimension, Clusterer
+    >>> wide = np.random.RandomState(0).normal(size=(200, 20))
+    >>> Clusterer(3, seed=ByDimension(), random_state=0).fit(wide[:, :2]).cost_["seeding"]
+    1371
+    >>> Clusterer(3, seed=ByDimension(), random_state=0).fit(wide).cost_["seeding"]  # AFK-MC²
+    206
     """
 
     _parameter_constraints = {"low": [InstanceOf(Seeder), None],

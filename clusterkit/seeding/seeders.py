@@ -88,13 +88,9 @@ class RandomSeeder(Seeder):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from clusterkit import FitState, RandomSeeder
-    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> state = FitState(n_clusters=2, n_features=2, random_state=np.random.RandomState(0))
-    >>> RandomSeeder().seed(X, np.ones(4), 2, state).shape
-    (2, 2)
-    >>> state.cost["seeding"]
+    >>> from clusterkit import Clusterer, RandomSeeder
+    >>> X = [[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]]
+    >>> Clusterer(2, seed=RandomSeeder(), random_state=0).fit(X).cost_["seeding"]
     0
     """
 
