@@ -19,7 +19,8 @@ import sys
 from _common import command_note, publish
 
 #: The fits: Lloyd at 64 features (gemm path), Lloyd and Elkan on the BIRCH grid (2
-#: features, C = 1024), Lloyd and vc-GMM on MNIST (784 features); fixed starts, no tolerance.
+#: features, C = 1024), Lloyd and vc-GMM on MNIST (784 features), fixed starts, no tolerance;
+#: and mini-batch k-means as a user runs it (defaults, seeding included).
 WORKLOADS = r"""
 import json, os, sys, time, warnings
 import numpy as np
@@ -35,6 +36,7 @@ fits = {
     "lloyd, 100,000 x 64, C = 100": lambda: presets.lloyd(100, seed=X64[:100].copy(), max_iter=20, tol=0).fit(X64),
     "lloyd, BIRCH grid, C = 1024": lambda: presets.lloyd(1024, seed=B0, max_iter=20, tol=0).fit(B),
     "elkan, BIRCH grid, C = 1024": lambda: presets.elkan(1024, seed=B0, max_iter=40, tol=0).fit(B),
+    "minibatch (defaults), 100,000 x 64, C = 100": lambda: presets.minibatch(100, random_state=0).fit(X64),
 }
 path = os.path.join(sys.argv[1], "mnist.npz")
 if os.path.exists(path):
