@@ -128,8 +128,7 @@ class Seeder(_Strategy, ABC):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # a subclass that redefines seed() alone (of a seeder whose seeding() comes first)
-        # has its own centres: its seeding is the default one, around its seed()
+        # a subclass redefining seed() alone has its own centres: the default seeding
         if "seed" in cls.__dict__ and "seeding" not in cls.__dict__:
             cls.seeding = Seeder.seeding
 
@@ -298,8 +297,8 @@ class EStep(_RunStrategy, ABC):
         E-step's per-run state: a float32 copy of ``X`` for its products (the gemm kernels'
         mixed precision), or ``None`` (the default: the pass makes what it needs).
 
-        Called once after the kept run, when :meth:`final_labels` returned ``None``; it must
-        not change anything (the E-step lends, the driver never reads ``estep_state``).
+        Called once after the kept run, when :meth:`final_labels` returned ``None``; it lends
+        and changes nothing.
 
         Returns
         -------
@@ -345,10 +344,9 @@ class MStep(_RunStrategy, ABC):
     spherical = False
 
     def reads_batch_sums(self, center_update):
-        """Whether :meth:`update` reads the per-cluster sums an E-step can compute in its own
-        pass over a batch (``Assignment.centers_sum``) under the schedule's batch rule
-        ``center_update``. The driver asks once per fit and tells the E-step
-        (``state.fuse_sums``). ``False`` by default."""
+        """Whether :meth:`update` under the batch rule ``center_update`` reads the per-cluster
+        sums an E-step can compute in its pass (``Assignment.centers_sum``); the driver asks
+        once per fit and tells the E-step (``state.fuse_sums``). ``False`` by default."""
         return False
 
     @abstractmethod
