@@ -216,12 +216,9 @@ class DataReducer(_Strategy, ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot reduce chunked data.")
 
     def max_rows(self, n_samples, n_clusters):
-        """The most rows :meth:`reduce` can return for ``n_samples`` input rows.
-
-        Read by strategies that check their memory when ``fit`` starts (per-sample state such
-        as :class:`~clusterkit.ElkanEStep`'s bounds). The default, ``n_samples``, is right for
-        any reducer; one that knows its output size says so.
-        """
+        """The most rows :meth:`reduce` can return for ``n_samples`` input rows, for strategies
+        that check their per-sample memory when ``fit`` starts (:class:`~clusterkit.ElkanEStep`'s
+        bounds). The default, ``n_samples``, is right for any reducer."""
         return n_samples
 
 
