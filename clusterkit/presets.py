@@ -145,6 +145,13 @@ def _greedy_where_affordable(n_local_trials, chain_length):
                                         max_features=64))
 
 
+def _scheduled_seed():
+    """The seeding of the exact, mini-batch and mixture presets: greedy k-means++ on as many
+    rows as the schedule says a seeding is worth (:meth:`~clusterkit.Schedule.seeding_rows`;
+    see the module notes)."""
+    return SampledSeeder(KMeansPlusPlus(), size="schedule")
+
+
 def _default_seed():
     """The seeding of the full-data variational presets."""
     return _greedy_where_affordable(n_local_trials=15, chain_length=200)
@@ -187,7 +194,7 @@ def lloyd(n_clusters, **kwargs):
     >>> lloyd(10, random_state=0).estep
     FullEStep()
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
 
 
@@ -219,7 +226,7 @@ def elkan(n_clusters, **kwargs):
     >>> elkan(10, random_state=0).estep
     BoundedEStep(max_bounds_bytes=None, n_groups='auto')
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=BoundedEStep(), mstep=HardMStep())
 
 
@@ -249,7 +256,7 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
     MiniBatch(batch_size=256, max_passes=10.0, max_no_improvement=10, center_tol=None,
               reassignment_ratio=0.01, sampling='uniform', learning_rate='count')
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep(),
                       schedule=MiniBatch(batch_size, max_passes))
 
@@ -284,7 +291,7 @@ def nmbatch(n_clusters, initial_batch="auto", rho=10.0, spread="deviation", **kw
     >>> nmbatch(10, initial_batch=1000).schedule
     NestedDoubling(initial_batch=1000, rho=10.0, spread='deviation')
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=ElkanEStep(), mstep=HardMStep(),
                       schedule=NestedDoubling(initial_batch, rho, spread))
 
@@ -344,7 +351,7 @@ def gmm(n_clusters, **kwargs):
     >>> gmm(10).mstep
     SoftMStep()
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=SoftMStep())
 
 
@@ -822,5 +829,5 @@ def spherical_kmeans(n_clusters, **kwargs):
     >>> np.round(np.linalg.norm(km.cluster_centers_, axis=1), 6)
     array([1., 1.])
     """
-    kwargs.setdefault("seed", KMeansPlusPlus())
+    kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=SphericalMStep())
