@@ -149,7 +149,7 @@ def _scheduled_seed():
     """The seeding of the exact, mini-batch and mixture presets: greedy k-means++ on as many
     rows as the schedule says a seeding is worth (:meth:`~clusterkit.Schedule.seeding_rows`;
     see the module notes)."""
-    return SampledSeeder(KMeansPlusPlus(), size="schedule")
+    return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
 
 
 def _default_seed():

@@ -5,6 +5,7 @@ from numbers import Integral
 import numpy as np
 
 from .._data.nearest import nearest, single_threaded_blas
+from .._data.sparse import is_sparse
 from .._engine.constraints import InstanceOf, Interval, Options
 from .._engine.contracts import Seeder, Seeding
 from .._engine.state import weighted_sum
@@ -38,6 +39,12 @@ class SampledSeeder(Seeder):
         Seedings to choose from, each on its own sample; the one with the lowest quantization
         error on another sample of ``size`` rows is kept (scikit-learn's ``n_init`` of
         ``MiniBatchKMeans``).
+    float32 : bool, default=False
+        Seed on a float32 copy of a float64 sample; the centres are the float64 rows the
+        inner seeder chose (when it chooses rows, as k-means++ does). The sample is copied
+        anyway; in float32 it is half the bytes, and k-means++ prunes by grouped copies of
+        rows up to 128 bytes (32 float32 features): about twice as fast. Its ``D^2``
+        sampling needs no more precision.
 
     Notes
     -----
@@ -74,14 +81,17 @@ class SampledSeeder(Seeder):
     22
     """
 
+    accepts_sparse = True  # if its inner seeder does (see _validate)
     _parameter_constraints = {"seeder": [InstanceOf(Seeder), None],
                               "size": [Interval(Integral, 1), Options("schedule"), None],
-                              "n_candidates": [Interval(Integral, 1)]}
+                              "n_candidates": [Interval(Integral, 1)],
+                              "float32": [InstanceOf(bool)]}
 
-    def __init__(self, seeder=None, size=None, n_candidates=1):
+    def __init__(self, seeder=None, size=None, n_candidates=1, float32=False):
         self.seeder = seeder
         self.size = size
         self.n_candidates = n_candidates
+        self.float32 = float32
 
     def _inner(self):
         return KMeansPlusPlus() if self.seeder is None else self.seeder
@@ -89,7 +99,12 @@ class SampledSeeder(Seeder):
     def _validate(self, X, n_clusters, composition):
         if isinstance(self.size, Integral) and self.size < n_clusters:
             raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
-        self._inner()._validate(X, n_clusters, composition)
+        inner = self._inner()
+        if is_sparse(X) and not inner.accepts_sparse:
+            raise TypeError(f"SampledSeeder's seeder {type(inner).__name__} cannot take "
+                            "sparse X; use KMeansPlusPlus or RandomSeeder, or pass "
+                            "X.toarray().")
+        inner._validate(X, n_clusters, composition)
 
     def _size(self, n_samples, n_clusters, state):
         """Rows of each sample (at least ``n_clusters``, at most ``n_samples``)."""
@@ -116,12 +131,12 @@ class SampledSeeder(Seeder):
             if size >= X.shape[0]:
                 return inner.seeding(X, sample_weight, n_clusters, state)
             X_s, w_s = self._sample(X, sample_weight, size, n_clusters, state, first=True)
-            return Seeding(inner.seed(X_s, w_s, n_clusters, state), None)
+            return Seeding(self._seed_sample(inner, X_s, w_s, n_clusters, state), None)
         best = best_error = None
         X_val = w_val = None
         for number in range(int(self.n_candidates)):
             X_s, w_s = self._sample(X, sample_weight, size, n_clusters, state, number == 0)
-            centers = inner.seed(X_s, w_s, n_clusters, state)
+            centers = self._seed_sample(inner, X_s, w_s, n_clusters, state)
             if X_val is None:  # drawn after the first seeding: one stream, as without it
                 X_val, w_val = self._sample(X, sample_weight, size, n_clusters, state, False)
             with single_threaded_blas():
@@ -131,6 +146,14 @@ class SampledSeeder(Seeder):
             if best is None or error < best_error:
                 best, best_error = centers, error
         return Seeding(best, None)
+
+    def _seed_sample(self, inner, X_s, w_s, n_clusters, state):
+        """The inner seeder's centres on the sample, in float32 if asked (see ``float32``)."""
+        if not self.float32 or X_s.dtype != np.float64 or is_sparse(X_s):
+            return inner.seed(X_s, w_s, n_clusters, state)
+        X32 = X_s.astype(np.float32)
+        centers = inner.seed(X32, w_s.astype(np.float32), n_clusters, state)
+        return _rows_of(np.ascontiguousarray(centers, dtype=np.float32), X32, X_s)
 
     def _sample(self, X, sample_weight, size, n_clusters, state, first):
         """Rows and rescaled weights of a sample of ``size`` rows: the first rows of a
@@ -146,11 +169,27 @@ class SampledSeeder(Seeder):
                 size = max(positive, n_clusters)
             idx = np.sort(_sample_rows(sample_weight, size, state.random_state,
                                        proportional=False))
-            X_s, w_s = np.ascontiguousarray(X[idx]), sample_weight[idx]
+            X_s = X[idx] if is_sparse(X) else np.ascontiguousarray(X[idx])
+            w_s = sample_weight[idx]
         total = w_s.sum(dtype=np.float64)
         if total > 0:
             w_s = (w_s * (sample_weight.sum(dtype=np.float64) / total)).astype(X.dtype)
         return X_s, w_s
+
+
+def _rows_of(centers32, X32, X):
+    """The rows of ``X`` whose float32 copies (``X32``) are ``centers32``; a centre that is
+    no such row is cast to ``X``'s dtype (an inner seeder that does not choose rows)."""
+    n_features = X32.shape[1]
+    whole = np.dtype((np.void, X32.itemsize * n_features))  # a row as one comparable value
+    rows = X32.view(whole).ravel()
+    wanted = centers32.view(whole).ravel()
+    order = np.argsort(rows, kind="stable")
+    at = np.minimum(np.searchsorted(rows[order], wanted), len(rows) - 1)
+    found = rows[order[at]] == wanted
+    centers = centers32.astype(X.dtype)
+    centers[found] = X[order[at[found]]]
+    return centers
 
 
 class ByDimension(Seeder):
