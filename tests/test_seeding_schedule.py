@@ -148,3 +148,30 @@ def test_schedule_size_parameters():
         Clusterer(3, seed=SampledSeeder(size="schedule", n_candidates=0)).fit(_blobs(100))
     with pytest.raises(ValueError, match="size"):
         Clusterer(3, seed=SampledSeeder(size="all")).fit(_blobs(100))
+
+
+def test_float32_sample_gives_the_float64_rows_it_chose():
+    """float32=True seeds on a float32 copy of the sample; the centres are the same rows of
+    the float64 data, exactly."""
+    X = _blobs(n_samples=3000, n_features=5)
+    w = np.ones(len(X))
+    state = FitState(n_clusters=12, n_features=5, random_state=np.random.RandomState(1))
+    centers = SampledSeeder(KMeansPlusPlus(), size=800, float32=True).seed(X, w, 12, state)
+    assert centers.dtype == np.float64
+    assert all((X == c).all(axis=1).any() for c in centers)
+    # the rows a seeding of the float32 sample itself chooses
+    state = FitState(n_clusters=12, n_features=5, random_state=np.random.RandomState(1))
+    sample = SampledSeeder(KMeansPlusPlus(), size=800).seed(X.astype(np.float32), w, 12,
+                                                            state)
+    assert_array_equal(centers.astype(np.float32), sample)
+
+
+def test_float32_centres_that_are_no_rows_are_cast():
+    class Means(Seeder):
+        def seed(self, X, sample_weight, n_clusters, state):
+            return np.repeat(X.mean(axis=0, keepdims=True), n_clusters, axis=0)
+
+    X = _blobs(n_samples=1000)
+    state = FitState(n_clusters=3, n_features=3, random_state=np.random.RandomState(0))
+    centers = SampledSeeder(Means(), size=500, float32=True).seed(X, np.ones(1000), 3, state)
+    assert centers.dtype == np.float64 and np.all(np.isfinite(centers))
