@@ -24,9 +24,9 @@ defaults, ``lloyd`` seeded with greedy k-means++ on all rows (the default before
 and, labelled "given start", the same defaults from one k-means++ start per seed (not timed).
 Targets: minibatch within 2 % of scikit-learn's energy in no more of its time; nmbatch within
 1 % of lloyd's energy in at most 40 % of lloyd's time; the exact fits' seeding at most a
-quarter of their time, their energy within 0.5 % of lloyd seeded on all rows. ``--options`` measures the mini-batch
-options at the same k (early stop, starved-centre rule, weighted sampling, adaptive learning
-rate) against scikit-learn on the mixture. Run with the OpenBLAS override variables unset::
+quarter of their time, their energy within 0.5 % of lloyd seeded on all rows. ``--options``
+measures the mini-batch options at the same k (early stop, starved-centre rule, weighted
+sampling, adaptive learning rate) against scikit-learn on the mixture. Run with the OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py --write
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py \
