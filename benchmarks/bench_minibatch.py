@@ -26,7 +26,8 @@ Targets: minibatch within 2 % of scikit-learn's energy in no more of its time; n
 1 % of lloyd's energy in at most 40 % of lloyd's time; the exact fits' seeding at most a
 quarter of their time, their energy within 0.5 % of lloyd seeded on all rows. ``--options``
 measures the mini-batch options at the same k (early stop, starved-centre rule, weighted
-sampling, adaptive learning rate) against scikit-learn on the mixture. Run with the OpenBLAS override variables unset::
+sampling, adaptive learning rate) against scikit-learn on the mixture. Run with the OpenBLAS
+override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py --write
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_minibatch.py \
