@@ -10,6 +10,7 @@ from clusterkit import (Clusterer, FullBatch, KMeansPlusPlus, MiniBatch, NestedD
                         RandomSeeder, SampledSeeder, presets)
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.state import FitState
+from clusterkit.schedules import schedules
 
 
 def _blobs(n_samples=4000, n_features=3, n_means=30, seed=0):
@@ -17,6 +18,12 @@ def _blobs(n_samples=4000, n_features=3, n_means=30, seed=0):
     means = rng.uniform(-20, 20, size=(n_means, n_features))
     return means[rng.randint(n_means, size=n_samples)] + rng.normal(size=(n_samples,
                                                                           n_features))
+
+
+@pytest.fixture
+def sample_always(monkeypatch):
+    """Schedules that size the seeding also for small data (the tests' data are small)."""
+    monkeypatch.setattr(schedules, "_ALL_ROWS_WORK", 0)
 
 
 class _RowsSeen(Seeder):
@@ -29,23 +36,30 @@ class _RowsSeen(Seeder):
         return RandomSeeder().seed(X, sample_weight, n_clusters, state)
 
 
+def _sized(rows):
+    """Rows of a seeding: ``rows`` at most, all rows for little work (``N C D <= 2^27``)."""
+    return lambda n, k, d: n if n * k * d <= 2**27 else min(n, rows(k))
+
+
 @pytest.mark.parametrize("schedule, expected", [
-    (FullBatch(), lambda n, k: min(n, max(2**13, 64 * k))),
-    (MiniBatch(batch_size=100), lambda n, k: min(n, max(300, 16 * k))),
-    (NestedDoubling(), lambda n, k: min(n, max(5000, 20 * k, 2**13, 64 * k))),
-    (NestedDoubling(initial_batch=9000), lambda n, k: min(n, max(9000, 2**13, 64 * k))),
+    (FullBatch(), _sized(lambda k: max(2**13, 64 * k))),
+    (MiniBatch(batch_size=100), _sized(lambda k: max(300, 16 * k))),
+    (NestedDoubling(), _sized(lambda k: max(5000, 20 * k, 2**13, 64 * k))),
+    (NestedDoubling(initial_batch=9000), _sized(lambda k: max(9000, 2**13, 64 * k))),
 ])
-@pytest.mark.parametrize("n_samples, n_clusters", [(1000, 10), (10**6, 50), (10**6, 4096)])
+@pytest.mark.parametrize("n_samples, n_clusters, n_features",
+                         [(1000, 10, 3), (30000, 100, 2), (10**6, 50, 8), (10**6, 4096, 32)])
 def test_schedule_declares_the_rows_its_seeding_is_worth(schedule, expected, n_samples,
-                                                         n_clusters):
-    assert schedule.seeding_rows(n_samples, n_clusters) == expected(n_samples, n_clusters)
+                                                         n_clusters, n_features):
+    assert (schedule.seeding_rows(n_samples, n_clusters, n_features)
+            == expected(n_samples, n_clusters, n_features))
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("schedule, rows", [(MiniBatch(batch_size=100), 300),
                                             (NestedDoubling(initial_batch=700), 4000),
                                             (FullBatch(), 4000)])
-def test_seeding_size_follows_the_schedule(schedule, rows):
+def test_seeding_size_follows_the_schedule(schedule, rows, sample_always):
     X = _blobs()
     _RowsSeen.seen.clear()
     Clusterer(10, seed=SampledSeeder(_RowsSeen(), size="schedule"), schedule=schedule,
@@ -54,7 +68,7 @@ def test_seeding_size_follows_the_schedule(schedule, rows):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_nested_batches_seed_on_their_first_prefix():
+def test_nested_batches_seed_on_their_first_prefix(sample_always):
     """The seeding's rows are the first prefix of the schedule's order, the first batch
     (here larger than 64 rows per centre)."""
     X = _blobs(n_samples=20000)
@@ -75,7 +89,7 @@ def test_nested_batches_seed_on_their_first_prefix():
     assert model.n_iter_ >= 1
 
 
-def test_preset_seeding_cost_is_bounded_by_the_schedule():
+def test_preset_seeding_cost_is_bounded_by_the_schedule(sample_always):
     """minibatch seeds on 3 batches' rows: at most (C - 1)(L + 1) evaluations per row of
     them, far fewer than a seeding of all rows would count."""
     X, k = _blobs(n_samples=20000, n_features=8), 20
@@ -86,10 +100,10 @@ def test_preset_seeding_cost_is_bounded_by_the_schedule():
     assert model.cost_["seeding"] < full.cost_["seeding"] / 5
 
 
-def test_full_batch_presets_seed_on_all_rows_of_small_data():
-    """Below the schedule's bound the exact presets seed as before, labels included."""
+def test_presets_seed_on_all_rows_of_small_data():
+    """For little work (N C D <= 2^27) the presets seed as before, labels included."""
     X = _blobs(n_samples=8192)
-    for name in ("lloyd", "elkan", "gmm"):
+    for name in ("lloyd", "elkan", "gmm", "minibatch", "nmbatch"):
         new = getattr(presets, name)(10, random_state=0).fit(X)
         old = getattr(presets, name)(10, seed=KMeansPlusPlus(), random_state=0).fit(X)
         assert_array_equal(new.cluster_centers_, old.cluster_centers_)

@@ -392,7 +392,7 @@ class Schedule(_RunStrategy, ABC):
     center_update = "replace"
     streams = False
 
-    def seeding_rows(self, n_samples, n_clusters):
+    def seeding_rows(self, n_samples, n_clusters, n_features):
         """How many of the ``n_samples`` rows a seeding is worth for this schedule (all by
         default), passed on as ``state.seeding_rows``; :class:`~clusterkit.SampledSeeder` with
         ``size="schedule"`` seeds on that many (the first ones if :meth:`order` shuffled them)."""
