@@ -61,14 +61,17 @@ and the documentation's page on the defaults), not as in the papers:
 * the full-data exact, mini-batch and mixture presets (:func:`lloyd`, :func:`elkan`,
   :func:`minibatch`, :func:`nmbatch`, :func:`gmm`, :func:`spherical_kmeans`) seed with
   greedy k-means++ (``2 + ln C`` candidates per step, as scikit-learn's ``KMeans``) on as
-  many rows as their schedule says a seeding is worth (:meth:`~clusterkit.Schedule.seeding_rows`,
-  ``SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)``): full batches on
-  ``max(8192, 64 C)`` rows, mini-batches on ``max(3 b, 16 C)``, nested mini-batches on a
-  prefix of their order of at least their first batch and ``64 C`` rows; all rows when the
-  data have no more. On all rows of large data the seeding took most of the fit (at
-  300,000 x 32 and ``C = 1024``, 45-50 s of Lloyd's 55-60 s); on 64 rows per centre Lloyd's
-  iterations end within 0.3 % of that. :func:`sbe` seeds on all the data; for very large
-  ``N C D`` :func:`large_scale` seeds with AFK-MC² and a pilot fit, or pass ``seed=AFKMC2()``;
+  many rows as their schedule says a seeding is worth
+  (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(KMeansPlusPlus(),
+  size="schedule", float32=True)``): full batches on ``max(8192, 64 C)`` rows, mini-batches
+  on ``max(3 b, 16 C)``, nested mini-batches on a prefix of their order of at least their
+  first batch and ``64 C`` rows; all rows when the data have no more or ``N C D <= 2^27``.
+  On all rows of large data the seeding took most of the fit (at 300,000 x 32 and
+  ``C = 1024``, 45-50 s of Lloyd's 55-60 s); on 64 rows per centre Lloyd's iterations end
+  within 0.3 % of that there, within 2 % on a mixture with very small clusters
+  (``seed=KMeansPlusPlus()`` seeds on all rows). :func:`sbe` seeds on all the data; for very
+  large ``N C D`` :func:`large_scale` seeds with AFK-MC² and a pilot fit, or pass
+  ``seed=AFKMC2()``;
 * the coreset presets seed with greedy k-means++ on the coreset up to 16 features, on a
   sample of the coreset up to 64, and with AFK-MC² (chains of 2) above, where greedy
   seeding would cost many times the rest of the fit;
