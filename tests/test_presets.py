@@ -50,7 +50,8 @@ def test_exact_presets_defaults(name):
     est = getattr(presets, name)(5)
     assert isinstance(est.estep, FullEStep)
     assert isinstance(est.mstep, SoftMStep if name == "gmm" else HardMStep)
-    assert repr(est.seed) == repr(KMeansPlusPlus())
+    # greedy k-means++ on as many rows as the schedule says the seeding is worth
+    assert repr(est.seed) == repr(SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True))
 
 
 @pytest.mark.parametrize("name", list(VARIATIONAL))

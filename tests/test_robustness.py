@@ -202,12 +202,13 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # A seeder that says "start" when seeding begins, so that the signal is sent while the phase
 # under test runs (not after a time that a fast or a busy machine can make too short or long).
+# (It announces from ``seeding``, the method the driver calls.)
 ANNOUNCING_SEEDER = """
 def announcing(model):
     class Announcing(type(model.seed)):
-        def seed(self, *args, **kwargs):
+        def seeding(self, *args, **kwargs):
             print("start", flush=True)
-            return super().seed(*args, **kwargs)
+            return super().seeding(*args, **kwargs)
     return model.set_params(seed=Announcing(**model.seed.get_params(deep=False)))
 """
 

@@ -34,8 +34,9 @@ against each other when ``fit`` starts:
 * an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
   its labels are the nearest centres (:attr:`EStep.exact`);
 * a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
-  all rows (:attr:`Schedule.full_batch`) and whether ``partial_fit`` may stream with it
-  (:attr:`Schedule.streams`).
+  all rows (:attr:`Schedule.full_batch`), whether ``partial_fit`` may stream with it
+  (:attr:`Schedule.streams`) and how many rows its seeding is worth
+  (:meth:`Schedule.seeding_rows`).
 
 Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
 hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
@@ -59,8 +60,8 @@ Composition = namedtuple("Composition",
 
 class Seeding(namedtuple("Seeding", ["centers", "labels"])):
     """What a seeding found (:meth:`Seeder.seeding`): the initial ``centers``, and ``labels``
-    (int32, each sample's nearest centre) if the seeder found them as a by-product, else
-    ``None``; the driver keeps them in the run (``Run.seed_labels``) for the E-step."""
+    (int32, each sample's nearest centre) if found as a by-product, else ``None``; the driver
+    keeps them in the run (``Run.seed_labels``) for the E-step."""
 
     __slots__ = ()
 
@@ -68,16 +69,15 @@ class Seeding(namedtuple("Seeding", ["centers", "labels"])):
 class Seeder(_Strategy, ABC):
     """Chooses the initial centres.
 
-    Subclasses implement :meth:`seed`. Example: a seeder that takes the first ``n_clusters``
-    rows::
+    Subclasses implement :meth:`seed`. Example: the first ``n_clusters`` rows::
 
         class FirstRows(Seeder):
             def seed(self, X, sample_weight, n_clusters, state):
                 return X[:n_clusters].copy()
 
     A seeder that returns centres the user gave declares ``given = True`` (``n_init`` then
-    runs once) and moves them into the frame the fit centres the data in with
-    :meth:`in_frame`.
+    runs once) and moves them into the fit's frame with :meth:`in_frame`. A seeder may size
+    its work by ``state.seeding_rows`` (:meth:`Schedule.seeding_rows`).
     """
 
     #: Whether the centres are the user's, the same for every run (see the class notes).
@@ -113,17 +113,9 @@ class Seeder(_Strategy, ABC):
         """
 
     def seeding(self, X, sample_weight, n_clusters, state):
-        """The seeding the driver runs: :meth:`seed`'s centres, and each sample's nearest
-        centre if the seeder finds it as a by-product.
-
-        The default returns ``Seeding(self.seed(...), None)``; a seeder that knows the labels
-        overrides this method (and its :meth:`seed` returns ``seeding(...).centers``).
-        Parameters as :meth:`seed`.
-
-        Returns
-        -------
-        seeding : Seeding
-        """
+        """The :class:`Seeding` the driver runs (parameters as :meth:`seed`): the default is
+        ``Seeding(self.seed(...), None)``; a seeder that finds each sample's nearest centre as
+        a by-product overrides it (its :meth:`seed` returns ``seeding(...).centers``)."""
         return Seeding(self.seed(X, sample_weight, n_clusters, state), None)
 
     def __init_subclass__(cls, **kwargs):
@@ -395,6 +387,12 @@ class Schedule(_RunStrategy, ABC):
     center_update = "replace"
     streams = False
 
+    def seeding_rows(self, n_samples, n_clusters, n_features):
+        """How many of the ``n_samples`` rows a seeding is worth for this schedule (all by
+        default), passed on as ``state.seeding_rows``; :class:`~clusterkit.SampledSeeder` with
+        ``size="schedule"`` seeds on that many (the first ones if :meth:`order` shuffled them)."""
+        return n_samples
+
     def stream_schedule(self):
         """The schedule a ``partial_fit`` stream runs for this one (only asked if
         :attr:`streams`): itself by default. It must combine batches by a running rule;
@@ -565,8 +563,7 @@ class Refiner(_Strategy, ABC):
     iterations count theirs in their phases) and records one dict per round in
     ``state.refinement_log`` (the estimator's ``refinement_log_``), with at least
     ``"objective"`` and ``"kept"``; outside its ``iterate`` calls ``state.run`` is the run it
-    refines. (Before runs were objects, ``refine`` received and returned centres; such a
-    refiner now fails with a message saying so.)
+    refines.
     """
 
     objectives = None

@@ -239,6 +239,10 @@ class Driver:
                         f"samples, {state.cost['reduction']} distance evaluations, "
                         f"{state.seconds_by_phase['reduction']:.3g} s")
         check_n_clusters(self.n_clusters, X.shape[0])
+        # the schedule sizes the seeding: what a seeding is worth depends on the iterations
+        n_samples, n_features = X.shape
+        state.configure(seeding_rows=int(schedule.seeding_rows(n_samples, self.n_clusters,
+                                                               n_features)))
         # Only the data the fit runs on is centred (a copy), so a coreset fit never copies the
         # full data; centring keeps float32 distances accurate far from the origin. The same
         # pass puts the rows in the schedule's order (nested prefixes become views).

@@ -59,6 +59,9 @@ class FitConfig:
         machine epsilon times the total sample weight times the mean squared norm of the
         (centred) data the fit runs on. A quantization error below it is rounding noise
         (see ``Schedule.should_stop``).
+    seeding_rows : int or None
+        How many of the fit's rows its seeding is worth, as the schedule declares it
+        (``Schedule.seeding_rows``); ``None`` (a stream, or a state built by hand): all rows.
     """
 
     n_clusters: int
@@ -73,6 +76,7 @@ class FitConfig:
     fuse_sums: bool = False
     sigma2_floor: float = 0.0
     qe_resolution: float = 0.0
+    seeding_rows: object = None
 
 
 class Meter:
