@@ -3,8 +3,9 @@
 Each round runs the workloads in a fresh process for the old checkout, then for the new one
 (alternating, so a drift of the machine's speed hits both); the table gives the median
 seconds of each and the median and range of the per-round ratios new/old. Build both first
-(``python setup.py build_ext --inplace`` in each); MNIST is read from ``CLUSTERKIT_DATA`` (or
-``--data``) and skipped when absent::
+(``python -m pip install --no-deps -e .`` in each, which builds in place; the new one last,
+to keep it installed); MNIST is read from ``CLUSTERKIT_DATA`` (or ``--data``) and skipped
+when absent::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \\
         python benchmarks/compare_checkouts.py OLD_CHECKOUT NEW_CHECKOUT --rounds 3
