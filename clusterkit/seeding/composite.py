@@ -126,10 +126,10 @@ class SampledSeeder(Seeder):
         ``n_candidates`` such seedings."""
         size = self._size(X.shape[0], n_clusters, state)
         inner = self._inner()
-        if self.n_candidates == 1 or size >= X.shape[0]:
+        if size >= X.shape[0]:
             # (candidates on all rows would all see the same data: one is as good)
-            if size >= X.shape[0]:
-                return inner.seeding(X, sample_weight, n_clusters, state)
+            return inner.seeding(X, sample_weight, n_clusters, state)
+        if self.n_candidates == 1:
             X_s, w_s = self._sample(X, sample_weight, size, n_clusters, state, first=True)
             return Seeding(self._seed_sample(inner, X_s, w_s, n_clusters, state), None)
         best = best_error = None
