@@ -63,12 +63,14 @@ and the documentation's page on the defaults), not as in the papers:
   greedy k-means++ (``2 + ln C`` candidates per step, as scikit-learn's ``KMeans``) on as
   many rows as their schedule says a seeding is worth
   (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(KMeansPlusPlus(),
-  size="schedule", float32=True)``): full batches on ``max(8192, 64 C)`` rows, mini-batches
-  on ``max(3 b, 16 C)``, nested mini-batches on a prefix of their order of at least their
-  first batch and ``64 C`` rows; all rows when the data have no more or ``N C D <= 2^27``.
-  On all rows of large data the seeding took most of the fit (at 300,000 x 32 and
-  ``C = 1024``, 45-50 s of Lloyd's 55-60 s); on 64 rows per centre Lloyd's iterations end
-  within 0.3 % of that there, within 2 % on a mixture with very small clusters
+  size="schedule", float32=True)``): full batches on ``max(8192, r C)`` rows (``r = 64``
+  up to 32 features, ``2048 / D`` above, 8 from 256 features on), mini-batches on
+  ``max(3 b, 16 C)``, nested mini-batches on a prefix of their order of at least their
+  first batch and the full batches' rows; all rows when the data have no more or
+  ``N C D <= 2^27``. On all rows of large data the seeding took most of the fit (at
+  300,000 x 32 and ``C = 1024``, 45-50 s of Lloyd's 55-60 s); on 64 rows per centre Lloyd's
+  iterations end within 0.3 % of that there, within 2 % on a mixture with very small
+  clusters, and on 8 within 0.25 % on MNIST and 384-feature embeddings
   (``seed=KMeansPlusPlus()`` seeds on all rows). :func:`sbe` seeds on all the data; for very
   large ``N C D`` :func:`large_scale` seeds with AFK-MC² and a pilot fit, or pass
   ``seed=AFKMC2()``;
@@ -190,7 +192,9 @@ def lloyd(n_clusters, **kwargs):
     n_clusters : int
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding
-        on ``max(8192, 64 C)`` rows; ``seed=KMeansPlusPlus()`` seeds on all of them).
+        on ``max(8192, r C)`` rows, ``r`` from 64 to 8 per centre as the features grow:
+        :meth:`FullBatch.seeding_rows <clusterkit.FullBatch.seeding_rows>`;
+        ``seed=KMeansPlusPlus()`` seeds on all of them).
 
     Returns
     -------
@@ -223,7 +227,9 @@ def elkan(n_clusters, **kwargs):
     n_clusters : int
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding
-        on ``max(8192, 64 C)`` rows; ``seed=KMeansPlusPlus()`` seeds on all of them).
+        on ``max(8192, r C)`` rows, ``r`` from 64 to 8 per centre as the features grow:
+        :meth:`FullBatch.seeding_rows <clusterkit.FullBatch.seeding_rows>`;
+        ``seed=KMeansPlusPlus()`` seeds on all of them).
 
     Returns
     -------
@@ -290,7 +296,7 @@ def nmbatch(n_clusters, initial_batch="auto", rho=10.0, spread="deviation", **kw
         :class:`~clusterkit.NestedDoubling`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding
-        on a prefix of at least the first batch and ``64 C`` rows).
+        on a prefix of at least the first batch and a full batch's seeding rows).
 
     Returns
     -------

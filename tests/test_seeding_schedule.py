@@ -38,17 +38,25 @@ class _RowsSeen(Seeder):
 
 def _sized(rows):
     """Rows of a seeding: ``rows`` at most, all rows for little work (``N C D <= 2^27``)."""
-    return lambda n, k, d: n if n * k * d <= 2**27 else min(n, rows(k))
+    return lambda n, k, d: n if n * k * d <= 2**27 else min(n, rows(k, d))
+
+
+def _per_centre(d):
+    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 256 on."""
+    return {2: 64, 3: 64, 8: 64, 32: 64, 64: 32, 128: 16, 384: 8, 784: 8}[d]
 
 
 @pytest.mark.parametrize("schedule, expected", [
-    (FullBatch(), _sized(lambda k: max(2**13, 64 * k))),
-    (MiniBatch(batch_size=100), _sized(lambda k: max(300, 16 * k))),
-    (NestedDoubling(), _sized(lambda k: max(5000, 20 * k, 2**13, 64 * k))),
-    (NestedDoubling(initial_batch=9000), _sized(lambda k: max(9000, 2**13, 64 * k))),
+    (FullBatch(), _sized(lambda k, d: max(2**13, _per_centre(d) * k))),
+    (MiniBatch(batch_size=100), _sized(lambda k, d: max(300, 16 * k))),
+    (NestedDoubling(), _sized(lambda k, d: max(5000, 20 * k, 2**13, _per_centre(d) * k))),
+    (NestedDoubling(initial_batch=9000),
+     _sized(lambda k, d: max(9000, 2**13, _per_centre(d) * k))),
 ])
 @pytest.mark.parametrize("n_samples, n_clusters, n_features",
-                         [(1000, 10, 3), (30000, 100, 2), (10**6, 50, 8), (10**6, 4096, 32)])
+                         [(1000, 10, 3), (30000, 100, 2), (10**6, 50, 8), (10**6, 4096, 32),
+                          (10**6, 1000, 64), (10**6, 1000, 128), (70000, 1024, 784),
+                          (10**5, 2000, 384)])
 def test_schedule_declares_the_rows_its_seeding_is_worth(schedule, expected, n_samples,
                                                          n_clusters, n_features):
     assert (schedule.seeding_rows(n_samples, n_clusters, n_features)
