@@ -64,7 +64,7 @@ and the documentation's page on the defaults), not as in the papers:
   many rows as their schedule says a seeding is worth
   (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(KMeansPlusPlus(),
   size="schedule", float32=True)``): full batches on ``max(8192, r C)`` rows (``r = 64``
-  up to 32 features, ``2048 / D`` above, 8 from 256 features on), mini-batches on
+  up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on), mini-batches on
   ``max(3 b, 16 C)``, nested mini-batches on a prefix of their order of at least their
   first batch and the full batches' rows; all rows when the data have no more or
   ``N C D <= 2^27``. On all rows of large data the seeding took most of the fit (at

@@ -42,8 +42,8 @@ def _sized(rows):
 
 
 def _per_centre(d):
-    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 256 on."""
-    return {2: 64, 3: 64, 8: 64, 32: 64, 64: 32, 128: 16, 384: 8, 784: 8}[d]
+    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 128 on."""
+    return {2: 64, 3: 64, 8: 64, 32: 64, 64: 22, 128: 8, 384: 8, 784: 8}[d]
 
 
 @pytest.mark.parametrize("schedule, expected", [

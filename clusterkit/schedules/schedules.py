@@ -24,12 +24,12 @@ _ALL_ROWS_WORK = 2**27
 
 
 def _full_seeding_per_centre(n_features):
-    """Rows per centre of a full-batch seeding: 64 up to 32 features, ``2048 / D`` above,
-    8 from 256 on. Wide rows make a k-means++ step cost more against an iteration's matrix
-    products, and on wide data the seeds decide less of the final error (8 rows per centre
-    ended within 0.25 % of all rows on MNIST and on 384-feature embeddings, where 32
-    features needed 64)."""
-    return min(64, max(8, 2048 // max(1, n_features)))
+    """Rows per centre of a full-batch seeding: 64 up to 32 features, ``64 (32 / D)^1.5``
+    above, 8 from 128 on. Wide rows make a k-means++ step cost more against an iteration's
+    matrix products, and on wide data the seeds decide less of the final error (8 rows per
+    centre ended within 0.25 % of all rows on MNIST and on embeddings with 128 and 384
+    features, where 32 features needed 64)."""
+    return min(64, max(8, int(64 * (32 / max(1, n_features)) ** 1.5)))
 
 
 def _seeding_rows(n_samples, n_clusters, n_features, rows):
@@ -86,12 +86,12 @@ class FullBatch(Schedule):
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
         """``max(8192, r n_clusters)`` rows, all of them if ``N C D <= 2^27``, with ``r``
-        rows per centre: 64 up to 32 features, ``2048 / D`` above, 8 from 256 features on.
+        rows per centre: 64 up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 on.
         Greedy k-means++ costs ``2 + ln C`` passes over what it seeds on, at a slower rate
         than an iteration's products, so on all rows of large data it takes longer than all
         the iterations; on 64 rows per centre the iterations end within about 0.3 % of a
-        seeding of all rows at 32 features, on 8 within 0.25 % on MNIST and 384-feature
-        embeddings (the defaults page has the measurements)."""
+        seeding of all rows at 32 features, on 8 within 0.25 % on MNIST and on embeddings
+        with 128 and 384 features (the defaults page has the measurements)."""
         return _seeding_rows(n_samples, n_clusters, n_features,
                              max(_FULL_SEEDING_ROWS,
                                  _full_seeding_per_centre(n_features) * n_clusters))
