@@ -12,18 +12,18 @@ the rest of clusterkit (memmaps included) works, and a dask path raises an ``Imp
 naming the optional extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
 the workers: there they use one OpenMP thread, since dask runs the tasks in parallel.
 """
+import copy
 import numbers
-from dataclasses import dataclass
 
 import numpy as np
 
-from .._estimator.validation import (check_range, check_weight_counts, check_weight_shape,
-                                     count_weight_problems)
-from .._kernels._lwcs import moments_weighted
-from .nearest import nearest, single_threaded_blas
+from .._estimator.validation import (available_memory, check_range, check_weight_counts,
+                                     check_weight_shape)
+from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
+from .nearest import centred_copy, nearest, single_threaded_blas
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
-           "import_dask", "is_dask_array", "map_rows", "row_weights"]
+           "exceeds_memory", "import_dask", "is_dask_array", "map_rows", "row_weights"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
@@ -57,126 +57,40 @@ def _fit_dtype(dtype, what="X"):
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
-@dataclass(frozen=True)
-class ChunkMoments:
-    """What the first pass knows about each chunk of rows (float64 throughout).
-
-    Attributes
-    ----------
-    n_rows : ndarray of shape (n_chunks,), dtype=int64
-    weight : ndarray of shape (n_chunks,)
-        ``W_c = sum_{n in c} w_n``.
-    mean : ndarray of shape (n_chunks, n_features)
-        The chunk's weighted mean ``mu_c`` (zeros where ``W_c = 0``).
-    m2 : ndarray of shape (n_chunks,)
-        ``M2_c = sum_{n in c} w_n ||x_n - mu_c||^2``.
-    low, high : ndarray of shape (n_features,)
-        Smallest and largest value of every feature over all rows (``inf`` and ``-inf`` for
-        data validated already, which are not searched for them).
-    heaviest : float
-        The largest weight the fit uses (1 without ``sample_weight``; 0 for data validated
-        already, whose weights are not searched).
-    row_sum : ndarray of shape (n_chunks, n_features)
-        Every chunk's unweighted sum of rows, in the data's dtype (what :attr:`row_mean`
-        adds up).
-    """
-
-    n_rows: np.ndarray
-    weight: np.ndarray
-    mean: np.ndarray
-    m2: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    heaviest: float = 0.0
-    row_sum: np.ndarray = None
-
-    @property
-    def total_weight(self):
-        """``W = sum_c W_c``."""
-        return float(self.weight.sum())
-
-    @property
-    def global_mean(self):
-        """The weighted mean of all rows, ``mu = sum_c W_c mu_c / W``."""
-        return (self.weight @ self.mean) / self.total_weight
-
-    @property
-    def row_mean(self):
-        """The unweighted mean of all rows, in the data's dtype, computed as
-        :func:`~clusterkit._data.nearest.data_mean` computes it for an array in memory (its sum of
-        rows divided by their number; bit-identical for data in one chunk): the centring of
-        a fit, the same for the same rows on every container."""
-        return self.row_sum.sum(axis=0, dtype=self.row_sum.dtype) / int(self.n_rows.sum())
-
-    @property
-    def chunk_spread(self):
-        """``S_c = sum_{n in c} w_n ||x_n - mu||^2 = M2_c + W_c ||mu_c - mu||^2`` (exact: the
-        parallel-variance formula), of shape (n_chunks,)."""
-        shift = self.mean - self.global_mean
-        return self.m2 + self.weight * np.einsum("ij,ij->i", shift, shift)
-
-    @property
-    def spread(self):
-        """``S = sum_n w_n ||x_n - mu||^2 = sum_c S_c``."""
-        return float(self.chunk_spread.sum())
-
-
-def fit_weights(sample_weight, n_rows, dtype):
-    """A block's weights as the fit sees them: rounded to the data's ``dtype`` (as
-    ``check_sample_weight`` rounds in-memory weights), held in float64; ones for ``None``."""
-    if sample_weight is None:
-        return np.ones(n_rows)
-    return np.asarray(sample_weight).astype(dtype).astype(np.float64)
-
-
-def _block_moments(X, sample_weight, n_threads, check):
-    """Pass 1 on one block: validity counts and the block's moments.
-
-    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high,
-    heaviest, row_sum)``; the moments are zeros when the block has invalid entries (the caller
-    raises). The sums run in float64 in the ``moments_weighted`` kernel, with the weights the
-    fit uses (:func:`fit_weights`), so that a block gives the same numbers whatever holds
-    it; ``low``, ``high`` and the largest weight ``heaviest`` are what the range check
-    (:func:`~clusterkit._estimator.validation.check_range`) reads, found in the same pass. Without
-    ``check`` (data validated already) the weights are not counted (``weight_counts`` is
-    ``None``, ``heaviest`` 0).
-    """
-    n_rows, n_features = X.shape
-    weight_counts = (None if not check
-                     else np.array([0, 0, n_rows, 0, 0], dtype=np.int64) if sample_weight is None
-                     else count_weight_problems(sample_weight, X.dtype))
-    zeros = (0.0, np.zeros(n_features), 0.0, np.full(n_features, np.inf),
-             np.full(n_features, -np.inf), 0.0, np.zeros(n_features, dtype=X.dtype))
-    if n_rows == 0 or check and (weight_counts[0] or weight_counts[1]):
-        return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros)
-    mean, low, high = np.empty(n_features), np.empty(n_features), np.empty(n_features)
-    weights = fit_weights(sample_weight, n_rows, X.dtype)
-    total, m2 = moments_weighted(X, weights, mean, low, high, check, n_threads)
-    # NaN or infinity in X make the sums non-finite: count them only then (finite data whose
-    # sums overflow are left to the caller's range check)
-    if check and not np.isfinite([total, m2, *mean, *low, *high]).all():
-        n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
-        if n_nonfinite:
-            return (n_nonfinite, weight_counts, n_rows, *zeros)
-    heaviest = float(weights.max()) if check else 0.0
-    # the centring's sum in the data's dtype, as NumPy's mean of an array in memory sums
-    row_sum = X.sum(axis=0)
-    return (0, weight_counts, n_rows, total, mean, m2, low, high, heaviest, row_sum)
-
-
 def _whole_block(X, sample_weight):
     """The block itself and its weights (ones when none were given)."""
     weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
     return X, weights
 
 
-def _call_on_block(func, X, sample_weight, dtype, args):
+#: What a block function gets as its chunk's state when no state is kept.
+_NO_STATE = object()
+
+
+def _call_on_block(func, X, sample_weight, dtype, args, frame=None, n_threads=1,
+                   state=_NO_STATE):
     """``func(X, w, *args)`` with the block as a C-contiguous array of ``dtype`` and its
-    weights as float64 (or ``None``): what every function given to ``map_chunks`` sees."""
+    weights as float64 (or ``None``): what every function given to ``map_chunks`` sees.
+
+    In a fit's ``frame`` (:meth:`ChunkedData.in_frame`, the fit's mean) the block is centred
+    on it, as the fit's centred copy of data in memory is (the same kernel, value for value),
+    and the weights are those of the fit, in ``dtype`` (ones without ``sample_weight``). With
+    a ``state`` the call is ``func(X, w, state, *args)``.
+    """
     X = np.ascontiguousarray(X, dtype=dtype)
-    if sample_weight is not None:
+    if frame is not None:
+        X = centred_copy(X, frame, n_threads)[0]
+        sample_weight = fit_weights(sample_weight, X.shape[0], dtype).astype(dtype)
+    elif sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    return func(X, sample_weight, *args)
+    if state is _NO_STATE:
+        return func(X, sample_weight, *args)
+    return func(X, sample_weight, state, *args)
+
+
+def _pick_rows(X, sample_weight, rows):
+    """The ``rows`` of a block and their weights."""
+    return X[rows], sample_weight[rows]
 
 
 class ChunkedData:
@@ -223,6 +137,7 @@ class ChunkedData:
         self.weighted = weighted
         self.validated = validated
         self._moments = None
+        self._frame = None
 
     @property
     def chunk_starts(self):
@@ -255,6 +170,89 @@ class ChunkedData:
         chunks = range(self.n_chunks) if chunks is None else [int(c) for c in chunks]
         args = [()] * len(chunks) if args is None else [tuple(a) for a in args]
         return self._map(func, chunks, args, progress or (lambda done, total: None))
+
+    def in_frame(self, x_mean):
+        """This data as a fit's iterations read them: every block centred on ``x_mean`` (the
+        fit's mean, in :attr:`dtype`) and weighted by the fit's weights in :attr:`dtype` (ones
+        without ``sample_weight``), as the fit's centred copy of data in memory is. A new
+        object; the first pass's results are shared."""
+        framed = copy.copy(self)
+        framed._frame = np.ascontiguousarray(x_mean, dtype=self.dtype)
+        return framed
+
+    def map_chunks_with_state(self, func, args, states, progress=None):
+        """Run ``func`` on every chunk with the state it keeps for that chunk between calls.
+
+        ``func(X_chunk, sample_weight_chunk, state, *args)`` returns ``(result, state)``: the
+        results come back to this process, in chunk order; each new state stays where its
+        chunk ran (on the worker, as a future of a ``dask.distributed`` cluster; here for a
+        memmap or another dask scheduler) and goes to the next call on the same chunk.
+
+        Parameters
+        ----------
+        func : callable
+            A module-level function (it is pickled for the workers).
+        args : tuple
+            The same extra arguments for every chunk (put into a dask graph once).
+        states : list
+            One state per chunk (``None`` for a first call), as the last call returned.
+        progress : callable or None, default=None
+            As for :meth:`map_chunks`.
+
+        Returns
+        -------
+        results, states : list
+        """
+        return self._map_state(func, tuple(args), list(states),
+                               progress or (lambda done, total: None))
+
+    def rows(self, rows):
+        """The given rows (increasing) and their weights, in memory, read chunk by chunk
+        (in the fit's frame if the data have one).
+
+        Returns
+        -------
+        X : ndarray of shape (n_rows, n_features)
+        sample_weight : ndarray of shape (n_rows,)
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.chunk_starts
+        chunk_of = np.searchsorted(starts, rows, side="right") - 1
+        chunks = np.unique(chunk_of)
+        parts = self.map_chunks(_pick_rows, [(rows[chunk_of == c] - starts[c],) for c in chunks],
+                                chunks)
+        dtype = self.dtype if self._frame is not None else np.float64
+        if not parts:
+            return np.empty((0, self.shape[1]), self.dtype), np.empty(0, dtype)
+        weights = [np.ones(len(p[0])) if p[1] is None else p[1] for p in parts]
+        return np.concatenate([p[0] for p in parts]), np.concatenate(weights).astype(dtype)
+
+    def sample(self, size, random_state):
+        """A uniform sample of ``size`` rows (all rows if ``size >= n_samples``) in the fit's
+        frame, and their weights rescaled so that they add up to the data's total weight.
+
+        Drawn as :class:`~clusterkit.SampledSeeder` draws from data in memory (``size``
+        distinct rows, without replacement, by ``random_state``'s ``choice`` over the rows
+        with positive weight), so that on data whose weights are all positive the sample is
+        the same rows, the same weights, whatever holds the data; rows with zero weight are
+        drawn like the others (they cannot be told apart without another pass). Only the
+        sample reaches this process.
+
+        Returns
+        -------
+        X : ndarray of shape (size, n_features)
+        sample_weight : ndarray of shape (size,), dtype=dtype
+        """
+        n_samples = self.shape[0]
+        if size >= n_samples:
+            rows = np.arange(n_samples)
+        else:
+            rows = np.sort(random_state.choice(n_samples, size, replace=False))
+        X, weights = self.rows(rows)
+        total = weights.sum(dtype=np.float64)
+        if total > 0:
+            weights = (weights * (self.scan().total_weight / total)).astype(self.dtype)
+        return X, weights
 
     def scan(self, progress=None):
         """The first pass: validate every chunk and return their :class:`ChunkMoments`.
@@ -298,6 +296,11 @@ class ChunkedData:
                         (moments.total_weight, moments.heaviest))
         self._moments = moments
         return moments
+
+    def _map_state(self, func, args, states, progress):
+        pairs = self._map(_with_state, range(self.n_chunks),
+                          [(func, state, args) for state in states], progress)
+        return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def gather(self):
         """All rows and their weights, in memory (for data no larger than a coreset).
@@ -367,10 +370,12 @@ class MemmapChunks(ChunkedData):
         for c, chunk_args in zip(chunks, args):
             rows = slice(starts[c], starts[c] + self.chunk_rows[c])
             w = None if self._w is None else self._w[rows]
-            results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args))
+            results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args,
+                                          self._frame, self.n_threads))
             done += self.chunk_rows[c]
             progress(done, total)
         return results
+
 
     def take(self, rows):
         return np.ascontiguousarray(self._X[rows], dtype=self.dtype)
@@ -429,7 +434,9 @@ class DaskChunks(ChunkedData):
         weights = ([None] * self.n_chunks if self._w is None
                    else self._w.to_delayed().ravel())
         call = dask.delayed(_call_on_block)
-        tasks = [call(func, blocks[c], weights[c], self.dtype, a) for c, a in zip(chunks, args)]
+        frame = None if self._frame is None else dask.delayed(self._frame)
+        tasks = [call(func, blocks[c], weights[c], self.dtype, a, frame)
+                 for c, a in zip(chunks, args)]
         rows = {task.key: self.chunk_rows[c] for task, c in zip(tasks, chunks)}
         done, total = [0], sum(rows.values())
 
@@ -441,11 +448,54 @@ class DaskChunks(ChunkedData):
         with Callback(posttask=finished):
             return list(dask.compute(*tasks))
 
+    def _map_state(self, func, args, states, progress):
+        dask, _ = import_dask()
+        client = _distributed_client()
+        if client is None:  # a local scheduler: the states live in this process
+            return super()._map_state(func, args, states, progress)
+        import operator
+
+        from distributed import as_completed
+        blocks = self._X.to_delayed().ravel()
+        weights = ([None] * self.n_chunks if self._w is None
+                   else self._w.to_delayed().ravel())
+        shared = [dask.delayed(a) for a in (self._frame, *args)]
+        call = dask.delayed(_call_on_block, pure=False)
+        tasks = [call(_with_state, blocks[c], weights[c], self.dtype,
+                      (func, states[c], shared[1:]), shared[0]) for c in range(self.n_chunks)]
+        pairs = client.compute(tasks)
+        results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
+        states = [client.submit(operator.getitem, pair, 1, pure=False) for pair in pairs]
+        rows = {future.key: n for future, n in zip(results, self.chunk_rows)}
+        done = 0
+        for future in as_completed(results):
+            done += rows[future.key]
+            progress(done, self.shape[0])
+        return client.gather(results), states
+
     def nearest(self, x_mean, centers, progress=None):
         nearest = map_rows(self._X, _nearest_rows, (x_mean, centers), dtype=_NEAREST)
         dist2 = nearest["dist2"]
         inertia = (dist2 if self._w is None else dist2 * self._w).sum()
         return nearest["label"], inertia, 0
+
+
+def _with_state(X, sample_weight, func, state, args):
+    """``func(X, w, state, *args)``: a block function with its chunk's state, as a plain
+    block function whose extra arguments are the function, the state and ``args``."""
+    return func(X, sample_weight, state, *args)
+
+
+def _distributed_client():
+    """The ``dask.distributed`` client dask computes with, or ``None`` (another scheduler,
+    e.g. ``dask.config.set(scheduler="synchronous")``, or no client)."""
+    try:
+        from distributed import default_client
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    import dask.base
+    return client if getattr(dask.base.get_scheduler(), "__self__", None) is client else None
 
 
 def row_weights(sample_weight, X):
@@ -483,6 +533,15 @@ def _check_structure(X):
         raise ValueError(f"X has {X.shape[0]} samples; at least 1 is required.")
     if X.shape[1] < 1:
         raise ValueError(f"X has {X.shape[1]} features; at least 1 is required.")
+
+
+def exceeds_memory(X):
+    """Whether a fit's centred copy of the array ``X`` (in the fit's dtype) would take more
+    than half the memory available (``False`` where that is not known): such a memmap is
+    read in row chunks, as a dask array is."""
+    available = available_memory()
+    return (available is not None
+            and X.shape[0] * X.shape[1] * _fit_dtype(X.dtype).itemsize > available // 2)
 
 
 def chunked_data(X, sample_weight, n_threads):

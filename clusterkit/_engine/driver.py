@@ -18,6 +18,7 @@ from .._data import chunked as _chunked
 from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
 from .._estimator.validation import check_n_clusters, check_representable, squared_diagonal
 from .assignment import Assignment
+from .mapreduce import ChunkedSteps, full_data_chunks, seeding_rows_of_chunks
 from .progress import QUIET, make_display
 from .run import Run
 from .state import FitState, variance_floor, weighted_sum
@@ -110,6 +111,7 @@ class Driver:
         self.x_mean = None
         self.box = None  # a fit's bounding box of the given rows, (low, high)
         self.centers = None  # a stream's current centres
+        self.chunked = None  # the steps of a fit on all the rows of data in chunks
         self._stream_display = None  # kept between a stream's batches (its bar)
 
     def __getstate__(self):
@@ -219,6 +221,8 @@ class Driver:
         state, reducer, schedule = self.state, self.composition.reduce, self.composition.schedule
         X_given = X
         chunked = isinstance(X, _chunked.ChunkedData)
+        if full_data_chunks(X, reducer):  # every step reads all the rows, where they are
+            return self._prepare_chunks(X), None, False
         # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
         with state.timed("reduction"):
             if chunked:  # only the reduced set reaches this process
@@ -261,6 +265,24 @@ class Driver:
         self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*self.box))
         return centred, sample_weight, reduced
 
+    def _prepare_chunks(self, data):
+        """:meth:`prepare` for a fit on all the rows of data in chunks: the data in the fit's
+        frame, the seeding's rows (a sample: :func:`seeding_rows_of_chunks`), the precision
+        limits from the first pass, and the map-reduce that runs the steps."""
+        state, schedule = self.state, self.composition.schedule
+        check_n_clusters(self.n_clusters, data.shape[0])
+        n_samples, n_features = data.shape
+        state.configure(seeding_rows=seeding_rows_of_chunks(
+            int(schedule.seeding_rows(n_samples, self.n_clusters, n_features)), data))
+        moments = data.scan()
+        framed = data.in_frame(self.x_mean)
+        ones = np.ones(1, dtype=data.dtype)  # (the variance per unit weight, as in memory)
+        self.set_precision(framed, ones * moments.total_weight,
+                           moments.spread * n_samples / moments.total_weight,
+                           squared_diagonal(*self.box))
+        self.chunked = ChunkedSteps(framed, self.composition, state)
+        return framed
+
     def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):
         """The fit's precision limits from the centred data it runs on and the squared
         diagonal ``diagonal2`` of the given data's bounding box (see :func:`variance_floor`)."""
@@ -277,7 +299,10 @@ class Driver:
         state, seeder = self.state, self.composition.seed
         evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
         with state.timed("seeding"):
-            seeding = seeder.seeding(X, sample_weight, self.n_clusters, state)
+            if self.chunked is not None:  # (a sample of the rows, read where they are)
+                seeding = seeder.seeding_chunked(X, self.n_clusters, state)
+            else:
+                seeding = seeder.seeding(X, sample_weight, self.n_clusters, state)
         centers = strategy_array(seeding.centers, seeder, "centres",
                                  (self.n_clusters, X.shape[1]), X.dtype)
         if seeding.labels is not None:
@@ -293,7 +318,10 @@ class Driver:
         schedule's stopping rule)."""
         state, strategies, run = self.state, self.composition, self.state.run
         with state.phase("init"):
-            run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
+            if self.chunked is not None:  # (each chunk's E-step state starts with it)
+                self.chunked.start()
+            else:
+                run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
             run.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
             run.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
                                                                 state)
@@ -304,7 +332,7 @@ class Driver:
         iterations ended: ``"converged"`` (the schedule's stopping rule held), ``"budget"``
         (the schedule's batches ran out), ``"max_iter"`` or ``"callback"``. Only a run that
         ended on its own (the first two) is refined."""
-        run = self.state.new_run(X.shape[0])
+        run = self.state.new_run(X.shape[0], per_sample=self.chunked is None)
         self.iterate(X, sample_weight, self.seed(X, sample_weight))
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
         if run.end in ("converged", "budget") and self.composition.refine.refines:
@@ -328,8 +356,8 @@ class Driver:
                                      "fit needs at least one iteration.")
                 run.end = "budget"
                 break
-            centers, first, first_weight = self.step(X, sample_weight, rows, centers)
-            if self.record(len(run.history) + 1, first, first_weight, centers):
+            centers, first, batch = self.step(X, sample_weight, rows, centers)
+            if self.record(len(run.history) + 1, first, batch, centers):
                 run.end = "callback"
                 break
             if schedule.should_stop(state, self.tol):
@@ -399,9 +427,13 @@ class Driver:
     def step(self, X, sample_weight, rows, centers):
         """One step on the batch ``rows`` (or the list of batches of its inner steps).
 
-        Returns the new centres, and the first inner batch's assignment and weights: the
-        step's objective is at the parameters it started from.
+        Returns the new centres, and the first inner batch's assignment and its rows and
+        weight: the step's objective is at the parameters it started from. On data in row
+        chunks the step is a map-reduce over the chunks (:class:`ChunkedSteps`).
         """
+        if self.chunked is not None:
+            centers, assignment, n_rows, weight = self.chunked.step(centers)
+            return centers, assignment, (n_rows, weight)
         state, strategies = self.state, self.composition
         estep, mstep, schedule = strategies.estep, strategies.mstep, strategies.schedule
         inner = rows if isinstance(rows, list) else [rows]
@@ -422,15 +454,15 @@ class Driver:
             state.record_step(assignment.labels, centers, centers_new)
             centers = centers_new
             if state.inner_step == 0:
-                first, first_weight = assignment, wb
-        return centers, first, first_weight
+                first, batch = assignment, (wb.shape[0], float(wb.sum(dtype=np.float64)))
+        return centers, first, batch
 
-    def record(self, iteration, assignment, sample_weight, centers):
-        """Append the step to the history and report it; ``True`` if the callback stops."""
+    def record(self, iteration, assignment, batch, centers):
+        """Append the step to the history and report it; ``True`` if the callback stops.
+        ``batch`` is the step's number of rows and their weight."""
         state = self.state
         info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
-                "batch_size": sample_weight.shape[0],
-                "weight": float(sample_weight.sum(dtype=np.float64)),
+                "batch_size": batch[0], "weight": batch[1],
                 "n_changed": state.n_changed,
                 "max_center_shift": float(state.center_shift.max()),
                 "passes": state.n_passes,
@@ -454,6 +486,8 @@ class Driver:
 
     def _cluster_weight(self, run, sample_weight):
         """Weight of the fit data each centre explains, from ``run``'s latest labels."""
+        if run.labels is None:  # (labels kept by the chunks, their weights summed)
+            return run.cluster_weight
         seen = run.labels >= 0
         return np.bincount(run.labels[seen], sample_weight[seen].astype(np.float64),
                            minlength=self.n_clusters)
@@ -534,9 +568,9 @@ class Driver:
             # the schedule's own batches of the caller's rows, in the caller's order
             for rows in schedule.stream_batches(X.shape[0]):
                 state.step_info = {}
-                self.centers, assignment, weight = self.step(Xc, sample_weight, rows,
-                                                             self.centers)
-                self.record(len(state.history) + 1, assignment, weight, self.centers)
+                self.centers, assignment, batch = self.step(Xc, sample_weight, rows,
+                                                            self.centers)
+                self.record(len(state.history) + 1, assignment, batch, self.centers)
                 end = "converged" if schedule.should_stop(state, self.tol) else "batch"
             result = Result(self.centers, end, state.history, n_iter=len(state.history))
             if compute_labels:

@@ -84,18 +84,33 @@ def _check_sparse(composition):
 
 
 def _check_chunked(composition):
-    """Data in row chunks reach only a reducer that reads them (the fit then runs on its
-    reduced set) and never a model on the unit sphere (its rows are scaled in memory)."""
-    if composition.mstep.spherical:
-        raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
-                         "the rows to unit norm in memory; got a dask array. Pass "
-                         "X.compute().")
+    """Data in row chunks reach either a reducer that reads them (the fit then runs on its
+    reduced set; never a model on the unit sphere, whose rows are scaled in memory), or a
+    composition whose every step reads all the rows, run as a map-reduce over the chunks
+    (:mod:`clusterkit._engine.mapreduce`): an E-step that runs chunk by chunk
+    (:attr:`EStep.chunks`), full batches whose rule the M-step applies to statistics summed
+    over the chunks (:attr:`MStep.chunk_rules`), and no refiner."""
     reducer = composition.reduce
-    if not reducer.chunked:
-        raise ValueError(f"Clusterer.fit on a dask array needs a reducer that works on "
-                         f"row chunks, reduce=LWCS(...) (as in presets.vc_gmm and "
-                         f"presets.lwcs_lloyd); reduce={type(reducer).__name__} needs all "
-                         "the data in memory.")
+    if reducer.chunked:
+        if composition.mstep.spherical:
+            raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
+                             "the rows to unit norm in memory; got a dask array. Pass "
+                             "X.compute().")
+        return
+    estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
+    refused = [f"{name}={type(strategy).__name__}" for name, strategy, ok in (
+        ("estep", estep, estep.chunks),
+        ("mstep", mstep, schedule.center_update in mstep.chunk_rules),
+        ("schedule", schedule, schedule.full_batch),
+        ("refine", composition.refine, not composition.refine.refines)) if not ok]
+    if refused:
+        raise ValueError(
+            f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
+            f"memory) runs on all the rows with FullEStep, HardMStep or SoftMStep, full "
+            f"batches and no refiner (presets.lloyd, presets.gmm), or on a coreset with a "
+            f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
+            f"presets.vc_gmm), with any other strategy; {', '.join(refused)} cannot run "
+            "chunk by chunk yet.")
 
 
 def _check_declarations(composition):

@@ -109,6 +109,7 @@ class FullEStep(EStep):
 
     exact = True
     objectives = MIXTURE_OBJECTIVES
+    chunks = True  # (its state is its output buffers)
     accepts_sparse = True  # hard assignments; a soft M-step does not take sparse data
 
     def _validate(self, X, n_clusters, composition):
