@@ -8,7 +8,7 @@ from clusterkit._data import chunked as _chunked
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
-from clusterkit.presets import gmm, lloyd
+from clusterkit.presets import gmm, lloyd, spherical_kmeans
 
 from ._helpers import assert_labels_equal_up_to_ties
 
@@ -192,3 +192,21 @@ def test_chunked_relocation_follows_the_in_memory_rule(withdraw):
     assert far.calls[0] == 3
     if withdraw:  # the three farthest rows are alone in their clusters: more were asked for
         assert len(far.calls) == 2 and far.calls[1] == 12
+
+
+def test_spherical_kmeans_on_chunks_scales_each_chunk(da, client):
+    rng = np.random.RandomState(12)
+    directions = rng.normal(size=(6, 4))
+    X = 3.0 * (directions[rng.randint(6, size=4_000)] + 0.3 * rng.normal(size=(4_000, 4)))
+    init = X[:6] * 2.0  # given centres are scaled to unit norm too
+    in_memory = spherical_kmeans(6, seed=init).fit(X)
+    chunked = spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    _assert_same_fit(chunked, in_memory, unit)
+    np.testing.assert_allclose(np.linalg.norm(chunked.cluster_centers_, axis=1), 1.0,
+                               rtol=1e-12)
+    seeded = spherical_kmeans(6, random_state=1).fit(da.from_array(X, chunks=(900, 4)))
+    _assert_same_fit(seeded, spherical_kmeans(6, random_state=1).fit(X), unit)
+    X[1234] = 0.0
+    with pytest.raises(ValueError, match="X's row chunk has 1 row of zero norm"):
+        spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))

@@ -257,8 +257,9 @@ def _nbytes(value):
 
 def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
     Xd = da.from_array(_blobs(2_000, 3, 4, 11)[0], chunks=(500, 3))
-    supported = (r"runs on all the rows with FullEStep, HardMStep or SoftMStep, full batches "
-                 r"and no refiner \(presets.lloyd, presets.gmm\), or on a coreset with a "
+    supported = (r"runs on all the rows with FullEStep, a HardMStep, SoftMStep or "
+                 r"SphericalMStep, full batches and no refiner \(presets.lloyd, presets.gmm, "
+                 r"presets.spherical_kmeans\), or on a coreset with a "
                  r"reducer that works on row chunks, reduce=LWCS\(\.\.\.\)")
     with pytest.raises(ValueError, match=supported + r".*estep=BoundedEStep cannot run "
                                                      r"chunk by chunk yet"):

@@ -18,7 +18,7 @@ import numbers
 import numpy as np
 
 from .._estimator.validation import (available_memory, check_range, check_weight_counts,
-                                     check_weight_shape)
+                                     check_weight_shape, unit_rows)
 from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
 from .nearest import centred_copy, nearest, single_threaded_blas
 
@@ -68,16 +68,19 @@ _NO_STATE = object()
 
 
 def _call_on_block(func, X, sample_weight, dtype, args, frame=None, n_threads=1,
-                   state=_NO_STATE):
+                   state=_NO_STATE, unit=False):
     """``func(X, w, *args)`` with the block as a C-contiguous array of ``dtype`` and its
     weights as float64 (or ``None``): what every function given to ``map_chunks`` sees.
 
     In a fit's ``frame`` (:meth:`ChunkedData.in_frame`, the fit's mean) the block is centred
     on it, as the fit's centred copy of data in memory is (the same kernel, value for value),
     and the weights are those of the fit, in ``dtype`` (ones without ``sample_weight``). With
-    a ``state`` the call is ``func(X, w, state, *args)``.
+    a ``state`` the call is ``func(X, w, state, *args)``. With ``unit`` (a spherical model's
+    data, :attr:`ChunkedData.unit_rows`) every row is first scaled to unit norm.
     """
     X = np.ascontiguousarray(X, dtype=dtype)
+    if unit:
+        X = unit_rows(X, "X's row chunk")
     if frame is not None:
         X = centred_copy(X, frame, n_threads)[0]
         sample_weight = fit_weights(sample_weight, X.shape[0], dtype).astype(dtype)
@@ -125,6 +128,10 @@ class ChunkedData:
     """
 
     in_process = False
+    #: Whether every block is scaled to unit rows before any function sees it (the data of a
+    #: spherical model, :attr:`MStep.spherical <clusterkit.MStep.spherical>`; set by
+    #: :func:`chunked_data`).
+    unit_rows = False
 
     ndim = 2
 
@@ -371,7 +378,7 @@ class MemmapChunks(ChunkedData):
             rows = slice(starts[c], starts[c] + self.chunk_rows[c])
             w = None if self._w is None else self._w[rows]
             results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args,
-                                          self._frame, self.n_threads))
+                                          self._frame, self.n_threads, unit=self.unit_rows))
             done += self.chunk_rows[c]
             progress(done, total)
         return results
@@ -396,10 +403,13 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     return labels, float(dist2.sum() if sample_weight is None else sample_weight @ dist2), n_evals
 
 
-def _nearest_rows(X, x_mean, centers):
-    """Labels and squared distances of one chunk of a dask array, as one structured array
-    (``"label"`` int32, ``"dist2"`` float64), so that both come from a single task."""
+def _nearest_rows(X, x_mean, centers, unit=False):
+    """Labels and squared distances of one chunk of a dask array (its rows scaled to unit
+    norm if ``unit``), as one structured array (``"label"`` int32, ``"dist2"`` float64), so
+    that both come from a single task."""
     X = np.ascontiguousarray(X, dtype=centers.dtype)
+    if unit:
+        X = unit_rows(X, "X's row chunk")
     with single_threaded_blas():  # as in fit: the kernel calls gemm per tile
         labels, dist2, _ = nearest(X, x_mean, centers, 1)
     out = np.empty(X.shape[0], dtype=_NEAREST)
@@ -435,7 +445,7 @@ class DaskChunks(ChunkedData):
                    else self._w.to_delayed().ravel())
         call = dask.delayed(_call_on_block)
         frame = None if self._frame is None else dask.delayed(self._frame)
-        tasks = [call(func, blocks[c], weights[c], self.dtype, a, frame)
+        tasks = [call(func, blocks[c], weights[c], self.dtype, a, frame, unit=self.unit_rows)
                  for c, a in zip(chunks, args)]
         rows = {task.key: self.chunk_rows[c] for task, c in zip(tasks, chunks)}
         done, total = [0], sum(rows.values())
@@ -462,7 +472,8 @@ class DaskChunks(ChunkedData):
         shared = [dask.delayed(a) for a in (self._frame, *args)]
         call = dask.delayed(_call_on_block, pure=False)
         tasks = [call(_with_state, blocks[c], weights[c], self.dtype,
-                      (func, states[c], shared[1:]), shared[0]) for c in range(self.n_chunks)]
+                      (func, states[c], shared[1:]), shared[0], unit=self.unit_rows)
+                 for c in range(self.n_chunks)]
         pairs = client.compute(tasks)
         results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
         states = [client.submit(operator.getitem, pair, 1, pure=False) for pair in pairs]
@@ -474,7 +485,8 @@ class DaskChunks(ChunkedData):
         return client.gather(results), states
 
     def nearest(self, x_mean, centers, progress=None):
-        nearest = map_rows(self._X, _nearest_rows, (x_mean, centers), dtype=_NEAREST)
+        nearest = map_rows(self._X, _nearest_rows, (x_mean, centers, self.unit_rows),
+                           dtype=_NEAREST)
         dist2 = nearest["dist2"]
         inertia = (dist2 if self._w is None else dist2 * self._w).sum()
         return nearest["label"], inertia, 0
@@ -544,7 +556,7 @@ def exceeds_memory(X):
             and X.shape[0] * X.shape[1] * _fit_dtype(X.dtype).itemsize > available // 2)
 
 
-def chunked_data(X, sample_weight, n_threads):
+def chunked_data(X, sample_weight, n_threads, unit_rows=False):
     """:class:`ChunkedData` over a dask array or a memmap ``X`` (structure checked, values
     not yet: :meth:`ChunkedData.scan` does that).
 
@@ -554,11 +566,19 @@ def chunked_data(X, sample_weight, n_threads):
     sample_weight : array-like of shape (n_samples,), dask array, number or None
     n_threads : int
         OpenMP threads of kernels run in this process (memmaps).
+    unit_rows : bool, default=False
+        Scale every row to unit norm (:attr:`ChunkedData.unit_rows`).
 
     Returns
     -------
     data : ChunkedData
     """
+    data = _chunked_data(X, sample_weight, n_threads)
+    data.unit_rows = unit_rows
+    return data
+
+
+def _chunked_data(X, sample_weight, n_threads):
     _check_structure(X)
     _fit_dtype(X.dtype)
     if is_dask_array(X):

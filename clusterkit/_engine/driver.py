@@ -205,7 +205,8 @@ class Driver:
         with state.timed("scan"):
             moments = data.scan(
                 progress=lambda done, total: state.progress("scan", done, total, "rows"))
-        x_mean = moments.row_mean
+        # (a spherical model's frame is the origin, as in memory)
+        x_mean = np.zeros_like(moments.row_mean) if data.unit_rows else moments.row_mean
         self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
                     f"{state.seconds_by_phase['scan']:.3g} s")
         self.composition = self.composition._replace(seed=self.composition.seed.in_frame(x_mean))

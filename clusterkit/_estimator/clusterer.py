@@ -270,7 +270,8 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
                 (resolve("reduce", self.reduce).chunked and not self._is_spherical())
                 or _chunked.exceeds_memory(X)))):
             return None
-        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads))
+        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
+                                     unit_rows=self._is_spherical())
         validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data
 

@@ -85,7 +85,7 @@ def _check_sparse(composition):
 
 def _check_chunked(composition):
     """Data in row chunks reach either a reducer that reads them (the fit then runs on its
-    reduced set; never a model on the unit sphere, whose rows are scaled in memory), or a
+    reduced set; not yet for a model on the unit sphere), or a
     composition whose every step reads all the rows, run as a map-reduce over the chunks
     (:mod:`clusterkit._engine.mapreduce`): an E-step that runs chunk by chunk
     (:attr:`EStep.chunks`), full batches whose rule the M-step applies to statistics summed
@@ -93,9 +93,10 @@ def _check_chunked(composition):
     reducer = composition.reduce
     if reducer.chunked:
         if composition.mstep.spherical:
-            raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
-                             "the rows to unit norm in memory; got a dask array. Pass "
-                             "X.compute().")
+            raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) runs "
+                             "on all the rows of data in row chunks, not on a coreset of "
+                             "them; use reduce=None (as presets.spherical_kmeans does), or "
+                             "pass X.compute().")
         return
     estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
     refused = [f"{name}={type(strategy).__name__}" for name, strategy, ok in (
@@ -106,8 +107,9 @@ def _check_chunked(composition):
     if refused:
         raise ValueError(
             f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
-            f"memory) runs on all the rows with FullEStep, HardMStep or SoftMStep, full "
-            f"batches and no refiner (presets.lloyd, presets.gmm), or on a coreset with a "
+            f"memory) runs on all the rows with FullEStep, a HardMStep, SoftMStep or "
+            f"SphericalMStep, full batches and no refiner (presets.lloyd, presets.gmm, "
+            f"presets.spherical_kmeans), or on a coreset with a "
             f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
             f"presets.vc_gmm), with any other strategy; {', '.join(refused)} cannot run "
             "chunk by chunk yet.")

@@ -200,7 +200,7 @@ class SphericalMStep(HardMStep):
     spherical = True
     update_rules = ("replace", "running", "adaptive", "latest")
     fixed_point_rules = ("replace", "latest")
-    chunk_rules = ()  # (its rows are scaled to unit norm, which chunks do not do yet)
+    chunk_rules = ("replace",)
 
     def init_state(self, X, sample_weight, centers, state):
         """The rule object of :class:`HardMStep`, after checking that the initial centres have
@@ -215,6 +215,15 @@ class SphericalMStep(HardMStep):
                              "data (every built-in seeder does) or give initial centres, "
                              "which the estimator scales to unit norm.")
         return super().init_state(X, sample_weight, centers, state)
+
+    def update_statistics(self, statistics, centers, far_rows, state):
+        """The normalised combined sums, clusters without a direction relocated as in
+        :meth:`update` (see :meth:`MStep.update_statistics`)."""
+        weight = statistics["weight"]
+        centers_new, has = _directions(statistics["centers_sum"], weight, centers.dtype)
+        centers_new[~has] = centers[~has]
+        relocate_empty_chunked(centers_new, np.where(has, weight, 0), far_rows, state)
+        return centers_new
 
     def update(self, X, sample_weight, assignment, centers, state):
         rule = state.mstep_state
