@@ -210,3 +210,69 @@ def test_spherical_kmeans_on_chunks_scales_each_chunk(da, client):
     X[1234] = 0.0
     with pytest.raises(ValueError, match="X's row chunk has 1 row of zero norm"):
         spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))
+
+
+class _OneChunkAtATime:
+    """Array-like data that hands out at most one chunk of rows per request and refuses to
+    become a NumPy array."""
+
+    def __init__(self, X, chunk_rows):
+        self._X, self.chunk_rows = X, chunk_rows
+        self.shape, self.dtype, self.ndim = X.shape, X.dtype, X.ndim
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        start, stop, _ = rows.indices(self.shape[0])
+        if stop - start > 0 and start // self.chunk_rows != (stop - 1) // self.chunk_rows:
+            raise MemoryError(f"rows {start}:{stop} span more than one chunk")
+        return self._X[key]
+
+    def __array__(self, dtype=None, copy=None):
+        raise MemoryError("the whole array was requested")
+
+
+def _nbytes(value):
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if hasattr(value, "__dict__"):
+        return sum(_nbytes(v) for v in vars(value).values())
+    return 8
+
+
+def test_the_client_gets_a_few_numbers_per_cluster_and_chunk(da, client, monkeypatch,
+                                                             capsys):
+    X = _blobs(20_000, 6, 10, 13, np.float32)
+    Xd = da.from_array(_OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
+    steps = []
+    map_with_state = _chunked.ChunkedData.map_chunks_with_state
+
+    def counting(self, func, args, states, progress=None):
+        results, states = map_with_state(self, func, args, states, progress)
+        steps.append(max(_nbytes(r) for r in results))
+        return results, states
+
+    monkeypatch.setattr(_chunked.ChunkedData, "map_chunks_with_state", counting)
+    km = lloyd(10, random_state=0, verbose=1).fit(Xd)
+    assert len(steps) == km.n_iter_
+    # per chunk: sums and weights per cluster, the weight per label and a few numbers
+    assert max(steps) <= 8 * (10 * (6 + 2) + 16)
+    assert km.labels_.compute().shape == (20_000,)
+    out = capsys.readouterr().out
+    assert "Scan: 20000 samples in 5 chunks" in out
+    assert out.count("Iteration") == km.n_iter_  # one line per step, as in memory
+
+
+def test_several_runs_and_the_callback_on_chunks(da, client):
+    X = _blobs(6_000, 3, 6, 14)
+    seen = []
+    chunked = lloyd(6, n_init=2, random_state=3,
+                    callback=lambda info: seen.append(info["centers"].shape)).fit(
+        da.from_array(X, chunks=(1_500, 3)))
+    in_memory = lloyd(6, n_init=2, random_state=3).fit(X)
+    np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                               rtol=0, atol=1e-9)
+    assert len(seen) >= chunked.n_iter_ and seen[0] == (6, 3)
