@@ -92,8 +92,8 @@ def _call_on_block(func, X, sample_weight, dtype, args, frame=None, n_threads=1,
 
 
 def _pick_rows(X, sample_weight, rows):
-    """The ``rows`` of a block and their weights."""
-    return X[rows], sample_weight[rows]
+    """The ``rows`` of a block and their weights (``None`` if none were given)."""
+    return X[rows], None if sample_weight is None else sample_weight[rows]
 
 
 class ChunkedData:
@@ -226,13 +226,19 @@ class ChunkedData:
         starts = self.chunk_starts
         chunk_of = np.searchsorted(starts, rows, side="right") - 1
         chunks = np.unique(chunk_of)
-        parts = self.map_chunks(_pick_rows, [(rows[chunk_of == c] - starts[c],) for c in chunks],
-                                chunks)
-        dtype = self.dtype if self._frame is not None else np.float64
-        if not parts:
-            return np.empty((0, self.shape[1]), self.dtype), np.empty(0, dtype)
-        weights = [np.ones(len(p[0])) if p[1] is None else p[1] for p in parts]
-        return np.concatenate([p[0] for p in parts]), np.concatenate(weights).astype(dtype)
+        raw = copy.copy(self)  # the rows as read; only they are put in the frame, here
+        raw._frame = None
+        parts = raw.map_chunks(_pick_rows, [(rows[chunk_of == c] - starts[c],) for c in chunks],
+                               chunks)
+        X = (np.concatenate([p[0] for p in parts]) if parts
+             else np.empty((0, self.shape[1]), self.dtype))
+        weights = np.concatenate([np.ones(len(p[0])) if p[1] is None else p[1] for p in parts]
+                                 + [np.empty(0)])
+        if self._frame is None:
+            return X, weights
+        # (row by row, the values _call_on_block gives the whole chunk in the frame)
+        return (centred_copy(X, self._frame, self.n_threads)[0],
+                fit_weights(weights, len(weights), self.dtype).astype(self.dtype))
 
     def sample(self, size, random_state):
         """A uniform sample of ``size`` rows (all rows if ``size >= n_samples``) in the fit's
@@ -471,18 +477,18 @@ class DaskChunks(ChunkedData):
                    else self._w.to_delayed().ravel())
         shared = [dask.delayed(a) for a in (self._frame, *args)]
         call = dask.delayed(_call_on_block, pure=False)
-        tasks = [call(_with_state, blocks[c], weights[c], self.dtype,
+        # a chunk's state is the future of its last (result, state) pair, held on its worker
+        tasks = [call(_with_last_state, blocks[c], weights[c], self.dtype,
                       (func, states[c], shared[1:]), shared[0], unit=self.unit_rows)
                  for c in range(self.n_chunks)]
         pairs = client.compute(tasks)
         results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
-        states = [client.submit(operator.getitem, pair, 1, pure=False) for pair in pairs]
         rows = {future.key: n for future, n in zip(results, self.chunk_rows)}
         done = 0
         for future in as_completed(results):
             done += rows[future.key]
             progress(done, self.shape[0])
-        return client.gather(results), states
+        return client.gather(results), pairs
 
     def nearest(self, x_mean, centers, progress=None):
         nearest = map_rows(self._X, _nearest_rows, (x_mean, centers, self.unit_rows),
@@ -496,6 +502,12 @@ def _with_state(X, sample_weight, func, state, args):
     """``func(X, w, state, *args)``: a block function with its chunk's state, as a plain
     block function whose extra arguments are the function, the state and ``args``."""
     return func(X, sample_weight, state, *args)
+
+
+def _with_last_state(X, sample_weight, func, pair, args):
+    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair
+    (``None`` before the first)."""
+    return func(X, sample_weight, None if pair is None else pair[1], *args)
 
 
 def _distributed_client():
