@@ -1,15 +1,17 @@
 """Data held in row chunks: dask arrays and NumPy memmaps, read one block of rows at a time.
 
-A fit on such data never holds them in memory: :class:`ChunkedData` gives the reducer a
-sequence of row blocks and runs a function on each (:meth:`ChunkedData.map_chunks`), on the
+A fit on such data never holds them in memory: :class:`ChunkedData` gives the reducer (or
+the driver's steps on all the rows, :mod:`clusterkit._engine.mapreduce`) a sequence of row
+blocks and runs a function on each (:meth:`ChunkedData.map_chunks`), on the
 workers of a dask cluster (:class:`DaskChunks`) or in this process, one block after the other
 (:class:`MemmapChunks`); only what the function returns reaches the caller. The first pass,
 :meth:`ChunkedData.scan`, validates the data (finite values, weights) and gives every chunk's
 weight, mean and sum of squared deviations, which the driver and the reducer combine exactly.
 
-This is the only module that imports dask, and only when a dask array is used; without dask
-the rest of clusterkit (memmaps included) works, and a dask path raises an ``ImportError``
-naming the optional extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
+This module and :mod:`clusterkit._data.dask_chunks` (:class:`DaskChunks`) are the only ones
+that import dask, and only when a dask array is used; without dask the rest of clusterkit
+(memmaps included) works, and a dask path raises an ``ImportError`` naming the optional
+extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
 the workers: there they use one OpenMP thread, since dask runs the tasks in parallel.
 """
 import copy
@@ -20,7 +22,7 @@ import numpy as np
 from .._estimator.validation import (available_memory, check_range, check_weight_counts,
                                      check_weight_shape, unit_rows)
 from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
-from .nearest import centred_copy, nearest, single_threaded_blas
+from .nearest import centred_copy, nearest
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
            "exceeds_memory", "import_dask", "is_dask_array", "map_rows", "row_weights"]
@@ -409,117 +411,10 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     return labels, float(dist2.sum() if sample_weight is None else sample_weight @ dist2), n_evals
 
 
-def _nearest_rows(X, x_mean, centers, unit=False):
-    """Labels and squared distances of one chunk of a dask array (its rows scaled to unit
-    norm if ``unit``), as one structured array (``"label"`` int32, ``"dist2"`` float64), so
-    that both come from a single task."""
-    X = np.ascontiguousarray(X, dtype=centers.dtype)
-    if unit:
-        X = unit_rows(X, "X's row chunk")
-    with single_threaded_blas():  # as in fit: the kernel calls gemm per tile
-        labels, dist2, _ = nearest(X, x_mean, centers, 1)
-    out = np.empty(X.shape[0], dtype=_NEAREST)
-    out["label"], out["dist2"] = labels, dist2
-    return out
-
-
-_NEAREST = np.dtype([("label", np.int32), ("dist2", np.float64)])
-
-
-class DaskChunks(ChunkedData):
-    """A row-chunked dask array: every block function is a task on the dask scheduler in use
-    (a ``dask.distributed`` client if one is active); only the results come back.
-
-    A chunking along the columns is merged into one column chunk first; ``sample_weight``
-    (a dask array, or an array that is split like ``X``) gets ``X``'s row chunks.
-    """
-
-    def __init__(self, X, sample_weight):
-        import_dask()
-        if X.numblocks[1] > 1:
-            X = X.rechunk({1: -1})
-        super().__init__(X.shape, _fit_dtype(X.dtype), X.chunks[0], 1,
-                         sample_weight is not None)
-        self._X = X
-        self._w = row_weights(sample_weight, X)
-
-    def _map(self, func, chunks, args, progress):
-        dask, _ = import_dask()
-        from dask.callbacks import Callback
-        blocks = self._X.to_delayed().ravel()
-        weights = ([None] * self.n_chunks if self._w is None
-                   else self._w.to_delayed().ravel())
-        call = dask.delayed(_call_on_block)
-        frame = None if self._frame is None else dask.delayed(self._frame)
-        tasks = [call(func, blocks[c], weights[c], self.dtype, a, frame, unit=self.unit_rows)
-                 for c, a in zip(chunks, args)]
-        rows = {task.key: self.chunk_rows[c] for task, c in zip(tasks, chunks)}
-        done, total = [0], sum(rows.values())
-
-        def finished(key, result, graph, scheduler_state, worker_id):
-            if key in rows:  # one of our chunks (not a task reading the data)
-                done[0] += rows[key]
-                progress(done[0], total)
-
-        with Callback(posttask=finished):
-            return list(dask.compute(*tasks))
-
-    def _map_state(self, func, args, states, progress):
-        dask, _ = import_dask()
-        client = _distributed_client()
-        if client is None:  # a local scheduler: the states live in this process
-            return super()._map_state(func, args, states, progress)
-        import operator
-
-        from distributed import as_completed
-        blocks = self._X.to_delayed().ravel()
-        weights = ([None] * self.n_chunks if self._w is None
-                   else self._w.to_delayed().ravel())
-        shared = [dask.delayed(a) for a in (self._frame, *args)]
-        call = dask.delayed(_call_on_block, pure=False)
-        # a chunk's state is the future of its last (result, state) pair, held on its worker
-        tasks = [call(_with_last_state, blocks[c], weights[c], self.dtype,
-                      (func, states[c], shared[1:]), shared[0], unit=self.unit_rows)
-                 for c in range(self.n_chunks)]
-        pairs = client.compute(tasks)
-        results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
-        rows = {future.key: n for future, n in zip(results, self.chunk_rows)}
-        done = 0
-        for future in as_completed(results):
-            done += rows[future.key]
-            progress(done, self.shape[0])
-        return client.gather(results), pairs
-
-    def nearest(self, x_mean, centers, progress=None):
-        nearest = map_rows(self._X, _nearest_rows, (x_mean, centers, self.unit_rows),
-                           dtype=_NEAREST)
-        dist2 = nearest["dist2"]
-        inertia = (dist2 if self._w is None else dist2 * self._w).sum()
-        return nearest["label"], inertia, 0
-
-
 def _with_state(X, sample_weight, func, state, args):
     """``func(X, w, state, *args)``: a block function with its chunk's state, as a plain
     block function whose extra arguments are the function, the state and ``args``."""
     return func(X, sample_weight, state, *args)
-
-
-def _with_last_state(X, sample_weight, func, pair, args):
-    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair
-    (``None`` before the first)."""
-    return func(X, sample_weight, None if pair is None else pair[1], *args)
-
-
-def _distributed_client():
-    """The ``dask.distributed`` client dask computes with, or ``None`` (another scheduler,
-    e.g. ``dask.config.set(scheduler="synchronous")``, or no client)."""
-    try:
-        from distributed import default_client
-        client = default_client()
-    except (ImportError, ValueError):
-        return None
-    import dask.base
-    return client if getattr(dask.base.get_scheduler(), "__self__", None) is client else None
 
 
 def row_weights(sample_weight, X):
@@ -642,3 +537,7 @@ def map_rows(X, func, args, dtype, n_columns=None):
         return X.map_blocks(func, *shared, dtype=dtype, drop_axis=1, meta=np.empty(0, dtype))
     return X.map_blocks(func, *shared, dtype=dtype, chunks=(X.chunks[0], (n_columns,)),
                         meta=np.empty((0, 0), dtype))
+
+
+# (last: DaskChunks subclasses ChunkedData and reads the helpers above)
+from .dask_chunks import DaskChunks  # noqa: E402
