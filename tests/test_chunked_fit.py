@@ -8,7 +8,7 @@ from clusterkit._data import chunked as _chunked
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
-from clusterkit.presets import gmm, lloyd, spherical_kmeans
+from clusterkit.presets import gmm, lloyd, minibatch, spherical_kmeans
 
 from ._helpers import assert_labels_equal_up_to_ties
 
@@ -276,3 +276,38 @@ def test_several_runs_and_the_callback_on_chunks(da, client):
     np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
                                rtol=0, atol=1e-9)
     assert len(seen) >= chunked.n_iter_ and seen[0] == (6, 3)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_minibatch_reads_its_batches_from_the_chunks(da, weighted):
+    dask = pytest.importorskip("dask")
+    X = _blobs(12_000, 4, 8, 15)
+    w = np.random.RandomState(16).uniform(0.5, 2.0, size=len(X)) if weighted else None
+    in_memory = minibatch(8, batch_size=300, random_state=2).fit(X, sample_weight=w)
+    with dask.config.set(scheduler="synchronous"):  # (a round trip per batch: no cluster)
+        for rows in (12_000, 2_500):  # one chunk, and several
+            chunked = minibatch(8, batch_size=300, random_state=2).fit(
+                da.from_array(X, chunks=(rows, 4)),
+                sample_weight=None if w is None else da.from_array(w, chunks=rows))
+            # the same batches from the fit's random stream, the same steps
+            assert len(chunked.history_) == len(in_memory.history_)
+            assert [h["n_changed"] for h in chunked.history_] == \
+                [h["n_changed"] for h in in_memory.history_]
+            if rows == 12_000:  # one chunk: its mean is the array's, bit for bit
+                np.testing.assert_array_equal(chunked.cluster_centers_,
+                                              in_memory.cluster_centers_)
+            _assert_same_fit(chunked, in_memory, X)
+
+
+def test_minibatch_on_a_cluster_and_on_a_memmap(da, client, tmp_path, monkeypatch):
+    X = _blobs(4_000, 3, 5, 17, np.float32)
+    in_memory = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(X)
+    on_cluster = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(
+        da.from_array(X, chunks=(1_500, 3)))
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 10_000)
+    mapped = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(
+        np.load(tmp_path / "X.npy", mmap_mode="r"))
+    for fit in (on_cluster, mapped):
+        assert len(fit.history_) == len(in_memory.history_)
+        _assert_same_fit(fit, in_memory, X)

@@ -229,11 +229,13 @@ class ChunkedData:
         chunk_of = np.searchsorted(starts, rows, side="right") - 1
         chunks = np.unique(chunk_of)
         raw = copy.copy(self)  # the rows as read; only they are put in the frame, here
-        raw._frame = None
+        raw._frame, raw.unit_rows = None, False
         parts = raw.map_chunks(_pick_rows, [(rows[chunk_of == c] - starts[c],) for c in chunks],
                                chunks)
         X = (np.concatenate([p[0] for p in parts]) if parts
              else np.empty((0, self.shape[1]), self.dtype))
+        if self.unit_rows:
+            X = unit_rows(X)
         weights = np.concatenate([np.ones(len(p[0])) if p[1] is None else p[1] for p in parts]
                                  + [np.empty(0)])
         if self._frame is None:

@@ -415,11 +415,18 @@ class Schedule(_RunStrategy, ABC):
         Class attribute: ``True`` if ``Clusterer.partial_fit`` may run with this schedule (one
         whose ``fit`` means the same model on the caller's batches: full batches, uniform
         mini-batches; see :meth:`stream_schedule`). ``False`` by default.
+    chunk_batches : bool
+        Class attribute (or a property): ``True`` if the schedule can run on data in row
+        chunks: it keeps the data's order (no :meth:`order`), draws its batches without
+        reading the data or the weights of all rows, and weighs a batch by its rows' own
+        weights (:meth:`batch_weight`'s default), so that a batch can be read from the
+        chunks that hold its rows. ``False`` by default.
     """
 
     full_batch = False
     center_update = "replace"
     streams = False
+    chunk_batches = False
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
         """How many of the ``n_samples`` rows a seeding is worth for this schedule (all by

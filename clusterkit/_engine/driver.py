@@ -22,6 +22,7 @@ from .mapreduce import ChunkedSteps, full_data_chunks, seeding_rows_of_chunks
 from .progress import QUIET, make_display
 from .run import Run
 from .state import FitState, variance_floor, weighted_sum
+from .strategy import strategy_array
 from .warn import warn
 
 __all__ = ["Driver", "Result"]
@@ -29,25 +30,6 @@ __all__ = ["Driver", "Result"]
 
 class _CallbackStop(Exception):
     """The callback stopped the fit during a refinement round."""
-
-
-def strategy_array(value, strategy, what, shape, dtype):
-    """What a strategy returned, as a C-contiguous ``dtype`` array of ``shape`` (``None``
-    matches any length); ``TypeError``/``ValueError`` naming the strategy otherwise.
-
-    User-written strategies plug into the driver, so their results are checked like user
-    input: a wrong shape or a NaN would otherwise surface far away, or not at all.
-    """
-    name = f"{type(strategy).__name__} returned {what}"
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} as {type(value).__name__}; expected a numeric ndarray.")
-    if value.ndim != len(shape) or any(n is not None and n != m
-                                       for n, m in zip(shape, value.shape)):
-        expected = tuple("any" if n is None else n for n in shape)
-        raise ValueError(f"{name} of shape {value.shape}; expected {expected}.")
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} with NaN or infinite entries.")
-    return np.ascontiguousarray(value, dtype=dtype)
 
 
 @dataclass
@@ -319,7 +301,7 @@ class Driver:
         schedule's stopping rule)."""
         state, strategies, run = self.state, self.composition, self.state.run
         with state.phase("init"):
-            if self.chunked is not None:  # (each chunk's E-step state starts with it)
+            if self.chunked is not None:  # (kept by each chunk, or made for each mini-batch)
                 self.chunked.start()
             else:
                 run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
@@ -333,7 +315,7 @@ class Driver:
         iterations ended: ``"converged"`` (the schedule's stopping rule held), ``"budget"``
         (the schedule's batches ran out), ``"max_iter"`` or ``"callback"``. Only a run that
         ended on its own (the first two) is refined."""
-        run = self.state.new_run(X.shape[0], per_sample=self.chunked is None)
+        run = self.state.new_run(X.shape[0], per_sample=not (self.chunked and self.chunked.full))
         self.iterate(X, sample_weight, self.seed(X, sample_weight))
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
         if run.end in ("converged", "budget") and self.composition.refine.refines:
@@ -370,6 +352,8 @@ class Driver:
         """The objective of all rows at ``run``'s centres, for ``n_init`` to compare runs: one
         E-step of a throw-away run (with ``run``'s variance), so that no kept run changes."""
         state, estep = self.state, self.composition.estep
+        if self.chunked is not None:
+            return self.chunked.evaluate(run)
         scratch = state.new_run(X.shape[0])
         scratch.sigma2 = run.sigma2
         try:
@@ -432,7 +416,7 @@ class Driver:
         weight: the step's objective is at the parameters it started from. On data in row
         chunks the step is a map-reduce over the chunks (:class:`ChunkedSteps`).
         """
-        if self.chunked is not None:
+        if self.chunked is not None and self.chunked.full:
             centers, assignment, n_rows, weight = self.chunked.step(centers)
             return centers, assignment, (n_rows, weight)
         state, strategies = self.state, self.composition
@@ -443,9 +427,12 @@ class Driver:
                              "batches.")
         state.n_inner_steps = len(inner)
         for state.inner_step, state.rows in enumerate(inner):
-            Xb = X[state.rows]
-            wb = strategy_array(schedule.batch_weight(sample_weight, state.rows, state),
-                                schedule, "batch weights", (Xb.shape[0],), X.dtype)
+            if self.chunked is not None:  # a mini-batch of data in chunks: read its rows
+                Xb, wb = self.chunked.batch(state.rows)
+            else:
+                Xb = X[state.rows]
+                wb = strategy_array(schedule.batch_weight(sample_weight, state.rows, state),
+                                    schedule, "batch weights", (Xb.shape[0],), X.dtype)
             # E-step: assignment / (truncated) responsibilities with the current parameters.
             with state.timed("estep"):
                 assignment = estep.assign(Xb, wb, centers, state)
@@ -487,8 +474,8 @@ class Driver:
 
     def _cluster_weight(self, run, sample_weight):
         """Weight of the fit data each centre explains, from ``run``'s latest labels."""
-        if run.labels is None:  # (labels kept by the chunks, their weights summed)
-            return run.cluster_weight
+        if self.chunked is not None:
+            return self.chunked.cluster_weight(run)
         seen = run.labels >= 0
         return np.bincount(run.labels[seen], sample_weight[seen].astype(np.float64),
                            minlength=self.n_clusters)

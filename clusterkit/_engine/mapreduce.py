@@ -25,6 +25,11 @@ memmap), and only a few numbers per cluster come back:
 The per-chunk state stays with its chunk: a future held on the worker that computed it (a
 ``dask.distributed`` cluster), or an object in this process (a memmap, or another dask
 scheduler). The driver's loop is the same as in memory; only its step goes through here.
+
+A mini-batch schedule (:attr:`Schedule.chunk_batches <clusterkit.Schedule.chunk_batches>`)
+draws its batches' row numbers from the fit's random stream in this process, as in memory;
+:meth:`ChunkedSteps.batch` reads those rows from the chunks that hold them, and the step runs
+on them here, as in memory (one round trip to the chunks per batch).
 """
 from dataclasses import dataclass, replace
 
@@ -146,6 +151,13 @@ def _far_chunk(X, sample_weight, chunk, k, n_threads):
             n_positive), chunk
 
 
+def _label_weight(X, sample_weight, labels, n_clusters):
+    """The chunk's weight per label (rows never labelled, ``-1``, left out)."""
+    seen = labels >= 0
+    return np.bincount(labels[seen], sample_weight[seen].astype(np.float64),
+                       minlength=n_clusters)
+
+
 @dataclass
 class FarRows:
     """The rows of all the data with the largest relocation scores, largest first (ties to
@@ -185,6 +197,8 @@ class ChunkedSteps:
     def __init__(self, data, composition, state):
         self.data, self.composition, self.state = data, composition, state
         self.chunks = [None] * data.n_chunks
+        #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
+        self.full = composition.schedule.full_batch
 
     def start(self):
         """A new run: every chunk's state starts afresh."""
@@ -239,6 +253,38 @@ class ChunkedSteps:
         total = sum(r[0] for r in results)
         weight = self.data.scan().total_weight
         state.sigma2 = max(total / (state.n_features * weight), float(state.sigma2_floor))
+
+    def batch(self, rows):
+        """The rows of a mini-batch (a slice or increasing row numbers, repeats allowed), in
+        the fit's frame, and their weights: read from the chunks that hold them."""
+        rows = np.arange(self.data.shape[0])[rows]
+        unique, inverse = np.unique(rows, return_inverse=True)
+        X, sample_weight = self.data.rows(unique)
+        return np.ascontiguousarray(X[inverse]), sample_weight[inverse]
+
+    def evaluate(self, run):
+        """The quantization error of all rows at ``run``'s centres (``n_init`` compares
+        mini-batch runs by it): one pass, counted under ``"estep"``."""
+        with self.state.phase("objective"):
+            results = self._map(_nearest_chunk, run.centers, self.data.n_threads,
+                                progress=self._progress("objective"))
+        self.state.count("estep", sum(r[1] for r in results))
+        return sum(r[0] for r in results)
+
+    def cluster_weight(self, run):
+        """The weight of the rows whose last label is each cluster: summed by the chunks at
+        the last step of a full-batch run; from the run's labels for mini-batches (the
+        weights read in one pass if the data have any)."""
+        if run.labels is None:
+            return run.cluster_weight
+        n_clusters = self.state.n_clusters
+        if not self.data.weighted:
+            seen = run.labels[run.labels >= 0]
+            return np.bincount(seen, minlength=n_clusters).astype(np.float64)
+        starts, rows = self.data.chunk_starts, self.data.chunk_rows
+        parts = self.data.map_chunks(_label_weight, [(run.labels[s:s + n], n_clusters)
+                                                     for s, n in zip(starts, rows)])
+        return np.sum(parts, axis=0)
 
     def far_rows(self, k):
         """The ``k`` rows of largest relocation score over all the data (:class:`FarRows`),

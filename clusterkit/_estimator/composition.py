@@ -86,10 +86,10 @@ def _check_sparse(composition):
 def _check_chunked(composition):
     """Data in row chunks reach either a reducer that reads them (the fit then runs on its
     reduced set; not yet for a model on the unit sphere), or a
-    composition whose every step reads all the rows, run as a map-reduce over the chunks
-    (:mod:`clusterkit._engine.mapreduce`): an E-step that runs chunk by chunk
-    (:attr:`EStep.chunks`), full batches whose rule the M-step applies to statistics summed
-    over the chunks (:attr:`MStep.chunk_rules`), and no refiner."""
+    composition that runs on all the rows where they are (:mod:`clusterkit._engine.mapreduce`):
+    an E-step that runs chunk by chunk (:attr:`EStep.chunks`), a schedule whose batches can
+    be read from the chunks (:attr:`Schedule.chunk_batches`; full batches need an M-step
+    rule for statistics summed over the chunks, :attr:`MStep.chunk_rules`), no refiner."""
     reducer = composition.reduce
     if reducer.chunked:
         if composition.mstep.spherical:
@@ -101,15 +101,16 @@ def _check_chunked(composition):
     estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
     refused = [f"{name}={type(strategy).__name__}" for name, strategy, ok in (
         ("estep", estep, estep.chunks),
-        ("mstep", mstep, schedule.center_update in mstep.chunk_rules),
-        ("schedule", schedule, schedule.full_batch),
+        ("mstep", mstep, not schedule.full_batch or schedule.center_update in mstep.chunk_rules),
+        ("schedule", schedule, schedule.chunk_batches),
         ("refine", composition.refine, not composition.refine.refines)) if not ok]
     if refused:
         raise ValueError(
             f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
             f"memory) runs on all the rows with FullEStep, a HardMStep, SoftMStep or "
-            f"SphericalMStep, full batches and no refiner (presets.lloyd, presets.gmm, "
-            f"presets.spherical_kmeans), or on a coreset with a "
+            f"SphericalMStep, full batches or uniform mini-batches and no refiner "
+            f"(presets.lloyd, presets.gmm, presets.spherical_kmeans, presets.minibatch), or "
+            f"on a coreset with a "
             f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
             f"presets.vc_gmm), with any other strategy; {', '.join(refused)} cannot run "
             "chunk by chunk yet.")
