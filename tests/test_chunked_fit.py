@@ -3,7 +3,8 @@ driver's step as a map-reduce over the chunks, against the same fit in memory.""
 import numpy as np
 import pytest
 
-from clusterkit import Assignment, FitState
+from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
+                        YinyangEStep)
 from clusterkit._data import chunked as _chunked
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
@@ -311,3 +312,22 @@ def test_minibatch_on_a_cluster_and_on_a_memmap(da, client, tmp_path, monkeypatc
     for fit in (on_cluster, mapped):
         assert len(fit.history_) == len(in_memory.history_)
         _assert_same_fit(fit, in_memory, X)
+
+
+@pytest.mark.parametrize("estep", [ElkanEStep(), YinyangEStep(), BoundedEStep()])
+def test_bounds_stay_with_their_chunks_and_save_the_same_distances(da, client, estep):
+    X = _blobs(10_000, 10, 12, 18)
+    init = X[np.random.RandomState(19).choice(len(X), 12, replace=False)]
+    in_memory = Clusterer(12, seed=init, estep=estep).fit(X)
+    lloyd_cost = lloyd(12, seed=init).fit(X).cost_["estep"]
+    for rows in (10_000, 2_600):  # one chunk, and four on the two workers
+        chunked = Clusterer(12, seed=init, estep=estep).fit(da.from_array(X, chunks=(rows, 10)))
+        _assert_same_fit(chunked, in_memory, X, bit_identical=rows == 10_000)
+        extra = chunked.cost_["estep"] - in_memory.cost_["estep"]
+        assert chunked.cost_["estep"] < 0.5 * lloyd_cost  # the bounds skip distances
+        if rows == 10_000:
+            assert extra == 0
+        elif not isinstance(estep, YinyangEStep):  # Elkan: each chunk's centre distances
+            assert extra == 3 * 12 * 11 // 2 * chunked.n_iter_
+        else:
+            assert 0 <= extra <= 3 * 12 * 12 * chunked.n_iter_

@@ -245,6 +245,10 @@ class EStep(_RunStrategy, ABC):
         chunks with a state of its own per chunk (:meth:`init_state` called on the chunk,
         kept with it between steps), as a fit on all the rows of a dask array or a memmap
         runs it (:mod:`clusterkit._engine.mapreduce`). ``False`` by default.
+    per_sample_state : bool
+        Class attribute: whether :meth:`init_state` keeps something per sample that later
+        calls read (bounds, winners); ``True`` by default. An E-step without it (its state
+        only its output buffers) can also assign mini-batches read from row chunks.
 
     Notes
     -----
@@ -259,6 +263,7 @@ class EStep(_RunStrategy, ABC):
     exact = False
     objectives = None
     chunks = False
+    per_sample_state = True
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):

@@ -87,12 +87,14 @@ class _ChunkState:
 @dataclass
 class _Plan:
     """The step as every chunk's task sees it: the strategies, the fit's configuration
-    (``n_threads`` those of a task) and the run's variance."""
+    (``n_threads`` those of a task), the run's variance and how far each centre moved in the
+    last M-step (which bounded E-steps add to their bounds)."""
 
     estep: object
     mstep: object
     config: object
     sigma2: object
+    center_shift: object
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -102,6 +104,7 @@ def _chunk_fit_state(plan, n_rows):
                      random_state=None, n_samples=n_rows)
     state.config = plan.config
     state.run.sigma2 = plan.sigma2
+    state.run.center_shift = plan.center_shift
     return state
 
 
@@ -224,7 +227,7 @@ class ChunkedSteps:
             self._init_sigma2(centers)
         with state.timed("estep"):
             results = self._map(_step_chunk, centers,
-                                _Plan(estep, mstep, config, state.sigma2),
+                                _Plan(estep, mstep, config, state.sigma2, state.center_shift),
                                 progress=self._progress("estep"))
         statistics = {name: value.copy() for name, value in results[0].statistics.items()}
         for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks

@@ -300,12 +300,13 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             <clusterkit.presets.spherical_kmeans>`: every strategy declares
             ``accepts_sparse``) and is not centred; the centres are dense. A row-chunked
             dask array, or a memmap when the reducer is chunked or the memmap exceeds the
-            memory, is never loaded as a whole: either every iteration runs on all the rows
-            as a map-reduce over the chunks (:class:`FullEStep` with :class:`HardMStep` or
-            :class:`SoftMStep`, full batches), or a chunked reducer (:class:`LWCS`) builds its
-            coreset in passes over the chunks and the fit runs on the coreset; after a dask
-            fit ``labels_`` and ``inertia_`` are lazy dask arrays (see the Dask page of the
-            documentation).
+            memory, is never loaded as a whole: either the iterations run on all the rows
+            where they are (a map-reduce over the chunks per full batch, a mini-batch read
+            from them; the compositions whose strategies declare it, as ``presets.lloyd``,
+            ``elkan``, ``gmm``, ``spherical_kmeans``, ``minibatch``), or a chunked reducer
+            (:class:`LWCS`) builds its coreset in passes over the chunks and the fit runs on
+            the coreset; after a dask fit ``labels_`` and ``inertia_`` are lazy dask arrays
+            (see the Dask page of the documentation).
         y : Ignored
         sample_weight : array-like or dask array of shape (n_samples,), default=None
             Non-negative weights; a weight of 2 counts a sample twice.

@@ -100,17 +100,17 @@ def _check_chunked(composition):
         return
     estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
     refused = [f"{name}={type(strategy).__name__}" for name, strategy, ok in (
-        ("estep", estep, estep.chunks),
+        ("estep", estep, estep.chunks and (schedule.full_batch or not estep.per_sample_state)),
         ("mstep", mstep, not schedule.full_batch or schedule.center_update in mstep.chunk_rules),
         ("schedule", schedule, schedule.chunk_batches),
         ("refine", composition.refine, not composition.refine.refines)) if not ok]
     if refused:
         raise ValueError(
             f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
-            f"memory) runs on all the rows with FullEStep, a HardMStep, SoftMStep or "
-            f"SphericalMStep, full batches or uniform mini-batches and no refiner "
-            f"(presets.lloyd, presets.gmm, presets.spherical_kmeans, presets.minibatch), or "
-            f"on a coreset with a "
+            f"memory) runs on all the rows with FullEStep (or a bounded E-step on full "
+            f"batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
+            f"mini-batches and no refiner (presets.lloyd, presets.elkan, presets.gmm, "
+            f"presets.spherical_kmeans, presets.minibatch), or on a coreset with a "
             f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
             f"presets.vc_gmm), with any other strategy; {', '.join(refused)} cannot run "
             "chunk by chunk yet.")
