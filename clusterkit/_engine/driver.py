@@ -245,7 +245,8 @@ class Driver:
         centred, sum_of_squares = centred_copy(X, self.x_mean, state.n_threads, state.order)
         # the bounding box of all the given rows (zero weights included), as the range
         # check found it
-        self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*self.box))
+        self.set_precision(centred, float(sample_weight.sum(dtype=np.float64)), sum_of_squares,
+                           squared_diagonal(*self.box))
         return centred, sample_weight, reduced
 
     def _prepare_chunks(self, data):
@@ -259,22 +260,23 @@ class Driver:
             int(schedule.seeding_rows(n_samples, self.n_clusters, n_features)), data))
         moments = data.scan()
         framed = data.in_frame(self.x_mean)
-        ones = np.ones(1, dtype=data.dtype)  # (the variance per unit weight, as in memory)
-        self.set_precision(framed, ones * moments.total_weight,
+        # (the first pass's weighted spread about the weighted mean stands for the centred
+        # rows' sum of squares: the same for unit weights, up to rounding)
+        self.set_precision(framed, moments.total_weight,
                            moments.spread * n_samples / moments.total_weight,
                            squared_diagonal(*self.box))
         self.chunked = ChunkedSteps(framed, self.composition, state)
         return framed
 
-    def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):
-        """The fit's precision limits from the centred data it runs on and the squared
-        diagonal ``diagonal2`` of the given data's bounding box (see :func:`variance_floor`)."""
+    def set_precision(self, X, total_weight, sum_of_squares, diagonal2):
+        """The fit's precision limits from the centred data it runs on (their total weight
+        and sum of squares) and the squared diagonal ``diagonal2`` of the given data's
+        bounding box (see :func:`variance_floor`)."""
         n_samples, n_features = X.shape
         variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
         self.state.configure(
             sigma2_floor=variance_floor(diagonal2, n_features, X.dtype),
-            qe_resolution=(float(np.finfo(X.dtype).eps) * variance * n_features
-                           * float(sample_weight.sum(dtype=np.float64))))
+            qe_resolution=float(np.finfo(X.dtype).eps) * variance * n_features * total_weight)
 
     def seed(self, X, sample_weight):
         """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1); the
