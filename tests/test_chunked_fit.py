@@ -2,6 +2,7 @@
 driver's step as a map-reduce over the chunks, against the same fit in memory."""
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
                         YinyangEStep)
@@ -115,6 +116,14 @@ def test_lloyd_on_a_memmap_larger_than_memory_reads_blocks(tmp_path, monkeypatch
     assert "scan" in chunked.seconds_  # read in blocks, not as an array
     _assert_same_fit(chunked, in_memory, X)
     assert isinstance(chunked.labels_, np.ndarray)
+    # a fixed point: the labels the blocks hold are the final ones, no labelling pass
+    assert in_memory.history_[-1]["n_changed"] == 0 and chunked.cost_["labels"] == 0
+    with pytest.warns(ConvergenceWarning):  # not at a fixed point: a labelling pass
+        stopped = lloyd(5, seed=init, max_iter=2).fit(X_mm)
+        reference = lloyd(5, seed=init, max_iter=2).fit(X)
+    assert stopped.cost_["labels"] == 5 * len(X)
+    assert_labels_equal_up_to_ties(X, stopped.cluster_centers_, stopped.labels_,
+                                   reference.labels_, rtol=1e-5)
 
 
 def test_gmm_on_chunks_ends_where_the_in_memory_fit_ends(da, client, tmp_path, monkeypatch):

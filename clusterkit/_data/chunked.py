@@ -215,6 +215,13 @@ class ChunkedData:
         return self._map_state(func, tuple(args), list(states),
                                progress or (lambda done, total: None))
 
+    def per_row(self, func, states, dtype, total):
+        """``func(state)`` of every chunk's state (:meth:`map_chunks_with_state`), one value
+        per row, as one array, with ``total``, as this data's results are returned: NumPy
+        (and a float) here; a lazy dask array (and a 0-d one) for a dask array, each chunk's
+        part computed where its state is."""
+        return np.concatenate([func(state) for state in states]), float(total)
+
     def rows(self, rows):
         """The given rows (increasing) and their weights, in memory, read chunk by chunk
         (in the fit's frame if the data have one).

@@ -91,12 +91,28 @@ class DaskChunks(ChunkedData):
             progress(done, self.shape[0])
         return client.gather(results), pairs
 
+    def per_row(self, func, states, dtype, total):
+        dask, da = import_dask()
+        if _distributed_client() is None:  # (states held here)
+            values, total = super().per_row(func, states, dtype, total)
+            return da.from_array(values, chunks=(self.chunk_rows,)), da.asarray(total)
+        # a state is its chunk's last (result, state) pair, on its worker
+        call = dask.delayed(_of_pair, pure=True)
+        parts = [da.from_delayed(call(func, pair), shape=(n,), dtype=dtype)
+                 for pair, n in zip(states, self.chunk_rows)]
+        return da.concatenate(parts), da.asarray(total)
+
     def nearest(self, x_mean, centers, progress=None):
         nearest = map_rows(self._X, _nearest_rows, (x_mean, centers, self.unit_rows),
                            dtype=_NEAREST)
         dist2 = nearest["dist2"]
         inertia = (dist2 if self._w is None else dist2 * self._w).sum()
         return nearest["label"], inertia, 0
+
+
+def _of_pair(func, pair):
+    """``func`` of the state of a chunk's ``(result, state)`` pair."""
+    return func(pair[1])
 
 
 def _with_last_state(X, sample_weight, func, pair, args):

@@ -490,12 +490,16 @@ class Driver:
         block by block). Rows of the fit's copy are in the run's order (``state.order``) and
         are mapped back. Data in row chunks are labelled chunk by chunk: lazily for a dask
         array (a dask array of labels and a 0-d one of the inertia; nothing is counted),
-        block by block for a memmap."""
+        block by block for a memmap; a run on all their rows that ended at a fixed point
+        keeps the labels its chunks hold (:meth:`ChunkedSteps.last_labels`)."""
         state, centers = self.state, run.centers
 
         def progress(done, total):
             state.progress("labels", done, total, "rows")
         if isinstance(X, _chunked.ChunkedData):
+            kept = self.chunked and self.chunked.last_labels(run)  # (as for a fixed point)
+            if kept:
+                return kept
             labels, inertia, n_evals = X.nearest(self.x_mean, centers, progress)
             state.count("labels", n_evals)
             return labels, inertia

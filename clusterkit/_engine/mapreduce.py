@@ -133,6 +133,11 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
     return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state)
 
 
+def _chunk_labels(chunk):
+    """A chunk's labels from its last step."""
+    return chunk.labels
+
+
 def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
     """The weighted squared distance of the chunk's rows to their nearest centres, and the
     distance evaluations (the state passes through)."""
@@ -200,12 +205,25 @@ class ChunkedSteps:
     def __init__(self, data, composition, state):
         self.data, self.composition, self.state = data, composition, state
         self.chunks = [None] * data.n_chunks
+        self.run = None  # the run the chunks' states belong to
         #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
         self.full = composition.schedule.full_batch
 
     def start(self):
         """A new run: every chunk's state starts afresh."""
         self.chunks = [None] * self.data.n_chunks
+        self.run = self.state.run
+
+    def last_labels(self, run):
+        """``labels_`` and ``inertia_`` of ``run`` from the chunks' last labels and the last
+        step's quantization error, if ``run`` is the last run of full batches and ended at a
+        fixed point: they are then the rows' nearest final centres, as the fit in memory
+        keeps its run's last labels. ``None`` otherwise."""
+        if not (self.full and run is self.run
+                and run.at_fixed_point(self.state.strict_convergence)):
+            return None
+        return self.data.per_row(_chunk_labels, self.chunks, np.int32,
+                                 run.history[-1]["qe"])
 
     def _map(self, func, *args, progress=None):
         results, self.chunks = self.data.map_chunks_with_state(func, args, self.chunks,
