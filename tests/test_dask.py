@@ -10,10 +10,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from clusterkit import LWCS, Clusterer, FitState, KMeansPlusPlus, NoReduction
+from clusterkit import LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, NoReduction
 from clusterkit._data import chunked as _chunked
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import lwcs_lloyd, slk_bo, vc_gmm
+from clusterkit.presets import (lwcs_lloyd, nmbatch, slk_bo, var_gmm_s, var_kmeans_s,
+                                vc_gmm)
 
 from ._helpers import assert_labels_equal_up_to_ties
 
@@ -255,13 +256,27 @@ def _nbytes(value):
 # -- compositions and validation ----------------------------------------------------------
 
 
-def test_dask_fit_needs_a_chunked_reducer(da, client):
+def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
     Xd = da.from_array(_blobs(2_000, 3, 4, 11)[0], chunks=(500, 3))
-    with pytest.raises(ValueError, match=r"needs a reducer that works on row chunks, "
-                                         r"reduce=LWCS\(\.\.\.\).*reduce=NoReduction"):
-        Clusterer(4).fit(Xd)
-    with pytest.raises(ValueError, match="LWCS"):
-        Clusterer(4, reduce=NoReduction()).fit(Xd)
+    supported = (r"runs on all the rows with FullEStep \(or a bounded E-step on full "
+                 r"batches\), a HardMStep, SoftMStep or SphericalMStep, full batches or "
+                 r"uniform mini-batches and no refiner \(presets.lloyd, presets.elkan, "
+                 r"presets.gmm, presets.spherical_kmeans, presets.minibatch\), or on a "
+                 r"coreset with a "
+                 r"reducer that works on row chunks, reduce=LWCS\(\.\.\.\)")
+    with pytest.raises(ValueError, match=supported + r".*estep=PartialEStep cannot run "
+                                                     r"chunk by chunk yet"):
+        var_kmeans_s(4).fit(Xd)
+    with pytest.raises(ValueError, match=r"estep=ElkanEStep cannot run"):  # (its bounds)
+        Clusterer(4, estep="elkan", schedule="minibatch").fit(Xd)
+    with pytest.raises(ValueError, match=r"schedule=MiniBatch cannot run chunk by chunk"):
+        Clusterer(4, schedule=MiniBatch(sampling="weighted")).fit(Xd)
+    with pytest.raises(ValueError, match=r"estep=ElkanEStep, schedule=NestedDoubling cannot"):
+        nmbatch(4).fit(Xd)
+    with pytest.raises(ValueError, match=r"estep=PartialEStep cannot run"):
+        var_gmm_s(4).fit(Xd)
+    with pytest.raises(ValueError, match=r"refine=Breathing"):
+        Clusterer(4, refine="breathing").fit(Xd)
     with pytest.raises(ValueError, match="LWCS"):  # SLK needs the whole data (its graph)
         slk_bo(4).fit(Xd)
     with pytest.raises(ValueError, match="LaplacianEStep"):

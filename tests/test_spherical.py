@@ -213,10 +213,11 @@ def test_bad_input_is_refused_clearly():
         Clusterer(3, mstep="spherical", schedule=SBEDecay()).fit(X)
 
 
-def test_refuses_to_fit_dask_arrays_but_predicts_them():
+def test_fits_dask_arrays_on_all_rows_not_on_a_coreset_and_predicts_them():
     da = pytest.importorskip("dask.array")
     X, _ = directions(n_samples=50)
-    with pytest.raises(ValueError, match="spherical M-step .* Pass X.compute"):
+    with pytest.raises(ValueError, match=r"spherical M-step .* not on a coreset of them; use "
+                                         r"reduce=None .* or pass X.compute\(\)"):
         Clusterer(3, mstep="spherical", reduce="lwcs").fit(da.from_array(X, chunks=20))
     km = presets.spherical_kmeans(3, random_state=0).fit(X)
     lazy = da.from_array(5 * X, chunks=20)

@@ -1,29 +1,31 @@
 """Data held in row chunks: dask arrays and NumPy memmaps, read one block of rows at a time.
 
-A fit on such data never holds them in memory: :class:`ChunkedData` gives the reducer a
-sequence of row blocks and runs a function on each (:meth:`ChunkedData.map_chunks`), on the
+A fit on such data never holds them in memory: :class:`ChunkedData` gives the reducer (or
+the driver's steps on all the rows, :mod:`clusterkit._engine.mapreduce`) a sequence of row
+blocks and runs a function on each (:meth:`ChunkedData.map_chunks`), on the
 workers of a dask cluster (:class:`DaskChunks`) or in this process, one block after the other
 (:class:`MemmapChunks`); only what the function returns reaches the caller. The first pass,
 :meth:`ChunkedData.scan`, validates the data (finite values, weights) and gives every chunk's
 weight, mean and sum of squared deviations, which the driver and the reducer combine exactly.
 
-This is the only module that imports dask, and only when a dask array is used; without dask
-the rest of clusterkit (memmaps included) works, and a dask path raises an ``ImportError``
-naming the optional extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
+This module and :mod:`clusterkit._data.dask_chunks` (:class:`DaskChunks`) are the only ones
+that import dask, and only when a dask array is used; without dask the rest of clusterkit
+(memmaps included) works, and a dask path raises an ``ImportError`` naming the optional
+extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
 the workers: there they use one OpenMP thread, since dask runs the tasks in parallel.
 """
+import copy
 import numbers
-from dataclasses import dataclass
 
 import numpy as np
 
-from .._estimator.validation import (check_range, check_weight_counts, check_weight_shape,
-                                     count_weight_problems)
-from .._kernels._lwcs import moments_weighted
-from .nearest import nearest, single_threaded_blas
+from .._estimator.validation import (available_memory, check_range, check_weight_counts,
+                                     check_weight_shape, unit_rows)
+from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
+from .nearest import centred_copy, nearest
 
 __all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
-           "import_dask", "is_dask_array", "map_rows", "row_weights"]
+           "exceeds_memory", "import_dask", "is_dask_array", "map_rows", "row_weights"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
@@ -57,126 +59,43 @@ def _fit_dtype(dtype, what="X"):
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
 
 
-@dataclass(frozen=True)
-class ChunkMoments:
-    """What the first pass knows about each chunk of rows (float64 throughout).
-
-    Attributes
-    ----------
-    n_rows : ndarray of shape (n_chunks,), dtype=int64
-    weight : ndarray of shape (n_chunks,)
-        ``W_c = sum_{n in c} w_n``.
-    mean : ndarray of shape (n_chunks, n_features)
-        The chunk's weighted mean ``mu_c`` (zeros where ``W_c = 0``).
-    m2 : ndarray of shape (n_chunks,)
-        ``M2_c = sum_{n in c} w_n ||x_n - mu_c||^2``.
-    low, high : ndarray of shape (n_features,)
-        Smallest and largest value of every feature over all rows (``inf`` and ``-inf`` for
-        data validated already, which are not searched for them).
-    heaviest : float
-        The largest weight the fit uses (1 without ``sample_weight``; 0 for data validated
-        already, whose weights are not searched).
-    row_sum : ndarray of shape (n_chunks, n_features)
-        Every chunk's unweighted sum of rows, in the data's dtype (what :attr:`row_mean`
-        adds up).
-    """
-
-    n_rows: np.ndarray
-    weight: np.ndarray
-    mean: np.ndarray
-    m2: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    heaviest: float = 0.0
-    row_sum: np.ndarray = None
-
-    @property
-    def total_weight(self):
-        """``W = sum_c W_c``."""
-        return float(self.weight.sum())
-
-    @property
-    def global_mean(self):
-        """The weighted mean of all rows, ``mu = sum_c W_c mu_c / W``."""
-        return (self.weight @ self.mean) / self.total_weight
-
-    @property
-    def row_mean(self):
-        """The unweighted mean of all rows, in the data's dtype, computed as
-        :func:`~clusterkit._data.nearest.data_mean` computes it for an array in memory (its sum of
-        rows divided by their number; bit-identical for data in one chunk): the centring of
-        a fit, the same for the same rows on every container."""
-        return self.row_sum.sum(axis=0, dtype=self.row_sum.dtype) / int(self.n_rows.sum())
-
-    @property
-    def chunk_spread(self):
-        """``S_c = sum_{n in c} w_n ||x_n - mu||^2 = M2_c + W_c ||mu_c - mu||^2`` (exact: the
-        parallel-variance formula), of shape (n_chunks,)."""
-        shift = self.mean - self.global_mean
-        return self.m2 + self.weight * np.einsum("ij,ij->i", shift, shift)
-
-    @property
-    def spread(self):
-        """``S = sum_n w_n ||x_n - mu||^2 = sum_c S_c``."""
-        return float(self.chunk_spread.sum())
-
-
-def fit_weights(sample_weight, n_rows, dtype):
-    """A block's weights as the fit sees them: rounded to the data's ``dtype`` (as
-    ``check_sample_weight`` rounds in-memory weights), held in float64; ones for ``None``."""
-    if sample_weight is None:
-        return np.ones(n_rows)
-    return np.asarray(sample_weight).astype(dtype).astype(np.float64)
-
-
-def _block_moments(X, sample_weight, n_threads, check):
-    """Pass 1 on one block: validity counts and the block's moments.
-
-    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high,
-    heaviest, row_sum)``; the moments are zeros when the block has invalid entries (the caller
-    raises). The sums run in float64 in the ``moments_weighted`` kernel, with the weights the
-    fit uses (:func:`fit_weights`), so that a block gives the same numbers whatever holds
-    it; ``low``, ``high`` and the largest weight ``heaviest`` are what the range check
-    (:func:`~clusterkit._estimator.validation.check_range`) reads, found in the same pass. Without
-    ``check`` (data validated already) the weights are not counted (``weight_counts`` is
-    ``None``, ``heaviest`` 0).
-    """
-    n_rows, n_features = X.shape
-    weight_counts = (None if not check
-                     else np.array([0, 0, n_rows, 0, 0], dtype=np.int64) if sample_weight is None
-                     else count_weight_problems(sample_weight, X.dtype))
-    zeros = (0.0, np.zeros(n_features), 0.0, np.full(n_features, np.inf),
-             np.full(n_features, -np.inf), 0.0, np.zeros(n_features, dtype=X.dtype))
-    if n_rows == 0 or check and (weight_counts[0] or weight_counts[1]):
-        return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros)
-    mean, low, high = np.empty(n_features), np.empty(n_features), np.empty(n_features)
-    weights = fit_weights(sample_weight, n_rows, X.dtype)
-    total, m2 = moments_weighted(X, weights, mean, low, high, check, n_threads)
-    # NaN or infinity in X make the sums non-finite: count them only then (finite data whose
-    # sums overflow are left to the caller's range check)
-    if check and not np.isfinite([total, m2, *mean, *low, *high]).all():
-        n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
-        if n_nonfinite:
-            return (n_nonfinite, weight_counts, n_rows, *zeros)
-    heaviest = float(weights.max()) if check else 0.0
-    # the centring's sum in the data's dtype, as NumPy's mean of an array in memory sums
-    row_sum = X.sum(axis=0)
-    return (0, weight_counts, n_rows, total, mean, m2, low, high, heaviest, row_sum)
-
-
 def _whole_block(X, sample_weight):
     """The block itself and its weights (ones when none were given)."""
     weights = np.ones(X.shape[0]) if sample_weight is None else sample_weight
     return X, weights
 
 
-def _call_on_block(func, X, sample_weight, dtype, args):
+#: What a block function gets as its chunk's state when no state is kept.
+_NO_STATE = object()
+
+
+def _call_on_block(func, X, sample_weight, dtype, args, frame=None, n_threads=1,
+                   state=_NO_STATE, unit=False):
     """``func(X, w, *args)`` with the block as a C-contiguous array of ``dtype`` and its
-    weights as float64 (or ``None``): what every function given to ``map_chunks`` sees."""
+    weights as float64 (or ``None``): what every function given to ``map_chunks`` sees.
+
+    In a fit's ``frame`` (:meth:`ChunkedData.in_frame`, the fit's mean) the block is centred
+    on it, as the fit's centred copy of data in memory is (the same kernel, value for value),
+    and the weights are those of the fit, in ``dtype`` (ones without ``sample_weight``). With
+    a ``state`` the call is ``func(X, w, state, *args)``. With ``unit`` (a spherical model's
+    data, :attr:`ChunkedData.unit_rows`) every row is first scaled to unit norm.
+    """
     X = np.ascontiguousarray(X, dtype=dtype)
-    if sample_weight is not None:
+    if unit:
+        X = unit_rows(X, "X's row chunk")
+    if frame is not None:
+        X = centred_copy(X, frame, n_threads)[0]
+        sample_weight = fit_weights(sample_weight, X.shape[0], dtype).astype(dtype)
+    elif sample_weight is not None:
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    return func(X, sample_weight, *args)
+    if state is _NO_STATE:
+        return func(X, sample_weight, *args)
+    return func(X, sample_weight, state, *args)
+
+
+def _pick_rows(X, sample_weight, rows):
+    """The ``rows`` of a block and their weights (``None`` if none were given)."""
+    return X[rows], None if sample_weight is None else sample_weight[rows]
 
 
 class ChunkedData:
@@ -211,6 +130,10 @@ class ChunkedData:
     """
 
     in_process = False
+    #: Whether every block is scaled to unit rows before any function sees it (the data of a
+    #: spherical model, :attr:`MStep.spherical <clusterkit.MStep.spherical>`; set by
+    #: :func:`chunked_data`).
+    unit_rows = False
 
     ndim = 2
 
@@ -223,6 +146,7 @@ class ChunkedData:
         self.weighted = weighted
         self.validated = validated
         self._moments = None
+        self._frame = None
 
     @property
     def chunk_starts(self):
@@ -255,6 +179,104 @@ class ChunkedData:
         chunks = range(self.n_chunks) if chunks is None else [int(c) for c in chunks]
         args = [()] * len(chunks) if args is None else [tuple(a) for a in args]
         return self._map(func, chunks, args, progress or (lambda done, total: None))
+
+    def in_frame(self, x_mean):
+        """This data as a fit's iterations read them: every block centred on ``x_mean`` (the
+        fit's mean, in :attr:`dtype`) and weighted by the fit's weights in :attr:`dtype` (ones
+        without ``sample_weight``), as the fit's centred copy of data in memory is. A new
+        object; the first pass's results are shared."""
+        framed = copy.copy(self)
+        framed._frame = np.ascontiguousarray(x_mean, dtype=self.dtype)
+        return framed
+
+    def map_chunks_with_state(self, func, args, states, progress=None):
+        """Run ``func`` on every chunk with the state it keeps for that chunk between calls.
+
+        ``func(X_chunk, sample_weight_chunk, state, *args)`` returns ``(result, state)``: the
+        results come back to this process, in chunk order; each new state stays where its
+        chunk ran (on the worker, as a future of a ``dask.distributed`` cluster; here for a
+        memmap or another dask scheduler) and goes to the next call on the same chunk.
+
+        Parameters
+        ----------
+        func : callable
+            A module-level function (it is pickled for the workers).
+        args : tuple
+            The same extra arguments for every chunk (put into a dask graph once).
+        states : list
+            One state per chunk (``None`` for a first call), as the last call returned.
+        progress : callable or None, default=None
+            As for :meth:`map_chunks`.
+
+        Returns
+        -------
+        results, states : list
+        """
+        return self._map_state(func, tuple(args), list(states),
+                               progress or (lambda done, total: None))
+
+    def per_row(self, func, states, dtype, total):
+        """``func(state)`` of every chunk's state (:meth:`map_chunks_with_state`), one value
+        per row, as one array, with ``total``, as this data's results are returned: NumPy
+        (and a float) here; a lazy dask array (and a 0-d one) for a dask array, each chunk's
+        part computed where its state is."""
+        return np.concatenate([func(state) for state in states]), float(total)
+
+    def rows(self, rows):
+        """The given rows (increasing) and their weights, in memory, read chunk by chunk
+        (in the fit's frame if the data have one).
+
+        Returns
+        -------
+        X : ndarray of shape (n_rows, n_features)
+        sample_weight : ndarray of shape (n_rows,)
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = self.chunk_starts
+        chunk_of = np.searchsorted(starts, rows, side="right") - 1
+        chunks = np.unique(chunk_of)
+        raw = copy.copy(self)  # the rows as read; only they are put in the frame, here
+        raw._frame, raw.unit_rows = None, False
+        parts = raw.map_chunks(_pick_rows, [(rows[chunk_of == c] - starts[c],) for c in chunks],
+                               chunks)
+        X = (np.concatenate([p[0] for p in parts]) if parts
+             else np.empty((0, self.shape[1]), self.dtype))
+        if self.unit_rows:
+            X = unit_rows(X)
+        weights = np.concatenate([np.ones(len(p[0])) if p[1] is None else p[1] for p in parts]
+                                 + [np.empty(0)])
+        if self._frame is None:
+            return X, weights
+        # (row by row, the values _call_on_block gives the whole chunk in the frame)
+        return (centred_copy(X, self._frame, self.n_threads)[0],
+                fit_weights(weights, len(weights), self.dtype).astype(self.dtype))
+
+    def sample(self, size, random_state):
+        """A uniform sample of ``size`` rows (all rows if ``size >= n_samples``) in the fit's
+        frame, and their weights rescaled so that they add up to the data's total weight.
+
+        Drawn as :class:`~clusterkit.SampledSeeder` draws from data in memory (``size``
+        distinct rows, without replacement, by ``random_state``'s ``choice`` over the rows
+        with positive weight), so that on data whose weights are all positive the sample is
+        the same rows, the same weights, whatever holds the data; rows with zero weight are
+        drawn like the others (they cannot be told apart without another pass). Only the
+        sample reaches this process.
+
+        Returns
+        -------
+        X : ndarray of shape (size, n_features)
+        sample_weight : ndarray of shape (size,), dtype=dtype
+        """
+        n_samples = self.shape[0]
+        if size >= n_samples:
+            rows = np.arange(n_samples)
+        else:
+            rows = np.sort(random_state.choice(n_samples, size, replace=False))
+        X, weights = self.rows(rows)
+        total = weights.sum(dtype=np.float64)
+        if total > 0:
+            weights = (weights * (self.scan().total_weight / total)).astype(self.dtype)
+        return X, weights
 
     def scan(self, progress=None):
         """The first pass: validate every chunk and return their :class:`ChunkMoments`.
@@ -298,6 +320,11 @@ class ChunkedData:
                         (moments.total_weight, moments.heaviest))
         self._moments = moments
         return moments
+
+    def _map_state(self, func, args, states, progress):
+        pairs = self._map(_with_state, range(self.n_chunks),
+                          [(func, state, args) for state in states], progress)
+        return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def gather(self):
         """All rows and their weights, in memory (for data no larger than a coreset).
@@ -367,10 +394,12 @@ class MemmapChunks(ChunkedData):
         for c, chunk_args in zip(chunks, args):
             rows = slice(starts[c], starts[c] + self.chunk_rows[c])
             w = None if self._w is None else self._w[rows]
-            results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args))
+            results.append(_call_on_block(func, self._X[rows], w, self.dtype, chunk_args,
+                                          self._frame, self.n_threads, unit=self.unit_rows))
             done += self.chunk_rows[c]
             progress(done, total)
         return results
+
 
     def take(self, rows):
         return np.ascontiguousarray(self._X[rows], dtype=self.dtype)
@@ -391,61 +420,10 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     return labels, float(dist2.sum() if sample_weight is None else sample_weight @ dist2), n_evals
 
 
-def _nearest_rows(X, x_mean, centers):
-    """Labels and squared distances of one chunk of a dask array, as one structured array
-    (``"label"`` int32, ``"dist2"`` float64), so that both come from a single task."""
-    X = np.ascontiguousarray(X, dtype=centers.dtype)
-    with single_threaded_blas():  # as in fit: the kernel calls gemm per tile
-        labels, dist2, _ = nearest(X, x_mean, centers, 1)
-    out = np.empty(X.shape[0], dtype=_NEAREST)
-    out["label"], out["dist2"] = labels, dist2
-    return out
-
-
-_NEAREST = np.dtype([("label", np.int32), ("dist2", np.float64)])
-
-
-class DaskChunks(ChunkedData):
-    """A row-chunked dask array: every block function is a task on the dask scheduler in use
-    (a ``dask.distributed`` client if one is active); only the results come back.
-
-    A chunking along the columns is merged into one column chunk first; ``sample_weight``
-    (a dask array, or an array that is split like ``X``) gets ``X``'s row chunks.
-    """
-
-    def __init__(self, X, sample_weight):
-        import_dask()
-        if X.numblocks[1] > 1:
-            X = X.rechunk({1: -1})
-        super().__init__(X.shape, _fit_dtype(X.dtype), X.chunks[0], 1,
-                         sample_weight is not None)
-        self._X = X
-        self._w = row_weights(sample_weight, X)
-
-    def _map(self, func, chunks, args, progress):
-        dask, _ = import_dask()
-        from dask.callbacks import Callback
-        blocks = self._X.to_delayed().ravel()
-        weights = ([None] * self.n_chunks if self._w is None
-                   else self._w.to_delayed().ravel())
-        call = dask.delayed(_call_on_block)
-        tasks = [call(func, blocks[c], weights[c], self.dtype, a) for c, a in zip(chunks, args)]
-        rows = {task.key: self.chunk_rows[c] for task, c in zip(tasks, chunks)}
-        done, total = [0], sum(rows.values())
-
-        def finished(key, result, graph, scheduler_state, worker_id):
-            if key in rows:  # one of our chunks (not a task reading the data)
-                done[0] += rows[key]
-                progress(done[0], total)
-
-        with Callback(posttask=finished):
-            return list(dask.compute(*tasks))
-
-    def nearest(self, x_mean, centers, progress=None):
-        nearest = map_rows(self._X, _nearest_rows, (x_mean, centers), dtype=_NEAREST)
-        dist2 = nearest["dist2"]
-        inertia = (dist2 if self._w is None else dist2 * self._w).sum()
-        return nearest["label"], inertia, 0
+def _with_state(X, sample_weight, func, state, args):
+    """``func(X, w, state, *args)``: a block function with its chunk's state, as a plain
+    block function whose extra arguments are the function, the state and ``args``."""
+    return func(X, sample_weight, state, *args)
 
 
 def row_weights(sample_weight, X):
@@ -485,7 +463,16 @@ def _check_structure(X):
         raise ValueError(f"X has {X.shape[1]} features; at least 1 is required.")
 
 
-def chunked_data(X, sample_weight, n_threads):
+def exceeds_memory(X):
+    """Whether a fit's centred copy of the array ``X`` (in the fit's dtype) would take more
+    than half the memory available (``False`` where that is not known): such a memmap is
+    read in row chunks, as a dask array is."""
+    available = available_memory()
+    return (available is not None
+            and X.shape[0] * X.shape[1] * _fit_dtype(X.dtype).itemsize > available // 2)
+
+
+def chunked_data(X, sample_weight, n_threads, unit_rows=False):
     """:class:`ChunkedData` over a dask array or a memmap ``X`` (structure checked, values
     not yet: :meth:`ChunkedData.scan` does that).
 
@@ -495,11 +482,19 @@ def chunked_data(X, sample_weight, n_threads):
     sample_weight : array-like of shape (n_samples,), dask array, number or None
     n_threads : int
         OpenMP threads of kernels run in this process (memmaps).
+    unit_rows : bool, default=False
+        Scale every row to unit norm (:attr:`ChunkedData.unit_rows`).
 
     Returns
     -------
     data : ChunkedData
     """
+    data = _chunked_data(X, sample_weight, n_threads)
+    data.unit_rows = unit_rows
+    return data
+
+
+def _chunked_data(X, sample_weight, n_threads):
     _check_structure(X)
     _fit_dtype(X.dtype)
     if is_dask_array(X):
@@ -551,3 +546,7 @@ def map_rows(X, func, args, dtype, n_columns=None):
         return X.map_blocks(func, *shared, dtype=dtype, drop_axis=1, meta=np.empty(0, dtype))
     return X.map_blocks(func, *shared, dtype=dtype, chunks=(X.chunks[0], (n_columns,)),
                         meta=np.empty((0, 0), dtype))
+
+
+# (last: DaskChunks subclasses ChunkedData and reads the helpers above)
+from .dask_chunks import DaskChunks  # noqa: E402

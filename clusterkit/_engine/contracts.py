@@ -47,6 +47,7 @@ from abc import ABC, abstractmethod
 from collections import namedtuple
 
 from .assignment import QUANTIZATION_ERROR
+from .refining import Refiner
 from .strategy import _RunStrategy, _Strategy
 
 __all__ = ["Composition", "Seeder", "Seeding", "DataReducer", "EStep", "MStep", "Schedule",
@@ -117,6 +118,15 @@ class Seeder(_Strategy, ABC):
         ``Seeding(self.seed(...), None)``; a seeder that finds each sample's nearest centre as
         a by-product overrides it (its :meth:`seed` returns ``seeding(...).centers``)."""
         return Seeding(self.seed(X, sample_weight, n_clusters, state), None)
+
+    def seeding_chunked(self, data, n_clusters, state):
+        """The :class:`Seeding` of data in row chunks (a fit on all their rows): by default
+        :meth:`seeding` on a uniform sample of ``state.seeding_rows`` rows
+        (``data.sample``, drawn by ``state.random_state``; only the sample is read), without
+        labels. ``data`` is a :class:`~clusterkit._data.chunked.ChunkedData` in the fit's
+        frame."""
+        X, sample_weight = data.sample(state.seeding_rows or data.shape[0], state.random_state)
+        return Seeding(self.seeding(X, sample_weight, n_clusters, state).centers, None)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -230,6 +240,15 @@ class EStep(_RunStrategy, ABC):
         M-step whose :attr:`MStep.objective` is not among them. ``None`` (the default)
         declares nothing and is not checked: an E-step written for one M-step computes that
         M-step's objective. The built-in E-steps declare theirs.
+    chunks : bool
+        Class attribute: ``True`` if :meth:`assign` may run on each row chunk of data held in
+        chunks with a state of its own per chunk (:meth:`init_state` called on the chunk,
+        kept with it between steps), as a fit on all the rows of a dask array or a memmap
+        runs it (:mod:`clusterkit._engine.mapreduce`). ``False`` by default.
+    per_sample_state : bool
+        Class attribute: whether :meth:`init_state` keeps something per sample that later
+        calls read (bounds, winners); ``True`` by default. An E-step without it (its state
+        only its output buffers) can also assign mini-batches read from row chunks.
 
     Notes
     -----
@@ -243,6 +262,8 @@ class EStep(_RunStrategy, ABC):
 
     exact = False
     objectives = None
+    chunks = False
+    per_sample_state = True
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):
@@ -324,6 +345,10 @@ class MStep(_RunStrategy, ABC):
         centres to unit Euclidean norm, refusing rows of zero norm, and does not centre them:
         the strategies see unit rows in the frame of the origin, and the M-step must return
         unit-norm centres. ``False`` by default.
+    chunk_rules : tuple of str
+        Class attribute: the batch rules under which the M-step can update from sufficient
+        statistics summed over row chunks (:meth:`statistics`, :meth:`update_statistics`),
+        as a fit on all the rows of data in chunks needs. Empty by default.
     """
 
     needs_resp = False
@@ -331,6 +356,7 @@ class MStep(_RunStrategy, ABC):
     update_rules = ("replace",)
     fixed_point_rules = ()
     spherical = False
+    chunk_rules = ()
 
     def reads_batch_sums(self, center_update):
         """Whether :meth:`update` under the batch rule ``center_update`` reads the per-cluster
@@ -360,6 +386,19 @@ class MStep(_RunStrategy, ABC):
             (see the M-step's Notes).
         """
 
+    def statistics(self, X, sample_weight, assignment, centers, state):
+        """The sufficient statistics of one row chunk (:attr:`chunk_rules`), parameters as
+        :meth:`update`: a dict of arrays (float64 when summed), each a sum over the chunk's
+        rows, so that the statistics of all the data are the chunks' added up."""
+        raise NotImplementedError(f"{type(self).__name__} cannot update from row chunks.")
+
+    def update_statistics(self, statistics, centers, far_rows, state):
+        """New centres from the statistics of all the data (the chunks' :meth:`statistics`
+        added up in chunk order), as :meth:`update` would return them; ``far_rows(k)`` gives
+        the rows an empty cluster may move to (:class:`~clusterkit._engine.mapreduce.FarRows`,
+        one more pass over the chunks)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot update from row chunks.")
+
 
 class Schedule(_RunStrategy, ABC):
     """Decides which rows each step works on and when to stop.
@@ -381,11 +420,18 @@ class Schedule(_RunStrategy, ABC):
         Class attribute: ``True`` if ``Clusterer.partial_fit`` may run with this schedule (one
         whose ``fit`` means the same model on the caller's batches: full batches, uniform
         mini-batches; see :meth:`stream_schedule`). ``False`` by default.
+    chunk_batches : bool
+        Class attribute (or a property): ``True`` if the schedule can run on data in row
+        chunks: it keeps the data's order (no :meth:`order`), draws its batches without
+        reading the data or the weights of all rows, and weighs a batch by its rows' own
+        weights (:meth:`batch_weight`'s default), so that a batch can be read from the
+        chunks that hold its rows. ``False`` by default.
     """
 
     full_batch = False
     center_update = "replace"
     streams = False
+    chunk_batches = False
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
         """How many of the ``n_samples`` rows a seeding is worth for this schedule (all by
@@ -528,68 +574,3 @@ class Schedule(_RunStrategy, ABC):
             # counts as zero: its changes are noise, which can cycle forever.
             scale = max(scale, state.qe_resolution)
         return abs(f_new - f_old) <= tol * scale
-
-
-class Refiner(_Strategy, ABC):
-    """Improves the centres of a run that ended on its own (converged, or its schedule's
-    batches ran out).
-
-    Attributes
-    ----------
-    objectives : tuple of Objective or None
-        Class attribute: the M-step objectives (:attr:`MStep.objective`) it can refine; the
-        driver refuses any other M-step. ``None`` declares nothing (a refiner that changes
-        nothing).
-    refines : bool
-        Class attribute: whether :meth:`refine` may change a run (``True`` by default);
-        :class:`~clusterkit.NoRefinement` declares ``False``, and a fit then has no
-        refinement phase (and may stream).
-
-    Notes
-    -----
-    The refiner sees the fit's data as the run did (reduced and centred) and the run itself
-    (a :class:`~clusterkit.Run`: its final centres are ``run.centers``, its objective
-    ``run.objective_value``). ``iterate(centers)`` runs the composition's iterations from
-    ``centers`` as a new run would after seeding: fresh per-run states, the same stopping
-    rules, ``max_iter`` per call. It returns that new run (its centres, labels, history and
-    strategies' states); with a mini-batch schedule each call spends the schedule's whole
-    budget again. A run whose ``max_iter`` or callback ended it is not refined; a callback
-    that stops the fit during a round ends the refinement, and the fit keeps the run it was
-    refining.
-
-    :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
-    returned, never one with a worse objective on the fit's data than the run it was given.
-    It counts its own distance evaluations under ``state.count("refinement", n)`` (the
-    iterations count theirs in their phases) and records one dict per round in
-    ``state.refinement_log`` (the estimator's ``refinement_log_``), with at least
-    ``"objective"`` and ``"kept"``; outside its ``iterate`` calls ``state.run`` is the run it
-    refines.
-    """
-
-    objectives = None
-    refines = True
-
-    def fitted_attributes(self, state):
-        """``refinement_log_``: the kept run's rounds (``state.refinement_log``)."""
-        return {"refinement_log_": list(state.refinement_log)}
-
-    @abstractmethod
-    def refine(self, X, sample_weight, run, iterate, state):
-        """Return the refined run.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features)
-            The data the run fitted (after reduction, centred).
-        sample_weight : ndarray of shape (n_samples,)
-        run : Run
-            The run to refine; ``run.centers`` are its final centres.
-        iterate : callable
-            ``iterate(centers) -> Run``: the composition's iterations from ``centers``.
-        state : FitState
-
-        Returns
-        -------
-        run : Run
-            ``run`` itself or the run one ``iterate`` call returned.
-        """

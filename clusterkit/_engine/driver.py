@@ -18,9 +18,11 @@ from .._data import chunked as _chunked
 from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
 from .._estimator.validation import check_n_clusters, check_representable, squared_diagonal
 from .assignment import Assignment
+from .mapreduce import ChunkedSteps, full_data_chunks, seeding_rows_of_chunks
 from .progress import QUIET, make_display
 from .run import Run
 from .state import FitState, variance_floor, weighted_sum
+from .strategy import strategy_array
 from .warn import warn
 
 __all__ = ["Driver", "Result"]
@@ -28,25 +30,6 @@ __all__ = ["Driver", "Result"]
 
 class _CallbackStop(Exception):
     """The callback stopped the fit during a refinement round."""
-
-
-def strategy_array(value, strategy, what, shape, dtype):
-    """What a strategy returned, as a C-contiguous ``dtype`` array of ``shape`` (``None``
-    matches any length); ``TypeError``/``ValueError`` naming the strategy otherwise.
-
-    User-written strategies plug into the driver, so their results are checked like user
-    input: a wrong shape or a NaN would otherwise surface far away, or not at all.
-    """
-    name = f"{type(strategy).__name__} returned {what}"
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
-        raise TypeError(f"{name} as {type(value).__name__}; expected a numeric ndarray.")
-    if value.ndim != len(shape) or any(n is not None and n != m
-                                       for n, m in zip(shape, value.shape)):
-        expected = tuple("any" if n is None else n for n in shape)
-        raise ValueError(f"{name} of shape {value.shape}; expected {expected}.")
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} with NaN or infinite entries.")
-    return np.ascontiguousarray(value, dtype=dtype)
 
 
 @dataclass
@@ -110,6 +93,7 @@ class Driver:
         self.x_mean = None
         self.box = None  # a fit's bounding box of the given rows, (low, high)
         self.centers = None  # a stream's current centres
+        self.chunked = None  # the steps of a fit on all the rows of data in chunks
         self._stream_display = None  # kept between a stream's batches (its bar)
 
     def __getstate__(self):
@@ -203,7 +187,8 @@ class Driver:
         with state.timed("scan"):
             moments = data.scan(
                 progress=lambda done, total: state.progress("scan", done, total, "rows"))
-        x_mean = moments.row_mean
+        # (a spherical model's frame is the origin, as in memory)
+        x_mean = np.zeros_like(moments.row_mean) if data.unit_rows else moments.row_mean
         self.say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
                     f"{state.seconds_by_phase['scan']:.3g} s")
         self.composition = self.composition._replace(seed=self.composition.seed.in_frame(x_mean))
@@ -219,6 +204,8 @@ class Driver:
         state, reducer, schedule = self.state, self.composition.reduce, self.composition.schedule
         X_given = X
         chunked = isinstance(X, _chunked.ChunkedData)
+        if full_data_chunks(X, reducer):  # every step reads all the rows, where they are
+            return self._prepare_chunks(X), None, False
         # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
         with state.timed("reduction"):
             if chunked:  # only the reduced set reaches this process
@@ -258,18 +245,38 @@ class Driver:
         centred, sum_of_squares = centred_copy(X, self.x_mean, state.n_threads, state.order)
         # the bounding box of all the given rows (zero weights included), as the range
         # check found it
-        self.set_precision(centred, sample_weight, sum_of_squares, squared_diagonal(*self.box))
+        self.set_precision(centred, float(sample_weight.sum(dtype=np.float64)), sum_of_squares,
+                           squared_diagonal(*self.box))
         return centred, sample_weight, reduced
 
-    def set_precision(self, X, sample_weight, sum_of_squares, diagonal2):
-        """The fit's precision limits from the centred data it runs on and the squared
-        diagonal ``diagonal2`` of the given data's bounding box (see :func:`variance_floor`)."""
+    def _prepare_chunks(self, data):
+        """:meth:`prepare` for a fit on all the rows of data in chunks: the data in the fit's
+        frame, the seeding's rows (a sample: :func:`seeding_rows_of_chunks`), the precision
+        limits from the first pass, and the map-reduce that runs the steps."""
+        state, schedule = self.state, self.composition.schedule
+        check_n_clusters(self.n_clusters, data.shape[0])
+        n_samples, n_features = data.shape
+        state.configure(seeding_rows=seeding_rows_of_chunks(
+            int(schedule.seeding_rows(n_samples, self.n_clusters, n_features)), data))
+        moments = data.scan()
+        framed = data.in_frame(self.x_mean)
+        # (the first pass's weighted spread about the weighted mean stands for the centred
+        # rows' sum of squares: the same for unit weights, up to rounding)
+        self.set_precision(framed, moments.total_weight,
+                           moments.spread * n_samples / moments.total_weight,
+                           squared_diagonal(*self.box))
+        self.chunked = ChunkedSteps(framed, self.composition, state)
+        return framed
+
+    def set_precision(self, X, total_weight, sum_of_squares, diagonal2):
+        """The fit's precision limits from the centred data it runs on (their total weight
+        and sum of squares) and the squared diagonal ``diagonal2`` of the given data's
+        bounding box (see :func:`variance_floor`)."""
         n_samples, n_features = X.shape
         variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
         self.state.configure(
             sigma2_floor=variance_floor(diagonal2, n_features, X.dtype),
-            qe_resolution=(float(np.finfo(X.dtype).eps) * variance * n_features
-                           * float(sample_weight.sum(dtype=np.float64))))
+            qe_resolution=float(np.finfo(X.dtype).eps) * variance * n_features * total_weight)
 
     def seed(self, X, sample_weight):
         """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1); the
@@ -277,7 +284,10 @@ class Driver:
         state, seeder = self.state, self.composition.seed
         evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
         with state.timed("seeding"):
-            seeding = seeder.seeding(X, sample_weight, self.n_clusters, state)
+            if self.chunked is not None:  # (a sample of the rows, read where they are)
+                seeding = seeder.seeding_chunked(X, self.n_clusters, state)
+            else:
+                seeding = seeder.seeding(X, sample_weight, self.n_clusters, state)
         centers = strategy_array(seeding.centers, seeder, "centres",
                                  (self.n_clusters, X.shape[1]), X.dtype)
         if seeding.labels is not None:
@@ -293,7 +303,10 @@ class Driver:
         schedule's stopping rule)."""
         state, strategies, run = self.state, self.composition, self.state.run
         with state.phase("init"):
-            run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
+            if self.chunked is not None:  # (kept by each chunk, or made for each mini-batch)
+                self.chunked.start()
+            else:
+                run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
             run.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
             run.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
                                                                 state)
@@ -304,7 +317,7 @@ class Driver:
         iterations ended: ``"converged"`` (the schedule's stopping rule held), ``"budget"``
         (the schedule's batches ran out), ``"max_iter"`` or ``"callback"``. Only a run that
         ended on its own (the first two) is refined."""
-        run = self.state.new_run(X.shape[0])
+        run = self.state.new_run(X.shape[0], per_sample=not (self.chunked and self.chunked.full))
         self.iterate(X, sample_weight, self.seed(X, sample_weight))
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
         if run.end in ("converged", "budget") and self.composition.refine.refines:
@@ -328,8 +341,8 @@ class Driver:
                                      "fit needs at least one iteration.")
                 run.end = "budget"
                 break
-            centers, first, first_weight = self.step(X, sample_weight, rows, centers)
-            if self.record(len(run.history) + 1, first, first_weight, centers):
+            centers, first, batch = self.step(X, sample_weight, rows, centers)
+            if self.record(len(run.history) + 1, first, batch, centers):
                 run.end = "callback"
                 break
             if schedule.should_stop(state, self.tol):
@@ -341,6 +354,8 @@ class Driver:
         """The objective of all rows at ``run``'s centres, for ``n_init`` to compare runs: one
         E-step of a throw-away run (with ``run``'s variance), so that no kept run changes."""
         state, estep = self.state, self.composition.estep
+        if self.chunked is not None:
+            return self.chunked.evaluate(run)
         scratch = state.new_run(X.shape[0])
         scratch.sigma2 = run.sigma2
         try:
@@ -399,9 +414,13 @@ class Driver:
     def step(self, X, sample_weight, rows, centers):
         """One step on the batch ``rows`` (or the list of batches of its inner steps).
 
-        Returns the new centres, and the first inner batch's assignment and weights: the
-        step's objective is at the parameters it started from.
+        Returns the new centres, and the first inner batch's assignment and its rows and
+        weight: the step's objective is at the parameters it started from. On data in row
+        chunks the step is a map-reduce over the chunks (:class:`ChunkedSteps`).
         """
+        if self.chunked is not None and self.chunked.full:
+            centers, assignment, n_rows, weight = self.chunked.step(centers)
+            return centers, assignment, (n_rows, weight)
         state, strategies = self.state, self.composition
         estep, mstep, schedule = strategies.estep, strategies.mstep, strategies.schedule
         inner = rows if isinstance(rows, list) else [rows]
@@ -410,9 +429,12 @@ class Driver:
                              "batches.")
         state.n_inner_steps = len(inner)
         for state.inner_step, state.rows in enumerate(inner):
-            Xb = X[state.rows]
-            wb = strategy_array(schedule.batch_weight(sample_weight, state.rows, state),
-                                schedule, "batch weights", (Xb.shape[0],), X.dtype)
+            if self.chunked is not None:  # a mini-batch of data in chunks: read its rows
+                Xb, wb = self.chunked.batch(state.rows)
+            else:
+                Xb = X[state.rows]
+                wb = strategy_array(schedule.batch_weight(sample_weight, state.rows, state),
+                                    schedule, "batch weights", (Xb.shape[0],), X.dtype)
             # E-step: assignment / (truncated) responsibilities with the current parameters.
             with state.timed("estep"):
                 assignment = estep.assign(Xb, wb, centers, state)
@@ -422,15 +444,15 @@ class Driver:
             state.record_step(assignment.labels, centers, centers_new)
             centers = centers_new
             if state.inner_step == 0:
-                first, first_weight = assignment, wb
-        return centers, first, first_weight
+                first, batch = assignment, (wb.shape[0], float(wb.sum(dtype=np.float64)))
+        return centers, first, batch
 
-    def record(self, iteration, assignment, sample_weight, centers):
-        """Append the step to the history and report it; ``True`` if the callback stops."""
+    def record(self, iteration, assignment, batch, centers):
+        """Append the step to the history and report it; ``True`` if the callback stops.
+        ``batch`` is the step's number of rows and their weight."""
         state = self.state
         info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
-                "batch_size": sample_weight.shape[0],
-                "weight": float(sample_weight.sum(dtype=np.float64)),
+                "batch_size": batch[0], "weight": batch[1],
                 "n_changed": state.n_changed,
                 "max_center_shift": float(state.center_shift.max()),
                 "passes": state.n_passes,
@@ -454,6 +476,8 @@ class Driver:
 
     def _cluster_weight(self, run, sample_weight):
         """Weight of the fit data each centre explains, from ``run``'s latest labels."""
+        if self.chunked is not None:
+            return self.chunked.cluster_weight(run)
         seen = run.labels >= 0
         return np.bincount(run.labels[seen], sample_weight[seen].astype(np.float64),
                            minlength=self.n_clusters)
@@ -466,12 +490,16 @@ class Driver:
         block by block). Rows of the fit's copy are in the run's order (``state.order``) and
         are mapped back. Data in row chunks are labelled chunk by chunk: lazily for a dask
         array (a dask array of labels and a 0-d one of the inertia; nothing is counted),
-        block by block for a memmap."""
+        block by block for a memmap; a run on all their rows that ended at a fixed point
+        keeps the labels its chunks hold (:meth:`ChunkedSteps.last_labels`)."""
         state, centers = self.state, run.centers
 
         def progress(done, total):
             state.progress("labels", done, total, "rows")
         if isinstance(X, _chunked.ChunkedData):
+            kept = self.chunked and self.chunked.last_labels(run)  # (as for a fixed point)
+            if kept:
+                return kept
             labels, inertia, n_evals = X.nearest(self.x_mean, centers, progress)
             state.count("labels", n_evals)
             return labels, inertia
@@ -534,9 +562,9 @@ class Driver:
             # the schedule's own batches of the caller's rows, in the caller's order
             for rows in schedule.stream_batches(X.shape[0]):
                 state.step_info = {}
-                self.centers, assignment, weight = self.step(Xc, sample_weight, rows,
-                                                             self.centers)
-                self.record(len(state.history) + 1, assignment, weight, self.centers)
+                self.centers, assignment, batch = self.step(Xc, sample_weight, rows,
+                                                            self.centers)
+                self.record(len(state.history) + 1, assignment, batch, self.centers)
                 end = "converged" if schedule.should_stop(state, self.tol) else "batch"
             result = Result(self.centers, end, state.history, n_iter=len(state.history))
             if compute_labels:

@@ -50,9 +50,10 @@ class Run:
         Which inner step of the current step runs and how many it has.
     step_info : dict
         Entries the strategies add to the current step's history record.
-    labels : ndarray of shape (n_samples,), dtype=int32
+    labels : ndarray of shape (n_samples,), dtype=int32, or None
         Every sample's label from its last visit, ``-1`` before the first; updated after each
-        E-step.
+        E-step. ``None`` in a run on data in row chunks, whose labels stay with their chunks
+        (:mod:`clusterkit._engine.mapreduce`).
     n_changed : int
         Samples of the last batch whose label changed (a first visit counts).
     n_relocated : int
@@ -64,9 +65,12 @@ class Run:
         Frobenius norm of the centres before the last M-step, the scale of ``center_shift``.
     n_samples_seen : int
         Rows the run's steps visited so far.
+    cluster_weight : ndarray of shape (n_clusters,), dtype=float64, or None
+        In a run on data in row chunks, the weight of the rows labelled by each cluster at
+        the last step (their labels stay with the chunks); ``None`` otherwise.
     """
 
-    def __init__(self, n_clusters, n_samples, round=0):
+    def __init__(self, n_clusters, n_samples, round=0, per_sample=True):
         self.centers = self.end = None
         self.round = round
         self.sigma2 = None
@@ -76,36 +80,43 @@ class Run:
         self.history = []
         self.refinement_log = []
         self.n_samples_seen = 0
+        self.cluster_weight = None
         self.center_shift = np.zeros(n_clusters)
         self.center_norm = 0.0
-        self.start_rows(n_samples)
+        self.start_rows(n_samples, per_sample)
 
-    def start_rows(self, n_samples):
-        """Per-sample records for ``n_samples`` new rows (every label ``-1``): when the run
-        starts, and for each batch of a ``partial_fit`` stream, whose rows are new samples."""
+    def start_rows(self, n_samples, per_sample=True):
+        """Per-sample records for ``n_samples`` new rows (every label ``-1``; none without
+        ``per_sample``): when the run starts, and for each batch of a ``partial_fit`` stream,
+        whose rows are new samples."""
         self.n_samples = n_samples
         self.rows = slice(0, n_samples)
-        self.labels = np.full(n_samples, -1, dtype=np.int32)
+        self.labels = np.full(n_samples, -1, dtype=np.int32) if per_sample else None
         self.n_changed = n_samples
         self.n_relocated = 0
         self.inner_step, self.n_inner_steps = 0, 1
         self.step_info = {}
 
-    def record_step(self, labels, centers, centers_new):
+    def record_step(self, labels, centers, centers_new, n_changed=None, n_rows=None):
         """After a step on ``self.rows``: count and store the changed labels, measure how far
         every centre moved.
 
         Parameters
         ----------
-        labels : ndarray of shape (n_batch,), dtype=int32
-            The step's labels, in batch order.
+        labels : ndarray of shape (n_batch,), dtype=int32, or None
+            The step's labels, in batch order; ``None`` for a step on data in row chunks,
+            which counted the ``n_changed`` labels of its ``n_rows`` rows where they are.
         centers, centers_new : ndarray of shape (n_clusters, n_features)
             The centres before and after the M-step.
         """
-        previous = self.labels[self.rows]
-        self.n_changed = int(np.count_nonzero(previous != labels))
-        self.labels[self.rows] = labels
-        self.n_samples_seen += labels.shape[0]
+        if labels is None:
+            self.n_changed = n_changed
+            self.n_samples_seen += n_rows
+        else:
+            previous = self.labels[self.rows]
+            self.n_changed = int(np.count_nonzero(previous != labels))
+            self.labels[self.rows] = labels
+            self.n_samples_seen += labels.shape[0]
         # only the centres that moved (a mini-batch step moves those its batch reached)
         moved = np.flatnonzero(np.any(centers_new != centers, axis=1))
         shift = centers_new[moved].astype(np.float64) - centers[moved]

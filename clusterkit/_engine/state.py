@@ -210,10 +210,11 @@ class FitState:
         self.order = None
         self.run = Run(n_clusters, n_samples)
 
-    def new_run(self, n_samples, round=0):
-        """Make a fresh :class:`~clusterkit.Run` over ``n_samples`` rows the current run and
-        return it (the previous one lives on wherever it is held)."""
-        self.run = Run(self.config.n_clusters, n_samples, round)
+    def new_run(self, n_samples, round=0, per_sample=True):
+        """Make a fresh :class:`~clusterkit.Run` over ``n_samples`` rows (without per-sample
+        records unless ``per_sample``) the current run and return it (the previous one lives
+        on wherever it is held)."""
+        self.run = Run(self.config.n_clusters, n_samples, round, per_sample)
         return self.run
 
     def configure(self, **changes):

@@ -23,9 +23,16 @@ before any work (:mod:`clusterkit._estimator.composition`). Such a strategy rece
 batches of its rows) as a ``scipy.sparse.csr_matrix`` with int32 indices, not centred (its
 frame's mean is zero), and returns dense centres.
 
-Data in row chunks (a ``dask.array``, a NumPy memmap) reach only a reducer that declares
-:attr:`~clusterkit.DataReducer.chunked`; the other strategies see its reduced set (their
-``_validate`` hooks get an object with the data's ``shape`` and ``dtype``).
+Data in row chunks (a ``dask.array``, a NumPy memmap) reach a reducer that declares
+:attr:`~clusterkit.DataReducer.chunked`, the other strategies then seeing its reduced set; or,
+without one, strategies that declare they can run on them (:attr:`~clusterkit.EStep.chunks`,
+:attr:`~clusterkit.MStep.chunk_rules`, :attr:`~clusterkit.Schedule.chunk_batches`): the
+E-step and the M-step's statistics on one chunk at a time, where it is, or on a mini-batch
+read from the chunks (:mod:`clusterkit._engine.mapreduce`); a seeder on a sample
+(:meth:`~clusterkit.Seeder.seeding_chunked`). Their ``_validate`` hooks get an object with
+the data's ``shape`` and ``dtype``.
+
+The driver checks what a strategy returns like user input (:func:`strategy_array`).
 
 Every array a strategy receives is C-contiguous (or, for a batch that is a slice of rows, a
 view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
@@ -44,11 +51,12 @@ with ``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`
 import functools
 import inspect
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
 from .constraints import check_parameters
 
-__all__ = ["_RunStrategy", "_Strategy"]
+__all__ = ["_RunStrategy", "_Strategy", "strategy_array"]
 
 
 class _Strategy(BaseEstimator):
@@ -179,3 +187,22 @@ class _RunStrategy(_Strategy):
             The default keeps no state and returns ``None``.
         """
         return None
+
+
+def strategy_array(value, strategy, what, shape, dtype):
+    """What a strategy returned, as a C-contiguous ``dtype`` array of ``shape`` (``None``
+    matches any length); ``TypeError``/``ValueError`` naming the strategy otherwise.
+
+    User-written strategies plug into the driver, so their results are checked like user
+    input: a wrong shape or a NaN would otherwise surface far away, or not at all.
+    """
+    name = f"{type(strategy).__name__} returned {what}"
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf":
+        raise TypeError(f"{name} as {type(value).__name__}; expected a numeric ndarray.")
+    if value.ndim != len(shape) or any(n is not None and n != m
+                                       for n, m in zip(shape, value.shape)):
+        expected = tuple("any" if n is None else n for n in shape)
+        raise ValueError(f"{name} of shape {value.shape}; expected {expected}.")
+    if not np.all(np.isfinite(value)):
+        raise ValueError(f"{name} with NaN or infinite entries.")
+    return np.ascontiguousarray(value, dtype=dtype)

@@ -260,15 +260,18 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         chunks, else ``None``.
 
         A dask array always is (the composition check refuses it, before any work, for a
-        reducer that cannot read row chunks); a memmap is when the reducer is chunked and the
-        model is not spherical (otherwise it is read like any array, scaled to unit rows in
-        memory if it is). Sets ``n_features_in_`` without reading the data.
+        composition that cannot read row chunks); a memmap is when the reducer is chunked and
+        the model is not spherical, or when a fit's copy of it would not fit in memory
+        (:func:`~clusterkit._data.chunked.exceeds_memory`); otherwise it is read like any
+        array, scaled to unit rows in memory if the model is spherical. Sets
+        ``n_features_in_`` without reading the data.
         """
-        if not (_chunked.is_dask_array(X) or (isinstance(X, np.memmap)
-                                              and resolve("reduce", self.reduce).chunked
-                                              and not self._is_spherical())):
+        if not (_chunked.is_dask_array(X) or (isinstance(X, np.memmap) and (
+                (resolve("reduce", self.reduce).chunked and not self._is_spherical())
+                or _chunked.exceeds_memory(X)))):
             return None
-        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads))
+        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
+                                     unit_rows=self._is_spherical())
         validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data
 
@@ -296,10 +299,14 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             <clusterkit.presets.minibatch>`, :func:`presets.spherical_kmeans
             <clusterkit.presets.spherical_kmeans>`: every strategy declares
             ``accepts_sparse``) and is not centred; the centres are dense. A row-chunked
-            dask array (with a chunked reducer, :class:`LWCS`) or a memmap (when the reducer
-            is chunked) is never loaded as a whole: the reducer builds its coreset in passes
-            over the chunks, the fit runs on the coreset, and after a dask fit ``labels_``
-            and ``inertia_`` are lazy dask arrays (see the Dask page of the documentation).
+            dask array, or a memmap when the reducer is chunked or the memmap exceeds the
+            memory, is never loaded as a whole: either the iterations run on all the rows
+            where they are (a map-reduce over the chunks per full batch, a mini-batch read
+            from them; the compositions whose strategies declare it, as ``presets.lloyd``,
+            ``elkan``, ``gmm``, ``spherical_kmeans``, ``minibatch``), or a chunked reducer
+            (:class:`LWCS`) builds its coreset in passes over the chunks and the fit runs on
+            the coreset; after a dask fit ``labels_`` and ``inertia_`` are lazy dask arrays
+            (see the Dask page of the documentation).
         y : Ignored
         sample_weight : array-like or dask array of shape (n_samples,), default=None
             Non-negative weights; a weight of 2 counts a sample twice.
@@ -319,7 +326,8 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             strategy's parameters do not fit the data or its results have the wrong shape,
             or the strategies do not fit together (an E-step that cannot compute the
             M-step's objective, an M-step without the schedule's batch rule); if ``X`` is a
-            dask array and the reducer cannot read row chunks (anything but :class:`LWCS`).
+            dask array and the composition can neither run chunk by chunk nor reduce the
+            chunks (the message says which can).
         TypeError
             If ``X`` is sparse and a strategy of the composition does not take sparse data
             (the message names the compositions that do).

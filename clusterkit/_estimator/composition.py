@@ -84,18 +84,36 @@ def _check_sparse(composition):
 
 
 def _check_chunked(composition):
-    """Data in row chunks reach only a reducer that reads them (the fit then runs on its
-    reduced set) and never a model on the unit sphere (its rows are scaled in memory)."""
-    if composition.mstep.spherical:
-        raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) scales "
-                         "the rows to unit norm in memory; got a dask array. Pass "
-                         "X.compute().")
+    """Data in row chunks reach either a reducer that reads them (the fit then runs on its
+    reduced set; not yet for a model on the unit sphere), or a
+    composition that runs on all the rows where they are (:mod:`clusterkit._engine.mapreduce`):
+    an E-step that runs chunk by chunk (:attr:`EStep.chunks`), a schedule whose batches can
+    be read from the chunks (:attr:`Schedule.chunk_batches`; full batches need an M-step
+    rule for statistics summed over the chunks, :attr:`MStep.chunk_rules`), no refiner."""
     reducer = composition.reduce
-    if not reducer.chunked:
-        raise ValueError(f"Clusterer.fit on a dask array needs a reducer that works on "
-                         f"row chunks, reduce=LWCS(...) (as in presets.vc_gmm and "
-                         f"presets.lwcs_lloyd); reduce={type(reducer).__name__} needs all "
-                         "the data in memory.")
+    if reducer.chunked:
+        if composition.mstep.spherical:
+            raise ValueError("Clusterer.fit with a spherical M-step (SphericalMStep) runs "
+                             "on all the rows of data in row chunks, not on a coreset of "
+                             "them; use reduce=None (as presets.spherical_kmeans does), or "
+                             "pass X.compute().")
+        return
+    estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
+    refused = [f"{name}={type(strategy).__name__}" for name, strategy, ok in (
+        ("estep", estep, estep.chunks and (schedule.full_batch or not estep.per_sample_state)),
+        ("mstep", mstep, not schedule.full_batch or schedule.center_update in mstep.chunk_rules),
+        ("schedule", schedule, schedule.chunk_batches),
+        ("refine", composition.refine, not composition.refine.refines)) if not ok]
+    if refused:
+        raise ValueError(
+            f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
+            f"memory) runs on all the rows with FullEStep (or a bounded E-step on full "
+            f"batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
+            f"mini-batches and no refiner (presets.lloyd, presets.elkan, presets.gmm, "
+            f"presets.spherical_kmeans, presets.minibatch), or on a coreset with a "
+            f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
+            f"presets.vc_gmm), with any other strategy; {', '.join(refused)} cannot run "
+            "chunk by chunk yet.")
 
 
 def _check_declarations(composition):

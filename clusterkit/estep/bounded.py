@@ -4,7 +4,7 @@ dimension, the number of clusters and the memory the bounds may take."""
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.contracts import EStep
-from .bounds import Bounds, bounds_budget
+from .bounds import Bounds, bounds_budget, run_rows
 from .exact import ElkanEStep, elkan_memory
 from .yinyang import SEPARATION_MAX_FEATURES, YinyangEStep
 
@@ -74,6 +74,7 @@ class BoundedEStep(EStep):
 
     exact = True
     objectives = (QUANTIZATION_ERROR,)
+    chunks = True  # (each chunk chooses for its rows, in its worker's memory)
     accepts_sparse = True  # sparse data always go to ElkanEStep
 
     def __init__(self, max_bounds_bytes=None, n_groups="auto"):
@@ -122,7 +123,7 @@ class BoundedEStep(EStep):
         TypeError, ValueError
             As :class:`ElkanEStep` and :class:`YinyangEStep`.
         """
-        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        n_rows = run_rows(X, n_clusters, composition)
         budget = bounds_budget(self.max_bounds_bytes)
         estep = self._rule(n_rows, n_clusters, is_sparse(X), X.shape[1], budget)
         estep._check_fit(X, n_clusters, composition, budget)

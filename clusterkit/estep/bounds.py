@@ -9,6 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval
@@ -18,7 +19,7 @@ from .._estimator import validation
 from .._kernels import _mstep
 
 __all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "batch_rows", "bounds_scale",
-           "bound_slack", "split_first_visits"]
+           "bound_slack", "run_rows", "split_first_visits"]
 
 
 def bounds_budget(max_bounds_bytes):
@@ -85,6 +86,16 @@ def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead)
         raise ValueError(f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples "
                          f"and {layout}, above {given} ({budget / 2**30:.2f} GiB). Raise "
                          f"max_bounds_bytes, {instead}")
+
+
+def run_rows(X, n_clusters, composition):
+    """The most rows whose per-sample state one E-step state covers: the rows the reducer
+    may return, or, for data in row chunks that the fit reads where they are, the largest
+    chunk's (each chunk keeps its own state, on its worker: the check in this process stands
+    for the workers')."""
+    if isinstance(X, ChunkedData) and not composition.reduce.chunked:
+        return max(X.chunk_rows)
+    return composition.reduce.max_rows(X.shape[0], n_clusters)
 
 
 def batch_rows(state, n_batch, n_rows):
@@ -190,6 +201,7 @@ class BoundsEStep(EStep):
 
     exact = True
     objectives = (QUANTIZATION_ERROR,)
+    chunks = True  # (each chunk's bounds stay with it, on its worker)
     _instead = "or use FullEStep (Lloyd, no bounds)."
 
     # -- what subclasses specialise ------------------------------------------------------------
@@ -254,7 +266,7 @@ class BoundsEStep(EStep):
             raise ValueError(f"{name} assigns hard labels; {type(composition.mstep).__name__} "
                              "needs responsibilities. Use FullEStep, TruncatedEStep or "
                              "PartialEStep for a Gaussian mixture.")
-        n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+        n_rows = run_rows(X, n_clusters, composition)
         need, layout = self._bounds_bytes(n_rows, n_clusters, budget)
         check_bounds(name, need, n_rows, layout, self.max_bounds_bytes, budget, self._instead)
 

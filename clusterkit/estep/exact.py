@@ -15,7 +15,7 @@ from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
-from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack
+from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack, run_rows
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
@@ -109,13 +109,15 @@ class FullEStep(EStep):
 
     exact = True
     objectives = MIXTURE_OBJECTIVES
+    chunks = True
+    per_sample_state = False  # (its state is its output buffers)
     accepts_sparse = True  # hard assignments; a soft M-step does not take sparse data
 
     def _validate(self, X, n_clusters, composition):
         """Refuse, before any work, full responsibilities that do not fit in memory."""
         mstep = composition.mstep
         if mstep.needs_resp or mstep.objective == FREE_ENERGY:
-            n_rows = composition.reduce.max_rows(X.shape[0], n_clusters)
+            n_rows = run_rows(X, n_clusters, composition)
             check_memory(n_rows * n_clusters * X.dtype.itemsize,
                          f"FullEStep's responsibilities for {n_rows} samples and "
                          f"n_clusters={n_clusters}", "Use TruncatedEStep or PartialEStep "

@@ -8,7 +8,8 @@ import numpy as np
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from .._kernels import _mstep, _sparse as _sparse_kernels
 
-__all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_clusters"]
+__all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_chunked",
+           "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
@@ -54,6 +55,37 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     state.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
     centers_new[moved] = rows
     return far.size
+
+
+def relocate_empty_chunked(centers_new, weight_in_clusters, far_rows, state, withdraw=False):
+    """:func:`relocate_empty_clusters` for data in row chunks: the same rule, on the rows of
+    largest score that ``far_rows(k)`` finds in all the chunks
+    (:class:`~clusterkit._engine.mapreduce.FarRows`, one pass, only when a cluster is
+    empty). With ``withdraw``, when the farthest rows cannot all leave their clusters, the
+    walk down the scores asks for more rows until it has enough or there are none left."""
+    state.n_relocated = 0
+    empty = np.flatnonzero(weight_in_clusters <= 0)
+    if empty.size == 0:
+        return 0
+    centers_given, weight_given = centers_new.copy(), weight_in_clusters.copy()
+    k = empty.size
+    while True:
+        far = far_rows(k)
+        n_far = min(empty.size, far.score.size)
+        chosen = np.arange(n_far)
+        if not withdraw:
+            break
+        centers_new[:], weight_in_clusters[:] = centers_given, weight_given
+        chosen = _withdraw(chosen, far.score, empty, centers_new, weight_in_clusters,
+                           far.rows, far.sample_weight, far.labels)
+        if chosen.size == n_far or far.score.size >= far.n_positive:
+            break
+        k *= 4  # the walk ran past the rows found: find more
+    moved = empty[:chosen.size]
+    rows = far.rows[chosen]
+    state.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
+    centers_new[moved] = rows
+    return chosen.size
 
 
 def _withdraw(far, score, empty, centers_new, weight_in_clusters, X, sample_weight, labels):

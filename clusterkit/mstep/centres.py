@@ -7,7 +7,8 @@ from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
 from .._engine.state import weighted_sum
 from .._kernels import _mstep
-from .batch_rules import HARD_RULES, batch_sums, divide, relocate_empty_clusters
+from .batch_rules import (HARD_RULES, batch_sums, divide, relocate_empty_chunked,
+                          relocate_empty_clusters)
 
 __all__ = ["HardMStep", "SoftMStep", "SphericalMStep"]
 
@@ -81,6 +82,7 @@ class HardMStep(MStep):
 
     update_rules = tuple(HARD_RULES)
     fixed_point_rules = ("replace", "latest")
+    chunk_rules = ("replace",)
     accepts_sparse = True
 
     def reads_batch_sums(self, center_update):
@@ -97,6 +99,20 @@ class HardMStep(MStep):
         if rule is None:  # called without init_state
             rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
         return rule.update(X, sample_weight, assignment, centers, state)
+
+    def statistics(self, X, sample_weight, assignment, centers, state):
+        """A chunk's per-cluster weighted sums and weights (rule ``"replace"``): those its
+        E-step summed in its pass, else one accumulation (see :meth:`MStep.statistics`)."""
+        centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
+        return {"centers_sum": centers_sum, "weight": weight}
+
+    def update_statistics(self, statistics, centers, far_rows, state):
+        """The weighted means of the combined sums, empty clusters relocated by the rule of
+        a full batch (see :meth:`MStep.update_statistics`)."""
+        weight = statistics["weight"]
+        centers_new = divide(statistics["centers_sum"], weight, centers)
+        relocate_empty_chunked(centers_new, weight.copy(), far_rows, state, withdraw=True)
+        return centers_new
 
 
 #: A cluster's weighted sum of unit rows whose norm is at most this many machine epsilons
@@ -184,6 +200,7 @@ class SphericalMStep(HardMStep):
     spherical = True
     update_rules = ("replace", "running", "adaptive", "latest")
     fixed_point_rules = ("replace", "latest")
+    chunk_rules = ("replace",)
 
     def init_state(self, X, sample_weight, centers, state):
         """The rule object of :class:`HardMStep`, after checking that the initial centres have
@@ -198,6 +215,15 @@ class SphericalMStep(HardMStep):
                              "data (every built-in seeder does) or give initial centres, "
                              "which the estimator scales to unit norm.")
         return super().init_state(X, sample_weight, centers, state)
+
+    def update_statistics(self, statistics, centers, far_rows, state):
+        """The normalised combined sums, clusters without a direction relocated as in
+        :meth:`update` (see :meth:`MStep.update_statistics`)."""
+        weight = statistics["weight"]
+        centers_new, has = _directions(statistics["centers_sum"], weight, centers.dtype)
+        centers_new[~has] = centers[~has]
+        relocate_empty_chunked(centers_new, np.where(has, weight, 0), far_rows, state)
+        return centers_new
 
     def update(self, X, sample_weight, assignment, centers, state):
         rule = state.mstep_state
@@ -269,13 +295,14 @@ class SoftMStep(MStep):
 
     needs_resp = True
     objective = FREE_ENERGY
+    chunk_rules = ("replace",)
 
     def update(self, X, sample_weight, assignment, centers, state):
         n_clusters, n_features = centers.shape
         total_weight = float(sample_weight.sum(dtype=np.float64))
         if assignment.winners is None:  # dense responsibilities over all clusters
-            centers_new, weight, sse = _dense_soft_update(X, sample_weight, assignment.resp,
-                                                          centers)
+            centers_new, weight, sse = _soft_from_statistics(
+                _dense_soft_statistics(X, sample_weight, assignment.resp), centers)
         else:
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
@@ -290,6 +317,35 @@ class SoftMStep(MStep):
         state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
         return centers_new
 
+    def statistics(self, X, sample_weight, assignment, centers, state):
+        """A chunk's ``U_c``, ``m_c = sum_n w_n r_nc x_n`` and ``S2 = sum_n w_n (sum_c r_nc)
+        ||x_n||^2`` (the columns of ``"sums"``) and its weight ``"total"``, in float64 (see
+        :meth:`MStep.statistics`)."""
+        if assignment.winners is None:
+            sums = _dense_soft_statistics(X, sample_weight, assignment.resp)
+        else:
+            n_clusters, n_features = centers.shape
+            centers_sum = np.empty_like(centers)
+            weight = np.empty(n_clusters, dtype=X.dtype)
+            _mstep.accumulate_statistics(X, sample_weight, assignment.winners, assignment.resp,
+                                         None, centers_sum, weight, None, state.n_threads)
+            w = sample_weight.astype(np.float64)
+            sq = np.einsum("ij,ij->i", X, X, dtype=np.float64) * assignment.resp.sum(
+                axis=1, dtype=np.float64)
+            sums = np.zeros((n_clusters, n_features + 2))
+            sums[:, :n_features], sums[:, n_features] = centers_sum, weight
+            sums[0, n_features + 1] = float(w @ sq)
+        return {"sums": sums, "total": np.float64(sample_weight.sum(dtype=np.float64))}
+
+    def update_statistics(self, statistics, centers, far_rows, state):
+        """The means and the variance of the combined statistics (the identities of the
+        dense M-step), empty clusters relocated (see :meth:`MStep.update_statistics`)."""
+        centers_new, weight, sse = _soft_from_statistics(statistics["sums"], centers)
+        relocate_empty_chunked(centers_new, weight, far_rows, state)
+        state.sigma2 = max(float(sse) / (centers.shape[1] * float(statistics["total"])),
+                           state.sigma2_floor)
+        return centers_new
+
 
 # Rows per chunk of the dense soft M-step: as many as fill _DENSE_CHUNK_BYTES of float64
 # responsibilities (about an L2 cache, so the gemm reads the copy back from cache and no
@@ -301,8 +357,8 @@ _DENSE_MIN_ROWS = 256
 _DENSE_MAX_ROWS = 4096
 
 
-def _dense_soft_update(X, sample_weight, resp, centers):
-    """New centres, cluster weights and weighted SSE for full responsibilities.
+def _dense_soft_statistics(X, sample_weight, resp):
+    """The statistics of the dense soft M-step, of shape (n_clusters, n_features + 2).
 
     Accumulates, in float64 and over chunks of rows, ``U_c = sum_n w_n r_nc``,
     ``m_c = sum_n w_n r_nc x_n`` and ``S2 = sum_n w_n (sum_c r_nc) ||x_n||^2`` (the actual row
@@ -315,7 +371,7 @@ def _dense_soft_update(X, sample_weight, resp, centers):
     n_samples, n_features = X.shape
     n_clusters = resp.shape[1]
     chunk = min(_DENSE_MAX_ROWS, max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
-    chunk = min(chunk, n_samples)
+    chunk = max(1, min(chunk, n_samples))  # (a chunk of data in chunks may be empty)
     # columns: w_n x_n (n_features), w_n, w_n ||x_n||^2
     stats = np.zeros((n_clusters, n_features + 2), dtype=np.float64)
     rhs = np.empty((chunk, n_features + 2), dtype=np.float64)
@@ -334,9 +390,16 @@ def _dense_soft_update(X, sample_weight, resp, centers):
             r = resp64[:n_rows]
             np.copyto(r, resp[rows])
         stats += r.T @ a
+    return stats
+
+
+def _soft_from_statistics(stats, centers):
+    """New centres, cluster weights and weighted SSE from the statistics of
+    :func:`_dense_soft_statistics` (of one batch, or added up over chunks)."""
+    n_features = centers.shape[1]
     centers_sum, weight = stats[:, :n_features], stats[:, n_features]
     sq = float(stats[:, n_features + 1].sum())  # S2
-    centers_new = divide(centers_sum, weight, centers.astype(np.float64)).astype(X.dtype)
+    centers_new = divide(centers_sum, weight, centers.astype(np.float64)).astype(centers.dtype)
     mu = centers_new.astype(np.float64)
     sse = (sq - 2.0 * float(np.einsum("ij,ij->", mu, centers_sum))
            + float(weight @ np.einsum("ij,ij->i", mu, mu)))

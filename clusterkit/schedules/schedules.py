@@ -76,6 +76,7 @@ class FullBatch(Schedule):
 
     full_batch = True
     streams = True
+    chunk_batches = True
     accepts_sparse = True  # batches are rows; it never reads X
     _parameter_constraints = {"kmeans_objective": [Options("qe", "free_energy")],
                               "center_tol": [_CENTER_TOL, None]}
@@ -240,6 +241,12 @@ class MiniBatch(Schedule):
         """``"running"``, or ``"adaptive"`` with ``learning_rate="adaptive"``."""
         return "adaptive" if self.learning_rate == "adaptive" else "running"
 
+    @property
+    def chunk_batches(self):
+        """Uniform batches can be read from row chunks; weighted sampling needs the weights
+        of all rows."""
+        return self.sampling == "uniform"
+
     def stream_schedule(self):
         """Itself, every parameter honoured or refused: a ``partial_fit`` stream steps
         through each call's rows in batches of ``batch_size`` (:meth:`stream_batches`),
@@ -289,13 +296,14 @@ class MiniBatch(Schedule):
                                                                                X.shape[0])
         n_samples = X.shape[0]
         size = min(int(self.batch_size), n_samples)
-        weight = sample_weight.astype(np.float64)
-        cumulative = None
-        if self.sampling == "weighted":
+        cumulative = mean_weight = None
+        if self.sampling == "weighted":  # (uniform batches read no weights: data in chunks)
+            weight = sample_weight.astype(np.float64)
             cumulative = np.cumsum(weight)
             cumulative /= cumulative[-1]
+            mean_weight = float(weight.mean())
         return _MiniBatchRun(smoothing=min(1.0, 2.0 * size / (n_samples + 1)),
-                             cumulative=cumulative, mean_weight=float(weight.mean()))
+                             cumulative=cumulative, mean_weight=mean_weight)
 
     def batches(self, n_samples, state):
         """Random batches while one more fits into the budget, ``max_passes`` or the

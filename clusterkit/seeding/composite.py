@@ -147,6 +147,33 @@ class SampledSeeder(Seeder):
                 best, best_error = centers, error
         return Seeding(best, None)
 
+    def seeding_chunked(self, data, n_clusters, state):
+        """The inner seeder's seeding on a uniform sample of data in row chunks
+        (``data.sample``: the same rows and weights as on data in memory whose weights are
+        all positive, see :meth:`Seeder.seeding_chunked`); the best of ``n_candidates``, each
+        judged on another sample, as :meth:`seeding` does."""
+        size = self._size(data.shape[0], n_clusters, state)
+        inner = self._inner()
+        if size >= data.shape[0]:  # (as in memory: the inner seeder on every row)
+            X, sample_weight = data.sample(size, state.random_state)
+            return Seeding(inner.seeding(X, sample_weight, n_clusters, state).centers, None)
+        best = best_error = None
+        X_val = w_val = None
+        for number in range(int(self.n_candidates)):
+            X_s, w_s = data.sample(size, state.random_state)
+            centers = self._seed_sample(inner, X_s, w_s, n_clusters, state)
+            if self.n_candidates == 1:
+                return Seeding(centers, None)
+            if X_val is None:
+                X_val, w_val = data.sample(size, state.random_state)
+            with single_threaded_blas():
+                _, dist2, n_evals = nearest(X_val, None, centers, state.n_threads)
+            state.count("seeding", n_evals)
+            error = weighted_sum(dist2, w_val)
+            if best is None or error < best_error:
+                best, best_error = centers, error
+        return Seeding(best, None)
+
     def _seed_sample(self, inner, X_s, w_s, n_clusters, state):
         """The inner seeder's centres on the sample, in float32 if asked (see ``float32``)."""
         if not self.float32 or X_s.dtype != np.float64 or is_sparse(X_s):

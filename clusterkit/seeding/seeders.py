@@ -285,3 +285,7 @@ class GivenCenters(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         return self.centers
+
+    def seeding_chunked(self, data, n_clusters, state):
+        """The given centres (no row of the data is read)."""
+        return Seeding(self.centers, None)

@@ -1,0 +1,133 @@
+"""Dask arrays as :class:`~clusterkit._data.chunked.ChunkedData`: every block function is a
+task on the dask scheduler in use (see :mod:`clusterkit._data.chunked`)."""
+import numpy as np
+
+from .._estimator.validation import unit_rows
+from .chunked import (ChunkedData, _call_on_block, _fit_dtype, import_dask, map_rows,
+                      row_weights)
+from .nearest import nearest, single_threaded_blas
+
+__all__ = ["DaskChunks"]
+
+
+def _nearest_rows(X, x_mean, centers, unit=False):
+    """Labels and squared distances of one chunk of a dask array (its rows scaled to unit
+    norm if ``unit``), as one structured array (``"label"`` int32, ``"dist2"`` float64), so
+    that both come from a single task."""
+    X = np.ascontiguousarray(X, dtype=centers.dtype)
+    if unit:
+        X = unit_rows(X, "X's row chunk")
+    with single_threaded_blas():  # as in fit: the kernel calls gemm per tile
+        labels, dist2, _ = nearest(X, x_mean, centers, 1)
+    out = np.empty(X.shape[0], dtype=_NEAREST)
+    out["label"], out["dist2"] = labels, dist2
+    return out
+
+
+_NEAREST = np.dtype([("label", np.int32), ("dist2", np.float64)])
+
+
+class DaskChunks(ChunkedData):
+    """A row-chunked dask array: every block function is a task on the dask scheduler in use
+    (a ``dask.distributed`` client if one is active); only the results come back.
+
+    A chunking along the columns is merged into one column chunk first; ``sample_weight``
+    (a dask array, or an array that is split like ``X``) gets ``X``'s row chunks.
+    """
+
+    def __init__(self, X, sample_weight):
+        import_dask()
+        if X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})
+        super().__init__(X.shape, _fit_dtype(X.dtype), X.chunks[0], 1,
+                         sample_weight is not None)
+        self._X = X
+        self._w = row_weights(sample_weight, X)
+
+    def _map(self, func, chunks, args, progress):
+        dask, _ = import_dask()
+        from dask.callbacks import Callback
+        blocks = self._X.to_delayed().ravel()
+        weights = ([None] * self.n_chunks if self._w is None
+                   else self._w.to_delayed().ravel())
+        call = dask.delayed(_call_on_block)
+        frame = None if self._frame is None else dask.delayed(self._frame)
+        tasks = [call(func, blocks[c], weights[c], self.dtype, a, frame, unit=self.unit_rows)
+                 for c, a in zip(chunks, args)]
+        rows = {task.key: self.chunk_rows[c] for task, c in zip(tasks, chunks)}
+        done, total = [0], sum(rows.values())
+
+        def finished(key, result, graph, scheduler_state, worker_id):
+            if key in rows:  # one of our chunks (not a task reading the data)
+                done[0] += rows[key]
+                progress(done[0], total)
+
+        with Callback(posttask=finished):
+            return list(dask.compute(*tasks))
+
+    def _map_state(self, func, args, states, progress):
+        dask, _ = import_dask()
+        client = _distributed_client()
+        if client is None:  # a local scheduler: the states live in this process
+            return super()._map_state(func, args, states, progress)
+        import operator
+
+        from distributed import as_completed
+        blocks = self._X.to_delayed().ravel()
+        weights = ([None] * self.n_chunks if self._w is None
+                   else self._w.to_delayed().ravel())
+        shared = [dask.delayed(a) for a in (self._frame, *args)]
+        call = dask.delayed(_call_on_block, pure=False)
+        # a chunk's state is the future of its last (result, state) pair, held on its worker
+        tasks = [call(_with_last_state, blocks[c], weights[c], self.dtype,
+                      (func, states[c], shared[1:]), shared[0], unit=self.unit_rows)
+                 for c in range(self.n_chunks)]
+        pairs = client.compute(tasks)
+        results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
+        rows = {future.key: n for future, n in zip(results, self.chunk_rows)}
+        done = 0
+        for future in as_completed(results):
+            done += rows[future.key]
+            progress(done, self.shape[0])
+        return client.gather(results), pairs
+
+    def per_row(self, func, states, dtype, total):
+        dask, da = import_dask()
+        if _distributed_client() is None:  # (states held here)
+            values, total = super().per_row(func, states, dtype, total)
+            return da.from_array(values, chunks=(self.chunk_rows,)), da.asarray(total)
+        # a state is its chunk's last (result, state) pair, on its worker
+        call = dask.delayed(_of_pair, pure=True)
+        parts = [da.from_delayed(call(func, pair), shape=(n,), dtype=dtype)
+                 for pair, n in zip(states, self.chunk_rows)]
+        return da.concatenate(parts), da.asarray(total)
+
+    def nearest(self, x_mean, centers, progress=None):
+        nearest = map_rows(self._X, _nearest_rows, (x_mean, centers, self.unit_rows),
+                           dtype=_NEAREST)
+        dist2 = nearest["dist2"]
+        inertia = (dist2 if self._w is None else dist2 * self._w).sum()
+        return nearest["label"], inertia, 0
+
+
+def _of_pair(func, pair):
+    """``func`` of the state of a chunk's ``(result, state)`` pair."""
+    return func(pair[1])
+
+
+def _with_last_state(X, sample_weight, func, pair, args):
+    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair
+    (``None`` before the first)."""
+    return func(X, sample_weight, None if pair is None else pair[1], *args)
+
+
+def _distributed_client():
+    """The ``dask.distributed`` client dask computes with, or ``None`` (another scheduler,
+    e.g. ``dask.config.set(scheduler="synchronous")``, or no client)."""
+    try:
+        from distributed import default_client
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    import dask.base
+    return client if getattr(dask.base.get_scheduler(), "__self__", None) is client else None

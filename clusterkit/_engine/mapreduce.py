@@ -1,0 +1,321 @@
+"""The driver's step on data in row chunks, for compositions that read every row at every
+step: a map over the chunks and a reduce in this process.
+
+A fit on a dask array or a memmap without a reducer (:attr:`DataReducer.chunked
+<clusterkit.DataReducer.chunked>`) runs its iterations on all the rows, chunk by chunk, where
+the chunks are (on the workers of a dask cluster; one after the other in this process for a
+memmap), and only a few numbers per cluster come back:
+
+* **map** (:func:`_step_chunk`, one task per chunk): the chunk, centred on the fit's mean as
+  the centred copy of data in memory is (:meth:`ChunkedData.in_frame
+  <clusterkit._data.chunked.ChunkedData.in_frame>`), goes through the E-step with the
+  per-sample state the chunk keeps between steps (its labels and distances, the E-step's
+  own state), then through :meth:`MStep.statistics <clusterkit.MStep.statistics>`: the
+  chunk's sufficient statistics (weighted sums and weights per cluster, and what else the
+  M-step needs), plus the chunk's objective, quantization error, weight, distance
+  evaluations, changed labels and weight per label;
+* **reduce** (:meth:`ChunkedSteps.step`, in this process): the chunks' numbers are added up in
+  float64 in the order of the chunks, so that the result does not depend on which worker ran
+  which chunk or when it finished;
+* **M-step** (in this process): :meth:`MStep.update_statistics
+  <clusterkit.MStep.update_statistics>` turns the combined statistics into the new centres
+  (``O(C D)``); a cluster left without weight asks for the rows farthest from their centres
+  (:meth:`ChunkedSteps.far_rows`, one more pass, only then).
+
+The per-chunk state stays with its chunk: a future held on the worker that computed it (a
+``dask.distributed`` cluster), or an object in this process (a memmap, or another dask
+scheduler). The driver's loop is the same as in memory; only its step goes through here.
+
+A mini-batch schedule (:attr:`Schedule.chunk_batches <clusterkit.Schedule.chunk_batches>`)
+draws its batches' row numbers from the fit's random stream in this process, as in memory;
+:meth:`ChunkedSteps.batch` reads those rows from the chunks that hold them, and the step runs
+on them here, as in memory (one round trip to the chunks per batch).
+"""
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._data.chunked import ChunkedData
+from .._data.nearest import nearest, single_threaded_blas
+from .assignment import Assignment
+from .state import FitState
+
+__all__ = ["ChunkedSteps", "FarRows", "SEEDING_BYTES", "full_data_chunks",
+           "seeding_rows_of_chunks"]
+
+#: The most bytes of rows a seeding of data in row chunks reads into this process: the
+#: schedule's seeding rows (:meth:`Schedule.seeding_rows <clusterkit.Schedule.seeding_rows>`)
+#: are capped at this many bytes' worth, since its rule of "all rows for little work" would
+#: gather small-``C`` data whole.
+SEEDING_BYTES = 64 << 20
+
+
+def full_data_chunks(X, reducer):
+    """Whether the fit's iterations read the data ``X`` in row chunks (no chunked reducer
+    makes a coreset of them first)."""
+    return isinstance(X, ChunkedData) and not reducer.chunked
+
+
+def seeding_rows_of_chunks(rows, data):
+    """The seeding rows ``rows`` a schedule asked for, capped at :data:`SEEDING_BYTES` of
+    ``data``'s rows (at least one row)."""
+    return min(rows, max(1, SEEDING_BYTES // (data.shape[1] * data.dtype.itemsize)))
+
+
+@dataclass
+class _ChunkResult:
+    """What one chunk's task of a step returns (float64 sums; a few numbers per cluster)."""
+
+    statistics: dict
+    objective: float
+    qe: float
+    weight: float
+    n_rows: int
+    n_evals: int
+    n_changed: int
+    label_weight: np.ndarray
+
+
+class _ChunkState:
+    """What a chunk keeps between steps, where it runs: its rows' labels and squared
+    distances from the last E-step, and the E-step's own per-run state for the chunk."""
+
+    def __init__(self, labels, dist2, estep_state):
+        self.labels, self.dist2, self.estep_state = labels, dist2, estep_state
+
+
+@dataclass
+class _Plan:
+    """The step as every chunk's task sees it: the strategies, the fit's configuration
+    (``n_threads`` those of a task), the run's variance and how far each centre moved in the
+    last M-step (which bounded E-steps add to their bounds)."""
+
+    estep: object
+    mstep: object
+    config: object
+    sigma2: object
+    center_shift: object
+
+
+def _chunk_fit_state(plan, n_rows):
+    """A :class:`FitState` for one chunk's part of a step (no random stream: a chunk's work
+    is a deterministic function of its rows and the centres)."""
+    state = FitState(n_clusters=plan.config.n_clusters, n_features=plan.config.n_features,
+                     random_state=None, n_samples=n_rows)
+    state.config = plan.config
+    state.run.sigma2 = plan.sigma2
+    state.run.center_shift = plan.center_shift
+    return state
+
+
+def _step_chunk(X, sample_weight, chunk, centers, plan):
+    """The map of a step on one chunk (its rows in the fit's frame): E-step, then the
+    M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``."""
+    n_rows = X.shape[0]
+    state = _chunk_fit_state(plan, n_rows)
+    with single_threaded_blas():  # (the kernels call gemm inside their parallel loops)
+        if chunk is None:  # the run's first step on this chunk
+            chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
+                                plan.estep.init_state(X, sample_weight, centers, state))
+        state.run.labels = chunk.labels
+        state.run.estep_state = chunk.estep_state
+        assignment = plan.estep.assign(X, sample_weight, centers, state)
+        statistics = plan.mstep.statistics(X, sample_weight, assignment, centers, state)
+    labels = assignment.labels
+    result = _ChunkResult(
+        statistics={name: np.asarray(value, dtype=np.float64)
+                    for name, value in statistics.items()},
+        objective=float(assignment.objective), qe=float(assignment.qe),
+        weight=float(sample_weight.sum(dtype=np.float64)), n_rows=n_rows,
+        n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != chunk.labels)),
+        label_weight=np.bincount(labels, sample_weight.astype(np.float64),
+                                 minlength=centers.shape[0]))
+    return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state)
+
+
+def _chunk_labels(chunk):
+    """A chunk's labels from its last step."""
+    return chunk.labels
+
+
+def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
+    """The weighted squared distance of the chunk's rows to their nearest centres, and the
+    distance evaluations (the state passes through)."""
+    with single_threaded_blas():
+        _, dist2, n_evals = nearest(X, None, centers, n_threads)
+    return (float(np.dot(sample_weight.astype(np.float64), dist2.astype(np.float64))),
+            n_evals), chunk
+
+
+def _far_chunk(X, sample_weight, chunk, k, n_threads):
+    """The chunk's ``k`` rows of largest relocation score (``far_scores`` of the last
+    E-step's distances), largest first: scores, rows, labels, weights, row numbers in the
+    chunk, and how many of the chunk's rows have a positive score."""
+    from ..mstep.batch_rules import _largest, far_scores
+    score = far_scores(X, sample_weight, chunk.dist2, n_threads)
+    n_positive = int(np.count_nonzero(score > 0))
+    top = _largest(score, min(k, n_positive))
+    return (score[top], X[top], chunk.labels[top], sample_weight[top], top,
+            n_positive), chunk
+
+
+def _label_weight(X, sample_weight, labels, n_clusters):
+    """The chunk's weight per label (rows never labelled, ``-1``, left out)."""
+    seen = labels >= 0
+    return np.bincount(labels[seen], sample_weight[seen].astype(np.float64),
+                       minlength=n_clusters)
+
+
+@dataclass
+class FarRows:
+    """The rows of all the data with the largest relocation scores, largest first (ties to
+    the lower row number), only positive scores: what a relocation of empty clusters reads
+    (:func:`~clusterkit.mstep.batch_rules.relocate_empty_chunked`).
+
+    Attributes
+    ----------
+    score : ndarray of shape (k,), dtype=float64
+    rows : ndarray of shape (k, n_features)
+    labels : ndarray of shape (k,), dtype=int32
+    sample_weight : ndarray of shape (k,)
+    n_positive : int
+        Rows of all the data with a positive score (there are more candidates when it
+        exceeds ``k``).
+    """
+
+    score: np.ndarray
+    rows: np.ndarray
+    labels: np.ndarray
+    sample_weight: np.ndarray
+    n_positive: int
+
+
+class ChunkedSteps:
+    """A run's steps on data in row chunks (see the module notes).
+
+    Parameters
+    ----------
+    data : ChunkedData
+        The data in the fit's frame (:meth:`ChunkedData.in_frame`).
+    composition : Composition
+    state : FitState
+        The fit's state in this process (its configuration, meter and current run).
+    """
+
+    def __init__(self, data, composition, state):
+        self.data, self.composition, self.state = data, composition, state
+        self.chunks = [None] * data.n_chunks
+        self.run = None  # the run the chunks' states belong to
+        #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
+        self.full = composition.schedule.full_batch
+
+    def start(self):
+        """A new run: every chunk's state starts afresh."""
+        self.chunks = [None] * self.data.n_chunks
+        self.run = self.state.run
+
+    def last_labels(self, run):
+        """``labels_`` and ``inertia_`` of ``run`` from the chunks' last labels and the last
+        step's quantization error, if ``run`` is the last run of full batches and ended at a
+        fixed point: they are then the rows' nearest final centres, as the fit in memory
+        keeps its run's last labels. ``None`` otherwise."""
+        if not (self.full and run is self.run
+                and run.at_fixed_point(self.state.strict_convergence)):
+            return None
+        return self.data.per_row(_chunk_labels, self.chunks, np.int32,
+                                 run.history[-1]["qe"])
+
+    def _map(self, func, *args, progress=None):
+        results, self.chunks = self.data.map_chunks_with_state(func, args, self.chunks,
+                                                               progress)
+        return results
+
+    def _progress(self, phase):
+        state = self.state
+        return lambda done, total: state.progress(phase, done, total, "rows")
+
+    def step(self, centers):
+        """One step on all rows from ``centers``: returns the new centres, the step's
+        :class:`~clusterkit._engine.assignment.Assignment` (its objective and quantization
+        error; no per-row arrays), the rows and their weight."""
+        state, estep, mstep = self.state, self.composition.estep, self.composition.mstep
+        data = self.data
+        config = replace(state.config, n_threads=data.n_threads)
+        if state.sigma2 is None and (state.needs_resp or state.objective.maximize):
+            self._init_sigma2(centers)
+        with state.timed("estep"):
+            results = self._map(_step_chunk, centers,
+                                _Plan(estep, mstep, config, state.sigma2, state.center_shift),
+                                progress=self._progress("estep"))
+        statistics = {name: value.copy() for name, value in results[0].statistics.items()}
+        for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks
+            for name, value in result.statistics.items():
+                statistics[name] += value
+        state.count("estep", sum(r.n_evals for r in results))
+        state.run.cluster_weight = np.sum([r.label_weight for r in results], axis=0)
+        assignment = Assignment(labels=None, dist2=None,
+                                objective=sum(r.objective for r in results),
+                                qe=sum(r.qe for r in results))
+        with state.timed("mstep"):
+            centers_new = mstep.update_statistics(statistics, centers, self.far_rows, state)
+        n_rows = sum(r.n_rows for r in results)
+        state.record_step(None, centers, centers_new,
+                          n_changed=sum(r.n_changed for r in results), n_rows=n_rows)
+        return centers_new, assignment, n_rows, sum(r.weight for r in results)
+
+    def _init_sigma2(self, centers):
+        """A soft fit's first variance from all rows' nearest distances (vc-GMM eq. 12),
+        one pass before the first E-step (in memory the first E-step finds it)."""
+        state = self.state
+        with state.timed("estep"):
+            results = self._map(_nearest_chunk, centers, self.data.n_threads,
+                                progress=self._progress("estep"))
+        state.count("estep", sum(r[1] for r in results))
+        total = sum(r[0] for r in results)
+        weight = self.data.scan().total_weight
+        state.sigma2 = max(total / (state.n_features * weight), float(state.sigma2_floor))
+
+    def batch(self, rows):
+        """The rows of a mini-batch (a slice or increasing row numbers, repeats allowed), in
+        the fit's frame, and their weights: read from the chunks that hold them."""
+        rows = np.arange(self.data.shape[0])[rows]
+        unique, inverse = np.unique(rows, return_inverse=True)
+        X, sample_weight = self.data.rows(unique)
+        return np.ascontiguousarray(X[inverse]), sample_weight[inverse]
+
+    def evaluate(self, run):
+        """The quantization error of all rows at ``run``'s centres (``n_init`` compares
+        mini-batch runs by it): one pass, counted under ``"estep"``."""
+        with self.state.phase("objective"):
+            results = self._map(_nearest_chunk, run.centers, self.data.n_threads,
+                                progress=self._progress("objective"))
+        self.state.count("estep", sum(r[1] for r in results))
+        return sum(r[0] for r in results)
+
+    def cluster_weight(self, run):
+        """The weight of the rows whose last label is each cluster: summed by the chunks at
+        the last step of a full-batch run; from the run's labels for mini-batches (the
+        weights read in one pass if the data have any)."""
+        if run.labels is None:
+            return run.cluster_weight
+        n_clusters = self.state.n_clusters
+        if not self.data.weighted:
+            seen = run.labels[run.labels >= 0]
+            return np.bincount(seen, minlength=n_clusters).astype(np.float64)
+        starts, rows = self.data.chunk_starts, self.data.chunk_rows
+        parts = self.data.map_chunks(_label_weight, [(run.labels[s:s + n], n_clusters)
+                                                     for s, n in zip(starts, rows)])
+        return np.sum(parts, axis=0)
+
+    def far_rows(self, k):
+        """The ``k`` rows of largest relocation score over all the data (:class:`FarRows`),
+        from the last E-step's distances; one pass over the chunks."""
+        results = self._map(_far_chunk, k, self.data.n_threads)
+        score = np.concatenate([r[0] for r in results])
+        index = np.concatenate([start + r[4] for start, r in zip(self.data.chunk_starts,
+                                                                 results)])
+        order = np.lexsort((index, -score))[:k]
+        return FarRows(score[order], np.concatenate([r[1] for r in results])[order],
+                       np.concatenate([r[2] for r in results])[order],
+                       np.concatenate([r[3] for r in results])[order],
+                       int(sum(r[5] for r in results)))

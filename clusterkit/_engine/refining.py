@@ -1,0 +1,72 @@
+"""The refiner's contract (:class:`Refiner`), the sixth of the strategy contracts of
+:mod:`clusterkit._engine.contracts`, which re-exports it."""
+from abc import ABC, abstractmethod
+
+from .strategy import _Strategy
+
+__all__ = ["Refiner"]
+
+
+class Refiner(_Strategy, ABC):
+    """Improves the centres of a run that ended on its own (converged, or its schedule's
+    batches ran out).
+
+    Attributes
+    ----------
+    objectives : tuple of Objective or None
+        Class attribute: the M-step objectives (:attr:`MStep.objective`) it can refine; the
+        driver refuses any other M-step. ``None`` declares nothing (a refiner that changes
+        nothing).
+    refines : bool
+        Class attribute: whether :meth:`refine` may change a run (``True`` by default);
+        :class:`~clusterkit.NoRefinement` declares ``False``, and a fit then has no
+        refinement phase (and may stream).
+
+    Notes
+    -----
+    The refiner sees the fit's data as the run did (reduced and centred) and the run itself
+    (a :class:`~clusterkit.Run`: its final centres are ``run.centers``, its objective
+    ``run.objective_value``). ``iterate(centers)`` runs the composition's iterations from
+    ``centers`` as a new run would after seeding: fresh per-run states, the same stopping
+    rules, ``max_iter`` per call. It returns that new run (its centres, labels, history and
+    strategies' states); with a mini-batch schedule each call spends the schedule's whole
+    budget again. A run whose ``max_iter`` or callback ended it is not refined; a callback
+    that stops the fit during a round ends the refinement, and the fit keeps the run it was
+    refining.
+
+    :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
+    returned, never one with a worse objective on the fit's data than the run it was given.
+    It counts its own distance evaluations under ``state.count("refinement", n)`` (the
+    iterations count theirs in their phases) and records one dict per round in
+    ``state.refinement_log`` (the estimator's ``refinement_log_``), with at least
+    ``"objective"`` and ``"kept"``; outside its ``iterate`` calls ``state.run`` is the run it
+    refines.
+    """
+
+    objectives = None
+    refines = True
+
+    def fitted_attributes(self, state):
+        """``refinement_log_``: the kept run's rounds (``state.refinement_log``)."""
+        return {"refinement_log_": list(state.refinement_log)}
+
+    @abstractmethod
+    def refine(self, X, sample_weight, run, iterate, state):
+        """Return the refined run.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The data the run fitted (after reduction, centred).
+        sample_weight : ndarray of shape (n_samples,)
+        run : Run
+            The run to refine; ``run.centers`` are its final centres.
+        iterate : callable
+            ``iterate(centers) -> Run``: the composition's iterations from ``centers``.
+        state : FitState
+
+        Returns
+        -------
+        run : Run
+            ``run`` itself or the run one ``iterate`` call returned.
+        """

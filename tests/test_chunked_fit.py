@@ -1,0 +1,342 @@
+"""Fits on all the rows of data in row chunks (dask arrays, memmaps larger than memory): the
+driver's step as a map-reduce over the chunks, against the same fit in memory."""
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
+                        YinyangEStep)
+from clusterkit._data import chunked as _chunked
+from clusterkit._engine.mapreduce import FarRows
+from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
+                                          relocate_empty_clusters)
+from clusterkit.presets import gmm, lloyd, minibatch, spherical_kmeans
+
+from ._helpers import assert_labels_equal_up_to_ties
+
+
+def _blobs(n_samples, n_features, n_centers, random_state, dtype=np.float64):
+    rng = np.random.RandomState(random_state)
+    means = rng.normal(scale=6.0, size=(n_centers, n_features))
+    X = means[rng.randint(n_centers, size=n_samples)] + rng.normal(size=(n_samples, n_features))
+    return X.astype(dtype)
+
+
+@pytest.fixture(scope="module")
+def da():
+    return pytest.importorskip("dask.array")
+
+
+@pytest.fixture(scope="module")
+def client(da):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, memory_limit="1GiB") as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def _assert_same_fit(chunked, in_memory, X, bit_identical=False):
+    """The chunked fit ended where the in-memory fit ended: the same iterations, centres and
+    inertia to rounding (or bit for bit), labels equal up to near-ties."""
+    labels = np.asarray(chunked.labels_) if not hasattr(chunked.labels_, "compute") \
+        else chunked.labels_.compute()
+    inertia = float(chunked.inertia_)
+    assert chunked.n_iter_ == in_memory.n_iter_
+    assert [h["n_changed"] for h in chunked.history_] == \
+        [h["n_changed"] for h in in_memory.history_]
+    if bit_identical:
+        np.testing.assert_array_equal(chunked.cluster_centers_, in_memory.cluster_centers_)
+        return
+    rtol = 1e-5 if X.dtype == np.float32 else 1e-10
+    scale = np.abs(X).max()
+    np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                               rtol=0, atol=rtol * scale)
+    np.testing.assert_allclose(inertia, in_memory.inertia_, rtol=1e-6)
+    assert np.mean(labels == in_memory.labels_) >= 0.9999
+    assert_labels_equal_up_to_ties(X, chunked.cluster_centers_, labels, in_memory.labels_,
+                                   rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lloyd_on_dask_chunks_ends_where_the_in_memory_fit_ends(da, client, dtype):
+    X = _blobs(12_001, 5, 9, 0, dtype)
+    init = X[np.random.RandomState(1).choice(len(X), 9, replace=False)]
+    in_memory = lloyd(9, seed=init).fit(X)
+    fits = [lloyd(9, seed=init).fit(da.from_array(X, chunks=(rows, 5)))
+            for rows in (2_500, 4_999)]  # two chunkings, on the two workers
+    for fit in fits:
+        _assert_same_fit(fit, in_memory, X)
+        assert fit.cluster_centers_.dtype == dtype
+        assert fit.cost_["estep"] == in_memory.cost_["estep"]  # N C per iteration
+        assert hasattr(fit.labels_, "compute") and hasattr(fit.inertia_, "compute")
+
+
+def test_one_and_two_workers_give_the_same_fit_bit_for_bit(da, client):
+    dask = pytest.importorskip("dask")
+    X = _blobs(9_000, 4, 7, 2)
+    w = np.random.RandomState(3).gamma(2.0, size=len(X))
+    Xd, wd = da.from_array(X, chunks=(1_700, 4)), da.from_array(w, chunks=1_700)
+    two = lloyd(7, random_state=4).fit(Xd, sample_weight=wd)  # the two worker processes
+    with dask.config.set(scheduler="synchronous"):  # one worker: this process, in order
+        one = lloyd(7, random_state=4).fit(Xd, sample_weight=wd)
+    np.testing.assert_array_equal(one.cluster_centers_, two.cluster_centers_)
+    assert one.objective_ == two.objective_
+    assert [h["objective"] for h in one.history_] == [h["objective"] for h in two.history_]
+    # and the weighted in-memory fit from the same seeds (all weights positive: the same
+    # seeding sample) ends at the same place
+    in_memory = lloyd(7, random_state=4).fit(X, sample_weight=w)
+    _assert_same_fit(two, in_memory, X)
+
+
+def test_default_seeding_on_chunks_draws_the_in_memory_sample(da, client):
+    X = _blobs(30_000, 3, 40, 5, np.float32)  # N C D above the rule's "all rows"
+    in_memory = lloyd(40, random_state=6).fit(X)
+    chunked = lloyd(40, random_state=6).fit(da.from_array(X, chunks=(7_000, 3)))
+    assert chunked.cost_["seeding"] == in_memory.cost_["seeding"]
+    _assert_same_fit(chunked, in_memory, X)
+
+
+def _less_memory(monkeypatch, block_bytes):
+    """Memmaps larger than the memory left (as far as the fit can tell), read in blocks of
+    ``block_bytes``."""
+    monkeypatch.setattr(_chunked, "available_memory", lambda: 1 << 10)
+    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", block_bytes)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lloyd_on_a_memmap_larger_than_memory_reads_blocks(tmp_path, monkeypatch, dtype):
+    X = _blobs(7_003, 6, 5, 7, dtype)
+    np.save(tmp_path / "X.npy", X)
+    X_mm = np.load(tmp_path / "X.npy", mmap_mode="r")
+    init = X[:5] * 1.0
+    in_memory = lloyd(5, seed=init).fit(X)
+    _less_memory(monkeypatch, 40_000)
+    chunked = lloyd(5, seed=init, n_threads=2).fit(X_mm)
+    assert "scan" in chunked.seconds_  # read in blocks, not as an array
+    _assert_same_fit(chunked, in_memory, X)
+    assert isinstance(chunked.labels_, np.ndarray)
+    # a fixed point: the labels the blocks hold are the final ones, no labelling pass
+    assert in_memory.history_[-1]["n_changed"] == 0 and chunked.cost_["labels"] == 0
+    with pytest.warns(ConvergenceWarning):  # not at a fixed point: a labelling pass
+        stopped = lloyd(5, seed=init, max_iter=2).fit(X_mm)
+        reference = lloyd(5, seed=init, max_iter=2).fit(X)
+    assert stopped.cost_["labels"] == 5 * len(X)
+    assert_labels_equal_up_to_ties(X, stopped.cluster_centers_, stopped.labels_,
+                                   reference.labels_, rtol=1e-5)
+
+
+def test_gmm_on_chunks_ends_where_the_in_memory_fit_ends(da, client, tmp_path, monkeypatch):
+    X = _blobs(6_000, 3, 5, 8)
+    init = X[np.random.RandomState(9).choice(len(X), 5, replace=False)]
+    in_memory = gmm(5, seed=init).fit(X)
+    chunked = gmm(5, seed=init).fit(da.from_array(X, chunks=(1_300, 3)))
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 30_000)
+    mapped = gmm(5, seed=init).fit(np.load(tmp_path / "X.npy", mmap_mode="r"))
+    for fit in (chunked, mapped):
+        assert fit.n_iter_ == in_memory.n_iter_
+        np.testing.assert_allclose(fit.sigma2_, in_memory.sigma2_, rtol=1e-9)
+        np.testing.assert_allclose(fit.cluster_centers_, in_memory.cluster_centers_,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(fit.objective_, in_memory.objective_, rtol=1e-9)
+
+
+def test_empty_clusters_are_relocated_as_in_memory(da, client):
+    X = _blobs(5_000, 2, 4, 10)
+    # two centres far from everything: no row picks them in the first step
+    init = np.vstack([X[:4], [[1e3, 1e3], [-1e3, 1e3]]])
+    in_memory = lloyd(6, seed=init).fit(X)
+    assert in_memory.history_[0]["n_changed"] == len(X)
+    chunked = lloyd(6, seed=init).fit(da.from_array(X, chunks=(900, 2)))
+    _assert_same_fit(chunked, in_memory, X)
+    assert not np.any(np.abs(chunked.cluster_centers_) > 100)  # both moved onto rows
+
+
+class _InMemoryFarRows:
+    """``far_rows(k)`` over rows in memory, counting its calls."""
+
+    def __init__(self, X, w, labels, dist2):
+        self.score = far_scores(X, w, dist2, 1)
+        self.X, self.w, self.labels = X, w, labels
+        self.calls = []
+
+    def __call__(self, k):
+        self.calls.append(k)
+        order = np.argsort(-self.score, kind="stable")[:k]
+        order = order[self.score[order] > 0]
+        return FarRows(self.score[order], self.X[order], self.labels[order], self.w[order],
+                       int(np.count_nonzero(self.score > 0)))
+
+
+@pytest.mark.parametrize("withdraw", [False, True])
+def test_chunked_relocation_follows_the_in_memory_rule(withdraw):
+    rng = np.random.RandomState(11)
+    X = rng.normal(size=(60, 3))
+    w = rng.uniform(0.5, 2.0, size=60)
+    # clusters 0-2 hold the rows, each farthest row alone in its cluster (it cannot leave),
+    # clusters 3-5 are empty: the walk must go past the first rows found
+    labels = np.repeat(np.arange(3), 20).astype(np.int32)
+    dist2 = rng.uniform(0.1, 1.0, size=60)
+    loners = np.array([5, 25, 45])
+    labels[loners] = np.array([6, 7, 8]) % 9
+    dist2[loners] = 10.0 + np.arange(3)
+    n_clusters = 9
+    centers = rng.normal(size=(n_clusters, 3))
+    weight = np.bincount(labels, w, minlength=n_clusters)
+    for j in range(3):
+        centers[j] = np.average(X[labels == j], axis=0, weights=w[labels == j])
+    for j in (6, 7, 8):
+        centers[j] = X[labels == j][0]
+    expected, expected_weight = centers.copy(), weight.copy()
+    state = FitState(n_clusters=n_clusters, n_features=3, random_state=None)
+    relocate_empty_clusters(expected, expected_weight, X, w,
+                            Assignment(labels, dist2, 0.0, 0.0), state, withdraw=withdraw)
+    expected_moved = state.n_relocated
+    got, got_weight = centers.copy(), weight.copy()
+    far = _InMemoryFarRows(X, w, labels, dist2)
+    relocate_empty_chunked(got, got_weight, far, state, withdraw=withdraw)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got_weight, expected_weight)
+    assert state.n_relocated == expected_moved == 3
+    assert far.calls[0] == 3
+    if withdraw:  # the three farthest rows are alone in their clusters: more were asked for
+        assert len(far.calls) == 2 and far.calls[1] == 12
+
+
+def test_spherical_kmeans_on_chunks_scales_each_chunk(da, client):
+    rng = np.random.RandomState(12)
+    directions = rng.normal(size=(6, 4))
+    X = 3.0 * (directions[rng.randint(6, size=4_000)] + 0.3 * rng.normal(size=(4_000, 4)))
+    init = X[:6] * 2.0  # given centres are scaled to unit norm too
+    in_memory = spherical_kmeans(6, seed=init).fit(X)
+    chunked = spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    _assert_same_fit(chunked, in_memory, unit)
+    np.testing.assert_allclose(np.linalg.norm(chunked.cluster_centers_, axis=1), 1.0,
+                               rtol=1e-12)
+    seeded = spherical_kmeans(6, random_state=1).fit(da.from_array(X, chunks=(900, 4)))
+    _assert_same_fit(seeded, spherical_kmeans(6, random_state=1).fit(X), unit)
+    X[1234] = 0.0
+    with pytest.raises(ValueError, match="X's row chunk has 1 row of zero norm"):
+        spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))
+
+
+class _OneChunkAtATime:
+    """Array-like data that hands out at most one chunk of rows per request and refuses to
+    become a NumPy array."""
+
+    def __init__(self, X, chunk_rows):
+        self._X, self.chunk_rows = X, chunk_rows
+        self.shape, self.dtype, self.ndim = X.shape, X.dtype, X.ndim
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        start, stop, _ = rows.indices(self.shape[0])
+        if stop - start > 0 and start // self.chunk_rows != (stop - 1) // self.chunk_rows:
+            raise MemoryError(f"rows {start}:{stop} span more than one chunk")
+        return self._X[key]
+
+    def __array__(self, dtype=None, copy=None):
+        raise MemoryError("the whole array was requested")
+
+
+def _nbytes(value):
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if hasattr(value, "__dict__"):
+        return sum(_nbytes(v) for v in vars(value).values())
+    return 8
+
+
+def test_the_client_gets_a_few_numbers_per_cluster_and_chunk(da, client, monkeypatch,
+                                                             capsys):
+    X = _blobs(20_000, 6, 10, 13, np.float32)
+    Xd = da.from_array(_OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
+    steps = []
+    map_with_state = _chunked.ChunkedData.map_chunks_with_state
+
+    def counting(self, func, args, states, progress=None):
+        results, states = map_with_state(self, func, args, states, progress)
+        steps.append(max(_nbytes(r) for r in results))
+        return results, states
+
+    monkeypatch.setattr(_chunked.ChunkedData, "map_chunks_with_state", counting)
+    km = lloyd(10, random_state=0, verbose=1).fit(Xd)
+    assert len(steps) == km.n_iter_
+    # per chunk: sums and weights per cluster, the weight per label and a few numbers
+    assert max(steps) <= 8 * (10 * (6 + 2) + 16)
+    assert km.labels_.compute().shape == (20_000,)
+    out = capsys.readouterr().out
+    assert "Scan: 20000 samples in 5 chunks" in out
+    assert out.count("Iteration") == km.n_iter_  # one line per step, as in memory
+
+
+def test_several_runs_and_the_callback_on_chunks(da, client):
+    X = _blobs(6_000, 3, 6, 14)
+    seen = []
+    chunked = lloyd(6, n_init=2, random_state=3,
+                    callback=lambda info: seen.append(info["centers"].shape)).fit(
+        da.from_array(X, chunks=(1_500, 3)))
+    in_memory = lloyd(6, n_init=2, random_state=3).fit(X)
+    np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                               rtol=0, atol=1e-9)
+    assert len(seen) >= chunked.n_iter_ and seen[0] == (6, 3)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_minibatch_reads_its_batches_from_the_chunks(da, weighted):
+    dask = pytest.importorskip("dask")
+    X = _blobs(12_000, 4, 8, 15)
+    w = np.random.RandomState(16).uniform(0.5, 2.0, size=len(X)) if weighted else None
+    in_memory = minibatch(8, batch_size=300, random_state=2).fit(X, sample_weight=w)
+    with dask.config.set(scheduler="synchronous"):  # (a round trip per batch: no cluster)
+        for rows in (12_000, 2_500):  # one chunk, and several
+            chunked = minibatch(8, batch_size=300, random_state=2).fit(
+                da.from_array(X, chunks=(rows, 4)),
+                sample_weight=None if w is None else da.from_array(w, chunks=rows))
+            # the same batches from the fit's random stream, the same steps
+            assert len(chunked.history_) == len(in_memory.history_)
+            assert [h["n_changed"] for h in chunked.history_] == \
+                [h["n_changed"] for h in in_memory.history_]
+            if rows == 12_000:  # one chunk: its mean is the array's, bit for bit
+                np.testing.assert_array_equal(chunked.cluster_centers_,
+                                              in_memory.cluster_centers_)
+            _assert_same_fit(chunked, in_memory, X)
+
+
+def test_minibatch_on_a_cluster_and_on_a_memmap(da, client, tmp_path, monkeypatch):
+    X = _blobs(4_000, 3, 5, 17, np.float32)
+    in_memory = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(X)
+    on_cluster = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(
+        da.from_array(X, chunks=(1_500, 3)))
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 10_000)
+    mapped = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(
+        np.load(tmp_path / "X.npy", mmap_mode="r"))
+    for fit in (on_cluster, mapped):
+        assert len(fit.history_) == len(in_memory.history_)
+        _assert_same_fit(fit, in_memory, X)
+
+
+@pytest.mark.parametrize("estep", [ElkanEStep(), YinyangEStep(), BoundedEStep()])
+def test_bounds_stay_with_their_chunks_and_save_the_same_distances(da, client, estep):
+    X = _blobs(10_000, 10, 12, 18)
+    init = X[np.random.RandomState(19).choice(len(X), 12, replace=False)]
+    in_memory = Clusterer(12, seed=init, estep=estep).fit(X)
+    lloyd_cost = lloyd(12, seed=init).fit(X).cost_["estep"]
+    for rows in (10_000, 2_600):  # one chunk, and four on the two workers
+        chunked = Clusterer(12, seed=init, estep=estep).fit(da.from_array(X, chunks=(rows, 10)))
+        _assert_same_fit(chunked, in_memory, X, bit_identical=rows == 10_000)
+        extra = chunked.cost_["estep"] - in_memory.cost_["estep"]
+        assert chunked.cost_["estep"] < 0.5 * lloyd_cost  # the bounds skip distances
+        if rows == 10_000:
+            assert extra == 0
+        elif not isinstance(estep, YinyangEStep):  # Elkan: each chunk's centre distances
+            assert extra == 3 * 12 * 11 // 2 * chunked.n_iter_
+        else:
+            assert 0 <= extra <= 3 * 12 * 12 * chunked.n_iter_
