@@ -29,19 +29,18 @@ def assign_full(X, centers):
     return labels, d2[np.arange(len(X)), labels], X.shape[0] * centers.shape[0]
 
 
-def assign_pruned(X, centers, n_prefix):
+def assign_pruned(X, centers, X_proj, x_rest, centers_proj, centers_rest):
     """Nearest centre with dimension pruning (``_pruned.assign_pruned``): the labels and
-    distances of :func:`assign_full`, the pairs bounded over the prefix, and the fewest
+    distances of :func:`assign_full`, the pairs bounded by their projections, and the fewest
     direct distances any order of completion needs: one per sample plus every other centre
-    whose exact bound ``||x_p - c_p||^2 + (||x_r|| - ||c_r||)^2`` is below the nearest
-    distance. Returns ``(labels, min_dist2, n_prefix_pairs, n_direct_min)``."""
+    whose bound ``||x~ - c~||^2 + (||x_r|| - ||c_r||)^2`` is below the nearest distance.
+    Returns ``(labels, min_dist2, n_proj_pairs, n_direct_min)``."""
     X = np.asarray(X, dtype=np.float64)
     centers = np.asarray(centers, dtype=np.float64)
     labels, min_dist2, n_pairs = assign_full(X, centers)
-    p = n_prefix
-    bound = (sqdist(X[:, :p], centers[:, :p])
-             + (np.linalg.norm(X[:, p:], axis=1)[:, None]
-                - np.linalg.norm(centers[:, p:], axis=1)[None, :]) ** 2)
+    bound = (sqdist(X_proj, centers_proj)
+             + (np.asarray(x_rest, np.float64)[:, None]
+                - np.asarray(centers_rest, np.float64)[None, :]) ** 2)
     below = bound < min_dist2[:, None] * (1 - 1e-9)
     below[np.arange(len(X)), labels] = False
     return labels, min_dist2, n_pairs, len(X) + int(below.sum())

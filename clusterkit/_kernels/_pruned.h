@@ -1,10 +1,10 @@
 /* The lower bounds of dimension pruning (_pruned.pyx), formed in place of a row of gemm
- * products over the first p features:
+ * products over p projected features:
  *
- *     row[j] <- max(a + row[j] + prefix_sqnorm[j], 0) + max(|x_rest - rest_norm[j]|
- *                                                          - tol (x_rest + rest_norm[j]), 0)^2
+ *     row[j] <- max(a + row[j] + proj_sqnorm[j], 0)
+ *               + max(|x_rest - rest_norm[j]| - tol (x_rest + rest_norm[j]) - rest_tol, 0)^2
  *
- * with a = ||x_p||^2 minus the products' rounding window, so that each entry stays below
+ * with a = ||x~||^2 minus the products' rounding window, so that each entry stays below
  * ||x - c_j||^2 (see _pruned.pyx). One branch-free pass, vectorised; the index of the least
  * entry is found afterwards by ck_argmin_* (_nearest.h).
  *
@@ -25,14 +25,14 @@
 
 #define CK_DEFINE_PRUNE_BOUNDS(NAME, T)                                                     \
 CK_PRUNED_CLONES                                                                            \
-static void NAME(T* row, ptrdiff_t n, T a, const T* prefix_sqnorm, T x_rest,               \
-                 const T* rest_norm, T tol)                                                 \
+static void NAME(T* row, ptrdiff_t n, T a, const T* proj_sqnorm, T x_rest,                 \
+                 const T* rest_norm, T tol, T rest_tol)                                     \
 {                                                                                           \
     _Pragma("omp simd")                                                                     \
     for (ptrdiff_t j = 0; j < n; j++) {                                                     \
-        T lb = a + row[j] + prefix_sqnorm[j];                                               \
+        T lb = a + row[j] + proj_sqnorm[j];                                                 \
         T gap = x_rest - rest_norm[j];                                                      \
-        gap = (gap < 0 ? -gap : gap) - tol * (x_rest + rest_norm[j]);                       \
+        gap = (gap < 0 ? -gap : gap) - tol * (x_rest + rest_norm[j]) - rest_tol;            \
         gap = gap > 0 ? gap : 0;                                                            \
         row[j] = (lb > 0 ? lb : 0) + gap * gap;                                             \
     }                                                                                       \

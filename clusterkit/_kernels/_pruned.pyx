@@ -1,17 +1,18 @@
-"""Exact nearest centres with dimension pruning: gemm over a prefix of the features, then
+"""Exact nearest centres with dimension pruning: gemm over a few projected features, then
 direct distances only for the centres a lower bound does not rule out.
 
-For rows and centres in a basis whose first features carry most of the variance (a PCA
-rotation, made by the E-step), split every vector into its first ``p`` features and the rest
-``r``. Then, by the triangle inequality on the rest,
+Let ``V`` be ``p`` orthonormal directions that carry most of the variance (the leading
+principal axes, found by the E-step), ``x~ = V^T x`` a row's coordinates along them and
+``x_r`` the rest of the row (``||x_r||^2 = ||x||^2 - ||x~||^2``). Then, by the triangle
+inequality on the rest,
 
-    ||x - c||^2 = ||x_p - c_p||^2 + ||x_r - c_r||^2 >= ||x_p - c_p||^2 + (||x_r|| - ||c_r||)^2,
+    ||x - c||^2 = ||x~ - c~||^2 + ||x_r - c_r||^2 >= ||x~ - c~||^2 + (||x_r|| - ||c_r||)^2,
 
 an exact lower bound that costs one ``p``-term product per pair (gemm, at its full rate) and a
 few flops. A centre whose bound exceeds the best direct distance found so far cannot be the
-nearest and is not looked at again; the others get a direct distance over all features. The
-result is the nearest centre by direct distances, ties to the lower index: the labels of
-every exact E-step (``_assign.assign_full``, Elkan's), whatever the prefix.
+nearest and is not looked at again; the others get a direct distance over all features of
+the rows as they are. The result is the nearest centre by direct distances, ties to the lower
+index: the labels of every exact E-step (``_assign.assign_full``, Elkan's), whatever ``V``.
 """
 import numpy as np
 
@@ -28,10 +29,11 @@ from ._dist cimport (CHUNK_SIZE, _argmin, _near_tie_window, _prepare_tiles, _sqd
 
 
 cdef extern from "_pruned.h" nogil:
-    void ck_prune_bounds_double(double* row, Py_ssize_t n, double a, const double* prefix_sqnorm,
-                                double x_rest, const double* rest_norm, double tol)
-    void ck_prune_bounds_float(float* row, Py_ssize_t n, float a, const float* prefix_sqnorm,
-                               float x_rest, const float* rest_norm, float tol)
+    void ck_prune_bounds_double(double* row, Py_ssize_t n, double a, const double* proj_sqnorm,
+                                double x_rest, const double* rest_norm, double tol,
+                                double rest_tol)
+    void ck_prune_bounds_float(float* row, Py_ssize_t n, float a, const float* proj_sqnorm,
+                               float x_rest, const float* rest_norm, float tol, float rest_tol)
 
 
 cdef inline Py_ssize_t _complete(const floating* x, const floating* centers,
@@ -49,11 +51,16 @@ cdef inline Py_ssize_t _complete(const floating* x, const floating* centers,
 cdef void _pruned_chunk(const _TilePlan* plan,
                         const floating* X,             # IN  (n_rows, n_features)
                         Py_ssize_t n_rows,
-                        Py_ssize_t n_prefix,
-                        const floating* prefix_sqnorm, # IN  (n_clusters,) ||c_p||^2
+                        const floating* X_proj,        # IN  (n_rows, n_proj)
+                        const floating* x_rest,        # IN  (n_rows,) ||x_r||
+                        const floating* centers_proj,  # IN  (n_clusters, n_proj)
+                        Py_ssize_t n_proj,
+                        const floating* proj_sqnorm,   # IN  (n_clusters,) ||c~||^2
                         const floating* rest_norm,     # IN  (n_clusters,) ||c_r||
-                        double max_prefix_sqnorm,
+                        double max_proj_sqnorm,
                         double max_rest_norm,
+                        double proj_tol,
+                        floating rest_tol,
                         int* labels,                   # OUT (n_rows,)
                         floating* min_dist2,           # OUT (n_rows,)
                         long long* n_direct) noexcept nogil:  # OUT
@@ -67,7 +74,6 @@ cdef void _pruned_chunk(const _TilePlan* plan,
     cdef Py_ssize_t best_idx[CHUNK_SIZE]
     cdef floating best_val[CHUNK_SIZE]
     cdef floating shift[CHUNK_SIZE]
-    cdef floating x_rest[CHUNK_SIZE]
     cdef double eps = FLT_EPSILON if floating is float else DBL_EPSILON
     # A direct distance (_sqdist_wide: a sum of D positive rounded terms) lies within a
     # factor 1 +- delta of the exact one. A centre is skipped only if its bound exceeds the
@@ -81,36 +87,31 @@ cdef void _pruned_chunk(const _TilePlan* plan,
     cdef long long n_evals = 0
     for i in range(n_rows):
         prefix = 0
-        for k in range(n_prefix):
-            v = X[i * n_features + k]
+        for k in range(n_proj):
+            v = X_proj[i * n_proj + k]
             prefix = prefix + v * v
-        rest = 0
-        for k in range(n_prefix, n_features):
-            v = X[i * n_features + k]
-            rest = rest + v * v
-        rest = sqrt(rest)
+        rest = x_rest[i]
         # the gemm entries' rounding (as _settle_near_ties bounds it, over p + 8 terms to
-        # cover the bound's own few roundings in the data's dtype)
-        window = (_near_tie_window(n_prefix + 8, prefix, max_prefix_sqnorm, eps)
+        # cover the rounding of the projected coordinates and the bound's own few roundings)
+        window = (_near_tie_window(n_proj + 8, prefix, max_proj_sqnorm, eps) + proj_tol
                   + 8.0 * eps * (rest + max_rest_norm) * (rest + max_rest_norm))
         shift[i] = <floating> (prefix - window)
-        x_rest[i] = <floating> rest
         best_idx[i] = -1
         best_val[i] = INFINITY
     j0 = 0
     while j0 < n_clusters:
         n_block = min(width, n_clusters - j0)
-        _gemm_nt(<int> n_rows, <int> n_block, <int> n_prefix, -2.0, X, <int> n_features,
-                 centers + j0 * n_features, <int> n_features, 0.0, tile, <int> n_block)
+        _gemm_nt(<int> n_rows, <int> n_block, <int> n_proj, -2.0, X_proj, <int> n_proj,
+                 centers_proj + j0 * n_proj, <int> n_proj, 0.0, tile, <int> n_block)
         for i in range(n_rows):
             row = tile + i * n_block
             x = X + i * n_features
             if floating is float:
-                ck_prune_bounds_float(row, n_block, shift[i], prefix_sqnorm + j0, x_rest[i],
-                                      rest_norm + j0, tol)
+                ck_prune_bounds_float(row, n_block, shift[i], proj_sqnorm + j0, x_rest[i],
+                                      rest_norm + j0, tol, rest_tol)
             else:
-                ck_prune_bounds_double(row, n_block, shift[i], prefix_sqnorm + j0, x_rest[i],
-                                       rest_norm + j0, tol)
+                ck_prune_bounds_double(row, n_block, shift[i], proj_sqnorm + j0, x_rest[i],
+                                       rest_norm + j0, tol, rest_tol)
             # the centre of least bound first, so that the others meet a low threshold; then
             # every centre whose bound does not rule it out
             j_min = _argmin(row, n_block)
@@ -136,26 +137,40 @@ cdef void _pruned_chunk(const _TilePlan* plan,
     n_direct[0] = n_evals
 
 
-def assign_pruned(const floating[:, ::1] X,        # IN  (n_samples, n_features)
-                  const floating[:, ::1] centers,  # IN  (n_clusters, n_features)
-                  Py_ssize_t n_prefix,
-                  int[::1] labels,                 # OUT (n_samples,)
-                  floating[::1] min_dist2,         # OUT (n_samples,)
+def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_features)
+                  const floating[:, ::1] centers,       # IN  (n_clusters, n_features)
+                  const floating[:, ::1] X_proj,        # IN  (n_samples, n_proj)
+                  const floating[::1] x_rest,           # IN  (n_samples,)
+                  const floating[:, ::1] centers_proj,  # IN  (n_clusters, n_proj)
+                  const floating[::1] centers_rest,     # IN  (n_clusters,)
+                  double proj_tol,
+                  double rest_tol,
+                  int[::1] labels,                      # OUT (n_samples,)
+                  floating[::1] min_dist2,              # OUT (n_samples,)
                   int n_threads):
-    """Assign every sample to its nearest centre, pruning centres by a prefix of features.
+    """Assign every sample to its nearest centre, pruning centres by projected features.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features), dtype=floating
-        Rows in a basis whose first features carry most of the variance (the pruning is
-        exact in any basis; it only saves work in such a one).
     centers : ndarray of shape (n_clusters, n_features), dtype=floating
-        Centres in the same basis.
-    n_prefix : int
-        ``p``, the features the gemm products run over, ``1 <= p <= n_features``.
+    X_proj : ndarray of shape (n_samples, n_proj), dtype=floating
+        The rows' coordinates ``V^T x`` along ``n_proj`` orthonormal directions ``V``
+        (rounded to the dtype: the bound allows for it).
+    x_rest : ndarray of shape (n_samples,), dtype=floating
+        ``||x - V V^T x||``, each within ``rest_tol`` (plus its rounding to the dtype).
+    centers_proj, centers_rest : ndarrays of shape (n_clusters, n_proj) and (n_clusters,)
+        The same for the centres.
+    proj_tol : float
+        How far ``||x~ - c~||^2`` from the given coordinates may lie from its value for the
+        exact projections (the float64 rounding of ``V^T x``; their rounding to the dtype is
+        allowed for here).
+    rest_tol : float
+        How far ``x_rest`` and ``centers_rest`` may lie from the exact norms (the
+        cancellation in ``||x||^2 - ||V^T x||^2``, whose square root they are).
     labels : ndarray of shape (n_samples,), dtype=int32
-        Output: the nearest centre by direct distances (``_sqdist_wide``), ties to the lowest
-        index.
+        Output: the nearest centre by direct distances (``_sqdist_wide``) over all the
+        features of ``X``, ties to the lowest index.
     min_dist2 : ndarray of shape (n_samples,), dtype=floating
         Output: the direct squared distance to it.
     n_threads : int
@@ -163,54 +178,58 @@ def assign_pruned(const floating[:, ::1] X,        # IN  (n_samples, n_features)
 
     Returns
     -------
-    n_prefix_pairs : int
-        ``n_samples * n_clusters``: the pairs whose products over the prefix were computed.
+    n_proj_pairs : int
+        ``n_samples * n_clusters``: the pairs whose products over the projected features
+        were computed.
     n_direct : int
         The direct distances over all features computed, at least one per sample.
 
     Raises
     ------
     ValueError
-        If ``n_prefix`` is not within ``[1, n_features]``.
+        If the projected arrays do not match ``X`` and ``centers``.
 
     Notes
     -----
     Per chunk of ``CHUNK_SIZE`` rows and per block of centres (``_block_width``, so that
-    the tile stays in cache) one gemm gives ``-2 x_p . c_p``, from which each pair's bound
-    ``||x_p - c_p||^2 + (||x_r|| - ||c_r||)^2`` is formed, lowered by the products'
-    rounding window (that of ``_settle_near_ties``) and by the rounding of the norms. In each
-    block a row's centre of least bound is looked at first, then every centre whose bound is
-    at most the best direct distance so far (times ``1 + 2 delta``, ``delta`` the rounding of
-    a direct distance): a centre skipped has a larger direct distance than the one returned,
-    so the labels are exact. The work is ``n_samples n_clusters p`` multiply-adds at the gemm
+    the tile stays in cache) one gemm gives ``-2 x~ . c~``, from which each pair's bound
+    ``||x~ - c~||^2 + (||x_r|| - ||c_r||)^2`` is formed, lowered by the products' rounding
+    window (that of ``_settle_near_ties``) and by the rounding of the norms. In each block
+    a row's centre of least bound is looked at first, then every centre whose bound is at
+    most the best direct distance so far times ``1 + 8 (D + 2) eps`` (the rounding of two
+    direct distances): a centre skipped has a larger direct distance than the one returned,
+    so the labels are exact if ``V`` is orthonormal (to the float64 rounding ``rest_tol``
+    allows for). The work is ``n_samples n_clusters n_proj`` multiply-adds at the gemm
     rate plus ``n_direct`` direct distances. Every output element is written by one thread,
-    so results do not depend on ``n_threads``. Assumes valid (finite) input otherwise.
+    so results do not depend on ``n_threads``. Assumes finite input.
     """
     cdef Py_ssize_t n_samples = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0], c
+    cdef Py_ssize_t n_clusters = centers.shape[0], n_proj = X_proj.shape[1], c
     cdef _TilePlan plan
     cdef long long n_direct = 0
     cdef long long[::1] chunk_direct
-    if not 1 <= n_prefix <= n_features:
-        raise ValueError(f"n_prefix={n_prefix} must be within [1, n_features={n_features}].")
+    if (X_proj.shape[0] != n_samples or x_rest.shape[0] != n_samples
+            or centers_proj.shape[0] != n_clusters or centers_rest.shape[0] != n_clusters
+            or centers_proj.shape[1] != n_proj or not 1 <= n_proj <= n_features):
+        raise ValueError("X_proj, x_rest, centers_proj and centers_rest must give each row "
+                         "and centre 1 to n_features projected coordinates and a norm.")
     if n_samples == 0:
         return 0, 0
-    c64 = np.asarray(centers, dtype=np.float64)
-    prefix_sq = np.einsum("ij,ij->i", c64[:, :n_prefix], c64[:, :n_prefix])
-    rest = np.sqrt(np.einsum("ij,ij->i", c64[:, n_prefix:], c64[:, n_prefix:]))
-    dtype = np.float32 if floating is float else np.float64
-    cdef const floating[::1] prefix_sqnorm = prefix_sq.astype(dtype)
-    cdef const floating[::1] rest_norm = rest.astype(dtype)
-    cdef double max_prefix_sqnorm = float(prefix_sq.max()) if n_clusters else 0.0
-    cdef double max_rest_norm = float(rest.max()) if n_clusters else 0.0
+    proj = np.asarray(centers_proj)
+    proj_sq = np.einsum("ij,ij->i", proj.astype(np.float64), proj.astype(np.float64))
+    cdef const floating[::1] proj_sqnorm = proj_sq.astype(proj.dtype)
+    cdef double max_proj_sqnorm = float(proj_sq.max())
+    cdef double max_rest_norm = float(np.max(centers_rest))
     keep = _prepare_tiles(&plan, centers, n_samples, CHUNK_SIZE, n_threads,
                           CHUNK_SIZE * _block_width(n_clusters, sizeof(floating))
                           * sizeof(floating))
     chunk_direct = np.zeros(plan.n_chunks, dtype=np.int64)
     with nogil, parallel(num_threads=plan.n_threads):
         for c in prange(plan.n_chunks, schedule="static"):
-            _pruned_chunk(&plan, &X[c * CHUNK_SIZE, 0], _chunk_len(&plan, c), n_prefix,
-                          &prefix_sqnorm[0], &rest_norm[0], max_prefix_sqnorm, max_rest_norm,
+            _pruned_chunk(&plan, &X[c * CHUNK_SIZE, 0], _chunk_len(&plan, c),
+                          &X_proj[c * CHUNK_SIZE, 0], &x_rest[c * CHUNK_SIZE],
+                          &centers_proj[0, 0], n_proj, &proj_sqnorm[0], &centers_rest[0],
+                          max_proj_sqnorm, max_rest_norm, proj_tol, <floating> rest_tol,
                           &labels[c * CHUNK_SIZE], &min_dist2[c * CHUNK_SIZE],
                           &chunk_direct[c])
     for c in range(plan.n_chunks):

@@ -4,6 +4,7 @@ import pytest
 
 from clusterkit import _reference as ref
 from clusterkit._kernels import _assign, _pruned
+from clusterkit.estep.pruning import principal_axes, project, tolerances
 
 from .._helpers import assert_labels_equal_up_to_ties
 from ..conftest import rtol_for
@@ -26,18 +27,33 @@ def _data(shape, dtype, seed=0):
     return X, centers
 
 
-def _run(X, centers, n_prefix, n_threads):
+def _projected(X, centers, n_axes, V=None):
+    """The kernel's projected arguments for the leading ``n_axes`` principal axes (or
+    ``V``)."""
+    V = principal_axes(X, n_axes) if V is None else V
+    X_proj, x_rest, x_max = project(X, V)
+    centers_proj, centers_rest, c_max = project(centers, V)
+    return (X_proj, x_rest, centers_proj, centers_rest,
+            *tolerances(X.shape[1], V.shape[1], x_max, c_max))
+
+
+def _run(X, centers, n_axes, n_threads, V=None):
     labels = np.full(len(X), -7, np.int32)
     dist2 = np.full(len(X), -1, X.dtype)
-    counts = _pruned.assign_pruned(X, centers, n_prefix, labels, dist2, n_threads)
+    counts = _pruned.assign_pruned(X, centers, *_projected(X, centers, n_axes, V), labels,
+                                   dist2, n_threads)
     return labels, dist2, counts
+
+
+def _reference(X, centers, n_axes, V=None):
+    return ref.assign_pruned(X, centers, *_projected(X, centers, n_axes, V)[:4])
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_assign_pruned_matches_reference(shape, dtype, n_threads):
     X, centers = _data(shape, dtype)
     labels, dist2, (n_pairs, n_direct) = _run(X, centers, shape[3], n_threads)
-    labels_ref, dist2_ref, n_pairs_ref, n_direct_min = ref.assign_pruned(X, centers, shape[3])
+    labels_ref, dist2_ref, n_pairs_ref, n_direct_min = _reference(X, centers, shape[3])
     assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol_for(dtype))
     d_own = ref.sqdist(X, centers)[np.arange(len(X)), labels]
     np.testing.assert_allclose(dist2, d_own, rtol=rtol_for(dtype) * 10, atol=rtol_for(dtype))
@@ -71,7 +87,7 @@ def test_assign_pruned_several_blocks_of_centres(n_clusters, dtype, n_threads):
     many again in one block): the best distance carries over from block to block."""
     X, centers = _data((CHUNK + 40, 12, n_clusters), dtype, seed=4)
     labels, dist2, (n_pairs, n_direct) = _run(X, centers, 3, n_threads)
-    labels_ref, _, _, n_direct_min = ref.assign_pruned(X, centers, 3)
+    labels_ref, _, _, n_direct_min = _reference(X, centers, 3)
     assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol_for(dtype))
     assert n_direct_min <= n_direct < n_pairs
 
@@ -94,12 +110,26 @@ def test_assign_pruned_ties_go_to_lowest_index(dtype):
     np.testing.assert_array_equal(dist2, 3)
 
 
-def test_assign_pruned_empty_and_bad_prefix(dtype):
+def test_assign_pruned_any_orthonormal_axes(dtype):
+    """Axes that carry no particular variance (a random rotation's) give the same labels:
+    the bound is valid for any, only the work depends on them."""
+    X, centers = _data((500, 24, 40), dtype, seed=5)
+    V = np.linalg.qr(np.random.default_rng(5).normal(size=(24, 24)))[0][:, :6]
+    labels, _, (n_pairs, n_direct) = _run(X, centers, 6, 2, V=V)
+    labels_ref, _, _, n_direct_min = _reference(X, centers, 6, V=V)
+    assert_labels_equal_up_to_ties(X, centers, labels, labels_ref, rtol_for(dtype))
+    assert n_direct_min <= n_direct <= n_pairs
+
+
+def test_assign_pruned_empty_and_mismatched(dtype):
     X = np.zeros((0, 4), dtype)
-    assert _pruned.assign_pruned(X, np.ones((2, 4), dtype), 2, np.empty(0, np.int32),
-                                 np.empty(0, dtype), 1) == (0, 0)
+    centers = np.ones((2, 4), dtype)
+    args = (np.zeros((0, 2), dtype), np.zeros(0, dtype), np.zeros((2, 2), dtype),
+            np.zeros(2, dtype), 0.0, 0.0)
+    assert _pruned.assign_pruned(X, centers, *args, np.empty(0, np.int32), np.empty(0, dtype),
+                                 1) == (0, 0)
     X = np.zeros((3, 4), dtype)
-    for p in (0, 5):
-        with pytest.raises(ValueError, match=rf"n_prefix={p} must be within \[1, n_features=4\]"):
-            _pruned.assign_pruned(X, np.ones((2, 4), dtype), p, np.empty(3, np.int32),
-                                  np.empty(3, dtype), 1)
+    bad = (np.zeros((3, 2), dtype), np.zeros(3, dtype), np.zeros((2, 3), dtype),
+           np.zeros(2, dtype), 0.0, 0.0)
+    with pytest.raises(ValueError, match="must give each row and centre 1 to n_features"):
+        _pruned.assign_pruned(X, centers, *bad, np.empty(3, np.int32), np.empty(3, dtype), 1)
