@@ -15,7 +15,11 @@ candidate centres survives that test, by prefix length and Lloyd iteration:
 * Yinyang: the centres of the groups its group filter does not rule out (``C / 10`` groups
   made by k-means of the first centres; no local filter, so again a superset).
 
-It then estimates what a pruned pass would cost on this machine: the blocked gemm kernel
+With ``--fits`` it times whole fits instead: ``FullEStep()`` against ``FullEStep(prune=p)``
+(``p`` = ``"auto"``'s choice, half and twice it) from the same initial centres for a fixed
+number of iterations, in the same process, alternating, median of ``--repeats``.
+
+Without it, it estimates what a pruned pass would cost on this machine: the blocked gemm kernel
 (``assign_full``) on the first ``p`` dimensions only, plus the survivors' remaining
 ``D - p`` dimensions at the measured rate of direct distances (``elkan_assign`` with every
 bound at zero), against ``assign_full`` on all dimensions. The statistics come from a random
@@ -23,10 +27,13 @@ sample of rows (they are per-row fractions); the Lloyd iterates from all rows.
 """
 import argparse
 import json
+import os
 import statistics
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from _common import warn_openblas_overrides
@@ -295,6 +302,60 @@ def estimate(result):
     return out, elkan
 
 
+FIT_ROWS = {  # name: (n_samples, n_features, n_clusters); data from make_embeddings or MNIST
+    "emb 120k x 16, C=1400": (120_000, 16, 1400),
+    "emb 120k x 64, C=1400": (120_000, 64, 1400),
+    "emb 120k x 128, C=1400": (120_000, 128, 1400),
+    "emb 120k x 384, C=1400": (120_000, 384, 1400),
+    "emb 120k x 768, C=1400": (120_000, 768, 1400),
+    "emb 120k x 1024, C=1400": (120_000, 1024, 1400),
+    "mnist 70k x 784, C=50": (None, 784, 50),
+    "mnist 70k x 784, C=500": (None, 784, 500),
+}
+
+
+def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
+    """Seconds and ``cost_["estep"]`` of Lloyd fits with and without pruning."""
+    from clusterkit import Clusterer, FullEStep
+    from clusterkit.estep.pruning import auto_projections
+    from _common import data_home
+    out = {}
+    for name in names:
+        n, D, C = FIT_ROWS[name]
+        if n is None:
+            X = np.load(os.path.join(data_home() or "../shared/data", "mnist.npz"))["X"]
+        else:
+            X = make_embeddings(n, D, random_state=seed)
+        init = X[np.random.default_rng(seed).choice(X.shape[0], C, replace=False)]
+        auto = auto_projections(D)
+        variants = {"off": None, "auto": "auto"}
+        for p in sorted(prefixes or {max(8, auto // 2), min(D, 2 * auto)}):
+            if p < D:
+                variants[f"p={p}"] = p
+        times = {k: [] for k in variants}
+        row = {}
+        for _ in range(repeats):
+            for label, prune in variants.items():
+                km = Clusterer(C, seed=init, estep=FullEStep(prune=prune), tol=0,
+                               max_iter=n_iter, n_threads=n_threads, compute_labels=False)
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():  # a fixed number of iterations, on purpose
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    km.fit(X)
+                times[label].append(time.perf_counter() - t0)
+                row[label] = {"estep_evals": int(km.cost_["estep"]),
+                              "inertia": float(km.history_[-1]["objective"])}
+        for label in variants:
+            row[label]["seconds"] = statistics.median(times[label])
+        off = row["off"]
+        print(f"{name}: " + ", ".join(
+            f"{k} {v['seconds']:.2f} s ({v['seconds'] / off['seconds']:.2f}x, work "
+            f"{v['estep_evals'] / off['estep_evals']:.3f})" for k, v in row.items()),
+            flush=True)
+        out[name] = row
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-samples", type=int, default=120_000)
@@ -306,9 +367,21 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the raw numbers to this JSON file")
+    parser.add_argument("--fits", nargs="*", default=None, choices=sorted(FIT_ROWS),
+                        help="time whole fits on these rows (all of them if none is named)")
+    parser.add_argument("--prefixes", type=int, nargs="+", default=None,
+                        help="with --fits: the numbers of axes to prune by besides 'auto' "
+                             "(default: half and twice 'auto''s)")
     args = parser.parse_args()
     warn_openblas_overrides()
     n_threads = effective_n_threads(args.threads)
+    if args.fits is not None:
+        rows = fit_rows(args.fits or list(FIT_ROWS), args.n_iter, n_threads, args.repeats,
+                        args.seed, args.prefixes)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(rows, f, indent=1)
+        return
     results = []
     for D in args.features:
         print(f"== {args.n_samples} x {D}, C = {args.n_clusters}, {n_threads} threads",

@@ -81,8 +81,8 @@ def test_prune_ignored_for_soft_assignments():
 
 
 def test_auto_projections():
-    assert [auto_projections(d) for d in (16, 128, 384, 768, 1024, 4096)] == \
-        [16, 16, 32, 64, 88, 128]
+    assert [auto_projections(d) for d in (16, 64, 128, 384, 768, 784, 1024, 4096)] == \
+        [32, 32, 32, 48, 96, 96, 128, 128]
 
 
 def test_principal_axes_are_orthonormal_and_project_keeps_norms():
@@ -111,3 +111,14 @@ def test_prune_refuses_bad_values(prune):
     X = _embeddings(100, 6, 3, seed=8)
     with pytest.raises((ValueError, TypeError), match="prune"):
         Clusterer(3, estep=FullEStep(prune=prune)).fit(X)
+
+
+@fixed_iterations
+def test_prune_auto_prunes_from_its_thresholds():
+    X = _embeddings(3000, 64, 40, np.float32, seed=9)
+    init = X[np.random.RandomState(9).choice(len(X), 300, replace=False)]
+    fits = [Clusterer(300, seed=init, estep=e, tol=0, max_iter=4).fit(X)
+            for e in (FullEStep(), FullEStep(prune="auto"))]
+    assert fits[1].cost_["estep"] < 0.8 * fits[0].cost_["estep"]
+    assert_labels_equal_up_to_ties(X, fits[0].cluster_centers_, fits[1].labels_,
+                                   fits[0].labels_, RTOL[np.float32])

@@ -47,7 +47,7 @@ def _float32_rows(X, buffers, state):
 #: ``FullEStep(prune="auto")`` prunes from this many features and clusters on (below, the
 #: products over few axes run far from the gemm rate and bound little; see the
 #: documentation's page on embeddings for the measurements).
-PRUNE_MIN_FEATURES = 128
+PRUNE_MIN_FEATURES = 64
 PRUNE_MIN_CLUSTERS = 256
 
 

@@ -21,11 +21,15 @@ PROJECT_BLOCK = 8192
 
 
 def auto_projections(n_features):
-    """The number of axes ``prune="auto"`` projects on: about a twelfth of the features, a
-    multiple of 8 between 16 and 128 (``benchmarks/bench_pruning.py``: at 384 to 1,024
-    features 32 to 96 axes left 0.4-1 % of the pairs to complete after the first
-    iterations, and the gemm over them took about a twelfth of Lloyd's)."""
-    return int(min(128, max(16, 8 * round(n_features / 96))))
+    """The number of axes ``prune="auto"`` projects on: about an eighth of the features, a
+    multiple of 8 between 32 and 128.
+
+    ``benchmarks/bench_pruning.py --fits`` (8 Lloyd iterations from random rows, 2 threads):
+    with 1,400 clusters the time hardly changed between 64 and 128 axes at 768 features, and
+    32 axes paid at 64 and 128 features where 8 or 16 did not (the products over so few
+    axes run far from the gemm rate and bound too little).
+    """
+    return int(min(128, max(32, 8 * round(n_features / 64))))
 
 
 def principal_axes(X, n_axes):
