@@ -329,7 +329,8 @@ def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
         init = X[np.random.default_rng(seed).choice(X.shape[0], C, replace=False)]
         auto = auto_projections(D)
         variants = {"off": None, "auto": "auto"}
-        for p in sorted(prefixes or {max(8, auto // 2), min(D, 2 * auto)}):
+        extra = {max(8, auto // 2), min(D, 2 * auto)} if prefixes is None else prefixes
+        for p in sorted(extra):
             if p < D:
                 variants[f"p={p}"] = p
         times = {k: [] for k in variants}
@@ -369,7 +370,7 @@ def main():
     parser.add_argument("--out", default=None, help="write the raw numbers to this JSON file")
     parser.add_argument("--fits", nargs="*", default=None, choices=sorted(FIT_ROWS),
                         help="time whole fits on these rows (all of them if none is named)")
-    parser.add_argument("--prefixes", type=int, nargs="+", default=None,
+    parser.add_argument("--prefixes", type=int, nargs="*", default=None,
                         help="with --fits: the numbers of axes to prune by besides 'auto' "
                              "(default: half and twice 'auto''s)")
     args = parser.parse_args()

@@ -82,7 +82,7 @@ def test_prune_ignored_for_soft_assignments():
 
 def test_auto_projections():
     assert [auto_projections(d) for d in (16, 64, 128, 384, 768, 784, 1024, 4096)] == \
-        [32, 32, 32, 48, 96, 96, 128, 128]
+        [32, 32, 32, 48, 96, 96, 96, 96]
 
 
 def test_principal_axes_are_orthonormal_and_project_keeps_norms():
@@ -122,3 +122,15 @@ def test_prune_auto_prunes_from_its_thresholds():
     assert fits[1].cost_["estep"] < 0.8 * fits[0].cost_["estep"]
     assert_labels_equal_up_to_ties(X, fits[0].cluster_centers_, fits[1].labels_,
                                    fits[0].labels_, RTOL[np.float32])
+
+
+@fixed_iterations
+def test_pruned_spherical_fit_gives_the_same_iterates():
+    X = _embeddings(1500, 32, 20, seed=10)
+    init = X[:20].copy()
+    fits = [Clusterer(20, seed=init, estep=e, mstep="spherical", tol=0, max_iter=15).fit(X)
+            for e in (FullEStep(), FullEStep(prune=8))]
+    assert fits[0].n_iter_ == fits[1].n_iter_
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_,
+                               rtol=1e-10, atol=1e-12)

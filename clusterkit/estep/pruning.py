@@ -22,14 +22,15 @@ PROJECT_BLOCK = 8192
 
 def auto_projections(n_features):
     """The number of axes ``prune="auto"`` projects on: about an eighth of the features, a
-    multiple of 8 between 32 and 128.
+    multiple of 8 between 32 and 96.
 
     ``benchmarks/bench_pruning.py --fits`` (8 Lloyd iterations from random rows, 2 threads):
-    with 1,400 clusters the time hardly changed between 64 and 128 axes at 768 features, and
-    32 axes paid at 64 and 128 features where 8 or 16 did not (the products over so few
-    axes run far from the gemm rate and bound too little).
+    with 1,400 clusters the time hardly changed between 64 and 128 axes at 768 features, 96
+    did best at 1,024, and 32 axes paid at 64 and 128 features where 8 or 16 did not (the
+    products over so few axes run far from the gemm rate and bound too little). Beyond
+    1,024 features the cap is not measured.
     """
-    return int(min(128, max(32, 8 * round(n_features / 64))))
+    return int(min(96, max(32, 8 * round(n_features / 64))))
 
 
 def principal_axes(X, n_axes):
