@@ -14,10 +14,10 @@ from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_memory
-from .._kernels import (_assign, _dist, _elkan, _mstep, _pruned, _sparse as _sparse_kernels,
-                       _topk)
+from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack
-from .pruning import Projection, auto_projections, project, tolerances
+from .pruning import (PRUNE_MIN_CLUSTERS, PRUNE_MIN_FEATURES, Projection, assign_pruned,
+                      auto_projections)
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
@@ -42,41 +42,6 @@ def _float32_rows(X, buffers, state):
             return None
     x32 = buffers.x32[rows]
     return x32 if x32.shape[0] == X.shape[0] else None
-
-
-#: ``FullEStep(prune="auto")`` prunes from this many features and clusters on (below, the
-#: products over few axes run far from the gemm rate and bound little; see the
-#: documentation's page on embeddings for the measurements).
-PRUNE_MIN_FEATURES = 64
-PRUNE_MIN_CLUSTERS = 256
-
-
-def _assign_pruned(X, centers, buffers, state, labels, dist2, sample_weight):
-    """:class:`FullEStep`'s hard assignment with dimension pruning (``prune``): the rows'
-    projections made once per run (or, for a batch of other rows, now), the centres'
-    now, then ``_pruned.assign_pruned``; the cost is counted by dimension."""
-    projection = buffers.projection
-    n_features = X.shape[1]
-    rows = None
-    if np.may_share_memory(X, projection.source):
-        try:
-            rows = batch_rows(state, X.shape[0], projection.source.shape[0])
-        except ValueError:
-            rows = None
-    if rows is not None:
-        X_proj = np.ascontiguousarray(projection.rows[rows])
-        x_rest = np.ascontiguousarray(projection.rest[rows])
-        max_norm = projection.max_norm
-    else:
-        X_proj, x_rest, max_norm = project(X, projection.V)
-    centers_proj, centers_rest, max_center = project(centers, projection.V)
-    proj_tol, rest_tol = tolerances(n_features, projection.V.shape[1], max_norm, max_center)
-    n_pairs, n_direct = _pruned.assign_pruned(X, centers, X_proj, x_rest, centers_proj,
-                                              centers_rest, proj_tol, rest_tol, labels, dist2,
-                                              state.n_threads)
-    state.count("estep", n_direct + -(-n_pairs * projection.V.shape[1] // n_features))
-    qe = weighted_sum(dist2, sample_weight)
-    return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
 
 
 def soft_fit(state):
@@ -127,8 +92,8 @@ class FullEStep(EStep):
         whose bound does not rule them out. The labels are those without pruning (ranked
         by the same direct distances, ties to the lower index); only the work changes.
         ``"auto"``: ``p`` by :func:`~clusterkit.estep.pruning.auto_projections`, and no
-        pruning below ``PRUNE_MIN_FEATURES`` features or ``PRUNE_MIN_CLUSTERS`` clusters,
-        where it does not pay. Has no effect on soft or sparse assignments.
+        pruning below ``PRUNE_MIN_FEATURES`` (64) features or ``PRUNE_MIN_CLUSTERS`` (256)
+        clusters, where it does not pay. Has no effect on soft or sparse assignments.
 
     Notes
     -----
@@ -235,7 +200,8 @@ class FullEStep(EStep):
         if not soft_fit(state):
             n_clusters, n_features = centers.shape
             if buffers.projection is not None:
-                return _assign_pruned(X, centers, buffers, state, labels, dist2, sample_weight)
+                return assign_pruned(X, centers, buffers.projection, state, labels, dist2,
+                                     sample_weight)
             x32 = _float32_rows(X, buffers, state)
             if not (state.fuse_sums
                     and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize)):
