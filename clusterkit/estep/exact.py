@@ -100,7 +100,8 @@ class FullEStep(EStep):
     Cost per call: ``N C`` distance evaluations; with pruning, ``N C p / D`` (the products
     over ``p`` of the ``D`` features, counted by dimension) plus the direct distances.
     Pruning keeps ``N (p + 1)`` values per run and computes no M-step sums in its pass.
-    Memory: hard, ``O(N)`` outputs plus one cache-sized tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    Memory: hard, ``O(N)`` outputs plus one cache-sized tile per thread; soft, the
+    ``N x C`` responsibilities the M-step consumes.
     Hard assignments of float64 data with at least ``MIXED_MIN_FEATURES`` (64) features
     rank the centres by float32 products on a float32 copy of the data made once per run
     (``N (D + 1)`` float32, about half the data; skipped when it would take more than half
