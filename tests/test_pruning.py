@@ -134,3 +134,18 @@ def test_pruned_spherical_fit_gives_the_same_iterates():
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_,
                                rtol=1e-10, atol=1e-12)
+
+
+def test_subclass_with_its_own_init_does_not_prune():
+    """A FullEStep subclass written before ``prune`` existed (its ``__init__`` does not call
+    FullEStep's) still fits, as Lloyd's E-step."""
+
+    class Tagged(FullEStep):
+        def __init__(self, tag="a"):
+            self.tag = tag
+
+    X = _embeddings(300, 8, 3, seed=11)
+    km = Clusterer(3, estep=Tagged(), random_state=0).fit(X)
+    ref = Clusterer(3, estep=FullEStep(), random_state=0).fit(X)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.cost_ == ref.cost_

@@ -133,6 +133,10 @@ class FullEStep(EStep):
     objectives = MIXTURE_OBJECTIVES
     accepts_sparse = True  # hard assignments; a soft M-step does not take sparse data
 
+    #: the default for subclasses whose own ``__init__`` does not call this one (they prune
+    #: nothing, as before the parameter existed)
+    prune = None
+
     def __init__(self, prune=None):
         self.prune = prune
 
