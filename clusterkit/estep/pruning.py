@@ -30,11 +30,11 @@ def auto_projections(n_features):
     """The number of axes ``prune="auto"`` projects on: about an eighth of the features, a
     multiple of 8 between 32 and 96.
 
-    ``benchmarks/bench_pruning.py --fits`` (8 Lloyd iterations from random rows, 2 threads):
-    with 1,400 clusters the time hardly changed between 64 and 128 axes at 768 features, 96
-    did best at 1,024, and 32 axes paid at 64 and 128 features where 8 or 16 did not (the
-    products over so few axes run far from the gemm rate and bound too little). Beyond
-    1,024 features the cap is not measured.
+    Chosen with ``benchmarks/bench_pruning.py --fits`` (Lloyd iterations with 1,400
+    clusters): the time hardly changes between 64 and 128 axes at 768 and 1,024 features,
+    and 32 axes pay at 64 and 128 features where 8 or 16 do not (products over so few axes
+    run far from the gemm rate and bound too little). Beyond 1,024 features the cap is not
+    measured.
     """
     return int(min(96, max(32, 8 * round(n_features / 64))))
 
@@ -135,8 +135,8 @@ class Projection:
 
 #: ``FullEStep(prune="auto")`` prunes from this many features and clusters on: below, the
 #: products over few axes run far from the gemm rate and bound little, and with few
-#: clusters the projection of the rows costs several iterations (``bench_pruning.py
-#: --fits``: 1.9x Lloyd's time at 16 features, 1.3x on MNIST with 50 clusters).
+#: clusters the projection of the rows costs several iterations (both slower than Lloyd's
+#: E-step in ``benchmarks/bench_pruning.py --fits``).
 PRUNE_MIN_FEATURES = 64
 PRUNE_MIN_CLUSTERS = 256
 
