@@ -123,7 +123,7 @@ cdef void _pruned_chunk(const _TilePlan* plan,
                 n_below = ck_count_at_most_float(row, n_block, limit)
             else:
                 n_below = ck_count_at_most_double(row, n_block, limit)
-            if n_below <= 1 and row[j_min] <= limit:  # the one below is j_min: done
+            if n_below == 0 or (n_below == 1 and row[j_min] <= limit):  # none but j_min
                 continue
             for j in range(n_block):
                 if j != j_min and row[j] <= best_val[i] * grow:
