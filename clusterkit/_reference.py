@@ -29,6 +29,23 @@ def assign_full(X, centers):
     return labels, d2[np.arange(len(X)), labels], X.shape[0] * centers.shape[0]
 
 
+def assign_pruned(X, centers, X_proj, x_rest, centers_proj, centers_rest):
+    """Nearest centre with dimension pruning (``_pruned.assign_pruned``): the labels and
+    distances of :func:`assign_full`, the pairs bounded by their projections, and the fewest
+    direct distances any order of completion needs: one per sample plus every other centre
+    whose bound ``||x~ - c~||^2 + (||x_r|| - ||c_r||)^2`` is below the nearest distance.
+    Returns ``(labels, min_dist2, n_proj_pairs, n_direct_min)``."""
+    X = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    labels, min_dist2, n_pairs = assign_full(X, centers)
+    bound = (sqdist(X_proj, centers_proj)
+             + (np.asarray(x_rest, np.float64)[:, None]
+                - np.asarray(centers_rest, np.float64)[None, :]) ** 2)
+    below = bound < min_dist2[:, None] * (1 - 1e-9)
+    below[np.arange(len(X)), labels] = False
+    return labels, min_dist2, n_pairs, len(X) + int(below.sum())
+
+
 def softmax_neg(dist2, sigma2):
     """Rows of ``exp(-dist2 / (2 sigma2))`` normalised; returns (resp, log_norm)."""
     a = -np.asarray(dist2, dtype=np.float64) / (2.0 * sigma2)

@@ -205,7 +205,7 @@ def lloyd(n_clusters, **kwargs):
     --------
     >>> from clusterkit.presets import lloyd
     >>> lloyd(10, random_state=0).estep
-    FullEStep()
+    FullEStep(prune=None)
     """
     kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
@@ -725,7 +725,7 @@ def large_scale(n_clusters, G=5, chain_length=20, **kwargs):
     --------
     >>> from clusterkit.presets import large_scale
     >>> large_scale(10).estep, large_scale(10).tol
-    (FullEStep(), 0.003)
+    (FullEStep(prune=None), 0.003)
     """
     kwargs.setdefault("tol", 3e-3)
     pilot = var_kmeans_s(n_clusters, G=G,

@@ -9,13 +9,15 @@ import numpy as np
 from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
                             is_sparse, row_sqnorms)
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
-from .._engine.constraints import Interval
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack, run_rows
+from .pruning import (PRUNE_MIN_CLUSTERS, PRUNE_MIN_FEATURES, Projection, assign_pruned,
+                      auto_projections)
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
@@ -53,8 +55,9 @@ class _Buffers:
     its step only, so the next step may overwrite it."""
 
     def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None,
-                 source=None):
+                 source=None, projection=None):
         self.x_sqnorms = x_sqnorms  # of the rows of sparse data, once per run
+        self.projection = projection  # the principal axes and the rows' projections (prune)
         # the run's data if it may get a float32 copy for mixed-precision products (made
         # at its first contiguous batch), and the copy
         self.source, self.x32 = source, None
@@ -78,10 +81,27 @@ class FullEStep(EStep):
     k-means); with a soft M-step the exact posterior over all ``C`` clusters of the isotropic,
     equal-weight GMM is computed (standard EM; Forster & Lücke 2018, eq. 2 with ``C' = C``).
 
+    Parameters
+    ----------
+    prune : int, "auto" or None, default=None
+        Exact dimension pruning of hard assignments of dense data. ``None``: off. An integer
+        ``p``: once per fit the ``p`` leading principal axes of a sample of the rows are
+        found and the rows projected on them; each call then bounds every row-centre
+        distance from below by gemm over those ``p`` coordinates and the norms of the rest
+        (``_pruned.assign_pruned``), and computes direct distances only for the centres
+        whose bound does not rule them out. The labels are those without pruning (ranked
+        by the same direct distances, ties to the lower index); only the work changes.
+        ``"auto"``: ``p`` by :func:`~clusterkit.estep.pruning.auto_projections`, and no
+        pruning below ``PRUNE_MIN_FEATURES`` (64) features or ``PRUNE_MIN_CLUSTERS`` (256)
+        clusters, where it does not pay. Has no effect on soft or sparse assignments.
+
     Notes
     -----
-    Cost per call: ``N C`` distance evaluations. Memory: hard, ``O(N)`` outputs plus one
-    cache-sized tile per thread; soft, the ``N x C`` responsibilities the M-step consumes.
+    Cost per call: ``N C`` distance evaluations; with pruning, ``N C p / D`` (the products
+    over ``p`` of the ``D`` features, counted by dimension) plus the direct distances.
+    Pruning keeps ``N (p + 1)`` values per run and computes no M-step sums in its pass.
+    Memory: hard, ``O(N)`` outputs plus one cache-sized tile per thread; soft, the
+    ``N x C`` responsibilities the M-step consumes.
     Hard assignments of float64 data with at least ``MIXED_MIN_FEATURES`` (64) features
     rank the centres by float32 products on a float32 copy of the data made once per run
     (``N (D + 1)`` float32, about half the data; skipped when it would take more than half
@@ -107,14 +127,43 @@ class FullEStep(EStep):
     array([0, 0, 1, 1], dtype=int32)
     """
 
+    _parameter_constraints = {"prune": [None, Options("auto"), Interval(Integral, 1)]}
+
     exact = True
     objectives = MIXTURE_OBJECTIVES
     chunks = True
     per_sample_state = False  # (its state is its output buffers)
     accepts_sparse = True  # hard assignments; a soft M-step does not take sparse data
 
+    #: the default for subclasses whose own ``__init__`` does not call this one (they prune
+    #: nothing, as before the parameter existed)
+    prune = None
+
+    def __init__(self, prune=None):
+        self.prune = prune
+
+    def _projections(self, n_features, n_clusters):
+        """The principal axes pruning projects on for data of ``n_features`` features, or
+        ``None`` for no pruning (``prune=None``, or ``"auto"`` where it does not pay)."""
+        if self.prune is None:
+            return None
+        if self.prune == "auto":
+            if n_features < PRUNE_MIN_FEATURES or n_clusters < PRUNE_MIN_CLUSTERS:
+                return None
+            return min(auto_projections(n_features), n_features)
+        return self.prune
+
     def _validate(self, X, n_clusters, composition):
-        """Refuse, before any work, full responsibilities that do not fit in memory."""
+        """Refuse, before any work, full responsibilities that do not fit in memory, and
+        more axes to prune by than features.
+
+        Raises
+        ------
+        ValueError
+            If responsibilities would not fit in memory, or ``prune`` exceeds the features.
+        """
+        if self.prune is not None and self.prune != "auto" and self.prune > X.shape[1]:
+            raise ValueError(f"prune={self.prune} must be <= n_features={X.shape[1]}.")
         mstep = composition.mstep
         if mstep.needs_resp or mstep.objective == FREE_ENERGY:
             n_rows = run_rows(X, n_clusters, composition)
@@ -129,6 +178,11 @@ class FullEStep(EStep):
         x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
         soft = soft_fit(state)
         source = None
+        n_axes = (None if soft or is_sparse(X) else
+                  self._projections(X.shape[1], centers.shape[0]))
+        if n_axes is not None:  # the axes once per run, for every call's bounds
+            return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft,
+                            projection=Projection(X, n_axes))
         if (not (soft or is_sparse(X)) and X.dtype == np.float64
                 and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
             available = available_memory()
@@ -152,6 +206,9 @@ class FullEStep(EStep):
             return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
         if not soft_fit(state):
             n_clusters, n_features = centers.shape
+            if buffers.projection is not None:
+                return assign_pruned(X, centers, buffers.projection, state, labels, dist2,
+                                     sample_weight)
             x32 = _float32_rows(X, buffers, state)
             if not (state.fuse_sums
                     and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize)):
