@@ -65,7 +65,7 @@ and the documentation's page on the defaults), not as in the papers:
   (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(KMeansPlusPlus(),
   size="schedule", float32=True)``): full batches on ``max(8192, r C)`` rows (``r = 64``
   up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on), mini-batches on
-  ``max(3 b, 16 C)``, nested mini-batches on a prefix of their order of at least their
+  ``max(3 b, r C / 4)`` (at least ``3 C``), nested mini-batches on a prefix of their order of at least their
   first batch and the full batches' rows; all rows when the data have no more or
   ``N C D <= 2^27``. On all rows of large data the seeding took most of the fit (at
   300,000 x 32 and ``C = 1024``, 45-50 s of Lloyd's 55-60 s); on 64 rows per centre Lloyd's
@@ -259,7 +259,8 @@ def minibatch(n_clusters, batch_size=1024, max_passes=10.0, **kwargs):
         smoothed batch objective (see :class:`~clusterkit.MiniBatch`).
     **kwargs
         Passed on to :class:`~clusterkit.Clusterer` (``seed`` replaces the k-means++ seeding
-        on ``max(3 batch_size, 16 C)`` rows).
+        on ``max(3 batch_size, r C)`` rows, ``r`` from 16 per centre at up to 32 features
+        to 3 from 128 on: :meth:`MiniBatch.seeding_rows <clusterkit.MiniBatch.seeding_rows>`).
 
     Returns
     -------

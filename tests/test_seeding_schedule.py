@@ -48,7 +48,7 @@ def _per_centre(d):
 
 @pytest.mark.parametrize("schedule, expected", [
     (FullBatch(), _sized(lambda k, d: max(2**13, _per_centre(d) * k))),
-    (MiniBatch(batch_size=100), _sized(lambda k, d: max(300, 16 * k))),
+    (MiniBatch(batch_size=100), _sized(lambda k, d: max(300, max(3, _per_centre(d) // 4) * k))),
     (NestedDoubling(), _sized(lambda k, d: max(5000, 20 * k, 2**13, _per_centre(d) * k))),
     (NestedDoubling(initial_batch=9000),
      _sized(lambda k, d: max(9000, 2**13, _per_centre(d) * k))),

@@ -269,14 +269,16 @@ class MiniBatch(Schedule):
         return self
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
-        """``max(3 batch_size, 16 n_clusters)`` rows, all of them if ``N C D <= 2^27`` (as
-        :meth:`FullBatch.seeding_rows`): scikit-learn's ``init_size``
-        of ``MiniBatchKMeans`` (``3 batch_size``, at least ``3 C``) with more rows per centre.
-        A seeding on all rows would cost more than all the batches; on 3 rows per centre
-        the run ends about 8 % higher than on 16, which cost a fraction of its batches (the
-        defaults page has the measurements)."""
+        """``max(3 batch_size, r n_clusters)`` rows, all of them if ``N C D <= 2^27`` (as
+        :meth:`FullBatch.seeding_rows`), with ``r`` a quarter of a full batch's rows per
+        centre and at least 3: 16 up to 32 features, 3 from 128 on. scikit-learn's
+        ``init_size`` of ``MiniBatchKMeans`` is ``3 batch_size``, at least ``3 C``. A seeding
+        on all rows would cost more than all the batches; at 32 features 3 rows per centre
+        end about 8 % higher than 16, which cost a fraction of the batches; on wide rows
+        the seeding costs more and decides less (the defaults page has the measurements)."""
+        per_centre = max(3, _full_seeding_per_centre(n_features) // 4)
         return _seeding_rows(n_samples, n_clusters, n_features,
-                             max(3 * int(self.batch_size), 16 * n_clusters))
+                             max(3 * int(self.batch_size), per_centre * n_clusters))
 
     def stream_batches(self, n_rows):
         """Consecutive batches of ``batch_size`` rows (the last one shorter), in the caller's
