@@ -269,13 +269,10 @@ class MiniBatch(Schedule):
         return self
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
-        """``max(3 batch_size, r n_clusters)`` rows, all of them if ``N C D <= 2^27`` (as
-        :meth:`FullBatch.seeding_rows`), with ``r`` a quarter of a full batch's rows per
-        centre and at least 3: 16 up to 32 features, 3 from 128 on. scikit-learn's
-        ``init_size`` of ``MiniBatchKMeans`` is ``3 batch_size``, at least ``3 C``. A seeding
-        on all rows would cost more than all the batches; at 32 features 3 rows per centre
-        end about 8 % higher than 16, which cost a fraction of the batches; on wide rows
-        the seeding costs more and decides less (the defaults page has the measurements)."""
+        """``max(3 batch_size, r n_clusters)`` rows (all if ``N C D <= 2^27``), ``r`` a quarter
+        of :meth:`FullBatch.seeding_rows`' per centre, at least 3 (scikit-learn's
+        ``init_size``): 16 up to 32 features, where 3 end about 8 % higher, 3 from 128 on,
+        where wide rows cost more and decide less (the defaults page has the numbers)."""
         per_centre = max(3, _full_seeding_per_centre(n_features) // 4)
         return _seeding_rows(n_samples, n_clusters, n_features,
                              max(3 * int(self.batch_size), per_centre * n_clusters))

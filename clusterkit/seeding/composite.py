@@ -132,20 +132,10 @@ class SampledSeeder(Seeder):
         if self.n_candidates == 1:
             X_s, w_s = self._sample(X, sample_weight, size, n_clusters, state, first=True)
             return Seeding(self._seed_sample(inner, X_s, w_s, n_clusters, state), None)
-        best = best_error = None
-        X_val = w_val = None
-        for number in range(int(self.n_candidates)):
-            X_s, w_s = self._sample(X, sample_weight, size, n_clusters, state, number == 0)
-            centers = self._seed_sample(inner, X_s, w_s, n_clusters, state)
-            if X_val is None:  # drawn after the first seeding: one stream, as without it
-                X_val, w_val = self._sample(X, sample_weight, size, n_clusters, state, False)
-            with single_threaded_blas():
-                _, dist2, n_evals = nearest(X_val, None, centers, state.n_threads)
-            state.count("seeding", n_evals)
-            error = weighted_sum(dist2, w_val)
-            if best is None or error < best_error:
-                best, best_error = centers, error
-        return Seeding(best, None)
+        draws = iter(range(int(self.n_candidates) + 1))
+        return self._best_candidate(
+            lambda: self._sample(X, sample_weight, size, n_clusters, state, next(draws) == 0),
+            inner, n_clusters, state)
 
     def seeding_chunked(self, data, n_clusters, state):
         """The inner seeder's seeding on a uniform sample of data in row chunks
@@ -157,15 +147,23 @@ class SampledSeeder(Seeder):
         if size >= data.shape[0]:  # (as in memory: the inner seeder on every row)
             X, sample_weight = data.sample(size, state.random_state)
             return Seeding(inner.seeding(X, sample_weight, n_clusters, state).centers, None)
+        if self.n_candidates == 1:
+            X_s, w_s = data.sample(size, state.random_state)
+            return Seeding(self._seed_sample(inner, X_s, w_s, n_clusters, state), None)
+        return self._best_candidate(lambda: data.sample(size, state.random_state), inner,
+                                    n_clusters, state)
+
+    def _best_candidate(self, draw, inner, n_clusters, state):
+        """The best of ``n_candidates`` seedings, each on a sample ``draw()`` returns as
+        ``(rows, weights)``, judged by their quantization error on one more sample (drawn
+        after the first seeding, so that the stream is as with one candidate)."""
         best = best_error = None
         X_val = w_val = None
-        for number in range(int(self.n_candidates)):
-            X_s, w_s = data.sample(size, state.random_state)
+        for _ in range(int(self.n_candidates)):
+            X_s, w_s = draw()
             centers = self._seed_sample(inner, X_s, w_s, n_clusters, state)
-            if self.n_candidates == 1:
-                return Seeding(centers, None)
             if X_val is None:
-                X_val, w_val = data.sample(size, state.random_state)
+                X_val, w_val = draw()
             with single_threaded_blas():
                 _, dist2, n_evals = nearest(X_val, None, centers, state.n_threads)
             state.count("seeding", n_evals)
