@@ -41,6 +41,14 @@ def _sized(rows):
     return lambda n, k, d: n if n * k * d <= 2**27 else min(n, rows(k, d))
 
 
+def _nested(first):
+    """A nested schedule's seeding rows: its first prefix, at least a full batch's rows; a
+    full batch's alone when the first prefix is all the rows."""
+    full = _sized(lambda k, d: max(2**13, _per_centre(d) * k))
+    return lambda n, k, d: full(n, k, d) if first(k) >= n else _sized(
+        lambda k, d: max(first(k), 2**13, _per_centre(d) * k))(n, k, d)
+
+
 def _per_centre(d):
     """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 128 on."""
     return {2: 64, 3: 64, 8: 64, 32: 64, 64: 22, 128: 8, 384: 8, 784: 8}[d]
@@ -49,14 +57,13 @@ def _per_centre(d):
 @pytest.mark.parametrize("schedule, expected", [
     (FullBatch(), _sized(lambda k, d: max(2**13, _per_centre(d) * k))),
     (MiniBatch(batch_size=100), _sized(lambda k, d: max(300, max(3, _per_centre(d) // 4) * k))),
-    (NestedDoubling(), _sized(lambda k, d: max(5000, 20 * k, 2**13, _per_centre(d) * k))),
-    (NestedDoubling(initial_batch=9000),
-     _sized(lambda k, d: max(9000, 2**13, _per_centre(d) * k))),
+    (NestedDoubling(), _nested(lambda k: max(5000, 20 * k))),
+    (NestedDoubling(initial_batch=9000), _nested(lambda k: 9000)),
 ])
 @pytest.mark.parametrize("n_samples, n_clusters, n_features",
                          [(1000, 10, 3), (30000, 100, 2), (10**6, 50, 8), (10**6, 4096, 32),
                           (10**6, 1000, 64), (10**6, 1000, 128), (70000, 1024, 784),
-                          (10**5, 2000, 384)])
+                          (10**5, 2000, 384), (70000, 4096, 784)])
 def test_schedule_declares_the_rows_its_seeding_is_worth(schedule, expected, n_samples,
                                                          n_clusters, n_features):
     assert (schedule.seeding_rows(n_samples, n_clusters, n_features)

@@ -449,10 +449,11 @@ class NestedDoubling(Schedule):
         to a full batch's seeding rows (:meth:`FullBatch.seeding_rows`, 64 per centre up to
         32 features) when it has fewer: at 32 features seeds on 20 rows per centre leave the
         fit several percent above Lloyd's, which later prefixes do not repair (the defaults
-        page has the numbers).
-        The rows are a prefix of the run's shuffled order, so no copy is made."""
-        return max(self._initial(n_samples, n_clusters),
-                   FullBatch().seeding_rows(n_samples, n_clusters, n_features))
+        page has the numbers); a full batch's rows alone if the first prefix is all rows. The
+        rows are a prefix of the run's shuffled order (no copy)."""
+        full = FullBatch().seeding_rows(n_samples, n_clusters, n_features)
+        first = self._initial(n_samples, n_clusters)
+        return full if first >= n_samples else max(first, full)
 
     def batches(self, n_samples, state):
         """Nested prefixes ``slice(0, b)`` of the run's order, doubled by the rule above."""
