@@ -1,4 +1,4 @@
-"""Assertions and marks shared by the tests."""
+"""Assertions, marks and test data shared by the tests."""
 import numpy as np
 import pytest
 
@@ -37,3 +37,22 @@ def composition(**strategies):
     default = dict(seed=KMeansPlusPlus(), reduce=NoReduction(), estep=FullEStep(),
                    mstep=HardMStep(), schedule=FullBatch(), refine=NoRefinement())
     return Composition(**{**default, **strategies})
+
+
+class OneChunkAtATime:
+    """Array-like data that hands out at most one chunk of rows per request and refuses to
+    become a NumPy array: a full materialisation (or a rechunk that merges chunks) fails."""
+
+    def __init__(self, X, chunk_rows):
+        self._X, self.chunk_rows = X, chunk_rows
+        self.shape, self.dtype, self.ndim = X.shape, X.dtype, X.ndim
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        start, stop, _ = rows.indices(self.shape[0])
+        if stop - start > 0 and start // self.chunk_rows != (stop - 1) // self.chunk_rows:
+            raise MemoryError(f"rows {start}:{stop} span more than one chunk")
+        return self._X[key]
+
+    def __array__(self, dtype=None, copy=None):
+        raise MemoryError("the whole array was requested")

@@ -12,7 +12,7 @@ from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
 from clusterkit.presets import gmm, lloyd, minibatch, spherical_kmeans
 
-from ._helpers import assert_labels_equal_up_to_ties
+from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
 
 def _blobs(n_samples, n_features, n_centers, random_state, dtype=np.float64):
@@ -222,25 +222,6 @@ def test_spherical_kmeans_on_chunks_scales_each_chunk(da, client):
         spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))
 
 
-class _OneChunkAtATime:
-    """Array-like data that hands out at most one chunk of rows per request and refuses to
-    become a NumPy array."""
-
-    def __init__(self, X, chunk_rows):
-        self._X, self.chunk_rows = X, chunk_rows
-        self.shape, self.dtype, self.ndim = X.shape, X.dtype, X.ndim
-
-    def __getitem__(self, key):
-        rows = key[0] if isinstance(key, tuple) else key
-        start, stop, _ = rows.indices(self.shape[0])
-        if stop - start > 0 and start // self.chunk_rows != (stop - 1) // self.chunk_rows:
-            raise MemoryError(f"rows {start}:{stop} span more than one chunk")
-        return self._X[key]
-
-    def __array__(self, dtype=None, copy=None):
-        raise MemoryError("the whole array was requested")
-
-
 def _nbytes(value):
     if isinstance(value, np.ndarray):
         return value.nbytes
@@ -256,7 +237,7 @@ def _nbytes(value):
 def test_the_client_gets_a_few_numbers_per_cluster_and_chunk(da, client, monkeypatch,
                                                              capsys):
     X = _blobs(20_000, 6, 10, 13, np.float32)
-    Xd = da.from_array(_OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
+    Xd = da.from_array(OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
     steps = []
     map_with_state = _chunked.ChunkedData.map_chunks_with_state
 

@@ -16,7 +16,7 @@ from clusterkit.metrics import quantization_error
 from clusterkit.presets import (lwcs_lloyd, nmbatch, slk_bo, var_gmm_s, var_kmeans_s,
                                 vc_gmm)
 
-from ._helpers import assert_labels_equal_up_to_ties
+from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
 
 def _blobs(n_samples, n_features, n_centers, random_state, dtype=np.float64, spread=1.0):
@@ -189,29 +189,10 @@ def test_prediction_on_dask_arrays_equals_numpy(da, client):
 # -- what the client holds ----------------------------------------------------------------
 
 
-class _OneChunkAtATime:
-    """Array-like data that hands out at most one chunk of rows per request and refuses to
-    become a NumPy array: a full materialisation (or a rechunk that merges chunks) fails."""
-
-    def __init__(self, X, chunk_rows):
-        self._X, self.chunk_rows = X, chunk_rows
-        self.shape, self.dtype, self.ndim = X.shape, X.dtype, X.ndim
-
-    def __getitem__(self, key):
-        rows = key[0] if isinstance(key, tuple) else key
-        start, stop, _ = rows.indices(self.shape[0])
-        if stop - start > 0 and start // self.chunk_rows != (stop - 1) // self.chunk_rows:
-            raise MemoryError(f"rows {start}:{stop} span more than one chunk")
-        return self._X[key]
-
-    def __array__(self, dtype=None, copy=None):
-        raise MemoryError("the whole array was requested")
-
-
 def test_client_never_materialises_the_data(da, client, monkeypatch):
     dask = pytest.importorskip("dask")
     X, _ = _blobs(40_000, 6, 12, 10, dtype=np.float32)
-    guarded = _OneChunkAtATime(X, 5_000)
+    guarded = OneChunkAtATime(X, 5_000)
     Xd = da.from_array(guarded, chunks=(5_000, 6), asarray=True)
     with pytest.raises(MemoryError):
         np.asarray(guarded)
