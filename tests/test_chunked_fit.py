@@ -7,6 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
                         YinyangEStep)
 from clusterkit._data import chunked as _chunked
+from clusterkit._estimator import validation as _validation
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
@@ -321,3 +322,39 @@ def test_bounds_stay_with_their_chunks_and_save_the_same_distances(da, client, e
             assert extra == 3 * 12 * 11 // 2 * chunked.n_iter_
         else:
             assert 0 <= extra <= 3 * 12 * 12 * chunked.n_iter_
+
+
+def test_each_chunk_sizes_its_bounds_to_its_share_of_the_memory(tmp_path, monkeypatch):
+    X = _blobs(8_000, 10, 40, 20)
+    np.save(tmp_path / "X.npy", X)
+    init = X[np.random.RandomState(21).choice(len(X), 40, replace=False)]
+    in_memory = Clusterer(40, seed=init, estep=BoundedEStep()).fit(X)
+    _less_memory(monkeypatch, 8_000 * 10 * 8 // 4)  # four blocks
+    # Elkan's bounds for a block's rows fit in half the memory, not for all rows
+    half = 8_000 * 40 * 4 * 4 // 5
+    monkeypatch.setattr(_validation, "_system_available", lambda: 2 * half)
+    chosen = []
+    rule = BoundedEStep._rule
+
+    def recording(self, n_rows, n_clusters, sparse, n_features, budget):
+        estep = rule(self, n_rows, n_clusters, sparse, n_features, budget)
+        chosen.append((budget, estep))
+        return estep
+
+    monkeypatch.setattr(BoundedEStep, "_rule", recording)
+    chunked = Clusterer(40, seed=init, estep=BoundedEStep()).fit(
+        np.load(tmp_path / "X.npy", mmap_mode="r"))
+    _assert_same_fit(chunked, in_memory, X)
+    # each block's budget is its rows' share of the process' half: Yinyang's groups
+    per_block = [(budget, estep) for budget, estep in chosen if budget < half]
+    assert len(per_block) == 4
+    assert all(budget == half // 4 and isinstance(estep, YinyangEStep)
+               for budget, estep in per_block)
+
+
+def test_a_dask_worker_offers_its_memory_limit_less_what_it_holds(da, client):
+    limit = client.run(lambda dask_worker: dask_worker.memory_manager.memory_limit)
+    available = client.submit(_validation.available_memory, pure=False).result()
+    assert 0 < available <= max(limit.values())
+    with _validation.memory_share(0.25):
+        assert _validation.available_memory() <= _validation._system_available() // 4 + 1

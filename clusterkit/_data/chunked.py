@@ -149,6 +149,11 @@ class ChunkedData:
         self._frame = None
 
     @property
+    def n_processes(self):
+        """The processes the chunks' tasks run in (and keep their state in): one here."""
+        return 1
+
+    @property
     def chunk_starts(self):
         """The first row of every chunk, of shape (n_chunks,)."""
         return np.concatenate([[0], np.cumsum(self.chunk_rows)[:-1]]).astype(np.int64)

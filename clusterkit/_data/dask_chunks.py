@@ -44,6 +44,13 @@ class DaskChunks(ChunkedData):
         self._X = X
         self._w = row_weights(sample_weight, X)
 
+    @property
+    def n_processes(self):
+        """The workers of the ``dask.distributed`` client in use (one: this process, with
+        another scheduler)."""
+        client = _distributed_client()
+        return 1 if client is None else max(1, len(client.nthreads()))
+
     def _map(self, func, chunks, args, progress):
         dask, _ = import_dask()
         from dask.callbacks import Callback

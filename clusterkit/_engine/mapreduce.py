@@ -37,6 +37,7 @@ import numpy as np
 
 from .._data.chunked import ChunkedData
 from .._data.nearest import nearest, single_threaded_blas
+from .._estimator.validation import memory_share
 from .assignment import Assignment
 from .state import FitState
 
@@ -87,14 +88,16 @@ class _ChunkState:
 @dataclass
 class _Plan:
     """The step as every chunk's task sees it: the strategies, the fit's configuration
-    (``n_threads`` those of a task), the run's variance and how far each centre moved in the
-    last M-step (which bounded E-steps add to their bounds)."""
+    (``n_threads`` those of a task), the run's variance, how far each centre moved in the
+    last M-step (which bounded E-steps add to their bounds) and the rows each process holds
+    (a chunk's state may take its share of its process' memory)."""
 
     estep: object
     mstep: object
     config: object
     sigma2: object
     center_shift: object
+    rows_per_process: float
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -113,7 +116,9 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
     M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``."""
     n_rows = X.shape[0]
     state = _chunk_fit_state(plan, n_rows)
-    with single_threaded_blas():  # (the kernels call gemm inside their parallel loops)
+    # (the kernels call gemm inside their parallel loops; state sized to the memory
+    # available, such as bounds, takes the chunk's share)
+    with single_threaded_blas(), memory_share(n_rows / plan.rows_per_process):
         if chunk is None:  # the run's first step on this chunk
             chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
                                 plan.estep.init_state(X, sample_weight, centers, state))
@@ -245,7 +250,8 @@ class ChunkedSteps:
             self._init_sigma2(centers)
         with state.timed("estep"):
             results = self._map(_step_chunk, centers,
-                                _Plan(estep, mstep, config, state.sigma2, state.center_shift),
+                                _Plan(estep, mstep, config, state.sigma2, state.center_shift,
+                                      data.shape[0] / data.n_processes),
                                 progress=self._progress("estep"))
         statistics = {name: value.copy() for name, value in results[0].statistics.items()}
         for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks

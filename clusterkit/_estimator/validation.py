@@ -1,5 +1,8 @@
 """Input checks shared by the public entry points (a thin layer over scikit-learn's)."""
+import contextlib
+import contextvars
 import numbers
+import sys
 
 import numpy as np
 from sklearn.utils.validation import validate_data
@@ -416,9 +419,36 @@ def check_bandwidth(sigma2, dtype, name="sigma"):
                          + ".")
 
 
+#: The share of this process' memory the work at hand may take: 1 but in a chunk's task of a
+#: fit on data in row chunks, where it is the chunk's share of the rows its process holds
+#: (:func:`memory_share`), so that per-chunk state sized to the memory available (bounds)
+#: adds up to what the process has.
+_MEMORY_SHARE = contextvars.ContextVar("memory_share", default=1.0)
+
+
+@contextlib.contextmanager
+def memory_share(share):
+    """Within the block, :func:`available_memory` is ``share`` (at most 1) of this process'."""
+    token = _MEMORY_SHARE.set(min(1.0, float(share)))
+    try:
+        yield
+    finally:
+        _MEMORY_SHARE.reset(token)
+
+
 def available_memory():
-    """Bytes of memory the system can still give this process (``MemAvailable`` of
-    ``/proc/meminfo``), or ``None`` where that is not known."""
+    """Bytes of memory this process may still use for the work at hand, or ``None`` where
+    that is not known: what the system can still give it (``MemAvailable`` of
+    ``/proc/meminfo``), in a dask worker with a memory limit at most that limit less the
+    worker's resident memory, times the share of :func:`memory_share`."""
+    available = _system_available()
+    worker_left = _dask_worker_memory_left()
+    if worker_left is not None:
+        available = worker_left if available is None else min(available, worker_left)
+    return None if available is None else int(available * _MEMORY_SHARE.get())
+
+
+def _system_available():
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
@@ -427,6 +457,22 @@ def available_memory():
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _dask_worker_memory_left():
+    """The memory limit of the dask worker this code runs in less its resident memory, or
+    ``None`` (not in a worker, or no limit)."""
+    if "distributed" not in sys.modules:  # (a worker has imported it)
+        return None
+    from distributed import get_worker
+    try:
+        limit = get_worker().memory_manager.memory_limit
+    except (ValueError, AttributeError):  # not in a worker's task
+        return None
+    if not limit:
+        return None
+    import psutil
+    return max(0, limit - psutil.Process().memory_info().rss)
 
 
 def check_memory(need, what, instead):
