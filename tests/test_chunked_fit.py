@@ -352,9 +352,9 @@ def test_each_chunk_sizes_its_bounds_to_its_share_of_the_memory(tmp_path, monkey
                for budget, estep in per_block)
 
 
-def test_a_dask_worker_offers_its_memory_limit_less_what_it_holds(da, client):
+def test_a_dask_worker_offers_what_it_may_hold_before_spilling(da, client):
     limit = client.run(lambda dask_worker: dask_worker.memory_manager.memory_limit)
     available = client.submit(_validation.available_memory, pure=False).result()
-    assert 0 < available <= max(limit.values())
+    assert 0 < available <= 0.6 * max(limit.values())  # (spilling starts at 60 %)
     with _validation.memory_share(0.25):
         assert _validation.available_memory() <= _validation._system_available() // 4 + 1

@@ -460,19 +460,23 @@ def _system_available():
 
 
 def _dask_worker_memory_left():
-    """The memory limit of the dask worker this code runs in less its resident memory, or
-    ``None`` (not in a worker, or no limit)."""
+    """What the dask worker this code runs in may still hold before it starts spilling its
+    results to disk (its memory limit times its first threshold, ``target`` or ``spill``,
+    less its resident memory), or ``None`` (not in a worker, or no limit)."""
     if "distributed" not in sys.modules:  # (a worker has imported it)
         return None
     from distributed import get_worker
     try:
-        limit = get_worker().memory_manager.memory_limit
+        memory = get_worker().memory_manager
     except (ValueError, AttributeError):  # not in a worker's task
         return None
-    if not limit:
+    if not memory.memory_limit:
         return None
+    thresholds = [f for f in (memory.memory_target_fraction, memory.memory_spill_fraction,
+                              memory.memory_pause_fraction) if f]
     import psutil
-    return max(0, limit - psutil.Process().memory_info().rss)
+    return max(0, int(memory.memory_limit * min(thresholds, default=1.0))
+               - psutil.Process().memory_info().rss)
 
 
 def check_memory(need, what, instead):
