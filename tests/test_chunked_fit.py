@@ -5,9 +5,10 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
-                        YinyangEStep)
+                        KMeansPlusPlus, YinyangEStep)
 from clusterkit._data import chunked as _chunked
 from clusterkit._estimator import validation as _validation
+from clusterkit._engine import mapreduce as _mapreduce
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
@@ -96,6 +97,20 @@ def test_default_seeding_on_chunks_draws_the_in_memory_sample(da, client):
     chunked = lloyd(40, random_state=6).fit(da.from_array(X, chunks=(7_000, 3)))
     assert chunked.cost_["seeding"] == in_memory.cost_["seeding"]
     _assert_same_fit(chunked, in_memory, X)
+
+
+def test_a_seeder_of_all_rows_sees_all_rows_of_chunks_up_to_the_cap(da, monkeypatch):
+    X = _blobs(30_000, 3, 40, 5, np.float32)
+    seen = []
+    seeding = KMeansPlusPlus.seeding
+    monkeypatch.setattr(KMeansPlusPlus, "seeding", lambda self, X, *args: (
+        seen.append(X.shape[0]), seeding(self, X, *args))[1])
+    fit = lloyd(40, seed=KMeansPlusPlus(), max_iter=1, random_state=6)
+    with pytest.warns(ConvergenceWarning):
+        fit.fit(da.from_array(X, chunks=(7_000, 3)))
+        monkeypatch.setattr(_mapreduce, "SEEDING_BYTES", 1_000 * 3 * 4)
+        fit.fit(da.from_array(X, chunks=(7_000, 3)))
+    assert seen == [30_000, 1_000]  # all rows, as in memory; then the cap's sample
 
 
 def _less_memory(monkeypatch, block_bytes):

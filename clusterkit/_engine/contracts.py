@@ -121,11 +121,15 @@ class Seeder(_Strategy, ABC):
 
     def seeding_chunked(self, data, n_clusters, state):
         """The :class:`Seeding` of data in row chunks (a fit on all their rows): by default
-        :meth:`seeding` on a uniform sample of ``state.seeding_rows`` rows
-        (``data.sample``, drawn by ``state.random_state``; only the sample is read), without
-        labels. ``data`` is a :class:`~clusterkit._data.chunked.ChunkedData` in the fit's
-        frame."""
-        X, sample_weight = data.sample(state.seeding_rows or data.shape[0], state.random_state)
+        :meth:`seeding` on as many of the rows as a seeding of chunked data may read (all of
+        them up to :data:`~clusterkit._engine.mapreduce.SEEDING_BYTES`, as :meth:`seed` sees
+        all rows in memory; a uniform sample above: ``data.sample``, drawn by
+        ``state.random_state``, only the sample is read), without labels. ``data`` is a
+        :class:`~clusterkit._data.chunked.ChunkedData` in the fit's frame; a seeder that
+        seeds on fewer rows (:class:`~clusterkit.SampledSeeder`) overrides this."""
+        from .mapreduce import seeding_rows_of_chunks
+        X, sample_weight = data.sample(seeding_rows_of_chunks(data.shape[0], data),
+                                       state.random_state)
         return Seeding(self.seeding(X, sample_weight, n_clusters, state).centers, None)
 
     def __init_subclass__(cls, **kwargs):
