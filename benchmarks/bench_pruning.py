@@ -314,16 +314,28 @@ FIT_ROWS = {  # name: (n_samples, n_features, n_clusters); data from make_embedd
 }
 
 
-def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
-    """Seconds and ``cost_["estep"]`` of Lloyd fits with and without pruning."""
-    from clusterkit import Clusterer, FullEStep
+#: ``--estep``: the E-step timed with and without pruning
+ESTEPS = {"lloyd": "FullEStep", "elkan": "ElkanEStep", "yinyang": "YinyangEStep",
+          "bounded": "BoundedEStep"}
+
+
+def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None, estep="lloyd",
+             n_samples=None):
+    """Seconds and ``cost_["estep"]`` of fits with ``estep`` with and without pruning
+    (``n_samples``: the first rows only)."""
+    import clusterkit
+    from clusterkit import Clusterer
     from clusterkit.estep.pruning import auto_projections
     from _common import data_home
+    make_estep = getattr(clusterkit, ESTEPS[estep])
     out = {}
     for name in names:
         n, D, C = FIT_ROWS[name]
+        if n is not None and n_samples is not None:
+            n = min(n, n_samples)
         if n is None:
             X = np.load(os.path.join(data_home() or "../shared/data", "mnist.npz"))["X"]
+            X = X[:n_samples] if n_samples is not None else X
         else:
             X = make_embeddings(n, D, random_state=seed)
         init = X[np.random.default_rng(seed).choice(X.shape[0], C, replace=False)]
@@ -337,7 +349,7 @@ def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
         row = {}
         for _ in range(repeats):
             for label, prune in variants.items():
-                km = Clusterer(C, seed=init, estep=FullEStep(prune=prune), tol=0,
+                km = Clusterer(C, seed=init, estep=make_estep(prune=prune), tol=0,
                                max_iter=n_iter, n_threads=n_threads, compute_labels=False)
                 t0 = time.perf_counter()
                 with warnings.catch_warnings():  # a fixed number of iterations, on purpose
@@ -349,7 +361,7 @@ def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
         for label in variants:
             row[label]["seconds"] = statistics.median(times[label])
         off = row["off"]
-        print(f"{name}: " + ", ".join(
+        print(f"{name} ({estep}): " + ", ".join(
             f"{k} {v['seconds']:.2f} s ({v['seconds'] / off['seconds']:.2f}x, work "
             f"{v['estep_evals'] / off['estep_evals']:.3f})" for k, v in row.items()),
             flush=True)
@@ -373,12 +385,16 @@ def main():
     parser.add_argument("--prefixes", type=int, nargs="*", default=None,
                         help="with --fits: the numbers of axes to prune by besides 'auto' "
                              "(default: half and twice 'auto''s)")
+    parser.add_argument("--estep", choices=sorted(ESTEPS), default="lloyd",
+                        help="with --fits: the E-step timed with and without pruning")
+    parser.add_argument("--fit-samples", type=int, default=None,
+                        help="with --fits: at most this many rows per data set")
     args = parser.parse_args()
     warn_openblas_overrides()
     n_threads = effective_n_threads(args.threads)
     if args.fits is not None:
         rows = fit_rows(args.fits or list(FIT_ROWS), args.n_iter, n_threads, args.repeats,
-                        args.seed, args.prefixes)
+                        args.seed, args.prefixes, args.estep, args.fit_samples)
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(rows, f, indent=1)

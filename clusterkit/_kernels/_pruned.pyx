@@ -52,32 +52,44 @@ cdef inline Py_ssize_t _complete(const floating* x, const floating* centers,
 
 
 cdef inline void _keep_bounds(const floating* row, Py_ssize_t n_block, Py_ssize_t j0,
-                              Py_ssize_t i, float* bound, const int* group_of,
-                              Py_ssize_t n_groups, const double* group_shift, double keep,
-                              floating* m1, floating* m2, int* arg1) noexcept nogil:
-    """A block's values of row ``i`` (squared bounds, or direct squared distances where
-    computed) kept as the bounded E-steps' stored bounds: Elkan's (``group_of`` NULL) one per
-    centre, ``sqrt + group_shift`` lowered by ``keep``; Yinyang's folded into each group's
-    two least values and the centre of the least (stored at the end of the chunk, when the
-    label is known)."""
-    cdef Py_ssize_t j, k
+                              float* bound, const double* group_shift, double keep,
+                              floating* full) noexcept nogil:
+    """A block's values of a row (squared bounds, or direct squared distances where
+    computed) kept for the bounded E-steps' stored bounds: Elkan's (``full`` NULL) one per
+    centre into ``bound``, ``sqrt + group_shift`` lowered by ``keep``; for Yinyang's copied
+    into the row's ``full`` values, folded into group bounds at the end of the chunk (when
+    the label is known)."""
+    cdef Py_ssize_t j
     cdef floating v
-    if group_of == NULL:
+    if full == NULL:
         for j in range(n_block):
             v = row[j]
             bound[j0 + j] = _store_lower(sqrt(<double> (v if v > 0 else 0))
                                          + group_shift[j0 + j], keep)
         return
     for j in range(n_block):
-        v = row[j]
-        v = v if v > 0 else 0
-        k = i * n_groups + group_of[j0 + j]
-        if v < m1[k]:
-            m2[k] = m1[k]
-            m1[k] = v
-            arg1[k] = <int> (j0 + j)
-        elif v < m2[k]:
-            m2[k] = v
+        full[j0 + j] = row[j]
+
+
+cdef inline void _group_bounds(const floating* full, Py_ssize_t label, float* bound,
+                               const int* group_of, const int* members,
+                               const Py_ssize_t* group_starts, Py_ssize_t n_groups,
+                               const double* group_shift, double keep) noexcept nogil:
+    """Yinyang's stored bounds of a row from its values over all centres: per group the
+    least value of its centres other than ``label``."""
+    cdef Py_ssize_t g, q, c
+    cdef floating m
+    for g in range(n_groups):
+        m = <floating> INFINITY
+        for q in range(group_starts[g], group_starts[g + 1]):
+            m = full[members[q]] if full[members[q]] < m else m
+        if g == group_of[label]:
+            m = <floating> INFINITY
+            for q in range(group_starts[g], group_starts[g + 1]):
+                c = members[q]
+                if c != label and full[c] < m:
+                    m = full[c]
+        bound[g] = _store_lower(sqrt(<double> (m if m > 0 else 0)) + group_shift[g], keep)
 
 
 cdef void _pruned_chunk(const _TilePlan* plan,
@@ -99,6 +111,8 @@ cdef void _pruned_chunk(const _TilePlan* plan,
                         float* lower,                  # OUT rows of (n_samples, n_groups) or NULL
                         const Py_ssize_t* rows,        # IN  (n_rows,) its rows
                         const int* group_of,           # IN  (n_clusters,) or NULL (Elkan's)
+                        const int* members,            # IN  (n_clusters,) by group
+                        const Py_ssize_t* group_starts,  # IN (n_groups + 1,)
                         Py_ssize_t n_groups,
                         const double* group_shift,     # IN  (n_groups,)
                         double keep) noexcept nogil:
@@ -109,14 +123,11 @@ cdef void _pruned_chunk(const _TilePlan* plan,
     cdef floating* row
     cdef floating* slot
     cdef const floating* x
-    cdef Py_ssize_t i, j, j0, k, n_block, j_min, n_below, g
-    # with group bounds (Yinyang's): per row and group the two least values and the centre
-    # of the least, after the tile in the thread's scratch
-    cdef floating* m1 = tile + CHUNK_SIZE * width
-    cdef floating* m2 = m1 + CHUNK_SIZE * n_groups
-    cdef int* arg1 = <int*> (m2 + CHUNK_SIZE * n_groups)
+    cdef Py_ssize_t i, j, j0, k, n_block, j_min, n_below
+    # with group bounds (Yinyang's): each row's values over all centres, after the tile in
+    # the thread's scratch
+    cdef floating* full = tile + CHUNK_SIZE * width if group_of != NULL else NULL
     cdef float* bound
-    cdef floating b
     cdef Py_ssize_t best_idx[CHUNK_SIZE]
     cdef floating best_val[CHUNK_SIZE]
     cdef floating shift[CHUNK_SIZE]
@@ -144,11 +155,6 @@ cdef void _pruned_chunk(const _TilePlan* plan,
         shift[i] = <floating> (prefix - window)
         best_idx[i] = -1
         best_val[i] = INFINITY
-        if lower != NULL and group_of != NULL:
-            for g in range(n_groups):
-                m1[i * n_groups + g] = INFINITY
-                m2[i * n_groups + g] = INFINITY
-                arg1[i * n_groups + g] = -1
     j0 = 0
     while j0 < n_clusters:
         n_block = min(width, n_clusters - j0)
@@ -181,8 +187,8 @@ cdef void _pruned_chunk(const _TilePlan* plan,
                         n_evals += _complete(x, centers, n_features, j0 + j, &best_val[i],
                                              &best_idx[i], row + j if lower != NULL else NULL)
             if lower != NULL:  # the row's values (bounds, or direct distances) kept
-                _keep_bounds(row, n_block, j0, i, lower + rows[i] * n_groups, group_of,
-                             n_groups, group_shift, keep, m1, m2, arg1)
+                _keep_bounds(row, n_block, j0, lower + rows[i] * n_groups, group_shift, keep,
+                             full + i * n_clusters if full != NULL else NULL)
         j0 += n_block
     for i in range(n_rows):
         # NaN everywhere leaves no centre found: a label inside [0, n_clusters) all the same
@@ -195,10 +201,8 @@ cdef void _pruned_chunk(const _TilePlan* plan,
             bound[labels[i]] = _store_lower(sqrt(<double> best_val[i]) + group_shift[labels[i]],
                                             keep)
             continue
-        for g in range(n_groups):  # Yinyang's: each group's least value but the label's
-            k = i * n_groups + g
-            b = m2[k] if arg1[k] == labels[i] else m1[k]
-            bound[g] = _store_lower(sqrt(<double> b) + group_shift[g], keep)
+        _group_bounds(full + i * n_clusters, labels[i], bound, group_of, members,
+                      group_starts, n_groups, group_shift, keep)
     n_direct[0] = n_evals
 
 
@@ -304,6 +308,10 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
     cdef const Py_ssize_t* rows_p = NULL
     cdef const int* group_p = NULL
     cdef const double* shift_p = NULL
+    cdef const int* members_p = NULL
+    cdef const Py_ssize_t* starts_p = NULL
+    cdef int[::1] members
+    cdef Py_ssize_t[::1] group_starts
     if lower is not None:
         if group_of is not None:
             n_groups = lower.shape[1]
@@ -312,6 +320,11 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
                     or np.any(np.asarray(group_of) >= n_groups)):
                 raise ValueError("group_of must give each centre a group of lower.")
             group_p = &group_of[0]
+            members = np.argsort(group_of, kind="stable").astype(np.int32)
+            group_starts = np.zeros(n_groups + 1, dtype=np.intp)
+            np.cumsum(np.bincount(group_of, minlength=n_groups),
+                      out=np.asarray(group_starts)[1:])
+            members_p, starts_p = &members[0], &group_starts[0]
         if (rows is None or group_shift is None or rows.shape[0] != n_samples
                 or lower.shape[1] != n_groups or group_shift.shape[0] != n_groups
                 or (n_samples > 0 and (np.min(rows) < 0 or np.max(rows) >= lower.shape[0]))):
@@ -328,8 +341,7 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
     cdef double max_rest_norm = float(np.max(centers_rest))
     keep = _prepare_tiles(&plan, centers, n_samples, CHUNK_SIZE, n_threads,
                           CHUNK_SIZE * _block_width(n_clusters, sizeof(floating))
-                          * sizeof(floating) + (CHUNK_SIZE * n_groups
-                                                * (2 * sizeof(floating) + sizeof(int))
+                          * sizeof(floating) + (CHUNK_SIZE * n_clusters * sizeof(floating)
                                                 if group_p != NULL else 0))
     chunk_direct = np.zeros(plan.n_chunks, dtype=np.int64)
     with nogil, parallel(num_threads=plan.n_threads):
@@ -341,7 +353,7 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
                           &labels[c * CHUNK_SIZE], &min_dist2[c * CHUNK_SIZE],
                           &chunk_direct[c], lower_p,
                           rows_p + c * CHUNK_SIZE if rows_p != NULL else NULL, group_p,
-                          n_groups, shift_p, 1.0 - slack)
+                          members_p, starts_p, n_groups, shift_p, 1.0 - slack)
     for c in range(plan.n_chunks):
         n_direct += chunk_direct[c]
     return n_samples * n_clusters, n_direct
