@@ -35,7 +35,7 @@ the held-out stop rule, ``FullEStep(prune="auto")``), Lloyd's iterations to the 
 from the same seeding (the reference) and, where faiss is installed, ``faiss.Kmeans`` and
 ``faiss.SuperKMeans`` with their defaults, on the same data in the same run. For every fit:
 the wall time, the error of all rows, the recall@10 of an IVF index on its centroids at
-``--nprobe`` lists (``_ivf.py``; queries are further rows of the same distribution), and
+``--nprobe`` lists (``_ivf.py``; 5,000 queries, further rows of the same distribution), and
 for clusterkit's fits, from the centres after each iteration, the time to reach the
 reference's recall within 0.005 and its error within 0.3 % (``time-to-recall`` next to
 ``time-to-objective``). They go to ``bench_index.json``; nothing is published.
@@ -183,7 +183,7 @@ def measure_index_row(name, args):
     time to the reference's recall and error."""
     from clusterkit import (Clusterer, FullEStep, IndexTraining, KMeansPlusPlus,
                             SampledSeeder)
-    from _ivf import IVF, ground_truth
+    from _ivf import ground_truth, recall
     n, d, c = INDEX_ROWS[name]
     n, c = n // args.shrink, c // args.shrink
     data = make_embeddings(n + args.queries, d, random_state=args.seed)
@@ -193,7 +193,7 @@ def measure_index_row(name, args):
 
     def score(centers):
         error = quantization_error(X, centers, n_threads=args.n_threads) / n
-        return error, IVF(X, centers, args.n_threads).recall(Q, truth, args.nprobe)
+        return error, recall(X, centers, Q, truth, args.nprobe, args.n_threads)
 
     def seed():
         return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
@@ -206,14 +206,27 @@ def measure_index_row(name, args):
                                    schedule=IndexTraining(), tol=0, max_iter=25,
                                    random_state=args.seed, n_threads=args.n_threads,
                                    compute_labels=False),
+        # a tenth of the rows or so, as the SuperKMeans authors' sampling tables suggest
+        f"IndexTraining(ppc={args.small_ppc})": Clusterer(
+            c, seed=seed(), estep=FullEStep(prune="auto"),
+            schedule=IndexTraining(points_per_centroid=args.small_ppc), tol=0, max_iter=25,
+            random_state=args.seed, n_threads=args.n_threads, compute_labels=False),
     }
     fits = {}
     for method, model in ours.items():
         seconds, steps, model = _tracked(model, X)
         scored = {i: (steps[i - 1][0], *score(steps[i - 1][1])) for i in _evaluated(steps)}
         error, recall = scored[len(steps)][1:]
+        # the fraction of rows that changed cell at each step (held-out rows, or the rows
+        # of the step), next to the recall and error it reached: the stop rule's evidence
+        changed = [h.get("heldout_changed", h["n_changed"] / h["batch_size"])
+                   for h in model.history_]
+        for i, (t, e, r) in scored.items():
+            print(f"  {method} iteration {i}: {t:.1f} s, changed "
+                  f"{changed[i - 1] if changed[i - 1] is not None else float('nan'):.4f}, "
+                  f"error {e:.6g}, recall {r:.4f}", file=sys.stderr, flush=True)
         fits[method] = {"seconds": seconds, "error": error, "recall": recall,
-                        "n_iter": len(steps), "curve": scored}
+                        "n_iter": len(steps), "curve": scored, "changed": changed}
         print(f"{name} {method}: {seconds:.1f} s, {len(steps)} it, error {error:.6g}, "
               f"recall {recall:.4f}", file=sys.stderr, flush=True)
     try:
@@ -348,7 +361,9 @@ def main():
                         help="measure index training on these rows (the three C = 4 sqrt(N) "
                              "rows if none is named)")
     parser.add_argument("--nprobe", type=int, default=8)
-    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--queries", type=int, default=5000)
+    parser.add_argument("--small-ppc", type=int, default=8,
+                        help="--index: rows per centroid of the second IndexTraining fit")
     args = parser.parse_args()
     if args.index is not None:
         warn_openblas_overrides()

@@ -210,6 +210,9 @@ class BoundsEStep(EStep):
 
     #: the default for subclasses whose own ``__init__`` does not set it (no pruning)
     prune = None
+    #: ``prune="auto"`` prunes from this many features on (and ``PRUNE_MIN_CLUSTERS``
+    #: clusters); ``inf``: never (each subclass says where pruning was measured to pay)
+    auto_prune_min_features = float("inf")
 
     # -- what subclasses specialise ------------------------------------------------------------
 
@@ -317,7 +320,8 @@ class BoundsEStep(EStep):
         bounds = self._new_bounds(X, centers, bounds_scale(X), state)
         bounds.estep = self
         n_axes = (None if is_sparse(X) or bounds.scale != 1.0 else
-                  resolve_prune(self.prune, X.shape[1], centers.shape[0]))
+                  resolve_prune(self.prune, X.shape[1], centers.shape[0],
+                                self.auto_prune_min_features))
         if n_axes is not None:  # the axes once per run, for every call's bounds
             bounds.projection = Projection(X, n_axes)
         return bounds

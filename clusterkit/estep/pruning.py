@@ -143,15 +143,17 @@ def pair_tolerances(n_features, n_axes, max_norm_rows, max_norm_centers, dtype):
                      1.0 + 8.0 * (n_features + 2) * eps])
 
 
-def resolve_prune(prune, n_features, n_clusters):
+def resolve_prune(prune, n_features, n_clusters, min_features=None):
     """The number of principal axes an exact E-step's ``prune`` projects on for data of
     ``n_features`` features and ``n_clusters`` clusters, or ``None`` for no pruning
-    (``prune=None``, or ``"auto"`` below ``PRUNE_MIN_FEATURES`` features or
-    ``PRUNE_MIN_CLUSTERS`` clusters, where it does not pay)."""
+    (``prune=None``, or ``"auto"`` below ``min_features`` features, by default
+    ``PRUNE_MIN_FEATURES``, or ``PRUNE_MIN_CLUSTERS`` clusters, where it does not pay;
+    ``min_features=inf``: ``"auto"`` never prunes)."""
     if prune is None:
         return None
     if prune == "auto":
-        if n_features < PRUNE_MIN_FEATURES or n_clusters < PRUNE_MIN_CLUSTERS:
+        min_features = PRUNE_MIN_FEATURES if min_features is None else min_features
+        if n_features < min_features or n_clusters < PRUNE_MIN_CLUSTERS:
             return None
         return min(auto_projections(n_features), n_features)
     return int(prune)
