@@ -321,7 +321,7 @@ ESTEPS = {"lloyd": "FullEStep", "elkan": "ElkanEStep", "yinyang": "YinyangEStep"
 
 
 def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None, estep="lloyd",
-             n_samples=None):
+             n_samples=None, forced=False):
     """Seconds and ``cost_["estep"]`` of fits with ``estep`` with and without pruning
     (``n_samples``: the first rows only)."""
     import clusterkit
@@ -341,15 +341,19 @@ def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None, estep="lloy
             X = make_embeddings(n, D, random_state=seed)
         init = X[np.random.default_rng(seed).choice(X.shape[0], C, replace=False)]
         auto = auto_projections(D)
-        variants = {"off": None, "auto": "auto"}
+        # (forced: "auto"'s number of axes whatever the E-step's own rule, to measure where
+        # the rule should prune)
+        variants = {"off": None, "auto": min(auto, D) if forced else "auto"}
         extra = {max(8, auto // 2), min(D, 2 * auto)} if prefixes is None else prefixes
         for p in sorted(extra):
             if p < D:
                 variants[f"p={p}"] = p
         times = {k: [] for k in variants}
         row = {}
-        for _ in range(repeats):
-            for label, prune in variants.items():
+        for repeat in range(repeats):
+            # every other repeat in reverse order: no variant always runs first
+            for label, prune in (list(variants.items())[::-1] if repeat % 2
+                                 else variants.items()):
                 km = Clusterer(C, seed=init, estep=make_estep(prune=prune), tol=0,
                                max_iter=n_iter, n_threads=n_threads, compute_labels=False)
                 t0 = time.perf_counter()
@@ -390,12 +394,16 @@ def main():
                         help="with --fits: the E-step timed with and without pruning")
     parser.add_argument("--fit-samples", type=int, default=None,
                         help="with --fits: at most this many rows per data set")
+    parser.add_argument("--forced", action="store_true",
+                        help="with --fits: prune by 'auto''s number of axes even where the "
+                             "E-step's 'auto' would not")
     args = parser.parse_args()
     warn_openblas_overrides()
     n_threads = effective_n_threads(args.threads)
     if args.fits is not None:
         rows = fit_rows(args.fits or list(FIT_ROWS), args.n_iter, n_threads, args.repeats,
-                        args.seed, args.prefixes, args.estep, args.fit_samples)
+                        args.seed, args.prefixes, args.estep, args.fit_samples,
+                        args.forced)
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(rows, f, indent=1)

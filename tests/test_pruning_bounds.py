@@ -118,3 +118,22 @@ def test_pruned_bounded_counts_dimension_weighted_work():
     # Elkan adds its C (C - 1) / 2 centre distances; both count N C p / D for the products
     assert elkan.cost_["estep"] - c * (c - 1) // 2 == full.cost_["estep"]
     assert plain.cost_["estep"] - c * (c - 1) // 2 == n * (c + 1)
+
+
+@pytest.mark.filterwarnings("ignore:The fit did not converge")
+@pytest.mark.parametrize("name", sorted(ESTEPS))
+def test_prune_auto_follows_each_estep_measured_threshold(name):
+    """``"auto"`` prunes from the E-step's own ``auto_prune_min_features`` (and 256
+    clusters), never for an E-step where pruning was not measured to pay (``inf``)."""
+    estep = ESTEPS[name]("auto")
+    threshold = type(estep).auto_prune_min_features
+    n_features = 64 if np.isinf(threshold) else int(threshold)
+    X = _embeddings(1200, n_features, 30, dtype=np.float32, seed=10)
+    init = X[:256].copy()
+    auto = _fit(X, estep, init, max_iter=2)
+    plain = _fit(X, ESTEPS[name](None), init, max_iter=2)
+    _assert_same_fit(auto, plain)
+    if np.isinf(threshold):
+        assert auto.cost_ == plain.cost_
+    else:
+        assert auto.cost_["estep"] < plain.cost_["estep"]

@@ -294,8 +294,11 @@ class ElkanEStep(BoundsEStep):
         bounds (direct distances where computed) become the stored bounds, and a centre the
         stored bounds do not rule out is first tested on the projections (``p`` of the ``D``
         features) before its direct distance. The labels and iterates are those without
-        pruning; the cost counts a test as ``p / D`` of a distance. ``"auto"``: as
-        :class:`FullEStep`'s.
+        pruning; the cost counts a test as ``p / D`` of a distance. ``"auto"`` does not
+        prune: Elkan's steps read their ``N C`` bounds whatever is skipped, and fits with
+        pruning measured 1.1-1.2x the time without at 64 to 384 features and 0.96-1.19x
+        at 768 to 1,024 (``benchmarks/bench_pruning.py --fits ... --estep elkan
+        --forced``); give ``p`` to prune anyway.
 
     Notes
     -----

@@ -203,6 +203,8 @@ class YinyangEStep(BoundsEStep):
         Exact dimension pruning of the first visits and of the centres the filters do not
         rule out, as :class:`ElkanEStep`'s ``prune`` (a skipped centre's bound stands for
         its distance in its group's bound). The labels and iterates are those without it.
+        ``"auto"``: the axes of :class:`FullEStep`'s ``"auto"``, from 256 features and 256
+        clusters (below, measured slower than without).
 
     Notes
     -----
@@ -249,6 +251,12 @@ class YinyangEStep(BoundsEStep):
 
     _parameter_constraints = {**BoundsEStep._parameter_constraints,
                               "n_groups": [Options("auto"), Interval(Integral, 1)]}
+
+    #: ``prune="auto"`` prunes from 256 features (and 256 clusters): fits with the axes of
+    #: ``FullEStep``'s ``"auto"`` took 0.85x the time without at 256 features and 0.5-0.8x
+    #: from 384 to 1,024, but 1.14-1.31x at 64 and 128 (``benchmarks/bench_pruning.py
+    #: --fits ... --estep yinyang --forced``)
+    auto_prune_min_features = 256
 
     _instead = ("use fewer groups (n_groups='auto' fits the budget), reduce the data "
                 "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds).")
