@@ -183,7 +183,7 @@ def measure_index_row(name, args):
     time to the reference's recall and error."""
     from clusterkit import (Clusterer, FullEStep, IndexTraining, KMeansPlusPlus,
                             SampledSeeder)
-    from _ivf import ground_truth, recall
+    from _ivf import ground_truth, recall as ivf_recall
     n, d, c = INDEX_ROWS[name]
     n, c = n // args.shrink, c // args.shrink
     data = make_embeddings(n + args.queries, d, random_state=args.seed)
@@ -193,7 +193,7 @@ def measure_index_row(name, args):
 
     def score(centers):
         error = quantization_error(X, centers, n_threads=args.n_threads) / n
-        return error, recall(X, centers, Q, truth, args.nprobe, args.n_threads)
+        return error, ivf_recall(X, centers, Q, truth, args.nprobe, args.n_threads)
 
     def seed():
         return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
@@ -360,7 +360,7 @@ def main():
     parser.add_argument("--index", nargs="*", default=None, choices=list(INDEX_ROWS),
                         help="measure index training on these rows (the three C = 4 sqrt(N) "
                              "rows if none is named)")
-    parser.add_argument("--nprobe", type=int, default=8)
+    parser.add_argument("--nprobe", type=int, default=2)
     parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--small-ppc", type=int, default=8,
                         help="--index: rows per centroid of the second IndexTraining fit")
