@@ -28,6 +28,17 @@ faiss's)::
 The measurements go to ``bench_embeddings.json`` after each row; ``--write`` replaces the
 RESULTS.md section, ``docs/embeddings_table.inc`` and the plot, and ``--replot
 bench_embeddings.json --write`` does so from saved measurements.
+
+``--index`` measures index training instead (rows :data:`INDEX_ROWS`, ``C = 4 sqrt(N)``, and
+a row at ``C = 10,000`` when named): :class:`~clusterkit.IndexTraining` (256 rows per centroid,
+the held-out stop rule, ``FullEStep(prune="auto")``), Lloyd's iterations to the fixed point
+from the same seeding (the reference) and, where faiss is installed, ``faiss.Kmeans`` and
+``faiss.SuperKMeans`` with their defaults, on the same data in the same run. For every fit:
+the wall time, the error of all rows, the recall@10 of an IVF index on its centroids at
+``--nprobe`` lists (``_ivf.py``; 5,000 queries, further rows of the same distribution), and
+for clusterkit's fits, from the centres after each iteration, the time to reach the
+reference's recall within 0.005 and its error within 0.3 % (``time-to-recall`` next to
+``time-to-objective``). They go to ``bench_index.json``; nothing is published.
 """
 import argparse
 import json
@@ -54,6 +65,12 @@ ROWS = {"500k x 128, C=4096": (500_000, 128, 4096),
         "200k x 768, C=4096": (200_000, 768, 4096),
         "250k x 128, C=16384": (250_000, 128, 16384)}
 OURS = {"large_scale": presets.large_scale, "vc_gmm": presets.vc_gmm}
+#: ``--index`` rows: name: (rows, features, clusters), C = 4 sqrt(N) but the last
+INDEX_ROWS = {"60k x 384, C=980": (60_000, 384, 980),
+              "60k x 768, C=980": (60_000, 768, 980),
+              "60k x 1024, C=980": (60_000, 1024, 980),
+              "100k x 768, C=10000": (100_000, 768, 10_000)}
+INDEX_SAVED = HERE / "bench_index.json"
 #: the composition the acceptance check is made for
 BEST = "large_scale"
 FAISS_SUBSAMPLE = 256  # faiss.Kmeans' default max_points_per_centroid
@@ -134,6 +151,121 @@ def measure_row(name, args):
         record(method, lambda: _fit_ours(make(c, random_state=args.seed,
                                               n_threads=args.n_threads), X))
     return {"rows": n, "features": d, "clusters": c, "fits": fits}
+
+
+def _tracked(model, X):
+    """Fit ``model`` keeping the centres and the time after every iteration; returns
+    ``(seconds, [(seconds, centres)], model)``."""
+    import time
+    steps = []
+    model.set_params(callback=lambda info: steps.append(
+        (info["seconds"], np.array(info["centers"], dtype=np.float32))))
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit(X)
+    return time.perf_counter() - t0, steps, model
+
+
+def _evaluated(steps):
+    """The iterations whose centres are scored: 1-6, then about every 25 %, and the last."""
+    marks, i = [], 1
+    while i <= len(steps):
+        marks.append(i)
+        i = i + 1 if i < 6 else max(i + 1, int(i * 1.25))
+    if len(steps) not in marks:
+        marks.append(len(steps))
+    return marks
+
+
+def measure_index_row(name, args):
+    """One ``--index`` row: every side's fit, error, recall@10 and, for clusterkit's, the
+    time to the reference's recall and error."""
+    from clusterkit import (Clusterer, FullEStep, IndexTraining, KMeansPlusPlus,
+                            SampledSeeder)
+    from _ivf import ground_truth, recall as ivf_recall
+    n, d, c = INDEX_ROWS[name]
+    n, c = n // args.shrink, c // args.shrink
+    data = make_embeddings(n + args.queries, d, random_state=args.seed)
+    X, Q = data[:n], data[n:]
+    truth = ground_truth(X, Q)
+    print(f"{name}: data made", file=sys.stderr, flush=True)
+
+    def score(centers):
+        error = quantization_error(X, centers, n_threads=args.n_threads) / n
+        return error, ivf_recall(X, centers, Q, truth, args.nprobe, args.n_threads)
+
+    def seed():
+        return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
+
+    ours = {
+        "lloyd to fixed point": Clusterer(c, seed=seed(), estep=FullEStep(prune="auto"),
+                                          tol=0, max_iter=500, random_state=args.seed,
+                                          n_threads=args.n_threads, compute_labels=False),
+        "IndexTraining": Clusterer(c, seed=seed(), estep=FullEStep(prune="auto"),
+                                   schedule=IndexTraining(), tol=0, max_iter=25,
+                                   random_state=args.seed, n_threads=args.n_threads,
+                                   compute_labels=False),
+        # a tenth of the rows or so, as the SuperKMeans authors' sampling tables suggest
+        f"IndexTraining(ppc={args.small_ppc})": Clusterer(
+            c, seed=seed(), estep=FullEStep(prune="auto"),
+            schedule=IndexTraining(points_per_centroid=args.small_ppc), tol=0, max_iter=25,
+            random_state=args.seed, n_threads=args.n_threads, compute_labels=False),
+    }
+    fits = {}
+    for method, model in ours.items():
+        seconds, steps, model = _tracked(model, X)
+        scored = {i: (steps[i - 1][0], *score(steps[i - 1][1])) for i in _evaluated(steps)}
+        error, recall = scored[len(steps)][1:]
+        # the fraction of rows that changed cell at each step (held-out rows, or the rows
+        # of the step), next to the recall and error it reached: the stop rule's evidence
+        changed = [h.get("heldout_changed", h["n_changed"] / h["batch_size"])
+                   for h in model.history_]
+        for i, (t, e, r) in scored.items():
+            print(f"  {method} iteration {i}: {t:.1f} s, changed "
+                  f"{changed[i - 1] if changed[i - 1] is not None else float('nan'):.4f}, "
+                  f"error {e:.6g}, recall {r:.4f}", file=sys.stderr, flush=True)
+        fits[method] = {"seconds": seconds, "error": error, "recall": recall,
+                        "n_iter": len(steps), "curve": scored, "changed": changed}
+        print(f"{name} {method}: {seconds:.1f} s, {len(steps)} it, error {error:.6g}, "
+              f"recall {recall:.4f}", file=sys.stderr, flush=True)
+    try:
+        import faiss  # noqa: F401
+        kinds = ["kmeans", "superkmeans"]
+    except ImportError:
+        kinds = []
+        print("faiss is not installed: no faiss rows", file=sys.stderr, flush=True)
+    for kind in kinds:
+        seconds, _, (centers, _) = median_time(lambda: fit_faiss(X, c, args.n_threads, kind),
+                                               1)
+        error, recall = score(centers)
+        fits[f"faiss {kind}"] = {"seconds": seconds, "error": error, "recall": recall}
+        print(f"{name} faiss {kind}: {seconds:.1f} s, error {error:.6g}, recall "
+              f"{recall:.4f}", file=sys.stderr, flush=True)
+    reference = fits["lloyd to fixed point"]
+    for f in fits.values():
+        curve = f.get("curve", {})
+        f["time_to_recall"] = next((t for t, e, r in curve.values()
+                                    if r >= reference["recall"] - 0.005), None)
+        f["time_to_error"] = next((t for t, e, r in curve.values()
+                                   if e <= 1.003 * reference["error"]), None)
+    return {"rows": n, "features": d, "clusters": c, "nprobe": args.nprobe, "fits": fits}
+
+
+def index_table(saved):
+    """The ``--index`` rows as a Markdown table (printed; the lead publishes)."""
+    rows = []
+    for name, row in saved.items():
+        ref = row["fits"]["lloyd to fixed point"]
+        for method, f in row["fits"].items():
+            rows.append([name, method, f"{f['seconds']:.1f}", str(f.get("n_iter", "")),
+                         f"{100 * (f['error'] / ref['error'] - 1):+.2f} %",
+                         f"{f['recall']:.4f}",
+                         "" if f.get("time_to_recall") is None else f"{f['time_to_recall']:.1f}",
+                         "" if f.get("time_to_error") is None else f"{f['time_to_error']:.1f}"])
+    headers = ["data", "fit", "seconds", "iterations", "error vs fixed point",
+               "recall@10", "s to recall -0.005", "s to error +0.3 %"]
+    return format_table(headers, rows)
 
 
 def _cells(row):
@@ -225,7 +357,23 @@ def main():
     parser.add_argument("--replot", metavar="JSON")
     parser.add_argument("--write", action="store_true",
                         help="write the RESULTS.md section and the plot")
+    parser.add_argument("--index", nargs="*", default=None, choices=list(INDEX_ROWS),
+                        help="measure index training on these rows (the three C = 4 sqrt(N) "
+                             "rows if none is named)")
+    parser.add_argument("--nprobe", type=int, default=2)
+    parser.add_argument("--queries", type=int, default=5000)
+    parser.add_argument("--small-ppc", type=int, default=8,
+                        help="--index: rows per centroid of the second IndexTraining fit")
     args = parser.parse_args()
+    if args.index is not None:
+        warn_openblas_overrides()
+        saved = (json.loads(INDEX_SAVED.read_text(encoding="utf-8"))
+                 if INDEX_SAVED.exists() else {})
+        for name in args.index or list(INDEX_ROWS)[:3]:
+            saved[name] = measure_index_row(name, args)
+            INDEX_SAVED.write_text(json.dumps(saved, indent=1), encoding="utf-8")
+        print(index_table(saved))
+        return
     if args.replot:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
     else:

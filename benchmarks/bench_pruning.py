@@ -306,6 +306,7 @@ FIT_ROWS = {  # name: (n_samples, n_features, n_clusters); data from make_embedd
     "emb 120k x 16, C=1400": (120_000, 16, 1400),
     "emb 120k x 64, C=1400": (120_000, 64, 1400),
     "emb 120k x 128, C=1400": (120_000, 128, 1400),
+    "emb 120k x 256, C=1400": (120_000, 256, 1400),
     "emb 120k x 384, C=1400": (120_000, 384, 1400),
     "emb 120k x 768, C=1400": (120_000, 768, 1400),
     "emb 120k x 1024, C=1400": (120_000, 1024, 1400),
@@ -314,30 +315,46 @@ FIT_ROWS = {  # name: (n_samples, n_features, n_clusters); data from make_embedd
 }
 
 
-def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
-    """Seconds and ``cost_["estep"]`` of Lloyd fits with and without pruning."""
-    from clusterkit import Clusterer, FullEStep
+#: ``--estep``: the E-step timed with and without pruning
+ESTEPS = {"lloyd": "FullEStep", "elkan": "ElkanEStep", "yinyang": "YinyangEStep",
+          "bounded": "BoundedEStep"}
+
+
+def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None, estep="lloyd",
+             n_samples=None, forced=False):
+    """Seconds and ``cost_["estep"]`` of fits with ``estep`` with and without pruning
+    (``n_samples``: the first rows only)."""
+    import clusterkit
+    from clusterkit import Clusterer
     from clusterkit.estep.pruning import auto_projections
     from _common import data_home
+    make_estep = getattr(clusterkit, ESTEPS[estep])
     out = {}
     for name in names:
         n, D, C = FIT_ROWS[name]
+        if n is not None and n_samples is not None:
+            n = min(n, n_samples)
         if n is None:
             X = np.load(os.path.join(data_home() or "../shared/data", "mnist.npz"))["X"]
+            X = X[:n_samples] if n_samples is not None else X
         else:
             X = make_embeddings(n, D, random_state=seed)
         init = X[np.random.default_rng(seed).choice(X.shape[0], C, replace=False)]
         auto = auto_projections(D)
-        variants = {"off": None, "auto": "auto"}
+        # (forced: "auto"'s number of axes whatever the E-step's own rule, to measure where
+        # the rule should prune)
+        variants = {"off": None, "auto": min(auto, D) if forced else "auto"}
         extra = {max(8, auto // 2), min(D, 2 * auto)} if prefixes is None else prefixes
         for p in sorted(extra):
             if p < D:
                 variants[f"p={p}"] = p
         times = {k: [] for k in variants}
         row = {}
-        for _ in range(repeats):
-            for label, prune in variants.items():
-                km = Clusterer(C, seed=init, estep=FullEStep(prune=prune), tol=0,
+        for repeat in range(repeats):
+            # every other repeat in reverse order: no variant always runs first
+            for label, prune in (list(variants.items())[::-1] if repeat % 2
+                                 else variants.items()):
+                km = Clusterer(C, seed=init, estep=make_estep(prune=prune), tol=0,
                                max_iter=n_iter, n_threads=n_threads, compute_labels=False)
                 t0 = time.perf_counter()
                 with warnings.catch_warnings():  # a fixed number of iterations, on purpose
@@ -349,7 +366,7 @@ def fit_rows(names, n_iter, n_threads, repeats, seed, prefixes=None):
         for label in variants:
             row[label]["seconds"] = statistics.median(times[label])
         off = row["off"]
-        print(f"{name}: " + ", ".join(
+        print(f"{name} ({estep}): " + ", ".join(
             f"{k} {v['seconds']:.2f} s ({v['seconds'] / off['seconds']:.2f}x, work "
             f"{v['estep_evals'] / off['estep_evals']:.3f})" for k, v in row.items()),
             flush=True)
@@ -373,12 +390,20 @@ def main():
     parser.add_argument("--prefixes", type=int, nargs="*", default=None,
                         help="with --fits: the numbers of axes to prune by besides 'auto' "
                              "(default: half and twice 'auto''s)")
+    parser.add_argument("--estep", choices=sorted(ESTEPS), default="lloyd",
+                        help="with --fits: the E-step timed with and without pruning")
+    parser.add_argument("--fit-samples", type=int, default=None,
+                        help="with --fits: at most this many rows per data set")
+    parser.add_argument("--forced", action="store_true",
+                        help="with --fits: prune by 'auto''s number of axes even where the "
+                             "E-step's 'auto' would not")
     args = parser.parse_args()
     warn_openblas_overrides()
     n_threads = effective_n_threads(args.threads)
     if args.fits is not None:
         rows = fit_rows(args.fits or list(FIT_ROWS), args.n_iter, n_threads, args.repeats,
-                        args.seed, args.prefixes)
+                        args.seed, args.prefixes, args.estep, args.fit_samples,
+                        args.forced)
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(rows, f, indent=1)

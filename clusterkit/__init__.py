@@ -46,6 +46,7 @@ from .estep.yinyang import YinyangEStep, yinyang_groups
 from .estep.bounded import BoundedEStep
 from .estep.variational import PartialEStep
 from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
+from .schedules.index import IndexTraining
 from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
 from .refine.breathing import Breathing, NoRefinement
 from .slk.laplacian import SLK_ENERGY, LaplacianEStep, ModeMStep
@@ -66,7 +67,7 @@ __all__ = [
     "FullEStep", "ElkanEStep", "YinyangEStep", "BoundedEStep", "yinyang_groups",
     "TruncatedEStep", "PartialEStep", "LaplacianEStep",
     "HardMStep", "SoftMStep", "SphericalMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
-    "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay",
+    "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay", "IndexTraining",
     "NoRefinement", "Breathing",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",

@@ -46,6 +46,39 @@ def assign_pruned(X, centers, X_proj, x_rest, centers_proj, centers_rest):
     return labels, min_dist2, n_pairs, len(X) + int(below.sum())
 
 
+def pruning_bounds(X_proj, x_rest, centers_proj, centers_rest):
+    """The exact lower bounds of dimension pruning, ``||x~ - c~||^2 + (||x_r|| - ||c_r||)^2``
+    for every row and centre (``_pruned.pyx``, ``_pruning._prune_bound2``), in float64."""
+    return (sqdist(X_proj, centers_proj)
+            + (np.asarray(x_rest, np.float64)[:, None]
+               - np.asarray(centers_rest, np.float64)[None, :]) ** 2)
+
+
+def pruned_stored_bounds(X, centers, X_proj, x_rest, centers_proj, centers_rest, group_of=None):
+    """The range the bounded E-steps' first visits with pruning store their bounds in
+    (``_pruned.assign_pruned`` with ``lower``), before the shift and the slack: per row and
+    group (per centre if ``group_of`` is None, Elkan's), at least the square root of the
+    least pruning bound and at most the least exact distance, over the group's centres
+    other than the row's nearest (Elkan's: that centre's own, its exact distance). Returns
+    ``(low, high)``."""
+    d2 = sqdist(np.asarray(X, np.float64), np.asarray(centers, np.float64))
+    bound = np.minimum(pruning_bounds(X_proj, x_rest, centers_proj, centers_rest), d2)
+    labels = d2.argmin(axis=1)
+    rows = np.arange(len(X))
+    if group_of is None:
+        bound[rows, labels] = d2[rows, labels]
+        return np.sqrt(bound), np.sqrt(d2)
+    n_groups = int(np.max(group_of)) + 1
+    bound[rows, labels] = d2[rows, labels] = np.inf
+    low = np.full((len(X), n_groups), np.inf)
+    high = np.full((len(X), n_groups), np.inf)
+    for g in range(n_groups):
+        members = np.flatnonzero(np.asarray(group_of) == g)
+        low[:, g] = bound[:, members].min(axis=1)
+        high[:, g] = d2[:, members].min(axis=1)
+    return np.sqrt(low), np.sqrt(high)
+
+
 def softmax_neg(dist2, sigma2):
     """Rows of ``exp(-dist2 / (2 sigma2))`` normalised; returns (resp, log_norm)."""
     a = -np.asarray(dist2, dtype=np.float64) / (2.0 * sigma2)

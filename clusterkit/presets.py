@@ -240,7 +240,7 @@ def elkan(n_clusters, **kwargs):
     --------
     >>> from clusterkit.presets import elkan
     >>> elkan(10, random_state=0).estep
-    BoundedEStep(max_bounds_bytes=None, n_groups='auto')
+    BoundedEStep(max_bounds_bytes=None, n_groups='auto', prune=None)
     """
     kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=BoundedEStep(), mstep=HardMStep())

@@ -119,7 +119,7 @@ def test_bounded_estep_chooses_for_the_rows_each_run_has():
     km = Clusterer(C, reduce=_Halving(), estep=_Spy(budget, seen=seen), n_init=2,
                    random_state=0).fit(X)
     assert seen == [ElkanEStep(budget)] * 2
-    assert set(vars(km.estep)) == {"max_bounds_bytes", "n_groups", "seen"}
+    assert set(vars(km.estep)) == {"max_bounds_bytes", "n_groups", "prune", "seen"}
     lloyd = Clusterer(C, reduce=_Halving(), estep=FullEStep(), n_init=2, random_state=0).fit(X)
     np.testing.assert_array_equal(km.cluster_centers_, lloyd.cluster_centers_)
 

@@ -320,6 +320,19 @@ def test_minibatch_on_a_cluster_and_on_a_memmap(da, client, tmp_path, monkeypatc
         _assert_same_fit(fit, in_memory, X)
 
 
+@pytest.mark.parametrize("estep", [ElkanEStep(prune=4), YinyangEStep(prune=4)])
+def test_pruned_bounds_on_chunks_give_the_fit_in_memory(da, client, estep):
+    """Each chunk's E-step state projects its own rows (its own axes): the iterates are
+    those in memory, with or without pruning."""
+    X = _blobs(6_000, 10, 12, 21)
+    init = X[np.random.RandomState(22).choice(len(X), 12, replace=False)]
+    in_memory = Clusterer(12, seed=init, estep=estep).fit(X)
+    plain = Clusterer(12, seed=init, estep=type(estep)()).fit(X)
+    _assert_same_fit(in_memory, plain, X)
+    chunked = Clusterer(12, seed=init, estep=estep).fit(da.from_array(X, chunks=(1_600, 10)))
+    _assert_same_fit(chunked, in_memory, X, bit_identical=False)
+
+
 @pytest.mark.parametrize("estep", [ElkanEStep(), YinyangEStep(), BoundedEStep()])
 def test_bounds_stay_with_their_chunks_and_save_the_same_distances(da, client, estep):
     X = _blobs(10_000, 10, 12, 18)

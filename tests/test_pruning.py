@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from clusterkit import Clusterer, FullEStep, MiniBatch
-from clusterkit.estep.exact import PRUNE_MIN_FEATURES
+from clusterkit.estep.pruning import PRUNE_MIN_FEATURES
 from clusterkit.estep.pruning import auto_projections, principal_axes, project, tolerances
 
 from ._helpers import assert_labels_equal_up_to_ties, fixed_iterations

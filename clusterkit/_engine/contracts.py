@@ -558,7 +558,8 @@ class Schedule(_RunStrategy, ABC):
         Parameters
         ----------
         state : FitState
-            Reads ``state.history``, ``state.objective`` and ``state.qe_resolution``.
+            Reads ``state.history``, ``state.objective`` and ``state.qe_resolution``
+            (``state.centers`` holds the centres the step just made).
         tol : float
             The estimator's tolerance.
 

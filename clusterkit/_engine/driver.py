@@ -342,6 +342,7 @@ class Driver:
                 run.end = "budget"
                 break
             centers, first, batch = self.step(X, sample_weight, rows, centers)
+            run.centers = centers  # (the step's new centres, which should_stop may read)
             if self.record(len(run.history) + 1, first, batch, centers):
                 run.end = "callback"
                 break

@@ -16,6 +16,7 @@ from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._chunks cimport _chunk_len, _TilePlan
 from ._dist cimport (CHUNK_SIZE, _chunk_tile, _first_visit, _prepare_tiles, _sqdist_wide,
                      _sqnorm, _store_lower, _tile_row, _use_gemm)
+from ._pruning cimport _check_projections, _prune_bound2, _prune_tol, _PruneTol
 from ._sparse cimport _sparse_dist2
 
 
@@ -47,7 +48,13 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
                               double slack,
                               floating* dist2,            # INOUT
                               double* visit_shift,        # INOUT
-                              int* label) noexcept nogil:  # OUT
+                              int* label,                 # OUT
+                              const floating* x_proj,     # IN  (n_proj,) or NULL (no pruning)
+                              double x_rest,
+                              const floating* centers_proj,  # IN (n_clusters, n_proj)
+                              const floating* centers_rest,  # IN (n_clusters,)
+                              const _PruneTol* tol,
+                              Py_ssize_t* n_tests) noexcept nogil:  # OUT
     """Nearest centre of one sample (ties to the lower index); returns the distances computed.
 
     The exact distance ``u`` to the previous label ``a`` is the last visit's ``dist2`` if
@@ -55,11 +62,16 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
     same), else it is computed. Centre ``c`` is skipped if ``d(c_a, c) / 2 > u`` or its lower
     bound exceeds ``u`` (both strict, so a tie is always looked at). A first visit
     (``previous < 0``) runs the same search from centre 0 and sets every lower bound.
+    With pruning (``x_proj`` given), a centre the bounds do not rule out is first tested on
+    the projections (``_prune_bound2``, counted in ``n_tests``): if that bound exceeds the
+    best distance so far beyond the rounding of two direct distances, the centre's direct
+    distance would too, and the bound becomes its stored lower bound instead.
     """
     cdef double keep = 1.0 - slack
     cdef Py_ssize_t c, a = previous if previous >= 0 else 0, n_evals = 0
     cdef floating d2, best
-    cdef double u, d
+    cdef double u, d, b2
+    n_tests[0] = 0
     if previous >= 0 and shift_sum[a] == visit_shift[0]:
         best = dist2[0]
     else:
@@ -82,6 +94,13 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
             continue
         if previous >= 0 and lower[c] - shift_sum[c] > u:
             continue
+        if x_proj != NULL:
+            b2 = _prune_bound2(x_proj, x_rest, centers_proj + c * tol.n_proj,
+                               centers_rest[c], tol)
+            n_tests[0] += 1
+            if b2 > best * tol.grow:
+                lower[c] = _store_lower(sqrt(b2) + shift_sum[c], keep)
+                continue
         d2 = _dist2_to(x, x_indices, x_nnz, x_sqnorm, centers, centers_sqnorm, c, n_features)
         n_evals += 1
         d = sqrt(<double> d2)
@@ -113,7 +132,12 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
                  floating[::1] weight_in_clusters,    # OUT (n_clusters,) or None
                  double slack,
                  int n_threads,
-                 double[::1] sse=None):               # OUT (n_clusters,) or None
+                 double[::1] sse=None,                # OUT (n_clusters,) or None
+                 const floating[:, ::1] X_proj=None,  # IN  (n_samples, n_proj) or None
+                 const floating[::1] x_rest=None,     # IN  (n_samples,)
+                 const floating[:, ::1] centers_proj=None,  # IN (n_clusters, n_proj)
+                 const floating[::1] centers_rest=None,     # IN (n_clusters,)
+                 const double[::1] prune_tol=None):   # IN  (5,)
     """Assign a batch to the nearest centres with Elkan's triangle-inequality bounds.
 
     Parameters
@@ -154,12 +178,21 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     sse : ndarray of shape (n_clusters,), dtype=float64, or None
         Output if given (with ``centers_sum``): ``sum_{n: labels_n = c} w_n min_dist2_n``,
         summed in float64 in the same order as ``_mstep.accumulate_statistics``.
+    X_proj, x_rest, centers_proj, centers_rest : ndarrays, or None
+        Exact dimension pruning (all four, or none): the coordinates of every row of
+        ``lower`` (indexed by ``rows``) and of the centres along ``n_proj`` orthonormal
+        directions, and the norms of the rest (as for ``_pruned.assign_pruned``).
+    prune_tol : ndarray of shape (5,), dtype=float64, or None
+        With pruning: ``shrink, tol_abs, rest_tol, rest_rel, grow`` (``_pruning._PruneTol``,
+        from ``clusterkit.estep.pruning.pair_tolerances``).
 
     Returns
     -------
     n_distance_evals : int
         One per sample whose centre moved since its last visit (the distance to it), plus
-        those the bounds did not rule out.
+        those the bounds did not rule out (and, with pruning, its test did not).
+    n_tests : int
+        Only with pruning: the tests on the projections (``n_proj`` multiply-adds each).
 
     Notes
     -----
@@ -172,22 +205,43 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0], i, b, block_rows
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
-    cdef Py_ssize_t n_evals = 0
+    cdef Py_ssize_t n_evals = 0, n_tests = 0, t
     cdef bint fused = centers_sum is not None, with_sse = sse is not None
+    cdef bint pruned = X_proj is not None
     cdef double* block_sse
+    cdef _PruneTol tol
+    cdef const floating* xp = NULL
+    cdef const floating* xr = NULL
+    cdef const floating* cp = NULL
+    cdef const floating* cr = NULL
     n_threads = max(1, n_threads)
+    if pruned:
+        _check_projections(lower.shape[0], n_clusters, X_proj, x_rest, centers_proj,
+                           centers_rest, prune_tol)
+        tol = _prune_tol(prune_tol, X_proj.shape[1])
+        if lower.shape[0] > 0:
+            xp, xr = &X_proj[0, 0], &x_rest[0]
+        cp, cr = &centers_proj[0, 0], &centers_rest[0]
     if n_batch == 0:
+        if pruned:
+            return 0, 0
         return 0
     if not fused:
         with nogil:
             for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
+                t = 0
                 n_evals += _elkan_sample(&X[i, 0], NULL, 0, 0, NULL, n_features,
                                          &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                          &lower[rows[i], 0], previous[i], slack,
                                          &last_dist2[rows[i]], &visit_shift[rows[i]],
-                                         &labels[i])
+                                         &labels[i], xp + rows[i] * tol.n_proj if pruned
+                                         else NULL, xr[rows[i]] if pruned else 0.0, cp, cr,
+                                         &tol, &t)
+                n_tests += t
                 min_dist2[i] = last_dist2[rows[i]]
+        if pruned:
+            return n_evals, n_tests
         return n_evals
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
@@ -198,17 +252,23 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
         for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
             block_sse = &sse_parts[b, 0] if with_sse else NULL
             for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
+                t = 0
                 n_evals += _elkan_sample(&X[i, 0], NULL, 0, 0, NULL, n_features,
                                          &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                          &lower[rows[i], 0], previous[i], slack,
                                          &last_dist2[rows[i]], &visit_shift[rows[i]],
-                                         &labels[i])
+                                         &labels[i], xp + rows[i] * tol.n_proj if pruned
+                                         else NULL, xr[rows[i]] if pruned else 0.0, cp, cr,
+                                         &tol, &t)
+                n_tests += t
                 min_dist2[i] = last_dist2[rows[i]]
                 _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i], &X[i, 0],
                             sample_weight[i], min_dist2[i], n_features)
         _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
                        &sse[0] if with_sse else NULL, min(n_threads, n_clusters))
+    if pruned:
+        return n_evals, n_tests
     return n_evals
 
 
@@ -350,8 +410,9 @@ labels, min_dist2, slack, n_threads
     input.
     """
     cdef Py_ssize_t n_batch = labels.shape[0], n_features = centers.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0], i
+    cdef Py_ssize_t n_clusters = centers.shape[0], i, t
     cdef Py_ssize_t n_evals = 0
+    cdef _PruneTol tol  # (no pruning of CSR rows)
     if n_batch == 0:
         return 0
     cdef const double[::1] c_sqnorms = np.einsum("ij,ij->i", centers, centers,
@@ -364,11 +425,13 @@ labels, min_dist2, slack, n_threads
     with nogil:
         for i in prange(n_batch, schedule="dynamic", chunksize=64,
                         num_threads=max(1, n_threads)):
+            t = 0
             n_evals += _elkan_sample(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],
                                      x_sqnorms[i], &c_sqnorms[0], n_features, &centers[0, 0],
                                      n_clusters, &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                      &lower[rows[i], 0], previous[i], slack,
-                                     &last_dist2[rows[i]], &visit_shift[rows[i]], &labels[i])
+                                     &last_dist2[rows[i]], &visit_shift[rows[i]], &labels[i],
+                                     NULL, 0.0, NULL, NULL, &tol, &t)
             min_dist2[i] = last_dist2[rows[i]]
     return n_evals
 

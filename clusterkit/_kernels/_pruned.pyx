@@ -25,7 +25,7 @@ from ._blas cimport _gemm_nt
 from ._blocked cimport _block_width
 from ._chunks cimport _chunk_len, _thread_scratch, _TilePlan
 from ._dist cimport (CHUNK_SIZE, _argmin, _near_tie_window, _prepare_tiles, _sqdist_wide,
-                     ck_count_at_most_double, ck_count_at_most_float)
+                     _store_lower, ck_count_at_most_double, ck_count_at_most_float)
 
 
 cdef extern from "_pruned.h" nogil:
@@ -38,14 +38,58 @@ cdef extern from "_pruned.h" nogil:
 
 cdef inline Py_ssize_t _complete(const floating* x, const floating* centers,
                                  Py_ssize_t n_features, Py_ssize_t j, floating* best_val,
-                                 Py_ssize_t* best_idx) noexcept nogil:
+                                 Py_ssize_t* best_idx, floating* slot) noexcept nogil:
     """The direct distance to centre ``j``, kept if it beats the best (ties to the lower
-    index); returns 1 (one distance computed)."""
+    index), and written to ``slot`` unless NULL (in place of the bound: a tighter one);
+    returns 1 (one distance computed)."""
     cdef floating d = _sqdist_wide(x, centers + j * n_features, n_features)
+    if slot != NULL:
+        slot[0] = d
     if d < best_val[0] or (d == best_val[0] and j < best_idx[0]):
         best_val[0] = d
         best_idx[0] = j
     return 1
+
+
+cdef inline void _keep_bounds(const floating* row, Py_ssize_t n_block, Py_ssize_t j0,
+                              float* bound, const double* group_shift, double keep,
+                              floating* full) noexcept nogil:
+    """A block's values of a row (squared bounds, or direct squared distances where
+    computed) kept for the bounded E-steps' stored bounds: Elkan's (``full`` NULL) one per
+    centre into ``bound``, ``sqrt + group_shift`` lowered by ``keep``; for Yinyang's copied
+    into the row's ``full`` values, folded into group bounds at the end of the chunk (when
+    the label is known)."""
+    cdef Py_ssize_t j
+    cdef floating v
+    if full == NULL:
+        for j in range(n_block):
+            v = row[j]
+            bound[j0 + j] = _store_lower(sqrt(<double> (v if v > 0 else 0))
+                                         + group_shift[j0 + j], keep)
+        return
+    for j in range(n_block):
+        full[j0 + j] = row[j]
+
+
+cdef inline void _group_bounds(const floating* full, Py_ssize_t label, float* bound,
+                               const int* group_of, const int* members,
+                               const Py_ssize_t* group_starts, Py_ssize_t n_groups,
+                               const double* group_shift, double keep) noexcept nogil:
+    """Yinyang's stored bounds of a row from its values over all centres: per group the
+    least value of its centres other than ``label``."""
+    cdef Py_ssize_t g, q, c
+    cdef floating m
+    for g in range(n_groups):
+        m = <floating> INFINITY
+        for q in range(group_starts[g], group_starts[g + 1]):
+            m = full[members[q]] if full[members[q]] < m else m
+        if g == group_of[label]:
+            m = <floating> INFINITY
+            for q in range(group_starts[g], group_starts[g + 1]):
+                c = members[q]
+                if c != label and full[c] < m:
+                    m = full[c]
+        bound[g] = _store_lower(sqrt(<double> (m if m > 0 else 0)) + group_shift[g], keep)
 
 
 cdef void _pruned_chunk(const _TilePlan* plan,
@@ -63,14 +107,27 @@ cdef void _pruned_chunk(const _TilePlan* plan,
                         floating rest_tol,
                         int* labels,                   # OUT (n_rows,)
                         floating* min_dist2,           # OUT (n_rows,)
-                        long long* n_direct) noexcept nogil:  # OUT
+                        long long* n_direct,           # OUT
+                        float* lower,                  # OUT rows of (n_samples, n_groups) or NULL
+                        const Py_ssize_t* rows,        # IN  (n_rows,) its rows
+                        const int* group_of,           # IN  (n_clusters,) or NULL (Elkan's)
+                        const int* members,            # IN  (n_clusters,) by group
+                        const Py_ssize_t* group_starts,  # IN (n_groups + 1,)
+                        Py_ssize_t n_groups,
+                        const double* group_shift,     # IN  (n_groups,)
+                        double keep) noexcept nogil:
     cdef Py_ssize_t n_features = plan.n_features, n_clusters = plan.n_clusters
     cdef const floating* centers = <const floating*> plan.centers
     cdef Py_ssize_t width = _block_width(n_clusters, sizeof(floating))
     cdef floating* tile = <floating*> _thread_scratch(plan)
     cdef floating* row
+    cdef floating* slot
     cdef const floating* x
     cdef Py_ssize_t i, j, j0, k, n_block, j_min, n_below
+    # with group bounds (Yinyang's): each row's values over all centres, after the tile in
+    # the thread's scratch
+    cdef floating* full = tile + CHUNK_SIZE * width if group_of != NULL else NULL
+    cdef float* bound
     cdef Py_ssize_t best_idx[CHUNK_SIZE]
     cdef floating best_val[CHUNK_SIZE]
     cdef floating shift[CHUNK_SIZE]
@@ -115,25 +172,37 @@ cdef void _pruned_chunk(const _TilePlan* plan,
             # the centre of least bound first, so that the others meet a low threshold; then
             # every centre whose bound does not rule it out
             j_min = _argmin(row, n_block)
+            slot = row + j_min if lower != NULL else NULL
             if row[j_min] <= best_val[i] * grow:
                 n_evals += _complete(x, centers, n_features, j0 + j_min, &best_val[i],
-                                     &best_idx[i])
+                                     &best_idx[i], slot)
             limit = <floating> (best_val[i] * grow)
             if floating is float:
                 n_below = ck_count_at_most_float(row, n_block, limit)
             else:
                 n_below = ck_count_at_most_double(row, n_block, limit)
-            if n_below == 0 or (n_below == 1 and row[j_min] <= limit):  # none but j_min
-                continue
-            for j in range(n_block):
-                if j != j_min and row[j] <= best_val[i] * grow:
-                    n_evals += _complete(x, centers, n_features, j0 + j, &best_val[i],
-                                         &best_idx[i])
+            if not (n_below == 0 or (n_below == 1 and row[j_min] <= limit)):
+                for j in range(n_block):
+                    if j != j_min and row[j] <= best_val[i] * grow:
+                        n_evals += _complete(x, centers, n_features, j0 + j, &best_val[i],
+                                             &best_idx[i], row + j if lower != NULL else NULL)
+            if lower != NULL:  # the row's values (bounds, or direct distances) kept
+                _keep_bounds(row, n_block, j0, lower + rows[i] * n_groups, group_shift, keep,
+                             full + i * n_clusters if full != NULL else NULL)
         j0 += n_block
     for i in range(n_rows):
         # NaN everywhere leaves no centre found: a label inside [0, n_clusters) all the same
         labels[i] = <int> (best_idx[i] if best_idx[i] >= 0 else 0)
         min_dist2[i] = best_val[i]
+        if lower == NULL:
+            continue
+        bound = lower + rows[i] * n_groups
+        if group_of == NULL:  # Elkan's: the label's bound is its direct distance
+            bound[labels[i]] = _store_lower(sqrt(<double> best_val[i]) + group_shift[labels[i]],
+                                            keep)
+            continue
+        _group_bounds(full + i * n_clusters, labels[i], bound, group_of, members,
+                      group_starts, n_groups, group_shift, keep)
     n_direct[0] = n_evals
 
 
@@ -147,7 +216,12 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
                   double rest_tol,
                   int[::1] labels,                      # OUT (n_samples,)
                   floating[::1] min_dist2,              # OUT (n_samples,)
-                  int n_threads):
+                  int n_threads,
+                  float[:, ::1] lower=None,             # OUT rows of (n_rows, n_groups)
+                  const Py_ssize_t[::1] rows=None,      # IN  (n_samples,)
+                  const int[::1] group_of=None,         # IN  (n_clusters,) or None
+                  const double[::1] group_shift=None,   # IN  (n_groups,)
+                  double slack=0.0):
     """Assign every sample to its nearest centre, pruning centres by projected features.
 
     Parameters
@@ -175,6 +249,22 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
         Output: the direct squared distance to it.
     n_threads : int
         Number of OpenMP threads.
+    lower : ndarray of shape (n_rows, n_groups), dtype=float32, or None
+        If given, output: the stored bounds of a bounded E-step's first visits, in its rows
+        ``rows[i]``, ``(l + group_shift[g]) (1 - slack)`` with ``l`` a lower bound on the
+        distance from the sample to every centre of group ``g`` (to centre ``g`` if
+        ``group_of`` is None, Elkan's bounds; then the label's is its direct distance)
+        other than its label (Yinyang's group bounds): each centre's pruning bound, or its
+        direct distance where that was computed.
+    rows : ndarray of shape (n_samples,), dtype=intp, or None
+        With ``lower``: the row of ``lower`` of each sample.
+    group_of : ndarray of shape (n_clusters,), dtype=int32, or None
+        With ``lower``: the group of each centre, ``0 .. n_groups - 1``; ``None``: one
+        group per centre.
+    group_shift : ndarray of shape (n_groups,), dtype=float64, or None
+        With ``lower``: the offset of each stored bound (the moves so far).
+    slack : float, default=0.0
+        With ``lower``: the stored bounds' relative margin (``_dist._store_lower``).
 
     Returns
     -------
@@ -213,6 +303,35 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
             or centers_proj.shape[1] != n_proj or not 1 <= n_proj <= n_features):
         raise ValueError("X_proj, x_rest, centers_proj and centers_rest must give each row "
                          "and centre 1 to n_features projected coordinates and a norm.")
+    cdef Py_ssize_t n_groups = n_clusters
+    cdef float* lower_p = NULL
+    cdef const Py_ssize_t* rows_p = NULL
+    cdef const int* group_p = NULL
+    cdef const double* shift_p = NULL
+    cdef const int* members_p = NULL
+    cdef const Py_ssize_t* starts_p = NULL
+    cdef int[::1] members
+    cdef Py_ssize_t[::1] group_starts
+    if lower is not None:
+        if group_of is not None:
+            n_groups = lower.shape[1]
+            if (group_of.shape[0] != n_clusters
+                    or np.any(np.asarray(group_of) < 0)
+                    or np.any(np.asarray(group_of) >= n_groups)):
+                raise ValueError("group_of must give each centre a group of lower.")
+            group_p = &group_of[0]
+            members = np.argsort(group_of, kind="stable").astype(np.int32)
+            group_starts = np.zeros(n_groups + 1, dtype=np.intp)
+            np.cumsum(np.bincount(group_of, minlength=n_groups),
+                      out=np.asarray(group_starts)[1:])
+            members_p, starts_p = &members[0], &group_starts[0]
+        if (rows is None or group_shift is None or rows.shape[0] != n_samples
+                or lower.shape[1] != n_groups or group_shift.shape[0] != n_groups
+                or (n_samples > 0 and (np.min(rows) < 0 or np.max(rows) >= lower.shape[0]))):
+            raise ValueError("lower needs rows (one per sample, inside lower), group_shift "
+                             "(one per group) and one column per group.")
+        if n_samples > 0:
+            lower_p, rows_p, shift_p = &lower[0, 0], &rows[0], &group_shift[0]
     if n_samples == 0:
         return 0, 0
     proj = np.asarray(centers_proj)
@@ -222,7 +341,8 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
     cdef double max_rest_norm = float(np.max(centers_rest))
     keep = _prepare_tiles(&plan, centers, n_samples, CHUNK_SIZE, n_threads,
                           CHUNK_SIZE * _block_width(n_clusters, sizeof(floating))
-                          * sizeof(floating))
+                          * sizeof(floating) + (CHUNK_SIZE * n_clusters * sizeof(floating)
+                                                if group_p != NULL else 0))
     chunk_direct = np.zeros(plan.n_chunks, dtype=np.int64)
     with nogil, parallel(num_threads=plan.n_threads):
         for c in prange(plan.n_chunks, schedule="static"):
@@ -231,7 +351,9 @@ def assign_pruned(const floating[:, ::1] X,             # IN  (n_samples, n_feat
                           &centers_proj[0, 0], n_proj, &proj_sqnorm[0], &centers_rest[0],
                           max_proj_sqnorm, max_rest_norm, proj_tol, <floating> rest_tol,
                           &labels[c * CHUNK_SIZE], &min_dist2[c * CHUNK_SIZE],
-                          &chunk_direct[c])
+                          &chunk_direct[c], lower_p,
+                          rows_p + c * CHUNK_SIZE if rows_p != NULL else NULL, group_p,
+                          members_p, starts_p, n_groups, shift_p, 1.0 - slack)
     for c in range(plan.n_chunks):
         n_direct += chunk_direct[c]
     return n_samples * n_clusters, n_direct

@@ -17,6 +17,7 @@ from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._chunks cimport _chunk_len, _TilePlan
+from ._pruning cimport _check_projections, _prune_bound2, _prune_tol, _PruneTol
 from ._dist cimport (CHUNK_SIZE, _chunk_tile, _first_visit, _prepare_tiles, _sqdist_wide,
                      _sqnorm, _store_lower, _tile_row, _use_gemm)
 
@@ -42,7 +43,13 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                                 double slack,
                                 floating* dist2,               # INOUT
                                 int* visit,                    # INOUT
-                                int* label) noexcept nogil:    # OUT
+                                int* label,                    # OUT
+                                const floating* x_proj,   # IN  (n_proj,) or NULL (no pruning)
+                                double x_rest,
+                                const floating* centers_proj,  # IN (n_clusters, n_proj)
+                                const floating* centers_rest,  # IN (n_clusters,)
+                                const _PruneTol* tol,
+                                Py_ssize_t* n_tests) noexcept nogil:  # OUT
     """Nearest centre of one sample (ties to the lower index); returns the distances computed.
 
     The exact distance ``u`` to the previous label ``a`` is the last visit's ``dist2`` if
@@ -63,13 +70,18 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
     always looked at. A first visit (``previous < 0``) computes every distance and sets every
     bound. A group's two smallest values are kept squared (a skipped centre's bound ``v > 0``
     as ``v * v``), so that a square root is taken per new best and per group only, not per
-    distance: what makes the search cheap at low dimension.
+    distance: what makes the search cheap at low dimension. With pruning (``x_proj`` given), a
+    centre the filters do not rule out is first tested on the projections (as in
+    ``_elkan._elkan_sample``, counted in ``n_tests``): a bound beyond the best distance so far
+    (and the rounding of two direct distances) skips it and stands for its distance in the
+    group's bound.
     """
     cdef double keep = 1.0 - slack
     cdef bint first = previous < 0, local, scanned_a = False
     cdef Py_ssize_t g, p, c, n_evals = 0, a = previous, best_c = -1, best_group = -1
     cdef floating d2, d2_a = 0, best = <floating> INFINITY
     cdef double u = INFINITY, best_u, v, lb, old_lb = 0, m1, m2, best_m2 = INFINITY
+    n_tests[0] = 0
     if not first:
         if last_moved[a] > visit[0]:
             d2_a = _sqdist_wide(x, centers + a * n_features, n_features)
@@ -125,6 +137,17 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                     v = old_lb - shift[c]
                     if v > best_u:  # local filter: d(x, c) >= old bound - move of c
                         v = v * v
+                        if v < m1:
+                            m2 = m1
+                            m1 = v
+                        elif v < m2:
+                            m2 = v
+                        continue
+                if x_proj != NULL:
+                    v = _prune_bound2(x_proj, x_rest, centers_proj + c * tol.n_proj,
+                                      centers_rest[c], tol)
+                    n_tests[0] += 1
+                    if v > best * tol.grow:  # (v a squared bound, as m1 and m2 hold)
                         if v < m1:
                             m2 = m1
                             m1 = v
@@ -261,7 +284,12 @@ def yinyang_assign(const floating[:, ::1] X,           # IN  (n_batch, n_feature
                    int n_threads,
                    const double[::1] half_min=None,   # IN  (n_clusters,) or None
                    const int[:, ::1] neighbours=None,       # IN  (n_clusters, n_nb) or None
-                   const double[:, ::1] neighbour_dist=None):  # IN  (n_clusters, n_nb)
+                   const double[:, ::1] neighbour_dist=None,  # IN  (n_clusters, n_nb)
+                   const floating[:, ::1] X_proj=None,  # IN  (n_samples, n_proj) or None
+                   const floating[::1] x_rest=None,     # IN  (n_samples,)
+                   const floating[:, ::1] centers_proj=None,  # IN (n_clusters, n_proj)
+                   const floating[::1] centers_rest=None,     # IN (n_clusters,)
+                   const double[::1] prune_tol=None):   # IN  (5,)
     """Assign a batch to the nearest centres with Yinyang's grouped bounds.
 
     Parameters
@@ -308,12 +336,17 @@ float64, or None
         With one group only: each centre's ``n_nb`` nearest other centres, nearest first, and
         their distances to it (``_centers.center_neighbours``); a sample whose filters fail then
         searches its centre's list (see ``_yinyang_sample``). ``None``: Yinyang's search.
+    X_proj, x_rest, centers_proj, centers_rest, prune_tol : ndarrays, or None
+        Exact dimension pruning, as for :func:`~clusterkit._kernels._elkan.elkan_assign`
+        (rows of ``X_proj`` and ``x_rest`` indexed by ``rows``).
 
     Returns
     -------
     n_distance_evals : int
         One per sample whose centre moved since its last visit (the distance to it), plus
         those the filters did not rule out (all ``n_clusters`` at a first visit).
+    n_tests : int
+        Only with pruning: the tests on the projections (``n_proj`` multiply-adds each).
 
     Notes
     -----
@@ -325,7 +358,13 @@ float64, or None
     cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1], i, b
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
-    cdef Py_ssize_t n_evals = 0
+    cdef Py_ssize_t n_evals = 0, n_tests = 0, t
+    cdef bint pruned = X_proj is not None
+    cdef _PruneTol tol
+    cdef const floating* xp = NULL
+    cdef const floating* xr = NULL
+    cdef const floating* cp = NULL
+    cdef const floating* cr = NULL
     cdef const double* separation = NULL
     cdef const int* nb = NULL
     cdef const double* nb_dist = NULL
@@ -344,7 +383,16 @@ float64, or None
             raise ValueError("neighbours need a single group.")
         nb, nb_dist, n_nb = &neighbours[0, 0], &neighbour_dist[0, 0], neighbours.shape[1]
     n_threads = max(1, n_threads)
+    if pruned:
+        _check_projections(lower.shape[0], n_clusters, X_proj, x_rest, centers_proj,
+                           centers_rest, prune_tol)
+        tol = _prune_tol(prune_tol, X_proj.shape[1])
+        if lower.shape[0] > 0:
+            xp, xr = &X_proj[0, 0], &x_rest[0]
+        cp, cr = &centers_proj[0, 0], &centers_rest[0]
     if n_batch == 0:
+        if pruned:
+            return 0, 0
         return 0
     # Without sums, pieces of 64 rows balance the uneven per-sample work; with sums, the
     # fixed blocks of the M-step's layout keep the result independent of n_threads.
@@ -365,12 +413,15 @@ float64, or None
                     labels[i] = <int> a
                     visit[r] = step
                 else:
+                    t = 0
                     n_evals += _yinyang_sample(
                         &X[i, 0], n_features, &centers[0, 0], &members[0], &group_starts[0],
                         n_groups, &group_of[0], &shift[0], &group_shift_sum[0],
                         &group_shift_prev[0], &last_moved[0], separation, nb, nb_dist, n_nb,
                         step, &lower[r, 0], <int> a, slack, &last_dist2[r], &visit[r],
-                        &labels[i])
+                        &labels[i], xp + r * tol.n_proj if pruned else NULL,
+                        xr[r] if pruned else 0.0, cp, cr, &tol, &t)
+                    n_tests += t
                 min_dist2[i] = last_dist2[r]
                 if with_sums:
                     _add_sample(&sums[b, 0, 0], &weights[b, 0], NULL, labels[i], &X[i, 0],
@@ -379,6 +430,8 @@ float64, or None
         with nogil:
             _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
                            NULL, min(n_threads, n_clusters))
+    if pruned:
+        return n_evals, n_tests
     return n_evals
 
 

@@ -50,6 +50,9 @@ class BoundedEStep(EStep):
         and :class:`YinyangEStep` too).
     n_groups : int or "auto", default="auto"
         Yinyang's groups, when it is chosen (see :class:`YinyangEStep`).
+    prune : int, "auto" or None, default=None
+        Exact dimension pruning in the chosen E-step (see :class:`ElkanEStep`); dense data
+        only.
 
     Notes
     -----
@@ -63,23 +66,24 @@ class BoundedEStep(EStep):
     --------
     >>> from clusterkit import BoundedEStep
     >>> BoundedEStep(max_bounds_bytes=10**6).chosen(1000, 100)
-    ElkanEStep(max_bounds_bytes=1000000)
+    ElkanEStep(max_bounds_bytes=1000000, prune=None)
     >>> BoundedEStep(max_bounds_bytes=10**6).chosen(10**5, 100)
-    YinyangEStep(n_groups='auto', max_bounds_bytes=1000000)
+    YinyangEStep(n_groups='auto', max_bounds_bytes=1000000, prune=None)
     >>> BoundedEStep().chosen(10**5, 100, n_features=2)
-    YinyangEStep(n_groups=1, max_bounds_bytes=None)
+    YinyangEStep(n_groups=1, max_bounds_bytes=None, prune=None)
     """
 
-    _parameter_constraints = YinyangEStep._parameter_constraints
+    _parameter_constraints = YinyangEStep._parameter_constraints  # (with prune)
 
     exact = True
     objectives = (QUANTIZATION_ERROR,)
     chunks = True  # (each chunk chooses for its rows, in its worker's memory)
     accepts_sparse = True  # sparse data always go to ElkanEStep
 
-    def __init__(self, max_bounds_bytes=None, n_groups="auto"):
+    def __init__(self, max_bounds_bytes=None, n_groups="auto", prune=None):
         self.max_bounds_bytes = max_bounds_bytes
         self.n_groups = n_groups
+        self.prune = prune
 
     def chosen(self, n_samples, n_clusters, sparse=False, n_features=None):
         """The E-step the rule picks for a fit on ``n_samples`` rows (see the class notes),
@@ -103,15 +107,17 @@ class BoundedEStep(EStep):
     def _rule(self, n_rows, n_clusters, sparse, n_features, budget):
         """The rule of the class notes, for ``n_rows`` rows in ``budget`` bytes (``None``: no
         limit)."""
-        elkan = ElkanEStep(self.max_bounds_bytes)
+        prune = getattr(self, "prune", None)
         if sparse:
-            return elkan
+            return ElkanEStep(self.max_bounds_bytes)
+        elkan = ElkanEStep(self.max_bounds_bytes, prune)
         if n_features is not None and n_features <= SEPARATION_MAX_FEATURES:
             one_group = self.n_groups == "auto" and n_clusters <= LOW_DIMENSION_MAX_CLUSTERS
-            return YinyangEStep(1 if one_group else self.n_groups, self.max_bounds_bytes)
+            return YinyangEStep(1 if one_group else self.n_groups, self.max_bounds_bytes,
+                                prune)
         if budget is None or elkan_memory(n_rows, n_clusters) <= budget:
             return elkan
-        return YinyangEStep(self.n_groups, self.max_bounds_bytes)
+        return YinyangEStep(self.n_groups, self.max_bounds_bytes, prune)
 
     def _validate(self, X, n_clusters, composition):
         """Check the E-step the rule picks for the most rows the reducer may return, by its

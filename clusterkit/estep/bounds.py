@@ -12,11 +12,12 @@ import numpy as np
 from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
-from .._engine.constraints import Interval
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator import validation
-from .._kernels import _mstep
+from .._kernels import _mstep, _pruned
+from .pruning import CenterProjection, Projection, dimension_count, resolve_prune
 
 __all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "batch_rows", "bounds_scale",
            "bound_slack", "run_rows", "split_first_visits"]
@@ -173,6 +174,8 @@ class Bounds:
     (``estep``; :class:`~clusterkit.BoundedEStep` runs the one its state names)."""
 
     estep = None
+    #: the principal axes and the rows' projections (``prune``), and the centres' at this call
+    projection = centers_projection = None
 
     def __init__(self, lower, scale):
         self.lower = lower
@@ -197,12 +200,19 @@ class BoundsEStep(EStep):
     float32 copy of the data to lend, see :meth:`EStep.labelling_rows`).
     """
 
-    _parameter_constraints = {"max_bounds_bytes": [Interval(Integral, 0), None]}
+    _parameter_constraints = {"max_bounds_bytes": [Interval(Integral, 0), None],
+                              "prune": [None, Options("auto"), Interval(Integral, 1)]}
 
     exact = True
     objectives = (QUANTIZATION_ERROR,)
     chunks = True  # (each chunk's bounds stay with it, on its worker)
     _instead = "or use FullEStep (Lloyd, no bounds)."
+
+    #: the default for subclasses whose own ``__init__`` does not set it (no pruning)
+    prune = None
+    #: ``prune="auto"`` prunes from this many features on (and ``PRUNE_MIN_CLUSTERS``
+    #: clusters); ``inf``: never (each subclass says where pruning was measured to pay)
+    auto_prune_min_features = float("inf")
 
     # -- what subclasses specialise ------------------------------------------------------------
 
@@ -238,8 +248,34 @@ class BoundsEStep(EStep):
                         dist2, centers_sum, weight, state):
         """The bounded search on distinct ``rows`` (``previous``: their last labels, -1 at a
         first visit): fill ``labels``, ``dist2`` and, unless ``None``, the M-step's sums;
-        return the distances computed."""
+        return the distances computed (with pruning, the kernel's ``(direct, tests)``)."""
         raise NotImplementedError
+
+    def _stored_groups(self, bounds):
+        """``(group_of, group_shift)`` of the stored bounds for ``_pruned.assign_pruned``'s
+        first visits: ``group_of`` None for one bound per centre."""
+        raise NotImplementedError
+
+    def _visited(self, bounds, rows, labels, dist2):
+        """Record the first visits of ``rows`` made by ``_pruned.assign_pruned`` in the
+        per-row state besides the bounds (each row's last distance and visit)."""
+        raise NotImplementedError
+
+    def _prune_args(self, bounds):
+        """The keyword arguments that switch pruning on in the revisit kernel (none
+        without pruning)."""
+        if bounds.centers_projection is None:
+            return {}
+        return bounds.centers_projection.prune_args(bounds.projection)
+
+    @staticmethod
+    def _dimension_count(result, bounds, n_features):
+        """A kernel's count: its distances, or with pruning ``(direct, tests)`` counted by
+        dimension (a test reads ``p`` of the ``D`` features)."""
+        if isinstance(result, tuple):
+            return dimension_count(result[0], result[1], bounds.projection.V.shape[1],
+                                   n_features)
+        return result
 
     # -- the skeleton --------------------------------------------------------------------------
 
@@ -262,6 +298,8 @@ class BoundsEStep(EStep):
         """:meth:`_validate` with the budget already resolved (once per fit)."""
         self._check_layout(n_clusters)
         name = type(self).__name__
+        if self.prune is not None and self.prune != "auto" and self.prune > X.shape[1]:
+            raise ValueError(f"prune={self.prune} must be <= n_features={X.shape[1]}.")
         if composition.mstep.needs_resp:
             raise ValueError(f"{name} assigns hard labels; {type(composition.mstep).__name__} "
                              "needs responsibilities. Use FullEStep, TruncatedEStep or "
@@ -281,6 +319,11 @@ class BoundsEStep(EStep):
         """
         bounds = self._new_bounds(X, centers, bounds_scale(X), state)
         bounds.estep = self
+        n_axes = (None if is_sparse(X) or bounds.scale != 1.0 else
+                  resolve_prune(self.prune, X.shape[1], centers.shape[0],
+                                self.auto_prune_min_features))
+        if n_axes is not None:  # the axes once per run, for every call's bounds
+            bounds.projection = Projection(X, n_axes)
         return bounds
 
     def assign(self, X, sample_weight, centers, state):
@@ -295,6 +338,8 @@ class BoundsEStep(EStep):
         if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
             X, centers = X * scale, centers * scale
         self._start_step(X, bounds, centers, scale, state)
+        if bounds.projection is not None:  # the centres along the axes, once per call
+            bounds.centers_projection = CenterProjection(centers, bounds.projection)
         rows = batch_rows(state, X.shape[0], bounds.lower.shape[0])
         repeated = not isinstance(rows, slice) and _has_repeats(rows)
         if isinstance(rows, slice):
@@ -324,7 +369,7 @@ class BoundsEStep(EStep):
         """Labels, distances and (see :meth:`_revisit`) sums of distinct ``rows``."""
         previous = np.ascontiguousarray(state.labels[rows])
         first = previous < 0
-        if self._tiled_first_visits(X) and first.any():
+        if (self._tiled_first_visits(X) or bounds.projection is not None) and first.any():
             # first visits: all distances in tiles, as Lloyd's E-step computes them
             labels, dist2 = split_first_visits(
                 first, X.dtype,
@@ -338,8 +383,24 @@ class BoundsEStep(EStep):
         """Labels and distances of distinct ``rows`` at their first visit, and their bounds."""
         labels = np.empty(X.shape[0], dtype=np.int32)
         dist2 = np.empty(X.shape[0], dtype=X.dtype)
-        state.count("estep", self._first_visit_kernel(X, rows, centers, bounds, labels, dist2,
-                                                      state))
+        if bounds.projection is None:
+            state.count("estep", self._first_visit_kernel(X, rows, centers, bounds, labels,
+                                                          dist2, state))
+            return labels, dist2
+        # with pruning: the labels of Lloyd's E-step from the pruned pass, whose bounds (or
+        # direct distances where computed) become the stored bounds
+        projection, centers_projection = bounds.projection, bounds.centers_projection
+        group_of, group_shift = self._stored_groups(bounds)
+        rows = np.ascontiguousarray(rows, dtype=np.intp)
+        n_pairs, n_direct = _pruned.assign_pruned(
+            np.ascontiguousarray(X), centers, np.ascontiguousarray(projection.rows[rows]),
+            np.ascontiguousarray(projection.rest[rows]), centers_projection.proj,
+            centers_projection.rest, centers_projection.proj_tol, centers_projection.rest_tol,
+            labels, dist2, state.n_threads, lower=bounds.lower, rows=rows, group_of=group_of,
+            group_shift=group_shift, slack=bound_slack(X.dtype))
+        self._visited(bounds, rows, labels, dist2)
+        state.count("estep", dimension_count(n_direct, n_pairs, projection.V.shape[1],
+                                             X.shape[1]))
         return labels, dist2
 
     def _revisit(self, X, sample_weight, rows, previous, centers, bounds, state, fuse):
@@ -356,7 +417,7 @@ class BoundsEStep(EStep):
             # sparse rows are summed by the M-step itself
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
-        state.count("estep", self._revisit_kernel(X, sample_weight, rows, previous, centers,
-                                                  bounds, labels, dist2, centers_sum, weight,
-                                                  state))
+        state.count("estep", self._dimension_count(self._revisit_kernel(
+            X, sample_weight, rows, previous, centers, bounds, labels, dist2, centers_sum,
+            weight, state), bounds, n_features))
         return labels, dist2, centers_sum, weight

@@ -16,8 +16,7 @@ from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack, run_rows
-from .pruning import (PRUNE_MIN_CLUSTERS, PRUNE_MIN_FEATURES, Projection, assign_pruned,
-                      auto_projections)
+from .pruning import Projection, assign_pruned, resolve_prune
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 
@@ -145,13 +144,7 @@ class FullEStep(EStep):
     def _projections(self, n_features, n_clusters):
         """The principal axes pruning projects on for data of ``n_features`` features, or
         ``None`` for no pruning (``prune=None``, or ``"auto"`` where it does not pay)."""
-        if self.prune is None:
-            return None
-        if self.prune == "auto":
-            if n_features < PRUNE_MIN_FEATURES or n_clusters < PRUNE_MIN_CLUSTERS:
-                return None
-            return min(auto_projections(n_features), n_features)
-        return self.prune
+        return resolve_prune(self.prune, n_features, n_clusters)
 
     def _validate(self, X, n_clusters, composition):
         """Refuse, before any work, full responsibilities that do not fit in memory, and
@@ -295,6 +288,17 @@ class ElkanEStep(BoundsEStep):
         known (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of
         :class:`YinyangEStep` and :class:`BoundedEStep` too). A fit needing more than the
         memory available is refused in any case.
+    prune : int, "auto" or None, default=None
+        Exact dimension pruning of dense data, as :class:`FullEStep`'s ``prune`` (the same
+        principal axes, made once per fit): the first visits are its pruned pass, whose
+        bounds (direct distances where computed) become the stored bounds, and a centre the
+        stored bounds do not rule out is first tested on the projections (``p`` of the ``D``
+        features) before its direct distance. The labels and iterates are those without
+        pruning; the cost counts a test as ``p / D`` of a distance. ``"auto"`` does not
+        prune: Elkan's steps read their ``N C`` bounds whatever is skipped, and fits with
+        pruning measured 1.1-1.2x the time without at 64 to 384 features and 0.96-1.19x
+        at 768 to 1,024 (``benchmarks/bench_pruning.py --fits ... --estep elkan
+        --forced``); give ``p`` to prune anyway.
 
     Notes
     -----
@@ -335,11 +339,19 @@ class ElkanEStep(BoundsEStep):
     _instead = ("reduce the data (reduce=LWCS(...)), or use YinyangEStep (bounds that do not "
                 "grow with C), FullEStep (Lloyd, no bounds) or PartialEStep.")
 
-    def __init__(self, max_bounds_bytes=None):
+    def __init__(self, max_bounds_bytes=None, prune=None):
         self.max_bounds_bytes = max_bounds_bytes
+        self.prune = prune
 
     def _bounds_bytes(self, n_rows, n_clusters, budget):
         return elkan_memory(n_rows, n_clusters), f"n_clusters={n_clusters}"
+
+    def _stored_groups(self, bounds):
+        return None, bounds.shift_sum
+
+    def _visited(self, bounds, rows, labels, dist2):
+        bounds.last_dist2[rows] = dist2
+        bounds.visit_shift[rows] = bounds.shift_sum[labels]
 
     def _new_bounds(self, X, centers, scale, state):
         bounds = _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
@@ -377,7 +389,8 @@ class ElkanEStep(BoundsEStep):
         return _elkan.elkan_assign(
             np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
             bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
-            bounds.visit_shift, labels, dist2, centers_sum, weight, slack, state.n_threads)
+            bounds.visit_shift, labels, dist2, centers_sum, weight, slack, state.n_threads,
+            **self._prune_args(bounds))
 
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------

@@ -13,10 +13,11 @@ import numpy as np
 from .._engine.assignment import Assignment
 from .._engine.state import weighted_sum
 from .._kernels import _pruned
-from .bounds import batch_rows
+from . import bounds as _bounds
 
-__all__ = ["principal_axes", "project", "tolerances", "auto_projections", "Projection",
-           "assign_pruned", "PRUNE_MIN_FEATURES", "PRUNE_MIN_CLUSTERS"]
+__all__ = ["principal_axes", "project", "tolerances", "pair_tolerances", "auto_projections",
+           "resolve_prune", "Projection", "CenterProjection", "assign_pruned",
+           "dimension_count", "PRUNE_MIN_FEATURES", "PRUNE_MIN_CLUSTERS"]
 
 #: Rows the principal axes are estimated from (evenly spaced through the data): about 10 per
 #: feature, at least 2,000 and at most 10,000 (the covariance costs ``rows D^2``).
@@ -122,6 +123,68 @@ def tolerances(n_features, n_axes, max_norm_rows, max_norm_centers):
     return float(proj_tol), float(rest_tol)
 
 
+def pair_tolerances(n_features, n_axes, max_norm_rows, max_norm_centers, dtype):
+    """The 5 numbers ``shrink, tol_abs, rest_tol, rest_rel, grow`` by which the bounded
+    E-steps' pair-by-pair bound (``_pruning._prune_bound2``) is lowered below the exact
+    distance, and a direct distance raised above its own rounding.
+
+    ``shrink = 1 - 4 (p + 2) eps``: the relative rounding of a ``p``-term sum of squares and
+    of its root; ``tol_abs``: the rounding of the coordinates to ``dtype`` (at most
+    ``eps (||x|| + ||c||)`` together) and the float64 projection error of :func:`tolerances`
+    (``sqrt(proj_tol)`` as a distance), both taken twice; ``rest_tol`` as in
+    :func:`tolerances`; ``rest_rel = 8 eps`` (the rest norms rounded to ``dtype``);
+    ``grow = 1 + 8 (D + 2) eps``, the rounding of two direct distances (as
+    ``_pruned.assign_pruned`` allows for it).
+    """
+    eps = float(np.finfo(dtype).eps)
+    proj_tol, rest_tol = tolerances(n_features, n_axes, max_norm_rows, max_norm_centers)
+    tol_abs = 2.0 * (eps * (max_norm_rows + max_norm_centers) + np.sqrt(proj_tol))
+    return np.array([1.0 - 4.0 * (n_axes + 2) * eps, tol_abs, rest_tol, 8.0 * eps,
+                     1.0 + 8.0 * (n_features + 2) * eps])
+
+
+def resolve_prune(prune, n_features, n_clusters, min_features=None):
+    """The number of principal axes an exact E-step's ``prune`` projects on for data of
+    ``n_features`` features and ``n_clusters`` clusters, or ``None`` for no pruning
+    (``prune=None``, or ``"auto"`` below ``min_features`` features, by default
+    ``PRUNE_MIN_FEATURES``, or ``PRUNE_MIN_CLUSTERS`` clusters, where it does not pay;
+    ``min_features=inf``: ``"auto"`` never prunes)."""
+    if prune is None:
+        return None
+    if prune == "auto":
+        min_features = PRUNE_MIN_FEATURES if min_features is None else min_features
+        if n_features < min_features or n_clusters < PRUNE_MIN_CLUSTERS:
+            return None
+        return min(auto_projections(n_features), n_features)
+    return int(prune)
+
+
+class CenterProjection:
+    """The centres' coordinates along a :class:`Projection`'s axes, the norms of the rest
+    and the tolerances of the pair-by-pair bound (:func:`pair_tolerances`), made once per
+    E-step call."""
+
+    def __init__(self, centers, projection):
+        self.proj, self.rest, max_center = project(centers, projection.V)
+        n_features, n_axes = projection.V.shape
+        self.proj_tol, self.rest_tol = tolerances(n_features, n_axes, projection.max_norm,
+                                                  max_center)
+        self.pair_tol = pair_tolerances(n_features, n_axes, projection.max_norm, max_center,
+                                        centers.dtype)
+
+    def prune_args(self, projection):
+        """The keyword arguments of ``elkan_assign`` and ``yinyang_assign`` that switch
+        pruning on."""
+        return dict(X_proj=projection.rows, x_rest=projection.rest, centers_proj=self.proj,
+                    centers_rest=self.rest, prune_tol=self.pair_tol)
+
+
+def dimension_count(n_direct, n_partial, n_axes, n_features):
+    """Distance evaluations counted by dimension: ``n_direct`` over all ``n_features``
+    features plus ``n_partial`` over ``n_axes`` of them (rounded up)."""
+    return int(n_direct) + -(-int(n_partial) * int(n_axes) // int(n_features))
+
+
 class Projection:
     """A run's principal axes and the projections of its rows (per-run state of a pruning
     E-step): ``V`` (``D x p`` float64), ``rows`` (``N x p``), ``rest`` (``N``) and the
@@ -151,7 +214,7 @@ def assign_pruned(X, centers, projection, state, labels, dist2, sample_weight):
     rows = None
     if np.may_share_memory(X, projection.source):
         try:
-            rows = batch_rows(state, X.shape[0], projection.source.shape[0])
+            rows = _bounds.batch_rows(state, X.shape[0], projection.source.shape[0])
         except ValueError:
             rows = None
     if rows is not None:
@@ -165,6 +228,6 @@ def assign_pruned(X, centers, projection, state, labels, dist2, sample_weight):
     n_pairs, n_direct = _pruned.assign_pruned(X, centers, X_proj, x_rest, centers_proj,
                                               centers_rest, proj_tol, rest_tol, labels, dist2,
                                               state.n_threads)
-    state.count("estep", n_direct + -(-n_pairs * projection.V.shape[1] // n_features))
+    state.count("estep", dimension_count(n_direct, n_pairs, projection.V.shape[1], n_features))
     qe = weighted_sum(dist2, sample_weight)
     return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)

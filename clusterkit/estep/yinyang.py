@@ -199,6 +199,12 @@ class YinyangEStep(BoundsEStep):
         (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of :class:`ElkanEStep`
         and :class:`BoundedEStep` too). A fit needing more than the memory available is
         refused in any case.
+    prune : int, "auto" or None, default=None
+        Exact dimension pruning of the first visits and of the centres the filters do not
+        rule out, as :class:`ElkanEStep`'s ``prune`` (a skipped centre's bound stands for
+        its distance in its group's bound). The labels and iterates are those without it.
+        ``"auto"``: the axes of :class:`FullEStep`'s ``"auto"``, from 256 features and 256
+        clusters (below, measured slower than without).
 
     Notes
     -----
@@ -246,12 +252,26 @@ class YinyangEStep(BoundsEStep):
     _parameter_constraints = {**BoundsEStep._parameter_constraints,
                               "n_groups": [Options("auto"), Interval(Integral, 1)]}
 
+    #: ``prune="auto"`` prunes from 256 features (and 256 clusters): fits with the axes of
+    #: ``FullEStep``'s ``"auto"`` took 0.85x the time without at 256 features and 0.5-0.8x
+    #: from 384 to 1,024, but 1.14-1.31x at 64 and 128 (``benchmarks/bench_pruning.py
+    #: --fits ... --estep yinyang --forced``)
+    auto_prune_min_features = 256
+
     _instead = ("use fewer groups (n_groups='auto' fits the budget), reduce the data "
                 "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds).")
 
-    def __init__(self, n_groups="auto", max_bounds_bytes=None):
+    def __init__(self, n_groups="auto", max_bounds_bytes=None, prune=None):
         self.n_groups = n_groups
         self.max_bounds_bytes = max_bounds_bytes
+        self.prune = prune
+
+    def _stored_groups(self, bounds):
+        return bounds.group_of, bounds.group_shift_sum
+
+    def _visited(self, bounds, rows, labels, dist2):
+        bounds.last_dist2[rows] = dist2
+        bounds.visit[rows] = bounds.step
 
     def _resolved_groups(self, n_samples, n_clusters, budget):
         if isinstance(self.n_groups, str):
@@ -311,4 +331,4 @@ class YinyangEStep(BoundsEStep):
             previous, bounds.last_dist2, bounds.visit, labels, dist2, centers_sum, weight,
             bound_slack(X.dtype), state.n_threads,
             bounds.half_min if bounds.separated else None, bounds.neighbours,
-            bounds.neighbour_dist)
+            bounds.neighbour_dist, **self._prune_args(bounds))
