@@ -134,9 +134,11 @@ BUDGETS = {
     "scikit-learn n_init=3": (_kmeans(3), "scikit-learn"),
     "FLS++ 5 swaps": (_flspp(5), "FLS++"),
     "FLS++ 50 swaps": (_flspp(50), "FLS++"),
+    "best_quality budget=8": (lambda C, **kw: _best_quality(C, budget=8.0, **kw),
+                              "best_quality"),
 }
 CURVE = {"scikit-learn n_init=1": "scikit-learn", "scikit-learn n_init=10": "scikit-learn",
-         "FLS++": "FLS++"}
+         "FLS++": "FLS++", "best_quality": "best_quality"}
 PEERS = ("scikit-learn n_init=1", "scikit-learn n_init=10", "bkmeans", "FLS++")
 MODULES = {"bkmeans": "bkmeans", "FLS++": "flspp", "FLS++ 5 swaps": "flspp",
            "FLS++ 50 swaps": "flspp"}
@@ -231,7 +233,8 @@ def curve(model, X, centers, n_threads):
 def run_dataset(name, C, data, n_seeds, args):
     """Per method, one ``(seconds, error, curve)`` per seed (a skipped peer: none)."""
     labels = [label for label in args.methods if installed(label)]
-    budgets = [label for label in BUDGETS if args.budgets and installed(label)]
+    budgets = [label for label in (args.budget_points or BUDGETS) if args.budgets
+               and installed(label) and label not in labels]
     runs = {label: [] for label in labels + budgets}
     for seed in range(n_seeds):
         X = data(seed)
@@ -262,19 +265,21 @@ def summary_rows(name, runs):
                      f"{100 * (statistics.median(error) - 1):+.2f} %",
                      f"{100 * (min(error) - 1):+.2f} / {100 * (max(error) - 1):+.2f} %",
                      f"{statistics.median(seconds):.2f}",
-                     f"{1 / statistics.median(time_ratio):.2f}x"])
+                     f"{statistics.median(time_ratio):.2f}"])
     return rows
 
 
 def seed_rows(name, runs):
     """One row per seed: each peer's and best_quality's error (%) and time ratio."""
-    shown = [label for label in (*PEERS, "best_quality") if runs.get(label)]
+    shown = [label for label in runs if runs[label] and label not in BUDGETS and (
+        label in PEERS[1:] or label.startswith("best_quality"))]
     rows = []
     for seed in range(len(runs[REFERENCE])):
         ref = runs[REFERENCE][seed]
         cells = [f"{100 * (runs[label][seed][1] / ref[1] - 1):+.2f} % in "
                  f"{runs[label][seed][0] / ref[0]:.2f}x" for label in shown]
-        rows.append([name if seed == 0 else "", str(seed), f"{ref[0]:.2f} s", *cells])
+        rows.append([name if seed == 0 else "", str(seed),
+                     f"{ref[0]:.2f} s, {ref[1]:.6g}", *cells])
     return shown, rows
 
 
@@ -295,8 +300,11 @@ def criteria(name, runs):
     def speedup(label, peer=REFERENCE):
         return med([p[0] / m[0] for m, p in zip(runs[label], runs[peer])])
 
+    def time_ratio(label):
+        return med(relative(runs, label, 0))
+
     if runs.get("design card"):
-        checks.append((f"design card within +3 % at >= 30x ({100 * (err('design card') - 1):+.2f} %, "
+        checks.append((f"design card within +3 % at >= 30x faster ({100 * (err('design card') - 1):+.2f} %, "
                        f"{speedup('design card'):.1f}x)",
                        err("design card") <= 1.03 and speedup("design card") >= 30))
     peers = [p for p in PEERS[1:] if runs.get(p)]
@@ -305,8 +313,8 @@ def criteria(name, runs):
         low = min(peers, key=err)
         checks.append((f"best_quality at or below the lowest peer ({low}: "
                        f"{100 * (err(low) - 1):+.2f} %; best_quality {100 * (best - 1):+.2f} %) "
-                       f"in at most n_init=1's time ({speedup('best_quality'):.2f}x)",
-                       best <= err(low) * TIE and speedup("best_quality") >= 1))
+                       f"in at most n_init=1's time ({time_ratio('best_quality'):.2f} of it)",
+                       best <= err(low) * TIE and time_ratio("best_quality") <= 1))
         for peer in peers:
             # best_quality's error when the peer ended, from its curve, per seed
             held = [at_time(m[2], p[0]) for m, p in zip(runs["best_quality"], runs[peer])]
@@ -318,8 +326,8 @@ def criteria(name, runs):
         refined = f"{base} + Breathing()"
         if runs.get(base) and runs.get(refined):
             left = err(refined) - 1
-            checks.append((f"{refined} within +3 % ({100 * left:+.2f} %) at >= 20x "
-                           f"({speedup(refined):.1f}x)", left <= 0.03 and speedup(refined) >= 20))
+            checks.append((f"{refined} within +3 % ({100 * left:+.2f} %) at >= 20x faster "
+                           f"({speedup(refined):.1f}x faster)", left <= 0.03 and speedup(refined) >= 20))
     return [[name, text, "yes" if held else "**no**"] for text, held in checks]
 
 
@@ -330,17 +338,22 @@ def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(results), figsize=(4.6 * len(results), 4.2), squeeze=False)
-    colours = {}
-    for ax, (name, runs) in zip(axes[0], results.items()):
+    ncols = min(4, len(results))
+    nrows = -(-len(results) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.0 * nrows + 0.8),
+                             squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    colours, palette = {}, plt.get_cmap("tab20")
+    for ax, (name, runs) in zip(axes.flat, results.items()):
         ref = runs[REFERENCE]
         peer_curves = {}
         for label, rows in runs.items():
             if not rows:
                 continue
             group = BUDGETS[label][1] if label in BUDGETS else CURVE.get(label)
-            colour = colours.setdefault(group or label, f"C{len(colours) % 10}")
-            peer = group is not None or label in PEERS
+            colour = colours.setdefault(group or label, palette(len(colours) % 20))
+            peer = (group or label) in ("scikit-learn", "FLS++", "bkmeans")
             t = [r[0] / f[0] for r, f in zip(rows, ref)]
             e = [100 * (r[1] / f[1] - 1) for r, f in zip(rows, ref)]
             ax.scatter(t, e, s=14, color=colour, marker="s" if peer else "o",
@@ -361,8 +374,12 @@ def plot(results, path):
         ax.set_title(name)
         ax.set_xlabel("seconds / scikit-learn n_init=1's")
         ax.set_ylabel("error vs scikit-learn n_init=1 (%)")
-    axes[0][-1].legend(fontsize=6, loc="best")
-    fig.tight_layout()
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=6, fontsize=7)
+    fig.tight_layout(rect=(0, 0.9 / (4.0 * nrows + 0.8), 1, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -379,9 +396,11 @@ def publish_results(saved, write):
         table += summary_rows(title, runs)
         checks += criteria(name, runs)
         shown, rows = seed_rows(name, runs)
-        per_seed.append(format_table(["data", "seed", "scikit-learn n_init=1", *shown], rows))
+        per_seed.append(format_table(
+            ["data", "seed", "scikit-learn n_init=1: s, error",
+             *[f"{label}: error, time (vs n_init=1)" for label in shown]], rows))
     headers = ["data", "method", "error vs scikit-learn n_init=1 (median)", "range",
-               "fit s (median)", "time / scikit-learn n_init=1"]
+               "fit s (median)", "time / scikit-learn n_init=1 (median)"]
     markdown = (format_table(headers, table) + "\n\n" + "\n\n".join(per_seed) + "\n\n"
                 + format_table(["data", "check", "held"], checks))
     skipped = saved.get("skipped") or []
@@ -419,8 +438,15 @@ def measure(args):
         print(f"{module} is not installed: its methods are skipped", file=sys.stderr)
     saved = {"n_threads": args.n_threads, "command": command_note(), "skipped": skipped,
              "datasets": {}}
+    if args.merge:  # add this run's methods to saved measurements (their reference kept)
+        saved = json.loads(Path(args.merge).read_text(encoding="utf-8"))
+        saved["command"] += "; then " + command_note().removeprefix("Command: ")
     for name, C, data, n_seeds in datasets(args):
-        saved["datasets"][name] = {"C": C, "runs": run_dataset(name, C, data, n_seeds, args)}
+        runs = run_dataset(name, C, data, n_seeds, args)
+        if args.merge and name in saved["datasets"]:
+            runs = {**runs, **saved["datasets"][name]["runs"], **{
+                label: rows for label, rows in runs.items() if label != REFERENCE}}
+        saved["datasets"][name] = {"C": C, "runs": runs}
         Path(args.save).write_text(json.dumps(saved, indent=1), encoding="utf-8")
     return saved
 
@@ -438,7 +464,12 @@ def main():
                         help="seeds of the others (MNIST, cod_rna, the large mixture, "
                         "blobs and grid)")
     parser.add_argument("--no-budgets", dest="budgets", action="store_false",
-                        help="leave out the peers' further budgets (plot points)")
+                        help="leave out the further budgets (plot points)")
+    parser.add_argument("--budget-points", nargs="+", choices=list(BUDGETS),
+                        help="only these further budgets (default: all)")
+    parser.add_argument("--merge", metavar="JSON",
+                        help="add this run's methods to saved measurements (their "
+                        f"{REFERENCE!r} runs stay the reference)")
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--save", default=str(SAVED),
                         help="where the measurements go (JSON, after each data set)")
