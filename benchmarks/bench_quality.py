@@ -420,7 +420,8 @@ def publish_results(saved, write):
         "(section 'Targets missed, and what we decided') gives the evidence and the "
         "decisions.",
         saved["command"],
-    ] + ([f"Not installed, skipped: {', '.join(skipped)}."] if skipped else [])
+    ] + ([f"Not installed, skipped: {', '.join(skipped)}."] if skipped else []) + list(
+        saved.get("notes", []))  # (what a run adds by hand: measurements outside the table)
     publish(TITLE, markdown, notes, write, machine_info(saved["n_threads"]))
     if write:
         plot(results, PLOT)
