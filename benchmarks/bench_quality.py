@@ -1,29 +1,41 @@
-"""Better clusters: seeding and refinement against scikit-learn's restarts and breathing k-means.
+"""Better clusters: seeding and refinement against scikit-learn's restarts, breathing k-means and FLS++.
 
 Per data set and seed, in one process on ``--n-threads`` threads, every fit is timed whole
 (seeding and final labels included) and its error is the quantization error of all rows to
 their nearest centre (:func:`clusterkit.metrics.quantization_error`, the same for everyone):
 
-* peers: scikit-learn ``KMeans(n_init=1)`` and ``KMeans(n_init=10)`` (greedy k-means++,
-  Lloyd), and ``bkmeans.BKMeans`` with its defaults (breathing k-means, Fritzke 2020);
+* peers, each with its defaults: scikit-learn ``KMeans(n_init=1)`` and ``KMeans(n_init=10)``
+  (greedy k-means++, Lloyd), ``bkmeans.BKMeans`` (breathing k-means, Fritzke 2020) and
+  ``flspp.FLSpp`` (k-means++ with local-search swaps, Conrads et al. 2024; it reads float64,
+  so it gets a float64 copy made before its clock starts). A peer that is not installed is
+  skipped (said on stderr and in the notes);
 * the design card ``Clusterer(C, seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5))``,
   ``presets.vc_gmm(C)`` and ``presets.lwcs_lloyd(C)``, each alone and with
   ``refine=Breathing()``;
 * ``presets.best_quality(C)``.
 
-Data: MNIST and cod_rna (C = 500, from ``--data``/``CLUSTERKIT_DATA``, skipped when absent),
-500-Gaussian mixtures in 32-D with Dirichlet(1) weights and spreads in [0.5, 3] (300,000
-rows, a new one per seed), well-separated blobs (200,000 x 16, C = 1,000, a new draw per seed)
-and the BIRCH grid (32 x 32 Gaussians, 102,400 rows, C = 1,024). All float32. Run with the
-OpenBLAS override variables unset::
+The time axis: for every fit with a breathing refiner the error of the centres it holds after
+each round (all rows, computed after the fit, outside its clock) at the fit's seconds when
+the round ended; for the peers their final points at a few budgets (``KMeans(n_init=3)``,
+``FLSpp(local_search_iterations=5 and 50)``, plot only). The plot has one panel per data set:
+every method's error against seconds, relative to scikit-learn ``n_init=1`` of the same seed.
+
+Data sets. Fast (``--seeds`` seeds, five by default): a 200-Gaussian mixture (60,000 x 32,
+C = 200) and well-separated blobs (50,000 x 16, C = 250), a new draw per seed. Slow
+(``--slow-seeds``, one by default; labelled so in the table): MNIST and cod_rna (C = 500, from
+``--data``/``CLUSTERKIT_DATA``, skipped when absent), the 500-Gaussian mixture in 32-D with
+Dirichlet(1) weights and spreads in [0.5, 3] (300,000 rows), blobs (200,000 x 16,
+C = 1,000) and the BIRCH grid (32 x 32 Gaussians, 102,400 rows, C = 1,024). All float32. Run
+with the OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_quality.py --write
 
-The seconds and errors of every fit go to ``bench_quality.json`` (after each data set);
-``--write`` replaces the RESULTS.md section, ``docs/quality_table.inc`` and the plot, and
-``--replot bench_quality.json --write`` does so from saved measurements.
+The seconds and errors of every fit (and the curves) go to ``bench_quality.json`` (after each
+data set); ``--write`` replaces the RESULTS.md section, ``docs/quality_table.inc`` and the
+plot, and ``--replot bench_quality.json --write`` does so from saved measurements.
 """
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -49,6 +61,30 @@ PLOT = ROOT / "docs" / "images" / "bench_quality.png"
 INCLUDE = ROOT / "docs" / "quality_table.inc"
 SAVED = Path(__file__).with_name("bench_quality.json")
 
+#: the centres a traced refiner held after each round of the running fit (see TracedBreathing)
+TRACE = []
+
+
+class TracedBreathing(Breathing):
+    """:class:`~clusterkit.Breathing` that keeps a copy of the centres of every round's run
+    (in :data:`TRACE`, in the fit's frame) for the error-against-time curves; it refines
+    exactly as ``Breathing`` with the same parameters."""
+
+    def refine(self, X, sample_weight, run, iterate, state):
+        TRACE.append(("start", state.seconds, run.centers.copy()))
+
+        def traced(centers):
+            new = iterate(centers)
+            TRACE.append(("round", None, new.centers.copy()))
+            return new
+
+        return super().refine(X, sample_weight, run, traced, state)
+
+
+def traced(refiner):
+    """The traced twin of a ``Breathing`` refiner (same parameters)."""
+    return TracedBreathing(**refiner.get_params())
+
 
 def _card(C, **kw):
     return Clusterer(C, seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5), **kw)
@@ -59,30 +95,69 @@ def _bkmeans(C, random_state, n_threads):
     return BKMeans(n_clusters=C, random_state=random_state)
 
 
+def _flspp(local_search_iterations=None):
+    def build(C, random_state, n_threads):
+        from flspp import FLSpp
+        kw = {} if local_search_iterations is None else {
+            "local_search_iterations": local_search_iterations}
+        return FLSpp(C, random_state=random_state, **kw)
+    return build
+
+
+def _best_quality(C, **kw):
+    model = presets.best_quality(C, **kw)
+    model.refine = traced(model.refine)
+    return model
+
+
+def _kmeans(n_init):
+    return lambda C, random_state, n_threads: KMeans(C, n_init=n_init, random_state=random_state)
+
+
 #: label -> builder(C, random_state, n_threads); the peers first
 METHODS = {
-    "scikit-learn n_init=1": lambda C, random_state, n_threads: KMeans(
-        C, n_init=1, random_state=random_state),
-    "scikit-learn n_init=10": lambda C, random_state, n_threads: KMeans(
-        C, n_init=10, random_state=random_state),
+    "scikit-learn n_init=1": _kmeans(1),
+    "scikit-learn n_init=10": _kmeans(10),
     "bkmeans": _bkmeans,
+    "FLS++": _flspp(),
     "design card": lambda C, **kw: _card(C, **kw),
-    "design card + Breathing()": lambda C, **kw: _card(C, refine=Breathing(), **kw),
+    "design card + Breathing()": lambda C, **kw: _card(C, refine=TracedBreathing(), **kw),
     "lwcs_lloyd": lambda C, **kw: presets.lwcs_lloyd(C, **kw),
-    "lwcs_lloyd + Breathing()": lambda C, **kw: presets.lwcs_lloyd(C, refine=Breathing(), **kw),
+    "lwcs_lloyd + Breathing()": lambda C, **kw: presets.lwcs_lloyd(
+        C, refine=TracedBreathing(), **kw),
     "vc_gmm": lambda C, **kw: presets.vc_gmm(C, **kw),
-    "vc_gmm + Breathing()": lambda C, **kw: presets.vc_gmm(C, refine=Breathing(), **kw),
-    "best_quality": lambda C, **kw: presets.best_quality(C, **kw),
+    "vc_gmm + Breathing()": lambda C, **kw: presets.vc_gmm(C, refine=TracedBreathing(), **kw),
+    "best_quality": _best_quality,
 }
-PEERS = ("scikit-learn n_init=1", "scikit-learn n_init=10", "bkmeans")
+#: the peers' further budgets, on the plot only: label -> (builder, the curve it belongs to)
+BUDGETS = {
+    "scikit-learn n_init=3": (_kmeans(3), "scikit-learn"),
+    "FLS++ 5 swaps": (_flspp(5), "FLS++"),
+    "FLS++ 50 swaps": (_flspp(50), "FLS++"),
+    "best_quality budget=8": (lambda C, **kw: _best_quality(C, budget=8.0, **kw),
+                              "best_quality"),
+}
+CURVE = {"scikit-learn n_init=1": "scikit-learn", "scikit-learn n_init=10": "scikit-learn",
+         "FLS++": "FLS++", "best_quality": "best_quality"}
+PEERS = ("scikit-learn n_init=1", "scikit-learn n_init=10", "bkmeans", "FLS++")
+MODULES = {"bkmeans": "bkmeans", "FLS++": "flspp", "FLS++ 5 swaps": "flspp",
+           "FLS++ 50 swaps": "flspp"}
 #: errors within 0.01 % of each other count as equal ("at or below")
 TIE = 1 + 1e-4
 REFERENCE = "scikit-learn n_init=1"
+FAST = ("mixture-60k", "blobs-50k")
+
+
+def installed(label):
+    """Whether the peer ``label`` needs a module that is missing (then it is skipped)."""
+    module = MODULES.get(label)
+    return module is None or importlib.util.find_spec(module) is not None
 
 
 def datasets(args):
-    """``(name, C, data for a seed)`` of every requested data set that is available."""
+    """``(name, C, data for a seed, seeds)`` of every requested data set that is available."""
     for name in args.datasets:
+        seeds = args.seeds if name in FAST else args.slow_seeds
         if name in ("mnist", "cod_rna"):
             try:
                 X, _ = load_benchmark("cod_rna_trn_tst" if name == "cod_rna" else name,
@@ -91,39 +166,83 @@ def datasets(args):
                 print(f"{name} skipped: {error}", file=sys.stderr)
                 continue
             X = np.ascontiguousarray(X, dtype=np.float32)
-            yield name, 500, (lambda seed, X=X: X)
+            yield name, 500, (lambda seed, X=X: X), seeds
+        elif name == "mixture-60k":
+            yield name, 200, (lambda seed: make_mixture(seed, 60_000, 32, 200)), seeds
+        elif name == "blobs-50k":
+            yield name, 250, (lambda seed: make_gaussian_blobs(
+                50_000, 16, 250, random_state=seed)[0].astype(np.float32)), seeds
         elif name == "mixture":
-            yield name, 500, make_mixture
+            yield name, 500, make_mixture, seeds
         elif name == "blobs":
             yield name, 1000, (lambda seed: make_gaussian_blobs(
-                200_000, 16, 1000, random_state=seed)[0].astype(np.float32))
+                200_000, 16, 1000, random_state=seed)[0].astype(np.float32)), seeds
         elif name == "grid":
             yield name, 1024, (lambda seed: make_birch_grid(
-                n_side=32, random_state=seed, dtype=np.float32)[0])
+                n_side=32, random_state=seed, dtype=np.float32)[0]), seeds
 
 
 def fit(build, C, X, seed, n_threads):
-    """Seconds of the whole fit and the quantization error of its centres on all rows."""
+    """Seconds of the whole fit, the quantization error of its centres on all rows, and the
+    curve ``[(seconds, error), ...]`` of a traced refiner's rounds (empty otherwise)."""
     model = build(C, random_state=seed, n_threads=n_threads)
+    if type(model).__name__ == "FLSpp":
+        X_fit = X.astype(np.float64)  # FLS++ reads its rows as doubles
+    else:
+        X_fit = X
+    TRACE.clear()
     with warnings.catch_warnings(), threadpool_limits(n_threads):
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        model.fit(X)
+        model.fit(X_fit)
         seconds = time.perf_counter() - start
-    error = quantization_error(X, np.asarray(model.cluster_centers_, dtype=X.dtype),
-                               n_threads=n_threads)
-    return seconds, error
+    centers = np.asarray(model.cluster_centers_, dtype=X.dtype)
+    error = quantization_error(X, centers, n_threads=n_threads)
+    return seconds, error, curve(model, X, centers, n_threads)
 
 
-def run_dataset(name, C, data, args):
-    """Per method, one ``(seconds, error)`` per seed."""
-    runs = {label: [] for label in args.methods}
-    for seed in range(args.seeds):
+def curve(model, X, centers, n_threads):
+    """A traced fit's error after each breathing round (the centres kept so far) at the
+    fit's seconds then; ``[]`` for a fit without a traced refiner."""
+    log = getattr(model, "refinement_log_", None)
+    if not TRACE or log is None:
+        return []
+    starts = [i for i, entry in enumerate(TRACE) if entry[0] == "start"]
+    trace = TRACE[starts[-1]:]  # the kept run's refinement (n_init runs refine each)
+    rounds = [c for kind, _, c in trace[1:] if kind == "round"][:len(log)]
+    kept, last = trace[0][2], None
+    held = []
+    for entry, centres in zip(log, rounds):
+        if entry["kept"]:
+            kept = centres
+        held.append(kept)
+    # the fit's frame differs from the user's by a shift (the centring): the final centres
+    final = held[-1] if held else kept
+    shift = (centers.astype(np.float64) - final).mean(axis=0)
+    points = [(trace[0][1], None, trace[0][2])] + [
+        (entry["seconds"], None, c) for entry, c in zip(log, held)]
+    out = []
+    for seconds, _, c in points:
+        if c is not last:
+            err = quantization_error(X, (c + shift).astype(X.dtype), n_threads=n_threads)
+        out.append((seconds, err))
+        last = c
+    return out
+
+
+def run_dataset(name, C, data, n_seeds, args):
+    """Per method, one ``(seconds, error, curve)`` per seed (a skipped peer: none)."""
+    labels = [label for label in args.methods if installed(label)]
+    budgets = [label for label in (args.budget_points or BUDGETS) if args.budgets
+               and installed(label) and label not in labels]
+    runs = {label: [] for label in labels + budgets}
+    for seed in range(n_seeds):
         X = data(seed)
-        for label in args.methods:
-            seconds, error = fit(METHODS[label], C, X, seed, args.n_threads)
-            runs[label].append((seconds, error))
-            ref = runs[REFERENCE][-1] if runs.get(REFERENCE) else (seconds, error)
+        for label in labels + budgets:
+            build = METHODS[label] if label in METHODS else BUDGETS[label][0]
+            seconds, error, points = fit(build, C, X, seed, args.n_threads)
+            runs[label].append((seconds, error, points))
+            ref = runs[REFERENCE][-1]
             print(f"{name} seed {seed} {label}: {seconds:.2f} s ({ref[0] / seconds:.2f}x), "
                   f"error {error:.6g} ({100 * (error / ref[1] - 1):+.2f} %)", flush=True)
     return runs
@@ -137,14 +256,37 @@ def relative(runs, label, index):
 def summary_rows(name, runs):
     rows = []
     for label, results in runs.items():
+        if label in BUDGETS or not results:
+            continue
         error = relative(runs, label, 1)
-        seconds = [s for s, _ in results]
+        seconds = [r[0] for r in results]
         time_ratio = relative(runs, label, 0)
-        rows.append([name if not rows else "", label, f"{100 * (statistics.median(error) - 1):+.2f} %",
+        rows.append([name if not rows else "", label,
+                     f"{100 * (statistics.median(error) - 1):+.2f} %",
                      f"{100 * (min(error) - 1):+.2f} / {100 * (max(error) - 1):+.2f} %",
                      f"{statistics.median(seconds):.2f}",
-                     f"{1 / statistics.median(time_ratio):.1f}x"])
+                     f"{statistics.median(time_ratio):.2f}"])
     return rows
+
+
+def seed_rows(name, runs):
+    """One row per seed: each peer's and best_quality's error (%) and time ratio."""
+    shown = [label for label in runs if runs[label] and label not in BUDGETS and (
+        label in PEERS[1:] or label.startswith("best_quality"))]
+    rows = []
+    for seed in range(len(runs[REFERENCE])):
+        ref = runs[REFERENCE][seed]
+        cells = [f"{100 * (runs[label][seed][1] / ref[1] - 1):+.2f} % in "
+                 f"{runs[label][seed][0] / ref[0]:.2f}x" for label in shown]
+        rows.append([name if seed == 0 else "", str(seed),
+                     f"{ref[0]:.2f} s, {ref[1]:.6g}", *cells])
+    return shown, rows
+
+
+def at_time(points, seconds):
+    """The error a curve holds at ``seconds`` (its last point not later), or ``None``."""
+    held = [error for s, error in points if s <= seconds]
+    return held[-1] if held else None
 
 
 def criteria(name, runs):
@@ -158,77 +300,128 @@ def criteria(name, runs):
     def speedup(label, peer=REFERENCE):
         return med([p[0] / m[0] for m, p in zip(runs[label], runs[peer])])
 
-    if "design card" in runs:
-        checks.append((f"design card within +3 % at >= 30x ({100 * (err('design card') - 1):+.2f} %, "
+    def time_ratio(label):
+        return med(relative(runs, label, 0))
+
+    if runs.get("design card"):
+        checks.append((f"design card within +3 % at >= 30x faster ({100 * (err('design card') - 1):+.2f} %, "
                        f"{speedup('design card'):.1f}x)",
                        err("design card") <= 1.03 and speedup("design card") >= 30))
-    if {"best_quality", "scikit-learn n_init=10", "bkmeans"} <= set(runs):
-        ten, bk, best = err("scikit-learn n_init=10"), err("bkmeans"), err("best_quality")
-        checks.append((f"best_quality at or below n_init=10 ({100 * (best - 1):+.2f} % vs "
-                       f"{100 * (ten - 1):+.2f} %) and faster than n_init=1 "
-                       f"({speedup('best_quality'):.2f}x)",
-                       best <= ten * TIE and speedup("best_quality") > 1))
-        checks.append((f"best_quality at or below bkmeans ({100 * (bk - 1):+.2f} %) in less "
-                       f"time ({speedup('best_quality', 'bkmeans'):.2f}x)",
-                       best <= bk * TIE and speedup("best_quality", "bkmeans") > 1))
-    for base in ("vc_gmm", "lwcs_lloyd"):
+    peers = [p for p in PEERS[1:] if runs.get(p)]
+    if runs.get("best_quality") and peers:
+        best = err("best_quality")
+        low = min(peers, key=err)
+        checks.append((f"best_quality at or below the lowest peer ({low}: "
+                       f"{100 * (err(low) - 1):+.2f} %; best_quality {100 * (best - 1):+.2f} %) "
+                       f"in at most n_init=1's time ({time_ratio('best_quality'):.2f} of it)",
+                       best <= err(low) * TIE and time_ratio("best_quality") <= 1))
+        for peer in peers:
+            # best_quality's error when the peer ended, from its curve, per seed
+            held = [at_time(m[2], p[0]) for m, p in zip(runs["best_quality"], runs[peer])]
+            if all(h is not None for h in held):
+                mine = med([h / p[1] for h, p in zip(held, runs[peer])])
+                checks.append((f"best_quality at {peer}'s time below it (error "
+                               f"{100 * (mine - 1):+.2f} % of {peer}'s)", mine < 1))
+    for base in ("design card", "vc_gmm", "lwcs_lloyd"):
         refined = f"{base} + Breathing()"
-        if {base, refined} <= set(runs):
-            gap, left = err(base) - 1, err(refined) - 1
-            checks.append((f"{refined} closes half of {base}'s gap ({100 * gap:+.2f} % -> "
-                           f"{100 * left:+.2f} %) at >= 20x ({speedup(refined):.1f}x)",
-                           left <= gap / 2 and speedup(refined) >= 20))
+        if runs.get(base) and runs.get(refined):
+            left = err(refined) - 1
+            checks.append((f"{refined} within +3 % ({100 * left:+.2f} %) at >= 20x faster "
+                           f"({speedup(refined):.1f}x faster)", left <= 0.03 and speedup(refined) >= 20))
     return [[name, text, "yes" if held else "**no**"] for text, held in checks]
 
 
 def plot(results, path):
+    """One panel per data set: every method's error against seconds (relative to
+    scikit-learn n_init=1 of the same seed); curves for traced fits and for the peers'
+    budgets, seed 0 as lines, the other seeds' final points as dots."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 4), squeeze=False)
-    for ax, (name, runs) in zip(axes[0], results.items()):
-        for label in runs:
-            t = relative(runs, label, 0)
-            e = [100 * (r - 1) for r in relative(runs, label, 1)]
-            ax.scatter(t, e, label=label, s=18,
-                       marker="s" if label in PEERS else "o")
+    ncols = min(4, len(results))
+    nrows = -(-len(results) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 4.0 * nrows + 0.8),
+                             squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    colours, palette = {}, plt.get_cmap("tab20")
+    for ax, (name, runs) in zip(axes.flat, results.items()):
+        ref = runs[REFERENCE]
+        peer_curves = {}
+        for label, rows in runs.items():
+            if not rows:
+                continue
+            group = BUDGETS[label][1] if label in BUDGETS else CURVE.get(label)
+            colour = colours.setdefault(group or label, palette(len(colours) % 20))
+            peer = (group or label) in ("scikit-learn", "FLS++", "bkmeans")
+            t = [r[0] / f[0] for r, f in zip(rows, ref)]
+            e = [100 * (r[1] / f[1] - 1) for r, f in zip(rows, ref)]
+            ax.scatter(t, e, s=14, color=colour, marker="s" if peer else "o",
+                       label=None if group and label not in CURVE else label)
+            if group:
+                peer_curves.setdefault(group, []).append((statistics.median(t),
+                                                          statistics.median(e)))
+            points = rows[0][2]
+            if points:
+                ax.plot([s / ref[0][0] for s, _ in points],
+                        [100 * (error / ref[0][1] - 1) for _, error in points],
+                        color=colour, lw=0.9, drawstyle="steps-post")
+        for group, points in peer_curves.items():
+            points.sort()
+            ax.plot(*zip(*points), color=colours[group], lw=0.9, ls="--")
         ax.set_xscale("log")
         ax.axhline(0, color="grey", lw=0.5)
         ax.set_title(name)
-        ax.set_xlabel("time / scikit-learn n_init=1")
+        ax.set_xlabel("seconds / scikit-learn n_init=1's")
         ax.set_ylabel("error vs scikit-learn n_init=1 (%)")
-    axes[0][-1].legend(fontsize=6, loc="best")
-    fig.tight_layout()
+    handles = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=6, fontsize=7)
+    fig.tight_layout(rect=(0, 0.9 / (4.0 * nrows + 0.8), 1, 1))
     fig.savefig(path, dpi=110)
 
 
 def publish_results(saved, write):
     """The tables, checks and plot of saved measurements (see :func:`measure`)."""
-    results, table, checks = {}, [], []
+    results, table, checks, per_seed = {}, [], [], []
     for name, entry in saved["datasets"].items():
-        runs = {label: [tuple(r) for r in rows] for label, rows in entry["runs"].items()}
-        results[f"{name} (C = {entry['C']})"] = runs
-        table += summary_rows(f"{name}, C = {entry['C']}", runs)
+        # (measurements saved before the curves were recorded have none)
+        runs = {label: [(*r[:2], r[2] if len(r) > 2 else []) for r in rows]
+                for label, rows in entry["runs"].items()}
+        n = len(runs[REFERENCE])
+        title = f"{name}, C = {entry['C']}, {n} seed{'s' if n > 1 else ''}"
+        results[title] = runs
+        table += summary_rows(title, runs)
         checks += criteria(name, runs)
+        shown, rows = seed_rows(name, runs)
+        per_seed.append(format_table(
+            ["data", "seed", "scikit-learn n_init=1: s, error",
+             *[f"{label}: error, time (vs n_init=1)" for label in shown]], rows))
     headers = ["data", "method", "error vs scikit-learn n_init=1 (median)", "range",
-               "fit s (median)", "time / scikit-learn n_init=1"]
-    markdown = (format_table(headers, table) + "\n\n"
+               "fit s (median)", "time / scikit-learn n_init=1 (median)"]
+    markdown = (format_table(headers, table) + "\n\n" + "\n\n".join(per_seed) + "\n\n"
                 + format_table(["data", "check", "held"], checks))
+    skipped = saved.get("skipped") or []
     notes = [
-        f"{saved['seeds']} seed(s) per data set; medians over the seeds, ranges the smallest "
+        "Seeds per data set in the first column; medians over the seeds, ranges the smallest "
         "and largest. Error: quantization error of all rows to the fit's centres, computed "
         "the same way for every method; time: the whole fit (seeding, reduction, "
         f"iterations, refinement, final labels). n_threads={saved['n_threads']} "
         "(scikit-learn inside threadpool_limits, clusterkit's OpenMP kernels); bkmeans "
-        "runs scikit-learn's KMeans inside, limited the same way.",
-        "The per-seed seconds and errors are in benchmarks/bench_quality.json "
-        "(`python benchmarks/bench_quality.py --replot benchmarks/bench_quality.json "
-        "--write` rewrites this section, the docs table and the plot from them).",
+        "runs scikit-learn's KMeans inside, limited the same way; FLS++ is given float64 "
+        "rows (converted before its clock starts).",
+        "The per-seed seconds, errors and error-against-time curves are in "
+        "benchmarks/bench_quality.json (`python benchmarks/bench_quality.py --replot "
+        "benchmarks/bench_quality.json --write` rewrites this section, the docs table and "
+        "the plot from them).",
         "Checks marked no are the targets missed; the documentation's quality page "
         "(section 'Targets missed, and what we decided') gives the evidence and the "
-        "decisions, and the larger breathing settings measured on the mixture.",
+        "decisions.",
         saved["command"],
-    ]
+    ] + ([f"Not installed, skipped: {', '.join(skipped)}."] if skipped else []) + list(
+        saved.get("notes", []))  # (what a run adds by hand: measurements outside the table)
     publish(TITLE, markdown, notes, write, machine_info(saved["n_threads"]))
     if write:
         plot(results, PLOT)
@@ -238,26 +431,46 @@ def publish_results(saved, write):
 
 
 def measure(args):
-    """Fit every method on every data set; the seconds and errors, saved to ``args.save``
-    after each data set."""
-    saved = {"seeds": args.seeds, "n_threads": args.n_threads, "command": command_note(),
+    """Fit every method on every data set; the seconds, errors and curves, saved to
+    ``args.save`` after each data set."""
+    skipped = sorted({MODULES[label] for label in [*args.methods, *BUDGETS]
+                      if not installed(label)})
+    for module in skipped:
+        print(f"{module} is not installed: its methods are skipped", file=sys.stderr)
+    saved = {"n_threads": args.n_threads, "command": command_note(), "skipped": skipped,
              "datasets": {}}
-    for name, C, data in datasets(args):
-        saved["datasets"][name] = {"C": C, "runs": run_dataset(name, C, data, args)}
+    if args.merge:  # add this run's methods to saved measurements (their reference kept)
+        saved = json.loads(Path(args.merge).read_text(encoding="utf-8"))
+        saved["command"] += "; then " + command_note().removeprefix("Command: ")
+    for name, C, data, n_seeds in datasets(args):
+        runs = run_dataset(name, C, data, n_seeds, args)
+        if args.merge and name in saved["datasets"]:
+            runs = {**runs, **saved["datasets"][name]["runs"], **{
+                label: rows for label, rows in runs.items() if label != REFERENCE}}
+        saved["datasets"][name] = {"C": C, "runs": runs}
         Path(args.save).write_text(json.dumps(saved, indent=1), encoding="utf-8")
     return saved
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    names = ["mixture-60k", "blobs-50k", "mnist", "cod_rna", "mixture", "blobs", "grid"]
     parser.add_argument("--data", default=data_home(), help="folder with mnist.npz and "
                         "cod_rna_trn_tst.npz (default: $CLUSTERKIT_DATA)")
-    parser.add_argument("--datasets", nargs="+",
-                        default=["mnist", "cod_rna", "mixture", "blobs", "grid"],
-                        choices=["mnist", "cod_rna", "mixture", "blobs", "grid"])
+    parser.add_argument("--datasets", nargs="+", default=names, choices=names)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS),
                         help=f"a subset (always with {REFERENCE!r}, the reference)")
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=5, help="seeds of the fast data sets")
+    parser.add_argument("--slow-seeds", type=int, default=1,
+                        help="seeds of the others (MNIST, cod_rna, the large mixture, "
+                        "blobs and grid)")
+    parser.add_argument("--no-budgets", dest="budgets", action="store_false",
+                        help="leave out the further budgets (plot points)")
+    parser.add_argument("--budget-points", nargs="+", choices=list(BUDGETS),
+                        help="only these further budgets (default: all)")
+    parser.add_argument("--merge", metavar="JSON",
+                        help="add this run's methods to saved measurements (their "
+                        f"{REFERENCE!r} runs stay the reference)")
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--save", default=str(SAVED),
                         help="where the measurements go (JSON, after each data set)")

@@ -28,7 +28,8 @@ preset                    E-step / M-step                 distance evaluations p
 :func:`vc_gmm`            as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
                                                           once)
 :func:`best_quality`      a refined coreset fit, then     ``N C``, plus ``N C`` per breathing round
-                          Lloyd and breathing rounds      (``cost_["refinement"]``)
+                          Lloyd and breathing rounds      (``cost_["refinement"]``), up to
+                                                          ``budget`` times the rest
 :func:`large_scale`       var-k-means-S as the start,     ``N (G + 1)`` per pilot iteration, then
                           then Lloyd iterations           ``N C``
 :func:`slk_bo`            Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
@@ -634,23 +635,33 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
 
 
 @_preset
-def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
+def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=None,
+                 coreset_size=None, **kwargs):
     """k-means for the lowest error: a refined coreset fit as the start, then Lloyd's
-    iterations and breathing rounds on all the data.
+    iterations and breathing rounds on all the data, for a stated budget.
 
     The seeding is a pilot fit (:class:`~clusterkit.FittedSeeder`): :func:`lwcs_lloyd` with
     :class:`~clusterkit.Breathing` until no round helps, cheap because it runs on the coreset.
-    From its centres Lloyd's iterations run on all the data, then up to ``rounds`` breathing
-    rounds on all the data. Breathing (after Fritzke 2020) moves the least useful centres to
-    where the error is largest and keeps what lowers it, so the fit leaves the local minima
-    in which seeding and Lloyd alone stay.
+    From its centres Lloyd's iterations run on all the data, then breathing rounds on all the
+    data until the budget is spent. Breathing (after Fritzke 2020) moves the least useful
+    centres to where the error is largest and keeps what lowers it, so the fit leaves the
+    local minima in which seeding and Lloyd alone stay.
 
     Parameters
     ----------
     n_clusters : int
-    rounds : int, default=10
-        Most breathing rounds on all the data (each costs one exact pass for its statistics
-        and Lloyd's iterations from the moved centres).
+    budget : float or None, default=2.0
+        The rounds' distance evaluations, at most, as a multiple of the fit's before them
+        (the pilot's and the first Lloyd iterations': about scikit-learn
+        ``KMeans(n_init=1)``'s, see the Notes); counted, so the same on every machine.
+        ``None``: no such limit.
+    time_budget : float or None, default=None
+        The rounds' seconds, at most (a wall-clock limit: a slower machine may end earlier,
+        see :class:`~clusterkit.Breathing`'s notes on reproducibility).
+    max_rounds : int, default=200
+        Most breathing rounds on all the data.
+    m : int or None, default=None
+        Centres the first round moves (``None``: ``max(5, n_clusters // 10)``).
     coreset_size : int or None, default=None
         Draws of the pilot's coreset (``None``: :func:`default_coreset_size`).
     **kwargs
@@ -660,27 +671,41 @@ def best_quality(n_clusters, rounds=10, coreset_size=None, **kwargs):
     -------
     Clusterer
         Unfitted. Cost: the pilot's (on the coreset), then ``N C`` per iteration, plus
-        ``N C`` per breathing round (``cost_["refinement"]``).
+        ``N C`` per breathing round (``cost_["refinement"]``), the rounds together at most
+        ``budget`` times the rest.
 
     Notes
     -----
+    The defaults, measured with ``benchmarks/bench_quality.py`` (the quality page): the fit
+    before the rounds costs about as many distance evaluations as scikit-learn's
+    ``KMeans(n_init=1)`` (greedy k-means++ then Lloyd to convergence, ``(2 + ln C + n_iter)
+    N C``) and takes a third to a half of its time; ``budget=2`` therefore ends the fit at
+    about scikit-learn's time. Every round that lowers the error is kept (``tol=0``): the
+    gains per round on all the data are 0.005-0.3 %, which a relative tolerance of 1e-4
+    rejected, ending the rounds early. Rounds that move ``C / 10`` centres gained more per
+    second than five (on the 200-Gaussian mixture, five moved centres were rejected in every
+    round); a rejected round moves one centre fewer, and the rounds end when that reaches
+    zero or the budget is spent.
+
     Lloyd's E-step, not Elkan's: after the pilot's start every round runs only a few
     iterations, in which Elkan's bounds cost more to set up than they save (measured on the
     quality page's mixture and blobs: the same error in 0.5-0.65 of Elkan's time). Memory:
     as :func:`lloyd`, plus the pilot's coreset. The documentation's page on quality compares
-    it with scikit-learn's ``KMeans`` with 1 and 10 restarts and with breathing k-means
-    (``bkmeans``).
+    it with scikit-learn's ``KMeans`` with 1 and 10 restarts, breathing k-means
+    (``bkmeans``) and FLS++ (``flspp``).
 
     Examples
     --------
     >>> from clusterkit.presets import best_quality
-    >>> best_quality(10).refine
-    Breathing(m=5, tol=0.0001, max_rounds=10)
+    >>> best_quality(100).refine
+    Breathing(m=10, tol=0, max_rounds=200, budget=2.0, time_budget=None)
     """
     kwargs.setdefault("seed", FittedSeeder(lwcs_lloyd(n_clusters, coreset_size=coreset_size,
                                                       refine=Breathing())))
+    m = max(5, n_clusters // 10) if m is None else m
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep(),
-                      refine=Breathing(max_rounds=rounds))
+                      refine=Breathing(m=m, tol=0, max_rounds=max_rounds, budget=budget,
+                                       time_budget=time_budget))
 
 
 @_preset

@@ -270,3 +270,67 @@ def test_a_callback_stop_during_refinement_ends_the_fit_with_the_runs_centres(bl
     assert not model.converged_ and len(calls) == n_steps + 2
     np.testing.assert_array_equal(model.cluster_centers_, plain.cluster_centers_)
     assert len(model.history_) == n_steps
+
+
+def _rounds(model):
+    return [(r["moved"], r["objective"], r["kept"]) for r in model.refinement_log_]
+
+
+def test_breathing_budget_counts_distance_evaluations_so_results_repeat(blobs):
+    def fit(**kw):
+        return presets.lloyd(40, random_state=0, refine=Breathing(m=4, tol=0, **kw)).fit(blobs)
+
+    full = fit(max_rounds=12)
+    log = full.refinement_log_
+    assert len(log) > 3
+    # the log records the fit's evaluations and seconds after each round
+    evals = [r["distance_evals"] for r in log]
+    assert evals == sorted(evals) and evals[0] > 0
+    assert [r["seconds"] for r in log] == sorted(r["seconds"] for r in log)
+    # a budget's rounds are a prefix of the unlimited rounds, the same on every fit
+    before = log[0]["distance_evals"] - (log[1]["distance_evals"] - log[0]["distance_evals"])
+    budget = (log[2]["distance_evals"] - before) / before
+    small = fit(max_rounds=12, budget=budget)
+    again = fit(max_rounds=12, budget=budget)
+    assert 0 < len(small.refinement_log_) < len(log)
+    assert _rounds(small) == _rounds(full)[:len(small.refinement_log_)] == _rounds(again)
+    np.testing.assert_array_equal(small.cluster_centers_, again.cluster_centers_)
+    spent = small.refinement_log_[-1]["distance_evals"]
+    first = small.refinement_log_[0]["distance_evals"]
+    # no round started that the last round's cost said would pass the budget
+    assert len(small.refinement_log_) == 1 or spent - first <= budget * evals[0]
+    # max_rounds gives the same prefix
+    assert _rounds(fit(max_rounds=2)) == _rounds(full)[:2]
+
+
+def test_breathing_zero_budgets_start_no_round_and_large_ones_change_nothing(blobs):
+    plain = presets.lloyd(40, random_state=0).fit(blobs)
+    for kw in ({"budget": 0}, {"time_budget": 0}):
+        model = presets.lloyd(40, random_state=0, refine=Breathing(**kw)).fit(blobs)
+        assert model.refinement_log_ == []
+        np.testing.assert_array_equal(model.cluster_centers_, plain.cluster_centers_)
+    unlimited = presets.lloyd(40, random_state=0, refine=Breathing(m=3)).fit(blobs)
+    generous = presets.lloyd(40, random_state=0,
+                             refine=Breathing(m=3, budget=1e9, time_budget=1e9)).fit(blobs)
+    assert _rounds(generous) == _rounds(unlimited)
+    np.testing.assert_array_equal(generous.cluster_centers_, unlimited.cluster_centers_)
+
+
+@pytest.mark.parametrize("kw, error", [({"budget": -1.0}, ValueError),
+                                       ({"time_budget": -0.5}, ValueError),
+                                       ({"budget": "x"}, TypeError)])
+def test_breathing_refuses_bad_budgets(blobs, kw, error):
+    with pytest.raises(error, match="budget must be None or a number >= 0"):
+        presets.lloyd(4, refine=Breathing(**kw)).fit(blobs[:200])
+
+
+def test_best_quality_defaults_follow_n_clusters_and_the_budget(blobs):
+    assert presets.best_quality(40).refine.get_params() == {
+        "m": 5, "tol": 0, "max_rounds": 200, "budget": 2.0, "time_budget": None}
+    assert presets.best_quality(1000).refine.m == 100
+    refine = presets.best_quality(40, budget=None, time_budget=3.0, max_rounds=7, m=2).refine
+    assert (refine.budget, refine.time_budget, refine.max_rounds, refine.m) == (None, 3.0, 7, 2)
+    model = presets.best_quality(40, coreset_size=1024, random_state=0, budget=0.5).fit(blobs)
+    again = presets.best_quality(40, coreset_size=1024, random_state=0, budget=0.5).fit(blobs)
+    np.testing.assert_array_equal(model.cluster_centers_, again.cluster_centers_)
+    assert _rounds(model) == _rounds(again)

@@ -70,9 +70,10 @@ class Breathing(Refiner):
     next to the ``m`` centres of largest *error*, runs the composition's iterations from there
     once, and keeps the result if it lowered the quantization error on the fit's data by more
     than ``tol`` (relative); otherwise the next round moves one centre fewer. It ends when
-    ``m`` reaches zero or after ``max_rounds`` rounds. A centre whose nearest other centre was
-    already chosen for a move in the same round is not moved (Fritzke's freezing: two
-    neighbouring weak centres are not both taken from one region).
+    ``m`` reaches zero, after ``max_rounds`` rounds, or when the next round would exceed a
+    budget (``budget``, ``time_budget``). A centre whose nearest other centre was already
+    chosen for a move in the same round is not moved (Fritzke's freezing: two neighbouring
+    weak centres are not both taken from one region).
 
     Parameters
     ----------
@@ -82,6 +83,15 @@ class Breathing(Refiner):
         Relative drop of the quantization error a round must bring to be kept.
     max_rounds : int, default=30
         Most rounds (each is one run of the composition's iterations).
+    budget : float or None, default=None
+        Most distance evaluations of the refinement, as a multiple of those the fit made
+        before it started (seeding, reduction, the run's iterations; with ``n_init > 1`` the
+        earlier runs' too). A round is not started if the last round's evaluations would
+        take the refinement past it (zero: no round). Counted, not timed: the same on every machine.
+        ``None``: no such limit.
+    time_budget : float or None, default=None
+        Most seconds of the refinement, judged the same way with the last round's seconds.
+        ``None``: no such limit.
 
     Notes
     -----
@@ -96,6 +106,14 @@ class Breathing(Refiner):
     The rounds are judged by the quantization error whatever the M-step optimises, so for a
     Gaussian mixture (``mstep="soft"``) breathing moves the means where the k-means error is
     largest and keeps what lowers it.
+
+    Reproducibility: with ``max_rounds`` and ``budget`` alone, the rounds (and the result)
+    depend only on the data and ``random_state``. A ``time_budget`` may end the refinement
+    earlier on a slower or busier machine, so the same ``random_state`` can then return the
+    centres of an earlier round (never worse ones); set it only where a wall-clock limit
+    matters more than reproducibility. ``refinement_log_`` records per round the fit's
+    seconds and distance evaluations so far (``"seconds"``, ``"distance_evals"``), the
+    error against time.
 
     Cost per round: one pass over the fit's (reduced) data for the errors and utilities
     (``n_samples * n_clusters`` distance evaluations, ``cost_["refinement"]``) and one run of
@@ -116,12 +134,16 @@ class Breathing(Refiner):
     objectives = (QUANTIZATION_ERROR, FREE_ENERGY)
     _parameter_constraints = {"m": [Interval(Integral, 1)],
                               "tol": [Interval(Real, 0, 1, closed="left")],
-                              "max_rounds": [Interval(Integral, 1)]}
+                              "max_rounds": [Interval(Integral, 1)],
+                              "budget": [None, Interval(Real, 0, None, closed="left")],
+                              "time_budget": [None, Interval(Real, 0, None, closed="left")]}
 
-    def __init__(self, m=5, tol=1e-4, max_rounds=30):
+    def __init__(self, m=5, tol=1e-4, max_rounds=30, budget=None, time_budget=None):
         self.m = m
         self.tol = tol
         self.max_rounds = max_rounds
+        self.budget = budget
+        self.time_budget = time_budget
 
     def _validate(self, X, n_clusters, composition):
         if composition.mstep.spherical:
@@ -135,9 +157,10 @@ class Breathing(Refiner):
         if m == 0:
             return run
         rng = state.random_state
+        limits = _Limits(self, state)
         error, utility, weight, objective = cluster_statistics(X, sample_weight, centers, state)
         for round_ in range(1, self.max_rounds + 1):
-            if m == 0:
+            if m == 0 or limits.reached():
                 break
             moved = self._least_useful(centers, utility, m)
             partners = np.setdiff1d(np.argsort(-error, kind="stable"), moved,
@@ -150,9 +173,12 @@ class Breathing(Refiner):
             new = iterate(candidate)
             stats = cluster_statistics(X, sample_weight, new.centers, state)
             kept = stats[3] < objective * (1.0 - self.tol)
+            limits.round_ended()
             state.refinement_log.append({"round": round_, "moved": len(moved),
                                          "objective_before": objective,
-                                         "objective": stats[3], "kept": bool(kept)})
+                                         "objective": stats[3], "kept": bool(kept),
+                                         "seconds": state.seconds,
+                                         "distance_evals": state.n_distance_evals})
             if kept:
                 run, centers, (error, utility, weight, objective) = new, new.centers, stats
             else:
@@ -175,3 +201,29 @@ class Breathing(Refiner):
             dist2[j] = np.inf
             frozen.add(int(np.argmin(dist2)))
         return np.asarray(chosen, dtype=np.intp)
+
+
+class _Limits:
+    """Breathing's budgets: whether the next round, costing what the last one did, would take
+    the refinement past ``budget`` (times the fit's distance evaluations before it) or
+    ``time_budget`` (seconds)."""
+
+    def __init__(self, refiner, state):
+        self.state = state
+        self.evals = (None if refiner.budget is None
+                      else refiner.budget * state.n_distance_evals)
+        self.seconds = refiner.time_budget
+        self.start = (state.n_distance_evals, state.seconds)
+        self.last = self.start
+        self.round_cost = (0, 0.0)
+
+    def round_ended(self):
+        now = (self.state.n_distance_evals, self.state.seconds)
+        self.round_cost = (now[0] - self.last[0], now[1] - self.last[1])
+        self.last = now
+
+    def reached(self):
+        spent = (self.last[0] - self.start[0], self.last[1] - self.start[1])
+        # (>=: a budget of zero starts no round)
+        return ((self.evals is not None and spent[0] + self.round_cost[0] >= self.evals)
+                or (self.seconds is not None and spent[1] + self.round_cost[1] >= self.seconds))
