@@ -163,6 +163,8 @@ def part_disk(args):
     }
     results = []
     for name, make in {**coreset, **full}.items():
+        if args.only and not any(word in name for word in args.only):
+            continue
         with _cluster(args.memory_limit) as local, distributed.Client(local) as client:
             try:
                 result = fit_one(name, make(), X, client)
@@ -321,6 +323,8 @@ def main():
     parser.add_argument("--no-sample-reference", action="store_true")
     parser.add_argument("--folder", default=None,
                         help="where to write the data (default: a temporary folder)")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="disk part: only the compositions whose names contain a word")
     parser.add_argument("--verbose", type=int, default=0)
     parser.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     args = parser.parse_args()
