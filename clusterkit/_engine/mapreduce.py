@@ -26,11 +26,22 @@ The per-chunk state stays with its chunk: a future held on the worker that compu
 ``dask.distributed`` cluster), or an object in this process (a memmap, or another dask
 scheduler). The driver's loop is the same as in memory; only its step goes through here.
 
+On a cluster a chunk's state may be computed again: a worker that is lost takes the states
+it held with it, and the scheduler recomputes them from their lineage (the chunk's tasks
+from its first step on, which it keeps as long as the last state is wanted). A step's task
+must then be a pure function of its inputs: it gives the E-step a copy of the state it
+reads (:attr:`ChunkedData.recomputes_states
+<clusterkit._data.chunked.ChunkedData.recomputes_states>`, the E-step's state copied with
+:func:`copy.deepcopy`), so that the state it was given, which a recomputation may read
+again, is never changed; in this process (nothing is recomputed) the E-step updates the
+chunk's state in place, as in memory.
+
 A mini-batch schedule (:attr:`Schedule.chunk_batches <clusterkit.Schedule.chunk_batches>`)
 draws its batches' row numbers from the fit's random stream in this process, as in memory;
 :meth:`ChunkedSteps.batch` reads those rows from the chunks that hold them, and the step runs
 on them here, as in memory (one round trip to the chunks per batch).
 """
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -87,14 +98,17 @@ class _ChunkState:
 @dataclass
 class _Plan:
     """The step as every chunk's task sees it: the strategies, the fit's configuration
-    (``n_threads`` those of a task), the run's variance and how far each centre moved in the
-    last M-step (which bounded E-steps add to their bounds)."""
+    (``n_threads`` those of a task), the run's variance, how far each centre moved in the
+    last M-step (which bounded E-steps add to their bounds), and whether the task must leave
+    the chunk's state it reads unchanged (``pure``: it may be read again, see the module
+    notes)."""
 
     estep: object
     mstep: object
     config: object
     sigma2: object
     center_shift: object
+    pure: bool = False
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -110,13 +124,17 @@ def _chunk_fit_state(plan, n_rows):
 
 def _step_chunk(X, sample_weight, chunk, centers, plan):
     """The map of a step on one chunk (its rows in the fit's frame): E-step, then the
-    M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``."""
+    M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``, a new state:
+    ``chunk`` is left as it was when ``plan.pure`` (the E-step updates a copy of its state;
+    the labels and distances are new arrays in any case)."""
     n_rows = X.shape[0]
     state = _chunk_fit_state(plan, n_rows)
     with single_threaded_blas():  # (the kernels call gemm inside their parallel loops)
         if chunk is None:  # the run's first step on this chunk
             chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
                                 plan.estep.init_state(X, sample_weight, centers, state))
+        elif plan.pure:  # (the E-step writes into its bounds, winners, ...)
+            chunk = _ChunkState(chunk.labels, chunk.dist2, copy.deepcopy(chunk.estep_state))
         state.run.labels = chunk.labels
         state.run.estep_state = chunk.estep_state
         assignment = plan.estep.assign(X, sample_weight, centers, state)
@@ -226,8 +244,10 @@ class ChunkedSteps:
                                  run.history[-1]["qe"])
 
     def _map(self, func, *args, progress=None):
-        results, self.chunks = self.data.map_chunks_with_state(func, args, self.chunks,
-                                                               progress)
+        # the chunks' last states are handed over: each is let go as soon as its chunk's new
+        # one is there (on a cluster its worker then frees it)
+        states, self.chunks = self.chunks, None
+        results, self.chunks = self.data.map_chunks_with_state(func, args, states, progress)
         return results
 
     def _progress(self, phase):
@@ -245,7 +265,8 @@ class ChunkedSteps:
             self._init_sigma2(centers)
         with state.timed("estep"):
             results = self._map(_step_chunk, centers,
-                                _Plan(estep, mstep, config, state.sigma2, state.center_shift),
+                                _Plan(estep, mstep, config, state.sigma2, state.center_shift,
+                                      pure=data.recomputes_states),
                                 progress=self._progress("estep"))
         statistics = {name: value.copy() for name, value in results[0].statistics.items()}
         for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks
