@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
-                        YinyangEStep)
+from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanEStep,
+                        FitState, YinyangEStep)
 from clusterkit._data import chunked as _chunked
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
@@ -321,3 +321,28 @@ def test_bounds_stay_with_their_chunks_and_save_the_same_distances(da, client, e
             assert extra == 3 * 12 * 11 // 2 * chunked.n_iter_
         else:
             assert 0 <= extra <= 3 * 12 * 12 * chunked.n_iter_
+
+
+def test_breathing_rounds_on_chunks_end_where_they_end_in_memory(da, client, tmp_path,
+                                                                  monkeypatch):
+    X = _blobs(5_000, 3, 12, 20)
+    init = X[np.random.RandomState(21).choice(len(X), 10, replace=False)]
+
+    def fit(data):
+        return Clusterer(10, seed=init, refine=Breathing(m=3, max_rounds=6),
+                         random_state=0).fit(data)
+
+    in_memory = fit(X)
+    assert any(r["kept"] for r in in_memory.refinement_log_)  # (rounds that change the fit)
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 20_000)
+    fits = [fit(da.from_array(X, chunks=(rows, 3))) for rows in (1_200, 3_001)]
+    fits.append(fit(np.load(tmp_path / "X.npy", mmap_mode="r")))
+    for chunked in fits:
+        _assert_same_fit(chunked, in_memory, X)
+        assert [r["kept"] for r in chunked.refinement_log_] == \
+            [r["kept"] for r in in_memory.refinement_log_]
+        np.testing.assert_allclose([r["objective"] for r in chunked.refinement_log_],
+                                   [r["objective"] for r in in_memory.refinement_log_],
+                                   rtol=1e-12)
+        assert chunked.cost_["refinement"] == in_memory.cost_["refinement"]

@@ -187,6 +187,9 @@ class PartialEStep(EStep):
     """
 
     objectives = MIXTURE_OBJECTIVES
+    chunks_refusal = ("its neighbourhoods G_c are estimated from the distances of all the rows "
+                      "together (eq. 8) and its random candidates are drawn row after row "
+                      "from the fit's stream: on chunks both would depend on the chunking")
     _parameter_constraints = {
         "G": [Interval(Integral, 1)],
         "n_winners": [Interval(Integral, 1), None],
