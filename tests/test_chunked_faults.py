@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from clusterkit import ElkanEStep, FitState, HardMStep
-from clusterkit._engine.mapreduce import _Plan, _step_chunk
+from clusterkit._engine.mapreduce import _ChunkState, _Plan, _step_chunk
 from clusterkit.presets import elkan, lloyd
 
 
@@ -89,7 +89,7 @@ def test_a_pure_step_leaves_the_chunk_state_it_reads_unchanged():
     centers = X[:6].copy()
     config = FitState(n_clusters=6, n_features=3, random_state=None).config
     plan = _Plan(ElkanEStep(), HardMStep(), config, None, np.zeros(6), pure=True)
-    _, chunk = _step_chunk(X, w, None, centers, plan)
+    _, chunk = _step_chunk(X, w, _ChunkState(None, None, None, 0), centers, plan)
     moved = centers + 0.05 * rng.normal(size=centers.shape)
     plan.center_shift = np.sqrt(((moved - centers) ** 2).sum(axis=1))
     before = {name: np.copy(value) for name, value in vars(chunk.estep_state).items()

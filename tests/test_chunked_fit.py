@@ -5,12 +5,13 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanEStep,
-                        FitState, YinyangEStep)
+                        FitState, PartialEStep, TruncatedEStep, YinyangEStep)
 from clusterkit._data import chunked as _chunked
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
-from clusterkit.presets import gmm, lloyd, minibatch, spherical_kmeans
+from clusterkit.metrics import quantization_error
+from clusterkit.presets import best_quality, gmm, large_scale, lloyd, minibatch, spherical_kmeans
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -346,3 +347,109 @@ def test_breathing_rounds_on_chunks_end_where_they_end_in_memory(da, client, tmp
                                    [r["objective"] for r in in_memory.refinement_log_],
                                    rtol=1e-12)
         assert chunked.cost_["refinement"] == in_memory.cost_["refinement"]
+
+
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_truncated_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, mstep):
+    dask = pytest.importorskip("dask")
+    X = _blobs(6_000, 4, 9, 22)
+    init = X[np.random.RandomState(23).choice(len(X), 9, replace=False)]
+
+    def fit(data):
+        return Clusterer(9, seed=init, estep=TruncatedEStep(n_winners=3), mstep=mstep,
+                         max_iter=60).fit(data)
+
+    in_memory = fit(X)
+    fits = [fit(da.from_array(X, chunks=(rows, 4))) for rows in (1_100, 2_500)]
+    with dask.config.set(scheduler="synchronous"):  # one worker: this process
+        fits.append(fit(da.from_array(X, chunks=(1_100, 4))))
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[2].cluster_centers_)
+    for chunked in fits:
+        assert chunked.n_iter_ == in_memory.n_iter_
+        np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(chunked.objective_, in_memory.objective_, rtol=1e-9)
+        assert chunked.cost_["estep"] >= in_memory.cost_["estep"]
+    labels = fits[0].labels_.compute()
+    assert np.mean(labels == in_memory.labels_) >= 0.9999
+
+
+def test_the_row_stream_draws_the_same_numbers_for_a_row_in_any_chunk():
+    state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
+    whole = state.row_integers(np.arange(1_000), 2, 7, call=3)
+    key = state.run.stream_key
+    assert whole.shape == (1_000, 2) and whole.dtype == np.int32
+    assert whole.min() == 0 and whole.max() == 6
+    for start, stop in ((0, 400), (400, 1_000), (999, 1_000)):
+        chunk = FitState(n_clusters=3, n_features=2, random_state=None)
+        chunk.run.stream_key, chunk.run.first_row = key, start
+        np.testing.assert_array_equal(chunk.row_integers(np.arange(stop - start), 2, 7, 3),
+                                      whole[start:stop])
+    # another call, another key: other numbers; all values about equally frequent
+    assert np.mean(state.row_integers(np.arange(1_000), 2, 7, call=4) == whole) < 0.3
+    other = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(1))
+    assert np.mean(other.row_integers(np.arange(1_000), 2, 7, call=3) == whole) < 0.3
+    counts = np.bincount(state.row_integers(np.arange(70_000), 1, 7, 0).ravel())
+    assert np.all(np.abs(counts - 10_000) < 5 * np.sqrt(10_000))
+    with pytest.raises(ValueError, match="row stream needs the fit's random_state"):
+        FitState(n_clusters=3, n_features=2, random_state=None).row_integers([0], 1, 2, 0)
+
+
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_variational_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, tmp_path,
+                                                                  monkeypatch, mstep):
+    """var-k-means-X and var-GMM-X: each chunk keeps its rows' K(n) on its worker; a row's
+    random candidates come from the run's row stream, so any chunking draws the same."""
+    dask = pytest.importorskip("dask")
+    X = _blobs(6_000, 4, 30, 24)
+    init = X[np.random.RandomState(25).choice(len(X), 30, replace=False)]
+
+    def fit(data):
+        return Clusterer(30, seed=init, estep=PartialEStep(G=3, neighbourhoods="exhaustive"),
+                         mstep=mstep, max_iter=200, random_state=3).fit(data)
+
+    in_memory = fit(X)
+    fits = [fit(da.from_array(X, chunks=(rows, 4))) for rows in (1_100, 2_500)]
+    with dask.config.set(scheduler="synchronous"):  # one worker: this process
+        one_worker = fit(da.from_array(X, chunks=(1_100, 4)))
+    np.testing.assert_array_equal(one_worker.cluster_centers_, fits[0].cluster_centers_)
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 30_000)
+    fits.append(fit(np.load(tmp_path / "X.npy", mmap_mode="r")))
+    for chunked in fits:
+        assert chunked.n_iter_ == in_memory.n_iter_
+        assert [h["n_changed"] for h in chunked.history_] == \
+            [h["n_changed"] for h in in_memory.history_]
+        np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(chunked.objective_, in_memory.objective_, rtol=1e-9)
+        labels = np.asarray(chunked.labels_.compute() if hasattr(chunked.labels_, "compute")
+                            else chunked.labels_)
+        assert np.mean(labels == in_memory.labels_) >= 0.9999
+    with pytest.raises(ValueError, match=r"neighbourhoods='estimated' estimates each G_c"):
+        Clusterer(30, seed=init, estep=PartialEStep(G=3)).fit(
+            da.from_array(X, chunks=(1_100, 4)))
+
+
+def test_best_quality_and_large_scale_fit_all_the_rows_of_chunks(da, client, tmp_path,
+                                                                 monkeypatch):
+    """Their pilot fits on the seeding's sample of the chunks (in memory: on all the rows);
+    then Lloyd's iterations (and best_quality's breathing rounds) run on all the rows."""
+    X = _blobs(8_000, 4, 15, 26, np.float32)
+    np.save(tmp_path / "X.npy", X)
+    for preset in (best_quality, large_scale):
+        in_memory = preset(15, random_state=0).fit(X)
+        on_dask = preset(15, random_state=0).fit(da.from_array(X, chunks=(2_000, 4)))
+        _less_memory(monkeypatch, 25_000)
+        mapped = preset(15, random_state=0).fit(np.load(tmp_path / "X.npy", mmap_mode="r"))
+        monkeypatch.undo()
+        assert hasattr(on_dask.labels_, "compute") and hasattr(on_dask.inertia_, "compute")
+        assert "scan" in mapped.seconds_ and isinstance(mapped.labels_, np.ndarray)
+        for fit in (on_dask, mapped):
+            qe = quantization_error(X, fit.cluster_centers_)
+            assert qe <= 1.02 * quantization_error(X, in_memory.cluster_centers_)
+            np.testing.assert_allclose(float(fit.inertia_), qe, rtol=1e-4)
+    given = X[:15] * 1.0  # from given centres (no pilot): the in-memory fit
+    in_memory = best_quality(15, seed=given, random_state=0).fit(X)
+    _assert_same_fit(best_quality(15, seed=given, random_state=0).fit(
+        da.from_array(X, chunks=(2_000, 4))), in_memory, X)

@@ -239,8 +239,8 @@ def _nbytes(value):
 
 def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
     Xd = da.from_array(_blobs(2_000, 3, 4, 11)[0], chunks=(500, 3))
-    supported = (r"runs on all the rows with FullEStep \(or a bounded E-step on full "
-                 r"batches\), a HardMStep, SoftMStep or SphericalMStep, full batches or "
+    supported = (r"runs on all the rows with FullEStep, TruncatedEStep \(or a bounded "
+                 r"E-step on full batches\), a HardMStep, SoftMStep or SphericalMStep, full batches or "
                  r"uniform mini-batches and no refiner or Breathing \(presets.lloyd, "
                  r"presets.elkan, presets.gmm, presets.spherical_kmeans, presets.minibatch, "
                  r"presets.best_quality, presets.large_scale\), or on a coreset with a "

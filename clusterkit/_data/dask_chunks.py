@@ -125,9 +125,9 @@ def _of_pair(func, pair):
 
 
 def _with_last_state(X, sample_weight, func, pair, args):
-    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair
-    (``None`` before the first)."""
-    return func(X, sample_weight, None if pair is None else pair[1], *args)
+    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair (a
+    state given as such, or ``None``, before the first)."""
+    return func(X, sample_weight, pair[1] if isinstance(pair, tuple) else pair, *args)
 
 
 def _distributed_client():

@@ -249,6 +249,12 @@ class EStep(_RunStrategy, ABC):
         Class attribute: whether :meth:`init_state` keeps something per sample that later
         calls read (bounds, winners); ``True`` by default. An E-step without it (its state
         only its output buffers) can also assign mini-batches read from row chunks.
+    row_stream : bool
+        Class attribute: whether :meth:`assign` draws its random numbers from the run's row
+        stream (:meth:`FitState.row_integers`: a row draws the same numbers in memory and in
+        any row chunk) rather than from ``state.random_state``, which the tasks of row
+        chunks do not have. The driver then draws the stream's key in this process before
+        the first step on chunks. ``False`` by default.
 
     Notes
     -----
@@ -264,6 +270,7 @@ class EStep(_RunStrategy, ABC):
     objectives = None
     chunks = False
     per_sample_state = True
+    row_stream = False
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):

@@ -89,19 +89,22 @@ class _ChunkResult:
 
 class _ChunkState:
     """What a chunk keeps between steps, where it runs: its rows' labels and squared
-    distances from the last E-step, and the E-step's own per-run state for the chunk."""
+    distances from the last E-step, the E-step's own per-run state for the chunk, and the
+    number of its first row in all the data. Before the run's first step only the latter."""
 
-    def __init__(self, labels, dist2, estep_state):
+    def __init__(self, labels, dist2, estep_state, first_row):
         self.labels, self.dist2, self.estep_state = labels, dist2, estep_state
+        self.first_row = first_row
 
 
 @dataclass
 class _Plan:
     """The step as every chunk's task sees it: the strategies, the fit's configuration
     (``n_threads`` those of a task), the run's variance, how far each centre moved in the
-    last M-step (which bounded E-steps add to their bounds), and whether the task must leave
+    last M-step (which bounded E-steps add to their bounds), whether the task must leave
     the chunk's state it reads unchanged (``pure``: it may be read again, see the module
-    notes)."""
+    notes) and the key of the run's row stream (:attr:`EStep.row_stream
+    <clusterkit.EStep.row_stream>`)."""
 
     estep: object
     mstep: object
@@ -109,6 +112,7 @@ class _Plan:
     sigma2: object
     center_shift: object
     pure: bool = False
+    stream_key: object = None
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -119,6 +123,7 @@ def _chunk_fit_state(plan, n_rows):
     state.config = plan.config
     state.run.sigma2 = plan.sigma2
     state.run.center_shift = plan.center_shift
+    state.run.stream_key = plan.stream_key
     return state
 
 
@@ -129,12 +134,15 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
     the labels and distances are new arrays in any case)."""
     n_rows = X.shape[0]
     state = _chunk_fit_state(plan, n_rows)
+    state.run.first_row = chunk.first_row
     with single_threaded_blas():  # (the kernels call gemm inside their parallel loops)
-        if chunk is None:  # the run's first step on this chunk
+        if chunk.labels is None:  # the run's first step on this chunk
             chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
-                                plan.estep.init_state(X, sample_weight, centers, state))
+                                plan.estep.init_state(X, sample_weight, centers, state),
+                                chunk.first_row)
         elif plan.pure:  # (the E-step writes into its bounds, winners, ...)
-            chunk = _ChunkState(chunk.labels, chunk.dist2, copy.deepcopy(chunk.estep_state))
+            chunk = _ChunkState(chunk.labels, chunk.dist2, copy.deepcopy(chunk.estep_state),
+                                chunk.first_row)
         state.run.labels = chunk.labels
         state.run.estep_state = chunk.estep_state
         assignment = plan.estep.assign(X, sample_weight, centers, state)
@@ -148,7 +156,8 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != chunk.labels)),
         label_weight=np.bincount(labels, sample_weight.astype(np.float64),
                                  minlength=centers.shape[0]))
-    return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state)
+    return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state,
+                               chunk.first_row)
 
 
 def _chunk_labels(chunk):
@@ -222,14 +231,17 @@ class ChunkedSteps:
 
     def __init__(self, data, composition, state):
         self.data, self.composition, self.state = data, composition, state
-        self.chunks = [None] * data.n_chunks
+        self.chunks = self._first_states()
         self.run = None  # the run the chunks' states belong to
         #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
         self.full = composition.schedule.full_batch
 
+    def _first_states(self):
+        return [_ChunkState(None, None, None, int(start)) for start in self.data.chunk_starts]
+
     def start(self):
         """A new run: every chunk's state starts afresh."""
-        self.chunks = [None] * self.data.n_chunks
+        self.chunks = self._first_states()
         self.run = self.state.run
 
     def last_labels(self, run):
@@ -266,7 +278,9 @@ class ChunkedSteps:
         with state.timed("estep"):
             results = self._map(_step_chunk, centers,
                                 _Plan(estep, mstep, config, state.sigma2, state.center_shift,
-                                      pure=data.recomputes_states),
+                                      pure=data.recomputes_states,
+                                      stream_key=state.stream_key() if estep.row_stream
+                                      else None),
                                 progress=self._progress("estep"))
         statistics = {name: value.copy() for name, value in results[0].statistics.items()}
         for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks

@@ -52,6 +52,9 @@ class _PartialState:
     entry_cluster, entry_dist2 : ndarray or None
         Scratch of :func:`~clusterkit._kernels._partial.neighbourhoods_estimated`, at least
         ``n_cand.sum()`` long; grown when ``S(n)`` grows.
+    calls : int
+        Searches so far: the counter of the run's row stream for the ``n_explore`` random
+        clusters (:meth:`FitState.row_integers <clusterkit.FitState.row_integers>`).
     """
 
     def __init__(self, n_winners, G, exact):
@@ -66,6 +69,7 @@ class _PartialState:
         self.n_cand = None
         self.entry_cluster = None
         self.entry_dist2 = None
+        self.calls = 0
 
 
 class PartialEStep(EStep):
@@ -113,6 +117,11 @@ class PartialEStep(EStep):
 
     Notes
     -----
+    Randomness: the ``n_explore`` random clusters of a row come from the run's row stream
+    (:meth:`FitState.row_integers <clusterkit.FitState.row_integers>`): a function of the
+    fit's seed, the row's number and the search's, so that a row draws the same clusters
+    in memory and in any row chunk (``init="random"`` draws from ``state.random_state``).
+
     Cost per call: ``sum_n |S(n)| <= N (C' G + n_explore)`` distance evaluations (fewer when the
     neighbourhoods of ``K(n)`` overlap), plus ``C^2`` with exhaustive neighbourhoods;
     bookkeeping ``O(N C' G)``, never ``O(N C)`` or, for estimated neighbourhoods, ``O(C^2)``.
@@ -120,9 +129,9 @@ class PartialEStep(EStep):
     ``O(N (C' G + n_explore))`` and one ``n_clusters``-long stamp array per thread.
 
     State (``state.estep_state``, created by :meth:`init_state`): ``winners`` ``K(n)`` and
-    ``neighbourhoods`` ``G_c``. Reads ``state.needs_resp``, ``state.sigma2`` and
-    ``state.random_state``; on the first soft call the variance is set from the best
-    distances found (vc-GMM eq. 12).
+    ``neighbourhoods`` ``G_c``. Reads ``state.needs_resp``, ``state.sigma2``, the row stream
+    and (``init="random"``) ``state.random_state``; on the first soft call the variance is
+    set from the best distances found (vc-GMM eq. 12).
 
     Guarantee (Prop. 1): ``c`` is in ``G_c``, so every old member of ``K(n)`` is re-evaluated
     and for fixed centres no sample's best distance increases and the truncated free energy
@@ -187,9 +196,23 @@ class PartialEStep(EStep):
     """
 
     objectives = MIXTURE_OBJECTIVES
-    chunks_refusal = ("its neighbourhoods G_c are estimated from the distances of all the rows "
-                      "together (eq. 8) and its random candidates are drawn row after row "
-                      "from the fit's stream: on chunks both would depend on the chunking")
+    row_stream = True  # (a row's random candidates do not depend on who holds it)
+
+    @property
+    def chunks(self):
+        """Exhaustive neighbourhoods (from the centres alone) run chunk by chunk, each
+        chunk with its rows' ``K(n)``; estimated ones and a random start are refused
+        (:attr:`chunks_refusal` says why)."""
+        return self.neighbourhoods == "exhaustive" and self.init != "random"
+
+    @property
+    def chunks_refusal(self):
+        """Why this E-step cannot run on row chunks (empty if it can)."""
+        if self.neighbourhoods == "estimated":
+            return ("neighbourhoods='estimated' estimates each G_c from the distances of all "
+                    "the rows together (eq. 8), which the chunks do not combine yet; "
+                    "neighbourhoods='exhaustive' runs on chunks")
+        return "init='random' draws K(n) and G_c in row order" if self.init == "random" else ""
     _parameter_constraints = {
         "G": [Interval(Integral, 1)],
         "n_winners": [Interval(Integral, 1), None],
@@ -295,8 +318,10 @@ class PartialEStep(EStep):
             state.count("estep", _partial.neighbourhoods_exhaustive(
                 centers, st.neighbourhoods, state.n_threads))
             st.neighbourhood_centers = centers.copy()
-        explore = state.random_state.randint(
-            0, n_clusters, size=(n_samples, int(self.n_explore))).astype(np.int32)
+        # the same candidates for a row whoever holds it (the run's row stream)
+        explore = state.row_integers(np.arange(st.winners.shape[0])[rows],
+                                     int(self.n_explore), n_clusters, st.calls)
+        st.calls += 1
         win_dist2 = np.empty((n_samples, st.n_winners), dtype=X.dtype)
         # Alg. 1/2, data loop: distances to S(n), new K(n) = the C' nearest of S(n)
         state.count("estep", _partial.partial_search(
