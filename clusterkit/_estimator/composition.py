@@ -116,8 +116,9 @@ def _check_chunked(composition):
         reasons = "; ".join(f"{name}: {why}" for name, why in refused if why)
         raise ValueError(
             f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
-            f"memory) runs on all the rows with FullEStep, TruncatedEStep (or a bounded "
-            f"E-step on full batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
+            f"memory) runs on all the rows with FullEStep, TruncatedEStep, "
+            f"PartialEStep(neighbourhoods='exhaustive') (or a bounded E-step on full "
+            f"batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
             f"mini-batches and no refiner or Breathing (presets.lloyd, presets.elkan, "
             f"presets.gmm, presets.spherical_kmeans, presets.minibatch, presets.best_quality, "
             f"presets.large_scale), or on a coreset with a "
