@@ -4,14 +4,13 @@ result: the chunks' states it held are computed again from their lineage.
 The cluster of this module is its own (its workers are killed); its nannies start new ones.
 """
 import os
-import signal
 
 import numpy as np
 import pytest
 
 from clusterkit import ElkanEStep, FitState, HardMStep
 from clusterkit._engine.mapreduce import _ChunkState, _Plan, _step_chunk
-from clusterkit.presets import elkan, lloyd
+from clusterkit.presets import elkan, lloyd, var_kmeans_s
 
 
 def _blobs(n_samples, n_features, n_centers, random_state):
@@ -41,13 +40,28 @@ def _pids(client):
     return set(client.run(os.getpid).values())
 
 
-@pytest.mark.parametrize("preset", [lloyd, elkan])
+def _kill(client, address):
+    """Have the nanny kill the worker process at ``address`` (with all it holds) and start a
+    new one; returns the killed process's id. (A worker killed from outside is restarted
+    by its nanny too, but not always promptly on a busy machine: this waits for it.)"""
+    pid = client.run(os.getpid, workers=[address])[address]
+    client.restart_workers([address], timeout=600)
+    assert pid not in _pids(client)
+    return pid
+
+
+def _var_kmeans_s(n_clusters, **kwargs):
+    """var-k-means-S: K(n) kept per chunk, G_c shared by all chunks, the row stream."""
+    return var_kmeans_s(n_clusters, G=3, **kwargs)
+
+
+@pytest.mark.parametrize("preset", [lloyd, elkan, _var_kmeans_s])
 def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(client, preset):
     da = pytest.importorskip("dask.array")
     X = _blobs(6_000, 4, 8, 0)
     init = X[np.random.RandomState(1).choice(len(X), 8, replace=False)]
     Xd = da.from_array(X, chunks=(1_000, 4))
-    undisturbed = preset(8, seed=init, tol=0.0).fit(Xd)  # (to a fixed point)
+    undisturbed = preset(8, seed=init, tol=0.0, random_state=0).fit(Xd)  # (to a fixed point)
     n_iter = undisturbed.n_iter_
     assert n_iter >= 8  # (enough steps to kill a worker twice in the middle)
     kill_at = {max(1, round(0.3 * n_iter)), round(0.7 * n_iter)}
@@ -56,19 +70,17 @@ def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(client,
 
     def kill_a_worker(info=None):
         if info is None or info["iteration"] in kill_at:
-            client.wait_for_workers(2)  # (the last one killed is back: one is left running)
             address = _busiest_worker(client)
-            killed.append(len(client.has_what()[address]))
-            pid = client.run(os.getpid, workers=[address])[address]
-            os.kill(pid, signal.SIGKILL)  # a crash: its nanny starts a new worker
+            killed.append((len(client.has_what()[address]), _kill(client, address)))
 
-    disturbed = preset(8, seed=init, tol=0.0, callback=kill_a_worker).fit(Xd)
-    assert len(killed) == 2 and min(killed) > 0  # each held some chunks' states
+    disturbed = preset(8, seed=init, tol=0.0, random_state=0, callback=kill_a_worker).fit(Xd)
+    assert len(killed) == 2 and min(n for n, _ in killed) > 0  # each held chunks' states
     # and once more before the lazy labels are computed from the chunks' last states (a
     # fixed point: no labelling pass)
-    assert disturbed.history_[-1]["n_changed"] == 0 and disturbed.cost_["labels"] == 0
     kill_a_worker()
-    assert killed[-1] > 0
+    if preset is not _var_kmeans_s:
+        assert disturbed.history_[-1]["n_changed"] == 0 and disturbed.cost_["labels"] == 0
+        assert killed[-1][0] > 0
     np.testing.assert_array_equal(disturbed.cluster_centers_, undisturbed.cluster_centers_)
     assert disturbed.n_iter_ == n_iter
     assert [h["objective"] for h in disturbed.history_] == \
@@ -76,8 +88,7 @@ def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(client,
     assert disturbed.cost_["estep"] == undisturbed.cost_["estep"]
     np.testing.assert_array_equal(disturbed.labels_.compute(), undisturbed.labels_.compute())
     assert float(disturbed.inertia_) == float(undisturbed.inertia_)
-    client.wait_for_workers(2)
-    assert len(_pids(client) - pids) >= 2  # the killed workers were replaced
+    assert len({pid for _, pid in killed}) == 3 and pids - _pids(client)
 
 
 def test_a_pure_step_leaves_the_chunk_state_it_reads_unchanged():

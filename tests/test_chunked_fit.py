@@ -5,13 +5,18 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanEStep,
-                        FitState, PartialEStep, TruncatedEStep, YinyangEStep)
+                        FitState, TruncatedEStep, YinyangEStep)
 from clusterkit._data import chunked as _chunked
 from clusterkit._engine.mapreduce import FarRows
+from clusterkit._kernels import _partial
+from clusterkit.estep.neighbourhood_sums import (choose_neighbourhoods, combine_pair_sums,
+                                                 pair_sums)
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import best_quality, gmm, large_scale, lloyd, minibatch, spherical_kmeans
+from clusterkit.presets import (best_quality, gmm, large_scale, lloyd, minibatch,
+                                spherical_kmeans, var_gmm_s, var_gmm_x, var_kmeans_s,
+                                var_kmeans_x)
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -395,20 +400,24 @@ def test_the_row_stream_draws_the_same_numbers_for_a_row_in_any_chunk():
         FitState(n_clusters=3, n_features=2, random_state=None).row_integers([0], 1, 2, 0)
 
 
-@pytest.mark.parametrize("mstep", ["hard", "soft"])
+@pytest.mark.parametrize("preset", [var_kmeans_s, var_gmm_s, var_kmeans_x, var_gmm_x])
 def test_variational_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, tmp_path,
-                                                                  monkeypatch, mstep):
-    """var-k-means-X and var-GMM-X: each chunk keeps its rows' K(n) on its worker; a row's
-    random candidates come from the run's row stream, so any chunking draws the same."""
+                                                                  monkeypatch, preset):
+    """Each chunk keeps its rows' K(n) on its worker; a row's random candidates come from the
+    run's row stream, so any chunking draws the same; estimated neighbourhoods come from
+    all chunks' sums of eq. 8 (on one chunk: bit for bit those of the fit in memory)."""
     dask = pytest.importorskip("dask")
     X = _blobs(6_000, 4, 30, 24)
     init = X[np.random.RandomState(25).choice(len(X), 30, replace=False)]
 
     def fit(data):
-        return Clusterer(30, seed=init, estep=PartialEStep(G=3, neighbourhoods="exhaustive"),
-                         mstep=mstep, max_iter=200, random_state=3).fit(data)
+        return preset(30, G=3, seed=init, max_iter=200, random_state=3).fit(data)
 
     in_memory = fit(X)
+    if preset is var_kmeans_s:  # one chunk: the very fit
+        whole = fit(da.from_array(X, chunks=(6_000, 4)))
+        np.testing.assert_array_equal(whole.cluster_centers_, in_memory.cluster_centers_)
+        assert whole.cost_["estep"] == in_memory.cost_["estep"]
     fits = [fit(da.from_array(X, chunks=(rows, 4))) for rows in (1_100, 2_500)]
     with dask.config.set(scheduler="synchronous"):  # one worker: this process
         one_worker = fit(da.from_array(X, chunks=(1_100, 4)))
@@ -426,9 +435,6 @@ def test_variational_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, t
         labels = np.asarray(chunked.labels_.compute() if hasattr(chunked.labels_, "compute")
                             else chunked.labels_)
         assert np.mean(labels == in_memory.labels_) >= 0.9999
-    with pytest.raises(ValueError, match=r"neighbourhoods='estimated' estimates each G_c"):
-        Clusterer(30, seed=init, estep=PartialEStep(G=3)).fit(
-            da.from_array(X, chunks=(1_100, 4)))
 
 
 def test_best_quality_and_large_scale_fit_all_the_rows_of_chunks(da, client, tmp_path,
@@ -453,3 +459,34 @@ def test_best_quality_and_large_scale_fit_all_the_rows_of_chunks(da, client, tmp
     in_memory = best_quality(15, seed=given, random_state=0).fit(X)
     _assert_same_fit(best_quality(15, seed=given, random_state=0).fit(
         da.from_array(X, chunks=(2_000, 4))), in_memory, X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("use_dist", [False, True])
+def test_neighbourhoods_from_chunk_sums_follow_the_kernel(dtype, use_dist):
+    rng = np.random.RandomState(27)
+    n_rows, n_clusters, G, max_cand = 503, 40, 5, 7
+    cand = np.array([rng.choice(n_clusters, max_cand, replace=False) for _ in range(n_rows)],
+                    dtype=np.int32)
+    # few distinct distances: ties between means, decided by the lower index
+    cand_dist2 = rng.randint(1, 5, size=cand.shape).astype(dtype)
+    n_cand = rng.randint(1, max_cand + 1, size=n_rows).astype(np.int32)
+    labels = rng.randint(-1, n_clusters - 8, size=n_rows).astype(np.int32)  # some I_c empty
+    labels[:40] = 0  # and one cluster with many rows
+    labels[500], n_cand[500], cand[500, :2] = 39, 2, [39, 5]
+    old = np.array([[c] + list(rng.choice([k for k in range(n_clusters) if k != c], G - 1,
+                                          replace=False)) for c in range(n_clusters)],
+                   dtype=np.int32)
+    expected = old.copy()
+    _partial.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, expected, use_dist, 2)
+    whole = pair_sums(labels, cand, cand_dist2, n_cand, n_clusters, use_dist)
+    np.testing.assert_array_equal(choose_neighbourhoods(*whole, old), expected)
+    for cuts in ([0, 250, n_rows], [0, 1, 100, 101, 400, n_rows]):
+        parts = [pair_sums(labels[a:b], cand[a:b], cand_dist2[a:b], n_cand[a:b], n_clusters,
+                           use_dist) for a, b in zip(cuts[:-1], cuts[1:])]
+        np.testing.assert_array_equal(choose_neighbourhoods(*combine_pair_sums(parts), old),
+                                      expected)
+    # cluster 39: one row, one neighbour evaluated (5), old ones fill up; cluster 38: no row
+    assert expected[39, 1] == 5 and expected[39, 0] == 39
+    np.testing.assert_array_equal(expected[39, 2:], [k for k in old[39, 1:] if k != 5][:3])
+    np.testing.assert_array_equal(expected[38], old[38])

@@ -17,6 +17,11 @@ memmap), and only a few numbers per cluster come back:
 * **reduce** (:meth:`ChunkedSteps.step`, in this process): the chunks' numbers are added up in
   float64 in the order of the chunks, so that the result does not depend on which worker ran
   which chunk or when it finished;
+* **shared E-step state** (in this process): what the chunks' E-steps must agree on (the
+  estimated neighbourhoods of :class:`~clusterkit.PartialEStep`) is made from their
+  summaries (:meth:`EStep.chunk_summary <clusterkit.EStep.chunk_summary>`, in chunk order:
+  :meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`) and goes to the
+  next step's tasks (:meth:`EStep.use_shared <clusterkit.EStep.use_shared>`);
 * **M-step** (in this process): :meth:`MStep.update_statistics
   <clusterkit.MStep.update_statistics>` turns the combined statistics into the new centres
   (``O(C D)``); a cluster left without weight asks for the rows farthest from their centres
@@ -85,6 +90,7 @@ class _ChunkResult:
     n_evals: int
     n_changed: int
     label_weight: np.ndarray
+    summary: object = None  # (what the chunk adds to its E-step's shared state)
 
 
 class _ChunkState:
@@ -103,8 +109,9 @@ class _Plan:
     (``n_threads`` those of a task), the run's variance, how far each centre moved in the
     last M-step (which bounded E-steps add to their bounds), whether the task must leave
     the chunk's state it reads unchanged (``pure``: it may be read again, see the module
-    notes) and the key of the run's row stream (:attr:`EStep.row_stream
-    <clusterkit.EStep.row_stream>`)."""
+    notes), the key of the run's row stream (:attr:`EStep.row_stream
+    <clusterkit.EStep.row_stream>`) and the state the chunks' E-steps share
+    (:meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`)."""
 
     estep: object
     mstep: object
@@ -113,6 +120,7 @@ class _Plan:
     center_shift: object
     pure: bool = False
     stream_key: object = None
+    shared: object = None
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -145,6 +153,7 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
                                 chunk.first_row)
         state.run.labels = chunk.labels
         state.run.estep_state = chunk.estep_state
+        plan.estep.use_shared(chunk.estep_state, plan.shared)
         assignment = plan.estep.assign(X, sample_weight, centers, state)
         statistics = plan.mstep.statistics(X, sample_weight, assignment, centers, state)
     labels = assignment.labels
@@ -155,7 +164,8 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         weight=float(sample_weight.sum(dtype=np.float64)), n_rows=n_rows,
         n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != chunk.labels)),
         label_weight=np.bincount(labels, sample_weight.astype(np.float64),
-                                 minlength=centers.shape[0]))
+                                 minlength=centers.shape[0]),
+        summary=plan.estep.chunk_summary(state.run.estep_state))
     return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state,
                                chunk.first_row)
 
@@ -232,6 +242,7 @@ class ChunkedSteps:
     def __init__(self, data, composition, state):
         self.data, self.composition, self.state = data, composition, state
         self.chunks = self._first_states()
+        self.shared = None
         self.run = None  # the run the chunks' states belong to
         #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
         self.full = composition.schedule.full_batch
@@ -243,6 +254,7 @@ class ChunkedSteps:
         """A new run: every chunk's state starts afresh."""
         self.chunks = self._first_states()
         self.run = self.state.run
+        self.shared = None  # what the chunks' E-steps share (EStep.combine_summaries)
 
     def last_labels(self, run):
         """``labels_`` and ``inertia_`` of ``run`` from the chunks' last labels and the last
@@ -280,8 +292,10 @@ class ChunkedSteps:
                                 _Plan(estep, mstep, config, state.sigma2, state.center_shift,
                                       pure=data.recomputes_states,
                                       stream_key=state.stream_key() if estep.row_stream
-                                      else None),
+                                      else None, shared=self.shared),
                                 progress=self._progress("estep"))
+            if any(r.summary is not None for r in results):
+                self.shared = estep.combine_summaries([r.summary for r in results])
         statistics = {name: value.copy() for name, value in results[0].statistics.items()}
         for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks
             for name, value in result.statistics.items():
