@@ -4,15 +4,21 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from clusterkit import (Assignment, BoundedEStep, Clusterer, ElkanEStep, FitState,
-                        KMeansPlusPlus, YinyangEStep)
+from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanEStep,
+                        FitState, KMeansPlusPlus, TruncatedEStep, YinyangEStep)
 from clusterkit._data import chunked as _chunked
 from clusterkit._estimator import validation as _validation
 from clusterkit._engine import mapreduce as _mapreduce
 from clusterkit._engine.mapreduce import FarRows
+from clusterkit._kernels import _partial
+from clusterkit.estep.neighbourhood_sums import (choose_neighbourhoods, combine_pair_sums,
+                                                 pair_sums)
 from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
                                           relocate_empty_clusters)
-from clusterkit.presets import gmm, lloyd, minibatch, spherical_kmeans
+from clusterkit.metrics import quantization_error
+from clusterkit.presets import (best_quality, gmm, large_scale, lloyd, minibatch,
+                                spherical_kmeans, var_gmm_s, var_gmm_x, var_kmeans_s,
+                                var_kmeans_x)
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -386,3 +392,164 @@ def test_a_dask_worker_offers_what_it_may_hold_before_spilling(da, client):
     assert 0 < available <= 0.6 * max(limit.values())  # (spilling starts at 60 %)
     with _validation.memory_share(0.25):
         assert _validation.available_memory() <= _validation._system_available() // 4 + 1
+def test_breathing_rounds_on_chunks_end_where_they_end_in_memory(da, client, tmp_path,
+                                                                  monkeypatch):
+    X = _blobs(5_000, 3, 12, 20)
+    init = X[np.random.RandomState(21).choice(len(X), 10, replace=False)]
+
+    def fit(data):
+        return Clusterer(10, seed=init, refine=Breathing(m=3, max_rounds=6),
+                         random_state=0).fit(data)
+
+    in_memory = fit(X)
+    assert any(r["kept"] for r in in_memory.refinement_log_)  # (rounds that change the fit)
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 20_000)
+    fits = [fit(da.from_array(X, chunks=(rows, 3))) for rows in (1_200, 3_001)]
+    fits.append(fit(np.load(tmp_path / "X.npy", mmap_mode="r")))
+    for chunked in fits:
+        _assert_same_fit(chunked, in_memory, X)
+        assert [r["kept"] for r in chunked.refinement_log_] == \
+            [r["kept"] for r in in_memory.refinement_log_]
+        np.testing.assert_allclose([r["objective"] for r in chunked.refinement_log_],
+                                   [r["objective"] for r in in_memory.refinement_log_],
+                                   rtol=1e-12)
+        assert chunked.cost_["refinement"] == in_memory.cost_["refinement"]
+
+
+@pytest.mark.parametrize("mstep", ["hard", "soft"])
+def test_truncated_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, mstep):
+    dask = pytest.importorskip("dask")
+    X = _blobs(6_000, 4, 9, 22)
+    init = X[np.random.RandomState(23).choice(len(X), 9, replace=False)]
+
+    def fit(data):
+        return Clusterer(9, seed=init, estep=TruncatedEStep(n_winners=3), mstep=mstep,
+                         max_iter=60).fit(data)
+
+    in_memory = fit(X)
+    fits = [fit(da.from_array(X, chunks=(rows, 4))) for rows in (1_100, 2_500)]
+    with dask.config.set(scheduler="synchronous"):  # one worker: this process
+        fits.append(fit(da.from_array(X, chunks=(1_100, 4))))
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[2].cluster_centers_)
+    for chunked in fits:
+        assert chunked.n_iter_ == in_memory.n_iter_
+        np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(chunked.objective_, in_memory.objective_, rtol=1e-9)
+        assert chunked.cost_["estep"] >= in_memory.cost_["estep"]
+    labels = fits[0].labels_.compute()
+    assert np.mean(labels == in_memory.labels_) >= 0.9999
+
+
+def test_the_row_stream_draws_the_same_numbers_for_a_row_in_any_chunk():
+    state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
+    whole = state.row_integers(np.arange(1_000), 2, 7, call=3)
+    key = state.run.stream_key
+    assert whole.shape == (1_000, 2) and whole.dtype == np.int32
+    assert whole.min() == 0 and whole.max() == 6
+    for start, stop in ((0, 400), (400, 1_000), (999, 1_000)):
+        chunk = FitState(n_clusters=3, n_features=2, random_state=None)
+        chunk.run.stream_key, chunk.run.first_row = key, start
+        np.testing.assert_array_equal(chunk.row_integers(np.arange(stop - start), 2, 7, 3),
+                                      whole[start:stop])
+    # another call, another key: other numbers; all values about equally frequent
+    assert np.mean(state.row_integers(np.arange(1_000), 2, 7, call=4) == whole) < 0.3
+    other = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(1))
+    assert np.mean(other.row_integers(np.arange(1_000), 2, 7, call=3) == whole) < 0.3
+    counts = np.bincount(state.row_integers(np.arange(70_000), 1, 7, 0).ravel())
+    assert np.all(np.abs(counts - 10_000) < 5 * np.sqrt(10_000))
+    with pytest.raises(ValueError, match="row stream needs the fit's random_state"):
+        FitState(n_clusters=3, n_features=2, random_state=None).row_integers([0], 1, 2, 0)
+
+
+@pytest.mark.parametrize("preset", [var_kmeans_s, var_gmm_s, var_kmeans_x, var_gmm_x])
+def test_variational_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, tmp_path,
+                                                                  monkeypatch, preset):
+    """Each chunk keeps its rows' K(n) on its worker; a row's random candidates come from the
+    run's row stream, so any chunking draws the same; estimated neighbourhoods come from
+    all chunks' sums of eq. 8 (on one chunk: bit for bit those of the fit in memory)."""
+    dask = pytest.importorskip("dask")
+    X = _blobs(6_000, 4, 30, 24)
+    init = X[np.random.RandomState(25).choice(len(X), 30, replace=False)]
+
+    def fit(data):
+        return preset(30, G=3, seed=init, max_iter=200, random_state=3).fit(data)
+
+    in_memory = fit(X)
+    if preset is var_kmeans_s:  # one chunk: the very fit
+        whole = fit(da.from_array(X, chunks=(6_000, 4)))
+        np.testing.assert_array_equal(whole.cluster_centers_, in_memory.cluster_centers_)
+        assert whole.cost_["estep"] == in_memory.cost_["estep"]
+    fits = [fit(da.from_array(X, chunks=(rows, 4))) for rows in (1_100, 2_500)]
+    with dask.config.set(scheduler="synchronous"):  # one worker: this process
+        one_worker = fit(da.from_array(X, chunks=(1_100, 4)))
+    np.testing.assert_array_equal(one_worker.cluster_centers_, fits[0].cluster_centers_)
+    np.save(tmp_path / "X.npy", X)
+    _less_memory(monkeypatch, 30_000)
+    fits.append(fit(np.load(tmp_path / "X.npy", mmap_mode="r")))
+    for chunked in fits:
+        assert chunked.n_iter_ == in_memory.n_iter_
+        assert [h["n_changed"] for h in chunked.history_] == \
+            [h["n_changed"] for h in in_memory.history_]
+        np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(chunked.objective_, in_memory.objective_, rtol=1e-9)
+        labels = np.asarray(chunked.labels_.compute() if hasattr(chunked.labels_, "compute")
+                            else chunked.labels_)
+        assert np.mean(labels == in_memory.labels_) >= 0.9999
+
+
+def test_best_quality_and_large_scale_fit_all_the_rows_of_chunks(da, client, tmp_path,
+                                                                 monkeypatch):
+    """Their pilot fits on the seeding's sample of the chunks (in memory: on all the rows);
+    then Lloyd's iterations (and best_quality's breathing rounds) run on all the rows."""
+    X = _blobs(8_000, 4, 15, 26, np.float32)
+    np.save(tmp_path / "X.npy", X)
+    for preset in (best_quality, large_scale):
+        in_memory = preset(15, random_state=0).fit(X)
+        on_dask = preset(15, random_state=0).fit(da.from_array(X, chunks=(2_000, 4)))
+        _less_memory(monkeypatch, 25_000)
+        mapped = preset(15, random_state=0).fit(np.load(tmp_path / "X.npy", mmap_mode="r"))
+        monkeypatch.undo()
+        assert hasattr(on_dask.labels_, "compute") and hasattr(on_dask.inertia_, "compute")
+        assert "scan" in mapped.seconds_ and isinstance(mapped.labels_, np.ndarray)
+        for fit in (on_dask, mapped):
+            qe = quantization_error(X, fit.cluster_centers_)
+            assert qe <= 1.02 * quantization_error(X, in_memory.cluster_centers_)
+            np.testing.assert_allclose(float(fit.inertia_), qe, rtol=1e-4)
+    given = X[:15] * 1.0  # from given centres (no pilot): the in-memory fit
+    in_memory = best_quality(15, seed=given, random_state=0).fit(X)
+    _assert_same_fit(best_quality(15, seed=given, random_state=0).fit(
+        da.from_array(X, chunks=(2_000, 4))), in_memory, X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("use_dist", [False, True])
+def test_neighbourhoods_from_chunk_sums_follow_the_kernel(dtype, use_dist):
+    rng = np.random.RandomState(27)
+    n_rows, n_clusters, G, max_cand = 503, 40, 5, 7
+    cand = np.array([rng.choice(n_clusters, max_cand, replace=False) for _ in range(n_rows)],
+                    dtype=np.int32)
+    # few distinct distances: ties between means, decided by the lower index
+    cand_dist2 = rng.randint(1, 5, size=cand.shape).astype(dtype)
+    n_cand = rng.randint(1, max_cand + 1, size=n_rows).astype(np.int32)
+    labels = rng.randint(-1, n_clusters - 8, size=n_rows).astype(np.int32)  # some I_c empty
+    labels[:40] = 0  # and one cluster with many rows
+    labels[500], n_cand[500], cand[500, :2] = 39, 2, [39, 5]
+    old = np.array([[c] + list(rng.choice([k for k in range(n_clusters) if k != c], G - 1,
+                                          replace=False)) for c in range(n_clusters)],
+                   dtype=np.int32)
+    expected = old.copy()
+    _partial.neighbourhoods_estimated(labels, cand, cand_dist2, n_cand, expected, use_dist, 2)
+    whole = pair_sums(labels, cand, cand_dist2, n_cand, n_clusters, use_dist)
+    np.testing.assert_array_equal(choose_neighbourhoods(*whole, old), expected)
+    for cuts in ([0, 250, n_rows], [0, 1, 100, 101, 400, n_rows]):
+        parts = [pair_sums(labels[a:b], cand[a:b], cand_dist2[a:b], n_cand[a:b], n_clusters,
+                           use_dist) for a, b in zip(cuts[:-1], cuts[1:])]
+        np.testing.assert_array_equal(choose_neighbourhoods(*combine_pair_sums(parts), old),
+                                      expected)
+    # cluster 39: one row, one neighbour evaluated (5), old ones fill up; cluster 38: no row
+    assert expected[39, 1] == 5 and expected[39, 0] == 39
+    np.testing.assert_array_equal(expected[39, 2:], [k for k in old[39, 1:] if k != 5][:3])
+    np.testing.assert_array_equal(expected[38], old[38])

@@ -239,26 +239,31 @@ def _nbytes(value):
 
 def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
     Xd = da.from_array(_blobs(2_000, 3, 4, 11)[0], chunks=(500, 3))
-    supported = (r"runs on all the rows with FullEStep \(or a bounded E-step on full "
-                 r"batches\), a HardMStep, SoftMStep or SphericalMStep, full batches or "
-                 r"uniform mini-batches and no refiner \(presets.lloyd, presets.elkan, "
-                 r"presets.gmm, presets.spherical_kmeans, presets.minibatch\), or on a "
-                 r"coreset with a "
+    supported = (r"runs on all the rows with FullEStep, TruncatedEStep, PartialEStep "
+                 r"\(or a bounded E-step on full batches\), a HardMStep, SoftMStep or SphericalMStep, full batches or "
+                 r"uniform mini-batches and no refiner or Breathing \(presets.lloyd, "
+                 r"presets.elkan, presets.gmm, presets.spherical_kmeans, presets.minibatch, "
+                 r"presets.var_kmeans_s, presets.var_gmm_s, presets.best_quality, "
+                 r"presets.large_scale\), or on a coreset with a "
                  r"reducer that works on row chunks, reduce=LWCS\(\.\.\.\)")
     with pytest.raises(ValueError, match=supported + r".*estep=PartialEStep cannot run "
-                                                     r"chunk by chunk yet"):
-        var_kmeans_s(4).fit(Xd)
-    with pytest.raises(ValueError, match=r"estep=ElkanEStep cannot run"):  # (its bounds)
+                                                     r"chunk by chunk yet \(estep=Partial"
+                                                     r"EStep: its initial E-steps would "
+                                                     r"estimate G_c from each chunk alone"):
+        var_kmeans_s(4, n_init_esteps=2).fit(Xd)
+    with pytest.raises(ValueError, match=r"estep=ElkanEStep cannot run chunk by chunk yet "
+                                         r"\(estep=ElkanEStep: its per-sample state"):
         Clusterer(4, estep="elkan", schedule="minibatch").fit(Xd)
-    with pytest.raises(ValueError, match=r"schedule=MiniBatch cannot run chunk by chunk"):
+    with pytest.raises(ValueError, match=r"schedule=MiniBatch cannot run chunk by chunk yet "
+                                         r"\(schedule=MiniBatch: it needs all weights\)"):
         Clusterer(4, schedule=MiniBatch(sampling="weighted")).fit(Xd)
     with pytest.raises(ValueError, match=r"estep=ElkanEStep, schedule=NestedDoubling cannot"):
         nmbatch(4).fit(Xd)
-    with pytest.raises(ValueError, match=r"estep=PartialEStep cannot run"):
-        var_gmm_s(4).fit(Xd)
-    with pytest.raises(ValueError, match=r"refine=Breathing"):
-        Clusterer(4, refine="breathing").fit(Xd)
-    with pytest.raises(ValueError, match="LWCS"):  # SLK needs the whole data (its graph)
+    with pytest.raises(ValueError, match=r"estep=PartialEStep: init='random' draws K\(n\)"):
+        var_gmm_s(4, init="random").fit(Xd)
+    with pytest.raises(ValueError, match=r"schedule=NestedDoubling: its nested prefixes"):
+        nmbatch(4).fit(Xd)
+    with pytest.raises(ValueError, match=r"LWCS.*LaplacianEStep: it needs the kNN graph"):
         slk_bo(4).fit(Xd)
     with pytest.raises(ValueError, match="LaplacianEStep"):
         slk_bo(4, reduce=LWCS(1_000)).fit(Xd)

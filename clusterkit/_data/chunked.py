@@ -201,6 +201,12 @@ class ChunkedData:
         results come back to this process, in chunk order; each new state stays where its
         chunk ran (on the worker, as a future of a ``dask.distributed`` cluster; here for a
         memmap or another dask scheduler) and goes to the next call on the same chunk.
+        Where states are computed again after a loss (:attr:`recomputes_states`), ``func``
+        must not change the state it is given.
+
+        The list ``states`` is handed over: its entries are let go (set to ``None``); on a
+        cluster as the chunks' new states arrive, so that a chunk's old and new states are
+        held together only while its call runs.
 
         Parameters
         ----------
@@ -217,8 +223,16 @@ class ChunkedData:
         -------
         results, states : list
         """
-        return self._map_state(func, tuple(args), list(states),
+        return self._map_state(func, tuple(args), states,
                                progress or (lambda done, total: None))
+
+    @property
+    def recomputes_states(self):
+        """Whether a chunk's state (:meth:`map_chunks_with_state`) may be computed again from
+        the calls that made it, reading their inputs again (after the loss of a
+        ``dask.distributed`` worker that held it): a call must then leave the state it is
+        given unchanged. ``False`` here (the states are objects in this process)."""
+        return False
 
     def per_row(self, func, states, dtype, total):
         """``func(state)`` of every chunk's state (:meth:`map_chunks_with_state`), one value
@@ -327,8 +341,10 @@ class ChunkedData:
         return moments
 
     def _map_state(self, func, args, states, progress):
+        # (in this process a state updated in place is not held twice)
         pairs = self._map(_with_state, range(self.n_chunks),
                           [(func, state, args) for state in states], progress)
+        states[:] = [None] * len(states)
         return [p[0] for p in pairs], [p[1] for p in pairs]
 
     def gather(self):

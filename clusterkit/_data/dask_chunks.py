@@ -85,18 +85,27 @@ class DaskChunks(ChunkedData):
                    else self._w.to_delayed().ravel())
         shared = [dask.delayed(a) for a in (self._frame, *args)]
         call = dask.delayed(_call_on_block, pure=False)
-        # a chunk's state is the future of its last (result, state) pair, held on its worker
+        # a chunk's state is the future of its last (result, state) pair, held on its worker;
+        # a lost one is computed again from the chain of the chunk's tasks, which the
+        # scheduler keeps while the last pair is wanted
         tasks = [call(_with_last_state, blocks[c], weights[c], self.dtype,
                       (func, states[c], shared[1:]), shared[0], unit=self.unit_rows)
                  for c in range(self.n_chunks)]
         pairs = client.compute(tasks)
+        del tasks  # (they hold the old states' futures)
         results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
-        rows = {future.key: n for future, n in zip(results, self.chunk_rows)}
+        chunk_of = {future.key: c for c, future in enumerate(results)}
         done = 0
         for future in as_completed(results):
-            done += rows[future.key]
+            c = chunk_of[future.key]
+            states[c] = None  # its new state is there: the worker may free the old one
+            done += self.chunk_rows[c]
             progress(done, self.shape[0])
         return client.gather(results), pairs
+
+    @property
+    def recomputes_states(self):
+        return _distributed_client() is not None
 
     def per_row(self, func, states, dtype, total):
         dask, da = import_dask()
@@ -123,9 +132,9 @@ def _of_pair(func, pair):
 
 
 def _with_last_state(X, sample_weight, func, pair, args):
-    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair
-    (``None`` before the first)."""
-    return func(X, sample_weight, None if pair is None else pair[1], *args)
+    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair (a
+    state given as such, or ``None``, before the first)."""
+    return func(X, sample_weight, pair[1] if isinstance(pair, tuple) else pair, *args)
 
 
 def _distributed_client():

@@ -253,6 +253,11 @@ class EStep(_RunStrategy, ABC):
         Class attribute: whether :meth:`init_state` keeps something per sample that later
         calls read (bounds, winners); ``True`` by default. An E-step without it (its state
         only its output buffers) can also assign mini-batches read from row chunks.
+    row_stream : bool
+        Class attribute: whether :meth:`assign` draws from the run's row stream
+        (:meth:`FitState.row_integers`, the same numbers for a row in memory and in any row
+        chunk), not from ``state.random_state``, which a chunk's task does not have; its key
+        is then drawn here before the first step on chunks. ``False`` by default.
 
     Notes
     -----
@@ -268,6 +273,7 @@ class EStep(_RunStrategy, ABC):
     objectives = None
     chunks = False
     per_sample_state = True
+    row_stream = False
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):
@@ -286,6 +292,21 @@ class EStep(_RunStrategy, ABC):
         -------
         assignment : Assignment
         """
+
+    def chunk_summary(self, estep_state):
+        """On data in row chunks, in a chunk's task after :meth:`assign`: what its rows add
+        to a state all chunks share (sums, as eq. 8's of :class:`~clusterkit.PartialEStep`),
+        sent back with the step's statistics; ``None`` (the default) shares nothing."""
+        return None
+
+    def combine_summaries(self, summaries):
+        """In this process, after a step on row chunks: the shared state from the chunks'
+        :meth:`chunk_summary` (in chunk order; not called if all are ``None``)."""
+        return None
+
+    def use_shared(self, estep_state, shared):
+        """In a chunk's task before :meth:`assign`: adopt the shared state
+        (:meth:`combine_summaries` of the last step, ``None`` before). Does nothing here."""
 
     def final_labels(self, state):
         """Labels of the fitted rows when they are not the nearest final centre.

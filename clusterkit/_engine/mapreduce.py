@@ -17,6 +17,11 @@ memmap), and only a few numbers per cluster come back:
 * **reduce** (:meth:`ChunkedSteps.step`, in this process): the chunks' numbers are added up in
   float64 in the order of the chunks, so that the result does not depend on which worker ran
   which chunk or when it finished;
+* **shared E-step state** (in this process): what the chunks' E-steps must agree on (the
+  estimated neighbourhoods of :class:`~clusterkit.PartialEStep`) is made from their
+  summaries (:meth:`EStep.chunk_summary <clusterkit.EStep.chunk_summary>`, in chunk order:
+  :meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`) and goes to the
+  next step's tasks (:meth:`EStep.use_shared <clusterkit.EStep.use_shared>`);
 * **M-step** (in this process): :meth:`MStep.update_statistics
   <clusterkit.MStep.update_statistics>` turns the combined statistics into the new centres
   (``O(C D)``); a cluster left without weight asks for the rows farthest from their centres
@@ -26,11 +31,22 @@ The per-chunk state stays with its chunk: a future held on the worker that compu
 ``dask.distributed`` cluster), or an object in this process (a memmap, or another dask
 scheduler). The driver's loop is the same as in memory; only its step goes through here.
 
+On a cluster a chunk's state may be computed again: a worker that is lost takes the states
+it held with it, and the scheduler recomputes them from their lineage (the chunk's tasks
+from its first step on, which it keeps as long as the last state is wanted). A step's task
+must then be a pure function of its inputs: it gives the E-step a copy of the state it
+reads (:attr:`ChunkedData.recomputes_states
+<clusterkit._data.chunked.ChunkedData.recomputes_states>`, the E-step's state copied with
+:func:`copy.deepcopy`), so that the state it was given, which a recomputation may read
+again, is never changed; in this process (nothing is recomputed) the E-step updates the
+chunk's state in place, as in memory.
+
 A mini-batch schedule (:attr:`Schedule.chunk_batches <clusterkit.Schedule.chunk_batches>`)
 draws its batches' row numbers from the fit's random stream in this process, as in memory;
 :meth:`ChunkedSteps.batch` reads those rows from the chunks that hold them, and the step runs
 on them here, as in memory (one round trip to the chunks per batch).
 """
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -75,22 +91,29 @@ class _ChunkResult:
     n_evals: int
     n_changed: int
     label_weight: np.ndarray
+    summary: object = None  # (what the chunk adds to its E-step's shared state)
 
 
 class _ChunkState:
     """What a chunk keeps between steps, where it runs: its rows' labels and squared
-    distances from the last E-step, and the E-step's own per-run state for the chunk."""
+    distances from the last E-step, the E-step's own per-run state for the chunk, and the
+    number of its first row in all the data. Before the run's first step only the latter."""
 
-    def __init__(self, labels, dist2, estep_state):
+    def __init__(self, labels, dist2, estep_state, first_row):
         self.labels, self.dist2, self.estep_state = labels, dist2, estep_state
+        self.first_row = first_row
 
 
 @dataclass
 class _Plan:
     """The step as every chunk's task sees it: the strategies, the fit's configuration
     (``n_threads`` those of a task), the run's variance, how far each centre moved in the
-    last M-step (which bounded E-steps add to their bounds) and the rows each process holds
-    (a chunk's state may take its share of its process' memory)."""
+    last M-step (which bounded E-steps add to their bounds), the rows each process holds (a
+    chunk's state may take its share of its process' memory), whether the task must leave
+    the chunk's state it reads unchanged (``pure``: it may be read again, see the module
+    notes), the key of the run's row stream (:attr:`EStep.row_stream
+    <clusterkit.EStep.row_stream>`) and the state the chunks' E-steps share
+    (:meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`)."""
 
     estep: object
     mstep: object
@@ -98,6 +121,9 @@ class _Plan:
     sigma2: object
     center_shift: object
     rows_per_process: float
+    pure: bool = False
+    stream_key: object = None
+    shared: object = None
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -108,22 +134,31 @@ def _chunk_fit_state(plan, n_rows):
     state.config = plan.config
     state.run.sigma2 = plan.sigma2
     state.run.center_shift = plan.center_shift
+    state.run.stream_key = plan.stream_key
     return state
 
 
 def _step_chunk(X, sample_weight, chunk, centers, plan):
     """The map of a step on one chunk (its rows in the fit's frame): E-step, then the
-    M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``."""
+    M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``, a new state:
+    ``chunk`` is left as it was when ``plan.pure`` (the E-step updates a copy of its state;
+    the labels and distances are new arrays in any case)."""
     n_rows = X.shape[0]
     state = _chunk_fit_state(plan, n_rows)
+    state.run.first_row = chunk.first_row
     # (the kernels call gemm inside their parallel loops; state sized to the memory
     # available, such as bounds, takes the chunk's share)
     with single_threaded_blas(), memory_share(n_rows / plan.rows_per_process):
-        if chunk is None:  # the run's first step on this chunk
+        if chunk.labels is None:  # the run's first step on this chunk
             chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
-                                plan.estep.init_state(X, sample_weight, centers, state))
+                                plan.estep.init_state(X, sample_weight, centers, state),
+                                chunk.first_row)
+        elif plan.pure:  # (the E-step writes into its bounds, winners, ...)
+            chunk = _ChunkState(chunk.labels, chunk.dist2, copy.deepcopy(chunk.estep_state),
+                                chunk.first_row)
         state.run.labels = chunk.labels
         state.run.estep_state = chunk.estep_state
+        plan.estep.use_shared(chunk.estep_state, plan.shared)
         assignment = plan.estep.assign(X, sample_weight, centers, state)
         statistics = plan.mstep.statistics(X, sample_weight, assignment, centers, state)
     labels = assignment.labels
@@ -134,8 +169,10 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         weight=float(sample_weight.sum(dtype=np.float64)), n_rows=n_rows,
         n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != chunk.labels)),
         label_weight=np.bincount(labels, sample_weight.astype(np.float64),
-                                 minlength=centers.shape[0]))
-    return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state)
+                                 minlength=centers.shape[0]),
+        summary=plan.estep.chunk_summary(state.run.estep_state))
+    return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state,
+                               chunk.first_row)
 
 
 def _chunk_labels(chunk):
@@ -209,15 +246,20 @@ class ChunkedSteps:
 
     def __init__(self, data, composition, state):
         self.data, self.composition, self.state = data, composition, state
-        self.chunks = [None] * data.n_chunks
+        self.chunks = self._first_states()
+        self.shared = None
         self.run = None  # the run the chunks' states belong to
         #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
         self.full = composition.schedule.full_batch
 
+    def _first_states(self):
+        return [_ChunkState(None, None, None, int(start)) for start in self.data.chunk_starts]
+
     def start(self):
         """A new run: every chunk's state starts afresh."""
-        self.chunks = [None] * self.data.n_chunks
+        self.chunks = self._first_states()
         self.run = self.state.run
+        self.shared = None  # what the chunks' E-steps share (EStep.combine_summaries)
 
     def last_labels(self, run):
         """``labels_`` and ``inertia_`` of ``run`` from the chunks' last labels and the last
@@ -231,8 +273,10 @@ class ChunkedSteps:
                                  run.history[-1]["qe"])
 
     def _map(self, func, *args, progress=None):
-        results, self.chunks = self.data.map_chunks_with_state(func, args, self.chunks,
-                                                               progress)
+        # the chunks' last states are handed over: each is let go as soon as its chunk's new
+        # one is there (on a cluster its worker then frees it)
+        states, self.chunks = self.chunks, None
+        results, self.chunks = self.data.map_chunks_with_state(func, args, states, progress)
         return results
 
     def _progress(self, phase):
@@ -251,8 +295,13 @@ class ChunkedSteps:
         with state.timed("estep"):
             results = self._map(_step_chunk, centers,
                                 _Plan(estep, mstep, config, state.sigma2, state.center_shift,
-                                      data.shape[0] / data.n_processes),
+                                      data.shape[0] / data.n_processes,
+                                      pure=data.recomputes_states,
+                                      stream_key=state.stream_key() if estep.row_stream
+                                      else None, shared=self.shared),
                                 progress=self._progress("estep"))
+            if any(r.summary is not None for r in results):
+                self.shared = estep.combine_summaries([r.summary for r in results])
         statistics = {name: value.copy() for name, value in results[0].statistics.items()}
         for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks
             for name, value in result.statistics.items():

@@ -21,6 +21,13 @@ class Refiner(_Strategy, ABC):
         Class attribute: whether :meth:`refine` may change a run (``True`` by default);
         :class:`~clusterkit.NoRefinement` declares ``False``, and a fit then has no
         refinement phase (and may stream).
+    chunks : bool
+        Class attribute: whether :meth:`refine` can refine a fit on all the rows of data in
+        row chunks (a dask array, a memmap larger than memory): ``X`` is then a
+        :class:`~clusterkit._data.chunked.ChunkedData` in the fit's frame and
+        ``sample_weight`` is ``None``; the refiner reads the rows only through its
+        ``map_chunks`` (sums per chunk, added in chunk order), and ``iterate`` runs the
+        iterations chunk by chunk as the fit does. ``False`` by default.
 
     Notes
     -----
@@ -45,6 +52,7 @@ class Refiner(_Strategy, ABC):
 
     objectives = None
     refines = True
+    chunks = False
 
     def fitted_attributes(self, state):
         """``refinement_log_``: the kept run's rounds (``state.refinement_log``)."""

@@ -68,6 +68,14 @@ class Run:
     cluster_weight : ndarray of shape (n_clusters,), dtype=float64, or None
         In a run on data in row chunks, the weight of the rows labelled by each cluster at
         the last step (their labels stay with the chunks); ``None`` otherwise.
+    stream_key : int or None
+        The key of the run's row stream (:meth:`FitState.row_integers
+        <clusterkit.FitState.row_integers>`), drawn from the fit's random stream when first
+        needed; ``None`` before.
+    first_row : int
+        The number, in all the data, of the first of the run's rows: 0, or a row chunk's
+        first row in the state a chunk's task sees (the row stream's rows are numbered from
+        it).
     """
 
     def __init__(self, n_clusters, n_samples, round=0, per_sample=True):
@@ -78,6 +86,8 @@ class Run:
         self.estep_state = self.mstep_state = self.schedule_state = None
         self.channel = Channel()
         self.history = []
+        self.stream_key = None
+        self.first_row = 0
         self.refinement_log = []
         self.n_samples_seen = 0
         self.cluster_weight = None

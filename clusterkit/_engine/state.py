@@ -235,6 +235,48 @@ class FitState:
         out[self.order] = values
         return out
 
+    def stream_key(self):
+        """The key of the run's row stream (``run.stream_key``; see :meth:`row_integers`),
+        drawn from :attr:`random_state` at the first call of a run."""
+        if self.run.stream_key is None:
+            if self.random_state is None:
+                raise ValueError("The run's row stream needs the fit's random_state (or "
+                                 "run.stream_key).")
+            self.run.stream_key = int(self.random_state.randint(0, 2**63 - 1, dtype=np.int64))
+        return self.run.stream_key
+
+    def row_integers(self, rows, n_draws, high, call):
+        """Uniform integers in ``[0, high)``, ``n_draws`` for every row of ``rows``, from the
+        run's row stream: a function of the run's key (``run.stream_key``, drawn from
+        :attr:`random_state` at the first call of a run), the rows' numbers in all the data
+        (``run.first_row`` plus their numbers in the run's rows) and ``call`` (the caller's
+        count of its calls), and of nothing else. A row draws the same numbers whoever
+        holds it: in memory, or in any row chunk of any worker, in any order. Draws of
+        different rows, calls or runs are independent (a counter-based stream: the
+        splitmix64 finaliser of the counter, then Lemire's multiply-shift to ``[0, high)``,
+        whose bias is below ``high / 2^32``).
+
+        Parameters
+        ----------
+        rows : ndarray of int
+            The rows' numbers in the run's data.
+        n_draws : int
+        high : int
+            At most ``2^31 - 1``.
+        call : int
+
+        Returns
+        -------
+        draws : ndarray of shape (n_rows, n_draws), dtype=int32
+        """
+        run = self.run
+        ids = np.asarray(rows).astype(np.uint64) + np.uint64(run.first_row)
+        base = _mix64(np.array([self.stream_key(), call], dtype=np.uint64) * _GOLDEN)
+        counter = ((ids * np.uint64(n_draws))[:, None]
+                   + np.arange(n_draws, dtype=np.uint64)[None, :])
+        bits = _mix64(_mix64(counter ^ base[0]) + base[1]) >> np.uint64(32)
+        return ((bits * np.uint64(high)) >> np.uint64(32)).astype(np.int32)
+
     def init_sigma2(self, dist2, sample_weight):
         """Set the run's initial variance from the first E-step's distances (vc-GMM eq. 12).
 
@@ -257,6 +299,16 @@ class FitState:
         self.run.sigma2 = max(total / (self.config.n_features * weight),
                               float(self.config.sigma2_floor))
         return self.run.sigma2
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix64(z):
+    """The splitmix64 finaliser of an array of uint64 (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
 
 
 #: Why a configuration field cannot be set during a fit, where a strategy used to set it.
@@ -291,7 +343,8 @@ for _name in ("timed", "phase", "progress", "count"):
 for _name in ("centers", "end", "round", "sigma2", "seed_labels", "estep_state",
               "mstep_state", "schedule_state", "channel", "history", "refinement_log",
               "n_samples", "rows", "inner_step", "n_inner_steps", "step_info", "labels",
-              "n_changed", "n_relocated", "center_shift", "center_norm", "n_samples_seen"):
+              "n_changed", "n_relocated", "center_shift", "center_norm", "n_samples_seen",
+              "first_row"):
     setattr(FitState, _name, _part("run", _name, True, f"``run.{_name}``."))
 for _name in ("n_passes", "record_step", "start_rows"):
     setattr(FitState, _name, _part("run", _name, False, f"``run.{_name}``."))

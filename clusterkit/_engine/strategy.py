@@ -88,6 +88,12 @@ class _Strategy(BaseEstimator):
     #: starts. ``False`` by default.
     accepts_sparse = False
 
+    #: Class attribute: why the strategy cannot run on all the rows of data in row chunks (a
+    #: clause, ``"its ... "``), which the refusal of such a fit shows; empty when it can
+    #: (:attr:`EStep.chunks <clusterkit.EStep.chunks>`, :attr:`Schedule.chunk_batches
+    #: <clusterkit.Schedule.chunk_batches>`, ...) or says nothing.
+    chunks_refusal = ""
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("_validate")

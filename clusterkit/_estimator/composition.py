@@ -89,7 +89,9 @@ def _check_chunked(composition):
     composition that runs on all the rows where they are (:mod:`clusterkit._engine.mapreduce`):
     an E-step that runs chunk by chunk (:attr:`EStep.chunks`), a schedule whose batches can
     be read from the chunks (:attr:`Schedule.chunk_batches`; full batches need an M-step
-    rule for statistics summed over the chunks, :attr:`MStep.chunk_rules`), no refiner."""
+    rule for statistics summed over the chunks, :attr:`MStep.chunk_rules`), no refiner or
+    one that refines chunks (:attr:`Refiner.chunks`). The refusal says why each strategy
+    cannot (its ``chunks_refusal``)."""
     reducer = composition.reduce
     if reducer.chunked:
         if composition.mstep.spherical:
@@ -99,21 +101,30 @@ def _check_chunked(composition):
                              "pass X.compute().")
         return
     estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
-    refused = [f"{name}={type(strategy).__name__}" for name, strategy, ok in (
-        ("estep", estep, estep.chunks and (schedule.full_batch or not estep.per_sample_state)),
-        ("mstep", mstep, not schedule.full_batch or schedule.center_update in mstep.chunk_rules),
-        ("schedule", schedule, schedule.chunk_batches),
-        ("refine", composition.refine, not composition.refine.refines)) if not ok]
+    refused = [(f"{name}={type(strategy).__name__}", why) for name, strategy, ok, why in (
+        ("estep", estep, estep.chunks and (schedule.full_batch or not estep.per_sample_state),
+         estep.chunks_refusal if not estep.chunks else
+         "its per-sample state (bounds) would have to follow the mini-batches, which run "
+         "in this process"),
+        ("mstep", mstep, not schedule.full_batch or schedule.center_update in mstep.chunk_rules,
+         mstep.chunks_refusal),
+        ("schedule", schedule, schedule.chunk_batches, schedule.chunks_refusal),
+        ("refine", composition.refine,
+         not composition.refine.refines or composition.refine.chunks,
+         composition.refine.chunks_refusal)) if not ok]
     if refused:
+        reasons = "; ".join(f"{name}: {why}" for name, why in refused if why)
         raise ValueError(
             f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
-            f"memory) runs on all the rows with FullEStep (or a bounded E-step on full "
-            f"batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
-            f"mini-batches and no refiner (presets.lloyd, presets.elkan, presets.gmm, "
-            f"presets.spherical_kmeans, presets.minibatch), or on a coreset with a "
+            f"memory) runs on all the rows with FullEStep, TruncatedEStep, "
+            f"PartialEStep (or a bounded E-step on full batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
+            f"mini-batches and no refiner or Breathing (presets.lloyd, presets.elkan, "
+            f"presets.gmm, presets.spherical_kmeans, presets.minibatch, presets.var_kmeans_s, "
+            f"presets.var_gmm_s, presets.best_quality, presets.large_scale), or on a coreset with a "
             f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
-            f"presets.vc_gmm), with any other strategy; {', '.join(refused)} cannot run "
-            "chunk by chunk yet.")
+            f"presets.vc_gmm), with any other strategy; "
+            f"{', '.join(name for name, _ in refused)} cannot run chunk by chunk yet"
+            + (f" ({reasons})." if reasons else "."))
 
 
 def _check_declarations(composition):

@@ -474,6 +474,8 @@ class TruncatedEStep(EStep):
 
     exact = True  # the labels are the nearest centres, whatever n_winners
     objectives = MIXTURE_OBJECTIVES
+    chunks = True  # (each chunk's winners; the M-steps sum their statistics per chunk)
+    per_sample_state = False
 
     _parameter_constraints = {"n_winners": [Interval(Integral, 1)]}
 

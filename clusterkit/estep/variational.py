@@ -8,6 +8,7 @@ from .._engine.contracts import EStep
 from .._engine.warn import warn
 from .._kernels import _partial
 from .exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
+from .neighbourhood_sums import choose_neighbourhoods, combine_pair_sums, pair_sums
 
 __all__ = ["PartialEStep"]
 
@@ -52,6 +53,12 @@ class _PartialState:
     entry_cluster, entry_dist2 : ndarray or None
         Scratch of :func:`~clusterkit._kernels._partial.neighbourhoods_estimated`, at least
         ``n_cand.sum()`` long; grown when ``S(n)`` grows.
+    calls : int
+        Searches so far: the counter of the run's row stream for the ``n_explore`` random
+        clusters (:meth:`FitState.row_integers <clusterkit.FitState.row_integers>`).
+    chunked, pair_sums :
+        Whether the rows are a row chunk's (whose ``G_c`` come from all chunks), and the
+        chunk's sums of eq. 8 from its last search (see :meth:`PartialEStep.chunk_summary`).
     """
 
     def __init__(self, n_winners, G, exact):
@@ -66,6 +73,9 @@ class _PartialState:
         self.n_cand = None
         self.entry_cluster = None
         self.entry_dist2 = None
+        self.calls = 0
+        self.chunked = False
+        self.pair_sums = None
 
 
 class PartialEStep(EStep):
@@ -113,6 +123,11 @@ class PartialEStep(EStep):
 
     Notes
     -----
+    Randomness: the ``n_explore`` random clusters of a row come from the run's row stream
+    (:meth:`FitState.row_integers <clusterkit.FitState.row_integers>`): a function of the
+    fit's seed, the row's number and the search's, so that a row draws the same clusters
+    in memory and in any row chunk (``init="random"`` draws from ``state.random_state``).
+
     Cost per call: ``sum_n |S(n)| <= N (C' G + n_explore)`` distance evaluations (fewer when the
     neighbourhoods of ``K(n)`` overlap), plus ``C^2`` with exhaustive neighbourhoods;
     bookkeeping ``O(N C' G)``, never ``O(N C)`` or, for estimated neighbourhoods, ``O(C^2)``.
@@ -120,9 +135,9 @@ class PartialEStep(EStep):
     ``O(N (C' G + n_explore))`` and one ``n_clusters``-long stamp array per thread.
 
     State (``state.estep_state``, created by :meth:`init_state`): ``winners`` ``K(n)`` and
-    ``neighbourhoods`` ``G_c``. Reads ``state.needs_resp``, ``state.sigma2`` and
-    ``state.random_state``; on the first soft call the variance is set from the best
-    distances found (vc-GMM eq. 12).
+    ``neighbourhoods`` ``G_c``. Reads ``state.needs_resp``, ``state.sigma2``, the row stream
+    and (``init="random"``) ``state.random_state``; on the first soft call the variance is
+    set from the best distances found (vc-GMM eq. 12).
 
     Guarantee (Prop. 1): ``c`` is in ``G_c``, so every old member of ``K(n)`` is re-evaluated
     and for fixed centres no sample's best distance increases and the truncated free energy
@@ -187,6 +202,41 @@ class PartialEStep(EStep):
     """
 
     objectives = MIXTURE_OBJECTIVES
+    row_stream = True  # (a row's random candidates do not depend on who holds it)
+
+    @property
+    def chunks(self):
+        """Runs chunk by chunk, each chunk with its rows' ``K(n)`` (see the class notes),
+        unless it starts at random or (estimated neighbourhoods) with initial E-steps:
+        :attr:`chunks_refusal` says why."""
+        return self.init != "random" and (self.neighbourhoods == "exhaustive"
+                                          or int(self.n_init_esteps) == 0)
+
+    @property
+    def chunks_refusal(self):
+        """Why this E-step cannot run on row chunks (empty if it can)."""
+        if self.init == "random":
+            return "init='random' draws K(n) and G_c in the order of the rows"
+        return "" if self.chunks else ("its initial E-steps would estimate G_c from each "
+                                       "chunk alone; use n_init_esteps=0")
+
+    def use_shared(self, estep_state, shared):
+        """On row chunks: search with the ``G_c`` all chunks' last searches estimated
+        (:meth:`combine_summaries`), and leave the estimate to them."""
+        estep_state.chunked = True
+        if shared is not None:
+            estep_state.neighbourhoods = shared.copy()
+
+    def chunk_summary(self, estep_state):
+        """A chunk's sums of eq. 8 and the ``G_c`` it searched with (estimated
+        neighbourhoods; ``None`` otherwise)."""
+        summary, estep_state.pair_sums = estep_state.pair_sums, None
+        return None if summary is None else (*summary, estep_state.neighbourhoods)
+
+    def combine_summaries(self, summaries):
+        """The ``G_c`` of eq. 8 from all chunks' sums, added in chunk order."""
+        sums = combine_pair_sums([summary[:3] for summary in summaries])
+        return choose_neighbourhoods(*sums, summaries[0][3])
     _parameter_constraints = {
         "G": [Interval(Integral, 1)],
         "n_winners": [Interval(Integral, 1), None],
@@ -292,8 +342,10 @@ class PartialEStep(EStep):
             state.count("estep", _partial.neighbourhoods_exhaustive(
                 centers, st.neighbourhoods, state.n_threads))
             st.neighbourhood_centers = centers.copy()
-        explore = state.random_state.randint(
-            0, n_clusters, size=(n_samples, int(self.n_explore))).astype(np.int32)
+        # the same candidates for a row whoever holds it (the run's row stream)
+        explore = state.row_integers(np.arange(st.winners.shape[0])[rows],
+                                     int(self.n_explore), n_clusters, st.calls)
+        st.calls += 1
         win_dist2 = np.empty((n_samples, st.n_winners), dtype=X.dtype)
         # Alg. 1/2, data loop: distances to S(n), new K(n) = the C' nearest of S(n)
         state.count("estep", _partial.partial_search(
@@ -304,17 +356,21 @@ class PartialEStep(EStep):
             # zero-weight samples are not data (they are in no I_c)
             labels = winners[:, 0].copy()
             labels[~(sample_weight > 0)] = -1
-            n_entries = int(n_cand.sum())
-            if st.entry_cluster is None or st.entry_cluster.shape[0] < n_entries:
-                # kept between calls: fresh memory would be paged in at every call; the
-                # headroom spares a reallocation each time S(n) grows a little
-                size = min(st.cand.size, n_entries + n_entries // 4)
-                st.entry_cluster = np.empty(size, dtype=np.int32)
-                st.entry_dist2 = np.empty(size, dtype=X.dtype)
-            _partial.neighbourhoods_estimated(
-                labels, cand, cand_dist2, n_cand, st.neighbourhoods,
-                self.neighbour_stat == "dist", state.n_threads, st.entry_cluster,
-                st.entry_dist2)
+            if st.chunked:  # (the sums of the chunk's rows; G_c from all chunks' sums)
+                st.pair_sums = pair_sums(labels, cand, cand_dist2, n_cand, n_clusters,
+                                         self.neighbour_stat == "dist")
+            else:
+                n_entries = int(n_cand.sum())
+                if st.entry_cluster is None or st.entry_cluster.shape[0] < n_entries:
+                    # kept between calls: fresh memory would be paged in at every call; the
+                    # headroom spares a reallocation each time S(n) grows a little
+                    size = min(st.cand.size, n_entries + n_entries // 4)
+                    st.entry_cluster = np.empty(size, dtype=np.int32)
+                    st.entry_dist2 = np.empty(size, dtype=X.dtype)
+                _partial.neighbourhoods_estimated(
+                    labels, cand, cand_dist2, n_cand, st.neighbourhoods,
+                    self.neighbour_stat == "dist", state.n_threads, st.entry_cluster,
+                    st.entry_dist2)
         if not isinstance(rows, slice):
             st.winners[rows] = winners
         return win_dist2

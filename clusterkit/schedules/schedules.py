@@ -105,15 +105,13 @@ class FullBatch(Schedule):
         return MiniBatch()
 
     def batches(self, n_samples, state):
-        """Yield all rows, forever (the driver's ``max_iter`` and :meth:`should_stop` end
-        the run)."""
+        """Yield all rows, forever (``max_iter`` and :meth:`should_stop` end the run)."""
         while True:
             yield slice(0, n_samples)
 
     def should_stop(self, state, tol):
-        """The default rule (:meth:`Schedule.should_stop`), on the k-means free energy
-        instead of the quantization error if ``kmeans_objective="free_energy"``; or the
-        centres' rule if ``center_tol`` is set."""
+        """The default rule (:meth:`Schedule.should_stop`), on the k-means free energy if
+        ``kmeans_objective="free_energy"``; or the centres' rule if ``center_tol`` is set."""
         history = state.history
         if _centers_settled(state, self.center_tol):
             return True
@@ -243,9 +241,10 @@ class MiniBatch(Schedule):
 
     @property
     def chunk_batches(self):
-        """Uniform batches can be read from row chunks; weighted sampling needs the weights
-        of all rows."""
+        """Uniform batches can be read from row chunks (weighted ones need all weights)."""
         return self.sampling == "uniform"
+
+    chunks_refusal = property(lambda self: "" if self.chunk_batches else "it needs all weights")
 
     def stream_schedule(self):
         """Itself, every parameter honoured or refused: a ``partial_fit`` stream steps
@@ -422,6 +421,7 @@ class NestedDoubling(Schedule):
     """
 
     center_update = "latest"
+    chunks_refusal = "its nested prefixes keep every visited row's bounds and vote here"
     _parameter_constraints = {
         "initial_batch": [Interval(Integral, 1), Options("auto")],
         # inf never doubles; NaN fails the comparison

@@ -104,6 +104,7 @@ class LaplacianEStep(EStep):
     """
 
     objectives = (SLK_ENERGY,)
+    chunks_refusal = "it needs the kNN graph of all the data"
     _parameter_constraints = {
         "n_neighbors": [Interval(Integral, 1)],
         "lam": [Interval(Real, 0)],
