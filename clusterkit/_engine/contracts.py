@@ -120,11 +120,11 @@ class Seeder(_Strategy, ABC):
         return Seeding(self.seed(X, sample_weight, n_clusters, state), None)
 
     def seeding_chunked(self, data, n_clusters, state):
-        """The :class:`Seeding` of data in row chunks (a :class:`~clusterkit._data.chunked.
-        ChunkedData` in the fit's frame), without labels: by default :meth:`seeding` on all
-        rows up to :data:`~clusterkit._engine.mapreduce.SEEDING_BYTES` of them, as in
-        memory, a uniform sample of that size above (``data.sample`` by ``state.random_state``;
-        only the sample is read). :class:`~clusterkit.SampledSeeder` overrides it."""
+        """The :class:`Seeding` of data in row chunks (``ChunkedData`` in the fit's frame),
+        without labels: by default :meth:`seeding` on all rows up to
+        :data:`~clusterkit._engine.mapreduce.SEEDING_BYTES` of them, as in memory, a uniform
+        sample of that size above (``data.sample`` by ``state.random_state``; only the sample
+        is read). :class:`~clusterkit.SampledSeeder` overrides it."""
         from .mapreduce import seeding_rows_of_chunks
         X, sample_weight = data.sample(seeding_rows_of_chunks(data.shape[0], data),
                                        state.random_state)
