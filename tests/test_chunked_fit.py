@@ -256,27 +256,47 @@ def _nbytes(value):
     return 8
 
 
-def test_the_client_gets_a_few_numbers_per_cluster_and_chunk(da, client, monkeypatch,
-                                                             capsys):
-    X = _blobs(20_000, 6, 10, 13, np.float32)
-    Xd = da.from_array(OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
+def _counting_what_comes_back(monkeypatch):
+    """Record the bytes of every step's result that reaches this process."""
     steps = []
     map_with_state = _chunked.ChunkedData.map_chunks_with_state
 
-    def counting(self, func, args, states, progress=None):
-        results, states = map_with_state(self, func, args, states, progress)
-        steps.append(max(_nbytes(r) for r in results))
+    def counting(self, func, args, states, progress=None, combine=None, finish=None):
+        results, states = map_with_state(self, func, args, states, progress, combine, finish)
+        steps.append(_nbytes(results))
         return results, states
 
     monkeypatch.setattr(_chunked.ChunkedData, "map_chunks_with_state", counting)
+    return steps
+
+
+def test_the_client_gets_a_few_numbers_per_cluster(da, client, monkeypatch, capsys):
+    X = _blobs(20_000, 6, 10, 13, np.float32)
+    Xd = da.from_array(OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
+    steps = _counting_what_comes_back(monkeypatch)
     km = lloyd(10, random_state=0, verbose=1).fit(Xd)
     assert len(steps) == km.n_iter_
-    # per chunk: sums and weights per cluster, the weight per label and a few numbers
+    # the chunks' results added up on the workers: sums and weights per cluster, the weight
+    # per label and a few numbers, once (not once per chunk)
     assert max(steps) <= 8 * (10 * (6 + 2) + 16)
     assert km.labels_.compute().shape == (20_000,)
     out = capsys.readouterr().out
     assert "Scan: 20000 samples in 5 chunks" in out
     assert out.count("Iteration") == km.n_iter_  # one line per step, as in memory
+
+
+def test_estimated_neighbourhoods_reach_the_client_not_their_sums(da, client, monkeypatch):
+    """var-k-means-S's chunks sum eq. 8 over pairs of clusters (up to C^2 of them); the
+    sums are added and G_c chosen on the workers: the client gets C x G numbers."""
+    X = _blobs(12_000, 4, 40, 5, np.float32)
+    Xd = da.from_array(X, chunks=(2_000, 4))
+    init = X[np.random.RandomState(0).choice(len(X), 40, replace=False)]
+    steps = _counting_what_comes_back(monkeypatch)
+    chunked = var_kmeans_s(40, G=4, seed=init, random_state=0, max_iter=6, tol=0.0).fit(Xd)
+    assert max(steps) <= 8 * (40 * (4 + 2 + 4) + 16)
+    in_memory = var_kmeans_s(40, G=4, seed=init, random_state=0, max_iter=6, tol=0.0).fit(X)
+    np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_several_runs_and_the_callback_on_chunks(da, client):

@@ -194,13 +194,15 @@ class ChunkedData:
         framed._frame = np.ascontiguousarray(x_mean, dtype=self.dtype)
         return framed
 
-    def map_chunks_with_state(self, func, args, states, progress=None):
+    def map_chunks_with_state(self, func, args, states, progress=None, combine=None,
+                              finish=None):
         """Run ``func`` on every chunk with the state it keeps for that chunk between calls.
 
         ``func(X_chunk, sample_weight_chunk, state, *args)`` returns ``(result, state)``: the
-        results come back to this process, in chunk order; each new state stays where its
-        chunk ran (on the worker, as a future of a ``dask.distributed`` cluster; here for a
-        memmap or another dask scheduler) and goes to the next call on the same chunk.
+        results come back to this process, in chunk order, or combined where they are (with
+        ``combine``); each new state stays where its chunk ran (on the worker, as a future
+        of a ``dask.distributed`` cluster; here for a memmap or another dask scheduler) and
+        goes to the next call on the same chunk.
         Where states are computed again after a loss (:attr:`recomputes_states`), ``func``
         must not change the state it is given.
 
@@ -218,13 +220,23 @@ class ChunkedData:
             One state per chunk (``None`` for a first call), as the last call returned.
         progress : callable or None, default=None
             As for :meth:`map_chunks`.
+        combine : callable or None, default=None
+            ``combine(first, second)``, the results of two neighbouring chunks (or groups of
+            them) as one: the results are then combined in the tree of :func:`tree_reduce`
+            where they are (tasks on the workers of a cluster), and only the last one, after
+            ``finish(result)`` if given, comes back. Module-level functions, or partials of
+            them.
+        finish : callable or None, default=None
 
         Returns
         -------
-        results, states : list
+        results : list, or the combined result
+        states : list
         """
-        return self._map_state(func, tuple(args), states,
-                               progress or (lambda done, total: None))
+        results, states = self._map_state(func, tuple(args), states,
+                                          progress or (lambda done, total: None), combine,
+                                          finish)
+        return results, states
 
     @property
     def recomputes_states(self):
@@ -340,12 +352,16 @@ class ChunkedData:
         self._moments = moments
         return moments
 
-    def _map_state(self, func, args, states, progress):
+    def _map_state(self, func, args, states, progress, combine, finish):
         # (in this process a state updated in place is not held twice)
         pairs = self._map(_with_state, range(self.n_chunks),
                           [(func, state, args) for state in states], progress)
         states[:] = [None] * len(states)
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        results = [p[0] for p in pairs]
+        if combine is not None:
+            results = tree_reduce(results, combine)
+            results = results if finish is None else finish(results)
+        return results, [p[1] for p in pairs]
 
     def gather(self):
         """All rows and their weights, in memory (for data no larger than a coreset).
@@ -439,6 +455,19 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     labels, dist2, n_evals = nearest(X, x_mean, centers, n_threads)
     dist2 = dist2.astype(np.float64)
     return labels, float(dist2.sum() if sample_weight is None else sample_weight @ dist2), n_evals
+
+
+def tree_reduce(items, combine):
+    """``items`` (in order) combined into one: neighbours first, ``combine(items[0],
+    items[1])``, ``combine(items[2], items[3])``, ..., an odd last item carried up as it is,
+    then the same on those, until one is left. The order of the additions depends on the
+    number of items alone (whoever computes them), and a tree of ``n`` items is ``log2 n``
+    deep. ``combine`` may return futures (a tree of tasks)."""
+    items = list(items)
+    while len(items) > 1:
+        items = [combine(*items[i:i + 2]) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
 
 
 def _with_state(X, sample_weight, func, state, args):

@@ -4,7 +4,7 @@ import numpy as np
 
 from .._estimator.validation import unit_rows
 from .chunked import (ChunkedData, _call_on_block, _fit_dtype, import_dask, map_rows,
-                      row_weights)
+                      row_weights, tree_reduce)
 from .nearest import nearest, single_threaded_blas
 
 __all__ = ["DaskChunks"]
@@ -72,11 +72,11 @@ class DaskChunks(ChunkedData):
         with Callback(posttask=finished):
             return list(dask.compute(*tasks))
 
-    def _map_state(self, func, args, states, progress):
+    def _map_state(self, func, args, states, progress, combine, finish):
         dask, _ = import_dask()
         client = _distributed_client()
         if client is None:  # a local scheduler: the states live in this process
-            return super()._map_state(func, args, states, progress)
+            return super()._map_state(func, args, states, progress, combine, finish)
         import operator
 
         from distributed import as_completed
@@ -95,13 +95,19 @@ class DaskChunks(ChunkedData):
         del tasks  # (they hold the old states' futures)
         results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
         chunk_of = {future.key: c for c, future in enumerate(results)}
+        total = None
+        if combine is not None:  # (tasks on the workers, added as the results come)
+            total = tree_reduce(results, lambda first, second: client.submit(
+                combine, first, second, pure=False))
+            if finish is not None:
+                total = client.submit(finish, total, pure=False)
         done = 0
         for future in as_completed(results):
             c = chunk_of[future.key]
             states[c] = None  # its new state is there: the worker may free the old one
             done += self.chunk_rows[c]
             progress(done, self.shape[0])
-        return client.gather(results), pairs
+        return (client.gather(results) if total is None else total.result()), pairs
 
     @property
     def recomputes_states(self):

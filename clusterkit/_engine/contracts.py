@@ -292,19 +292,19 @@ class EStep(_RunStrategy, ABC):
         """
 
     def chunk_summary(self, estep_state):
-        """On data in row chunks, in a chunk's task after :meth:`assign`: what its rows add
-        to a state all chunks share (sums, as eq. 8's of :class:`~clusterkit.PartialEStep`),
-        sent back with the step's statistics; ``None`` (the default) shares nothing."""
-        return None
+        """On row chunks, in a chunk's task after :meth:`assign`: what its rows add to a state
+        all chunks share (eq. 8's sums of :class:`~clusterkit.PartialEStep`); ``None`` here."""
 
     def combine_summaries(self, summaries):
-        """In this process, after a step on row chunks: the shared state from the chunks'
-        :meth:`chunk_summary` (in chunk order; not called if all are ``None``)."""
-        return None
+        """The summary of neighbouring chunks, from theirs in chunk order (two, not ``None``;
+        added where the chunks ran, in a tree fixed by the chunking)."""
+
+    def shared_state(self, summary):
+        """The state all chunks share, from all chunks' summary (made where it was added)."""
 
     def use_shared(self, estep_state, shared):
         """In a chunk's task before :meth:`assign`: adopt the shared state
-        (:meth:`combine_summaries` of the last step, ``None`` before). Does nothing here."""
+        (:meth:`shared_state` of the last step, ``None`` before). Does nothing here."""
 
     def final_labels(self, state):
         """Labels of the fitted rows when they are not the nearest final centre.

@@ -14,14 +14,17 @@ memmap), and only a few numbers per cluster come back:
   chunk's sufficient statistics (weighted sums and weights per cluster, and what else the
   M-step needs), plus the chunk's objective, quantization error, weight, distance
   evaluations, changed labels and weight per label;
-* **reduce** (:meth:`ChunkedSteps.step`, in this process): the chunks' numbers are added up in
-  float64 in the order of the chunks, so that the result does not depend on which worker ran
-  which chunk or when it finished;
-* **shared E-step state** (in this process): what the chunks' E-steps must agree on (the
-  estimated neighbourhoods of :class:`~clusterkit.PartialEStep`) is made from their
-  summaries (:meth:`EStep.chunk_summary <clusterkit.EStep.chunk_summary>`, in chunk order:
-  :meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`) and goes to the
-  next step's tasks (:meth:`EStep.use_shared <clusterkit.EStep.use_shared>`);
+* **reduce** (:func:`_add_results`, where the chunks ran: tasks on the workers): the numbers
+  of neighbouring chunks are added up in float64, then those of neighbouring pairs, and so on
+  (:func:`~clusterkit._data.chunked.tree_reduce`), a tree fixed by the chunking alone, so
+  that the result does not depend on which worker ran which chunk or when it finished, and
+  only one chunk's worth of numbers reaches this process;
+* **shared E-step state**: what the chunks' E-steps must agree on (the estimated
+  neighbourhoods of :class:`~clusterkit.PartialEStep`) is added up in the same tree from the
+  chunks' summaries (:meth:`EStep.chunk_summary <clusterkit.EStep.chunk_summary>`,
+  :meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`), made at the root
+  (:meth:`EStep.shared_state <clusterkit.EStep.shared_state>`) and goes to the next step's
+  tasks (:meth:`EStep.use_shared <clusterkit.EStep.use_shared>`);
 * **M-step** (in this process): :meth:`MStep.update_statistics
   <clusterkit.MStep.update_statistics>` turns the combined statistics into the new centres
   (``O(C D)``); a cluster left without weight asks for the rows farthest from their centres
@@ -48,6 +51,7 @@ on them here, as in memory (one round trip to the chunks per batch).
 """
 import copy
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -92,6 +96,29 @@ class _ChunkResult:
     n_changed: int
     label_weight: np.ndarray
     summary: object = None  # (what the chunk adds to its E-step's shared state)
+    shared: object = None  # (that state, made from all chunks' summaries)
+
+
+def _add_results(estep, first, second):
+    """The results of two neighbouring chunks (or groups of them) as one, ``first`` before
+    ``second``: float64 sums, and their E-step summaries combined."""
+    summaries = [r.summary for r in (first, second) if r.summary is not None]
+    return _ChunkResult(
+        statistics={name: value + second.statistics[name]
+                    for name, value in first.statistics.items()},
+        objective=first.objective + second.objective, qe=first.qe + second.qe,
+        weight=first.weight + second.weight, n_rows=first.n_rows + second.n_rows,
+        n_evals=first.n_evals + second.n_evals, n_changed=first.n_changed + second.n_changed,
+        label_weight=first.label_weight + second.label_weight,
+        summary=(estep.combine_summaries(summaries) if len(summaries) == 2
+                 else next(iter(summaries), None)))
+
+
+def _share(estep, result):
+    """All chunks' result with the E-step's shared state made from their summary."""
+    if result.summary is not None:
+        result = replace(result, summary=None, shared=estep.shared_state(result.summary))
+    return result
 
 
 class _ChunkState:
@@ -272,11 +299,12 @@ class ChunkedSteps:
         return self.data.per_row(_chunk_labels, self.chunks, np.int32,
                                  run.history[-1]["qe"])
 
-    def _map(self, func, *args, progress=None):
+    def _map(self, func, *args, progress=None, combine=None, finish=None):
         # the chunks' last states are handed over: each is let go as soon as its chunk's new
         # one is there (on a cluster its worker then frees it)
         states, self.chunks = self.chunks, None
-        results, self.chunks = self.data.map_chunks_with_state(func, args, states, progress)
+        results, self.chunks = self.data.map_chunks_with_state(func, args, states, progress,
+                                                               combine, finish)
         return results
 
     def _progress(self, phase):
@@ -293,30 +321,25 @@ class ChunkedSteps:
         if state.sigma2 is None and (state.needs_resp or state.objective.maximize):
             self._init_sigma2(centers)
         with state.timed("estep"):
-            results = self._map(_step_chunk, centers,
-                                _Plan(estep, mstep, config, state.sigma2, state.center_shift,
-                                      data.shape[0] / data.n_processes,
-                                      pure=data.recomputes_states,
-                                      stream_key=state.stream_key() if estep.row_stream
-                                      else None, shared=self.shared),
-                                progress=self._progress("estep"))
-            if any(r.summary is not None for r in results):
-                self.shared = estep.combine_summaries([r.summary for r in results])
-        statistics = {name: value.copy() for name, value in results[0].statistics.items()}
-        for result in results[1:]:  # in chunk order: the same sums whoever ran the chunks
-            for name, value in result.statistics.items():
-                statistics[name] += value
-        state.count("estep", sum(r.n_evals for r in results))
-        state.run.cluster_weight = np.sum([r.label_weight for r in results], axis=0)
-        assignment = Assignment(labels=None, dist2=None,
-                                objective=sum(r.objective for r in results),
-                                qe=sum(r.qe for r in results))
+            total = self._map(_step_chunk, centers,
+                              _Plan(estep, mstep, config, state.sigma2, state.center_shift,
+                                    data.shape[0] / data.n_processes,
+                                    pure=data.recomputes_states,
+                                    stream_key=state.stream_key() if estep.row_stream
+                                    else None, shared=self.shared),
+                              progress=self._progress("estep"),
+                              combine=partial(_add_results, estep), finish=partial(_share, estep))
+            if total.shared is not None:  # (else the last step's stays)
+                self.shared = total.shared
+        state.count("estep", total.n_evals)
+        state.run.cluster_weight = total.label_weight
+        assignment = Assignment(labels=None, dist2=None, objective=total.objective, qe=total.qe)
         with state.timed("mstep"):
-            centers_new = mstep.update_statistics(statistics, centers, self.far_rows, state)
-        n_rows = sum(r.n_rows for r in results)
-        state.record_step(None, centers, centers_new,
-                          n_changed=sum(r.n_changed for r in results), n_rows=n_rows)
-        return centers_new, assignment, n_rows, sum(r.weight for r in results)
+            centers_new = mstep.update_statistics(total.statistics, centers, self.far_rows,
+                                                  state)
+        state.record_step(None, centers, centers_new, n_changed=total.n_changed,
+                          n_rows=total.n_rows)
+        return centers_new, assignment, total.n_rows, total.weight
 
     def _init_sigma2(self, centers):
         """A soft fit's first variance from all rows' nearest distances (vc-GMM eq. 12),

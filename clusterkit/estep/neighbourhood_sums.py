@@ -2,9 +2,11 @@
 
 On data in row chunks every chunk's partial E-step sums, for each pair ``(c, j)`` of a
 cluster ``c`` and a cluster ``j`` its rows ``I_c`` evaluated, the statistic of the distances
-and how many there were (:func:`pair_sums`); the client adds the chunks' sums in chunk order
-and chooses every ``G_c`` by the rule of
-:func:`~clusterkit._kernels._partial.neighbourhoods_estimated` (:func:`choose_neighbourhoods`).
+and how many there were (:func:`pair_sums`); the sums of neighbouring chunks are added where
+the chunks ran, in a tree fixed by the chunking (:func:`combine_pair_sums`), and every ``G_c``
+is chosen from the sums of all chunks by the rule of
+:func:`~clusterkit._kernels._partial.neighbourhoods_estimated` (:func:`choose_neighbourhoods`):
+only the ``C x G`` neighbourhoods reach the client.
 The sums of one chunk are those of the kernel, term by term and in its order (the rows in
 order, each row's candidates in order), so that on data in one chunk the neighbourhoods
 are the kernel's bit for bit; on several chunks they differ by the rounding of the partial
@@ -48,8 +50,9 @@ def pair_sums(labels, cand, cand_dist2, n_cand, n_clusters, use_dist):
 
 
 def combine_pair_sums(parts):
-    """The sums of all the chunks, ``(keys, sums, counts)`` as :func:`pair_sums` returns
-    them, from the chunks' in chunk order (each pair's partial sums added in that order)."""
+    """The sums of neighbouring chunks (or of neighbouring groups of them), ``(keys, sums,
+    counts)`` as :func:`pair_sums` returns them, from theirs in chunk order (each pair's
+    partial sums added in that order)."""
     keys, inverse = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
     sums = np.bincount(inverse, np.concatenate([p[1] for p in parts]), len(keys))
     counts = np.bincount(inverse, np.concatenate([p[2] for p in parts]), len(keys))

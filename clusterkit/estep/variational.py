@@ -222,7 +222,7 @@ class PartialEStep(EStep):
 
     def use_shared(self, estep_state, shared):
         """On row chunks: search with the ``G_c`` all chunks' last searches estimated
-        (:meth:`combine_summaries`), and leave the estimate to them."""
+        (:meth:`shared_state`), and leave the estimate to them."""
         estep_state.chunked = True
         if shared is not None:
             estep_state.neighbourhoods = shared.copy()
@@ -234,9 +234,12 @@ class PartialEStep(EStep):
         return None if summary is None else (*summary, estep_state.neighbourhoods)
 
     def combine_summaries(self, summaries):
-        """The ``G_c`` of eq. 8 from all chunks' sums, added in chunk order."""
-        sums = combine_pair_sums([summary[:3] for summary in summaries])
-        return choose_neighbourhoods(*sums, summaries[0][3])
+        """The sums of eq. 8 of neighbouring chunks, added in chunk order."""
+        return (*combine_pair_sums([summary[:3] for summary in summaries]), summaries[0][3])
+
+    def shared_state(self, summary):
+        """The ``G_c`` of eq. 8 from all chunks' sums."""
+        return choose_neighbourhoods(*summary)
     _parameter_constraints = {
         "G": [Interval(Integral, 1)],
         "n_winners": [Interval(Integral, 1), None],
