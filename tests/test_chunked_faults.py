@@ -3,6 +3,7 @@ result: the chunks' states it held are computed again from their lineage.
 
 The cluster of this module is its own (its workers are killed); its nannies start new ones.
 """
+import faulthandler
 import os
 
 import numpy as np
@@ -46,6 +47,7 @@ def _kill(client, address):
     by its nanny too, but not always promptly on a busy machine: this waits for it.)"""
     pid = client.run(os.getpid, workers=[address])[address]
     client.restart_workers([address], timeout=600)
+    client.wait_for_workers(2, timeout=600)  # (its successor has joined)
     assert pid not in _pids(client)
     return pid
 
@@ -55,10 +57,16 @@ def _var_kmeans_s(n_clusters, **kwargs):
     return var_kmeans_s(n_clusters, G=3, **kwargs)
 
 
-# Killing workers mid-fit failed once and hung once in a fresh environment on a loaded
-# machine (not reproduced since): opt in until that is understood.
-@pytest.mark.skipif(os.environ.get("CLUSTERKIT_FAULT_TESTS") != "1",
-                    reason="set CLUSTERKIT_FAULT_TESTS=1 to kill workers mid-fit")
+@pytest.fixture
+def hang_report():
+    """Print every thread's stack should a test here wait for more than ten minutes (a
+    cluster that never recovers), instead of waiting silently."""
+    faulthandler.dump_traceback_later(600, exit=False)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.mark.usefixtures("hang_report")
 @pytest.mark.parametrize("preset", [lloyd, elkan, _var_kmeans_s])
 def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(client, preset):
     da = pytest.importorskip("dask.array")

@@ -417,9 +417,9 @@ class MStep(_RunStrategy, ABC):
 
     def update_statistics(self, statistics, centers, far_rows, state):
         """New centres from the statistics of all the data (the chunks' :meth:`statistics`
-        added up in chunk order), as :meth:`update` would return them; ``far_rows(k)`` gives
-        the rows an empty cluster may move to (:class:`~clusterkit._engine.mapreduce.FarRows`,
-        one more pass over the chunks)."""
+        added up in a tree fixed by the chunking), as :meth:`update` would return them;
+        ``far_rows(k)`` gives the rows an empty cluster may move to
+        (:class:`~clusterkit._engine.mapreduce.FarRows`, one more pass over the chunks)."""
         raise NotImplementedError(f"{type(self).__name__} cannot update from row chunks.")
 
 
