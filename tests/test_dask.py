@@ -14,8 +14,7 @@ from clusterkit import (LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, Ne
                         NoReduction)
 from clusterkit._data import chunked as _chunked
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import (lwcs_lloyd, slk_bo, spherical_kmeans, var_gmm_s,
-                                var_kmeans_s, vc_gmm)
+from clusterkit.presets import lwcs_lloyd, slk_bo, var_gmm_s, var_kmeans_s, vc_gmm
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -260,7 +259,7 @@ def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
                                          r"\(schedule=MiniBatch: it needs all weights\)"):
         Clusterer(4, schedule=MiniBatch(sampling="weighted")).fit(Xd)
     with pytest.raises(ValueError, match=r"mstep=SphericalMStep cannot run chunk by chunk"):
-        spherical_kmeans(4, estep="elkan", schedule=NestedDoubling()).fit(Xd)
+        Clusterer(4, estep="elkan", mstep="spherical", schedule=NestedDoubling()).fit(Xd)
     with pytest.raises(ValueError, match=r"estep=PartialEStep: init='random' draws K\(n\)"):
         var_gmm_s(4, init="random").fit(Xd)
     with pytest.raises(ValueError, match=r"LWCS.*LaplacianEStep: it needs the kNN graph"):

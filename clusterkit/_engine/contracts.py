@@ -34,7 +34,8 @@ against each other when ``fit`` starts:
 * an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
   its labels are the nearest centres (:attr:`EStep.exact`);
 * a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
-  all rows (:attr:`Schedule.full_batch`), whether ``partial_fit`` may stream with it
+  all rows (:attr:`Schedule.full_batch`) or a prefix of an order given row by row
+  (:attr:`Schedule.nested`), whether ``partial_fit`` may stream with it
   (:attr:`Schedule.streams`) and how many rows its seeding is worth
   (:meth:`Schedule.seeding_rows`).
 

@@ -41,6 +41,15 @@ reads (:attr:`ChunkedData.recomputes_states
 again, is never changed; in this process (nothing is recomputed) the E-step updates the
 chunk's state in place, as in memory.
 
+A nested schedule (:attr:`Schedule.nested <clusterkit.Schedule.nested>`, nmbatch) steps in
+the same way on the prefix ``slice(0, b)`` of its order of the rows: the order is given row
+by row (:meth:`Schedule.row_order <clusterkit.Schedule.row_order>`, drawn once per fit in
+this process, a few numbers), each chunk finds its rows' positions at its first step and
+keeps them, and each step's task visits the chunk's rows of position below ``b`` (in the
+chunk's order; the E-step's state covers all its rows, and the rows not visited yet keep
+the label ``-1``) and returns the statistics of those rows. No order of all the rows is
+made here.
+
 A mini-batch schedule (:attr:`Schedule.chunk_batches <clusterkit.Schedule.chunk_batches>`)
 draws its batches' row numbers from the fit's random stream in this process, as in memory;
 :meth:`ChunkedSteps.batch` reads those rows from the chunks that hold them, and the step runs
@@ -401,8 +410,8 @@ class ChunkedSteps:
 
     def cluster_weight(self, run):
         """The weight of the rows whose last label is each cluster: summed by the chunks at
-        the last step of a map-reduce run (:attr:`mapped`); from the run's labels for mini-batches (the
-        weights read in one pass if the data have any)."""
+        the last step of a map-reduce run (:attr:`mapped`); from the run's labels for
+        mini-batches (the weights read in one pass if the data have any)."""
         if run.labels is None:
             return run.cluster_weight
         n_clusters = self.state.n_clusters
