@@ -193,18 +193,31 @@ def test_nmbatch_on_a_memmap_ends_where_the_in_memory_fit_ends(tmp_path, monkeyp
 
 
 def test_an_unvoted_centre_moves_alike_in_memory_and_on_chunks(tmp_path, monkeypatch):
-    """A centre that no visited row votes for moves onto the visited row farthest from its
-    centre (the full-batch rule), in memory and on the chunks."""
+    """A centre that no visited row votes for keeps its position until the prefix is all
+    rows, then moves onto the row farthest from its centre (the full-batch rule), in memory
+    and on the chunks."""
     X = _blobs(6_001, 3, 5, 10)
     init = _init(X, 5, 11)
     init[2] = X.max(axis=0) * 50  # far from every row
-    in_memory = nmbatch(5, seed=init, initial_batch=600, random_state=2).fit(X)
-    assert np.abs(in_memory.cluster_centers_[2]).max() < np.abs(X).max()
+    seen = {"memory": [], "chunks": []}
+
+    def fit(data, where):
+        return nmbatch(5, seed=init, initial_batch=600, random_state=2, callback=lambda info:
+                       seen[where].append((info["batch_size"], info["centers"][2]))).fit(data)
+
+    in_memory = fit(X, "memory")
     np.save(tmp_path / "X.npy", X)
     _less_memory(monkeypatch, 30_000)
-    fit = nmbatch(5, seed=init, initial_batch=600, random_state=2).fit(
-        np.load(tmp_path / "X.npy", mmap_mode="r"))
-    _assert_same_fit(fit, in_memory, X)
+    chunked = fit(np.load(tmp_path / "X.npy", mmap_mode="r"), "chunks")
+    _assert_same_fit(chunked, in_memory, X)
+    for steps in seen.values():
+        sizes = [size for size, _ in steps]
+        first_full = sizes.index(len(X))
+        assert first_full >= 3
+        # kept while the prefix is not all rows, moved onto a row by the first full step
+        for _, centre in steps[:first_full]:
+            np.testing.assert_allclose(centre, init[2], rtol=1e-12)
+        assert np.abs(steps[first_full][1]).max() <= np.abs(X).max()
 
 
 def test_the_client_holds_a_few_numbers_per_cluster_and_chunk(da, client, monkeypatch):

@@ -369,6 +369,7 @@ class ChunkedSteps:
                 statistics[name] += value
         state.count("estep", sum(r.n_evals for r in results))
         state.run.cluster_weight = np.sum([r.label_weight for r in results], axis=0)
+        state.run.rows = rows  # (the M-step's rule may ask whether they are all rows)
         assignment = Assignment(labels=None, dist2=None,
                                 objective=sum(r.objective for r in results),
                                 qe=sum(r.qe for r in results))

@@ -8,7 +8,7 @@ import numpy as np
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from .._kernels import _mstep, _sparse as _sparse_kernels
 
-__all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_chunked",
+__all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "far_scores", "relocate_empty_chunked",
            "relocate_empty_clusters"]
 
 
@@ -146,6 +146,15 @@ def _largest(score, k):
     ties = np.flatnonzero(score == kth)[:k - above.size]
     chosen = np.concatenate([above, ties])
     return chosen[np.lexsort((chosen, -score[chosen]))]
+
+
+def all_rows(state):
+    """Whether the current batch, ``state.rows``, is all the run's rows."""
+    rows = state.rows
+    n_samples = state.n_samples
+    if isinstance(rows, slice):
+        return len(range(n_samples)[rows]) == n_samples
+    return len(rows) == n_samples and np.array_equal(rows, np.arange(n_samples))
 
 
 def divide(centers_sum, weight_in_clusters, centers):
@@ -359,10 +368,11 @@ class _Adaptive(_Running):
 class _Latest(_Running):
     """Rule ``"latest"`` (nested mini-batches): running sums in which only each sample's
     latest visit votes; a revisited sample whose label changed withdraws its old vote (its
-    squared distance at that visit is kept for it). The batch is every visited row (nested
-    prefixes), so a cluster without a vote has no visited row: it moves as in a full batch
-    (:func:`relocate_empty_clusters`, onto the batch's farthest rows), which data in row
-    chunks do alike (:meth:`HardMStep.update_statistics
+    squared distance at that visit is kept for it). A centre without a vote keeps its
+    position while the batch is a prefix of the rows (a longer prefix may bring it votes:
+    often a seed outside the first prefix); once the batch is all rows, a cluster without a
+    vote moves as in a full batch (:func:`relocate_empty_clusters`, onto the farthest rows),
+    which data in row chunks do alike (:meth:`HardMStep.update_statistics
     <clusterkit.HardMStep.update_statistics>`)."""
 
     reads_batch_sums = False  # only the votes that moved are summed
@@ -399,10 +409,12 @@ class _Latest(_Running):
         moved = np.flatnonzero(self.touched & voted)
         centers_new = centers.copy()
         centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)
-        # (the sums follow the labels: a row moved onto an empty cluster withdraws its vote
-        # at the next step, when its label changes)
-        relocate_empty_clusters(centers_new, np.where(voted, self.weight, 0.0), X,
-                                sample_weight, assignment, state, withdraw=True)
+        if all_rows(state):  # (the sums follow the labels: a row moved onto an empty
+            # cluster withdraws its vote at the next step, when its label changes)
+            relocate_empty_clusters(centers_new, np.where(voted, self.weight, 0.0), X,
+                                    sample_weight, assignment, state, withdraw=True)
+        else:
+            state.n_relocated = 0
         state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
         self.touched[:] = False
         return centers_new

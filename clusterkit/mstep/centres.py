@@ -7,7 +7,7 @@ from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
 from .._engine.state import weighted_sum
 from .._kernels import _mstep
-from .batch_rules import (HARD_RULES, batch_sums, divide, relocate_empty_chunked,
+from .batch_rules import (HARD_RULES, all_rows, batch_sums, divide, relocate_empty_chunked,
                           relocate_empty_clusters)
 
 __all__ = ["HardMStep", "SoftMStep", "SphericalMStep"]
@@ -116,11 +116,15 @@ class HardMStep(MStep):
     def update_statistics(self, statistics, centers, far_rows, state):
         """The weighted means of the combined sums, empty clusters relocated by the rule of
         a full batch (see :meth:`MStep.update_statistics`). Under ``"latest"`` the sums are
-        those of the visited rows, as the running sums in memory, and are published in
-        ``state.channel`` (``cluster_weight``, ``cluster_sse``)."""
+        those of the visited rows (``state.rows``, a prefix), as the running sums in memory,
+        published in ``state.channel`` (``cluster_weight``, ``cluster_sse``); an empty
+        cluster keeps its centre until the prefix is all rows, as in memory."""
         weight = statistics["weight"]
         centers_new = divide(statistics["centers_sum"], weight, centers)
-        relocate_empty_chunked(centers_new, weight.copy(), far_rows, state, withdraw=True)
+        if state.center_update != "latest" or all_rows(state):
+            relocate_empty_chunked(centers_new, weight.copy(), far_rows, state, withdraw=True)
+        else:
+            state.n_relocated = 0
         if state.center_update == "latest":
             state.channel.cluster_weight, state.channel.cluster_sse = (weight,
                                                                        statistics["sse"])

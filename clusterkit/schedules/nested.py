@@ -61,9 +61,10 @@ class NestedDoubling(Schedule):
     visiting its rows of position below the prefix's end and keeping their bounds, labels
     and distances, and only per-cluster sums come back (:mod:`clusterkit._engine.mapreduce`).
     Both see the same prefixes, so from the same centres they end at the same centres, up
-    to rounding. With ``n_init > 1`` all runs share the order. A cluster left without a
-    vote among the visited rows moves as in a full batch, onto the visited row farthest
-    from its centre (see :class:`~clusterkit.HardMStep`).
+    to rounding. With ``n_init > 1`` all runs share the order. A centre without a vote
+    keeps its position while the prefix is not all rows (a longer prefix may bring it
+    votes: a seed outside the first prefix); then, a cluster left without a vote moves as in
+    a full batch, onto the row farthest from its centre (see :class:`~clusterkit.HardMStep`).
 
     Examples
     --------
