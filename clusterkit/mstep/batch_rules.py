@@ -8,8 +8,8 @@ import numpy as np
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from .._kernels import _mstep, _sparse as _sparse_kernels
 
-__all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "far_scores", "relocate_empty_chunked",
-           "relocate_empty_clusters"]
+__all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "far_scores",
+           "relocate_empty_chunked", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
