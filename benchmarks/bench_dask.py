@@ -140,6 +140,7 @@ def part_disk(args):
     from sklearn.cluster import KMeans
 
     folder = Path(args.folder or tempfile.mkdtemp(prefix="clusterkit-bench-dask-"))
+    folder.mkdir(parents=True, exist_ok=True)
     data_bytes = args.n_samples * args.n_features * 4
     with _cluster(args.memory_limit) as local, distributed.Client(local):
         start = time.perf_counter()

@@ -11,7 +11,7 @@ import pytest
 
 from clusterkit import ElkanEStep, FitState, HardMStep
 from clusterkit._engine.mapreduce import _ChunkState, _Plan, _step_chunk
-from clusterkit.presets import elkan, lloyd, var_kmeans_s
+from clusterkit.presets import elkan, lloyd, nmbatch, var_kmeans_s
 
 
 def _blobs(n_samples, n_features, n_centers, random_state):
@@ -57,6 +57,11 @@ def _var_kmeans_s(n_clusters, **kwargs):
     return var_kmeans_s(n_clusters, G=3, **kwargs)
 
 
+def _nmbatch(n_clusters, **kwargs):
+    """nmbatch: nested prefixes, each chunk's visited rows' bounds and labels kept."""
+    return nmbatch(n_clusters, initial_batch=600, **kwargs)
+
+
 @pytest.fixture
 def hang_report():
     """Print every thread's stack should a test here wait for more than ten minutes (a
@@ -67,7 +72,7 @@ def hang_report():
 
 
 @pytest.mark.usefixtures("hang_report")
-@pytest.mark.parametrize("preset", [lloyd, elkan, _var_kmeans_s])
+@pytest.mark.parametrize("preset", [lloyd, elkan, _var_kmeans_s, _nmbatch])
 def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(client, preset):
     da = pytest.importorskip("dask.array")
     X = _blobs(6_000, 4, 8, 0)

@@ -10,11 +10,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from clusterkit import LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, NoReduction
+from clusterkit import (LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, NestedDoubling,
+                        NoReduction)
 from clusterkit._data import chunked as _chunked
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import (lwcs_lloyd, nmbatch, slk_bo, var_gmm_s, var_kmeans_s,
-                                vc_gmm)
+from clusterkit.presets import lwcs_lloyd, slk_bo, var_gmm_s, var_kmeans_s, vc_gmm
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -240,11 +240,12 @@ def _nbytes(value):
 def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
     Xd = da.from_array(_blobs(2_000, 3, 4, 11)[0], chunks=(500, 3))
     supported = (r"runs on all the rows with FullEStep, TruncatedEStep, PartialEStep "
-                 r"\(or a bounded E-step on full batches\), a HardMStep, SoftMStep or SphericalMStep, full batches or "
+                 r"\(or a bounded E-step on full or nested batches\), a HardMStep, SoftMStep "
+                 r"or SphericalMStep, full batches, nested batches \(with a HardMStep\) or "
                  r"uniform mini-batches and no refiner or Breathing \(presets.lloyd, "
-                 r"presets.elkan, presets.gmm, presets.spherical_kmeans, presets.minibatch, "
-                 r"presets.var_kmeans_s, presets.var_gmm_s, presets.best_quality, "
-                 r"presets.large_scale\), or on a coreset with a "
+                 r"presets.elkan, presets.nmbatch, presets.gmm, presets.spherical_kmeans, "
+                 r"presets.minibatch, presets.var_kmeans_s, presets.var_gmm_s, "
+                 r"presets.best_quality, presets.large_scale\), or on a coreset with a "
                  r"reducer that works on row chunks, reduce=LWCS\(\.\.\.\)")
     with pytest.raises(ValueError, match=supported + r".*estep=PartialEStep cannot run "
                                                      r"chunk by chunk yet \(estep=Partial"
@@ -257,12 +258,10 @@ def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
     with pytest.raises(ValueError, match=r"schedule=MiniBatch cannot run chunk by chunk yet "
                                          r"\(schedule=MiniBatch: it needs all weights\)"):
         Clusterer(4, schedule=MiniBatch(sampling="weighted")).fit(Xd)
-    with pytest.raises(ValueError, match=r"estep=ElkanEStep, schedule=NestedDoubling cannot"):
-        nmbatch(4).fit(Xd)
+    with pytest.raises(ValueError, match=r"mstep=SphericalMStep cannot run chunk by chunk"):
+        Clusterer(4, estep="elkan", mstep="spherical", schedule=NestedDoubling()).fit(Xd)
     with pytest.raises(ValueError, match=r"estep=PartialEStep: init='random' draws K\(n\)"):
         var_gmm_s(4, init="random").fit(Xd)
-    with pytest.raises(ValueError, match=r"schedule=NestedDoubling: its nested prefixes"):
-        nmbatch(4).fit(Xd)
     with pytest.raises(ValueError, match=r"LWCS.*LaplacianEStep: it needs the kNN graph"):
         slk_bo(4).fit(Xd)
     with pytest.raises(ValueError, match="LaplacianEStep"):

@@ -317,7 +317,7 @@ class Driver:
         iterations ended: ``"converged"`` (the schedule's stopping rule held), ``"budget"``
         (the schedule's batches ran out), ``"max_iter"`` or ``"callback"``. Only a run that
         ended on its own (the first two) is refined."""
-        run = self.state.new_run(X.shape[0], per_sample=not (self.chunked and self.chunked.full))
+        run = self.state.new_run(X.shape[0], per_sample=not (self.chunked and self.chunked.mapped))
         self.iterate(X, sample_weight, self.seed(X, sample_weight))
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
         if run.end in ("converged", "budget") and self.composition.refine.refines:
@@ -419,8 +419,8 @@ class Driver:
         weight: the step's objective is at the parameters it started from. On data in row
         chunks the step is a map-reduce over the chunks (:class:`ChunkedSteps`).
         """
-        if self.chunked is not None and self.chunked.full:
-            centers, assignment, n_rows, weight = self.chunked.step(centers)
+        if self.chunked is not None and self.chunked.mapped:
+            centers, assignment, n_rows, weight = self.chunked.step(centers, rows)
             return centers, assignment, (n_rows, weight)
         state, strategies = self.state, self.composition
         estep, mstep, schedule = strategies.estep, strategies.mstep, strategies.schedule

@@ -44,6 +44,15 @@ reads (:attr:`ChunkedData.recomputes_states
 again, is never changed; in this process (nothing is recomputed) the E-step updates the
 chunk's state in place, as in memory.
 
+A nested schedule (:attr:`Schedule.nested <clusterkit.Schedule.nested>`, nmbatch) steps in
+the same way on the prefix ``slice(0, b)`` of its order of the rows: the order is given row
+by row (:meth:`Schedule.row_order <clusterkit.Schedule.row_order>`, drawn once per fit in
+this process, a few numbers), each chunk finds its rows' positions at its first step and
+keeps them, and each step's task visits the chunk's rows of position below ``b`` (in the
+chunk's order; the E-step's state covers all its rows, and the rows not visited yet keep
+the label ``-1``) and returns the statistics of those rows. No order of all the rows is
+made here.
+
 A mini-batch schedule (:attr:`Schedule.chunk_batches <clusterkit.Schedule.chunk_batches>`)
 draws its batches' row numbers from the fit's random stream in this process, as in memory;
 :meth:`ChunkedSteps.batch` reads those rows from the chunks that hold them, and the step runs
@@ -123,12 +132,14 @@ def _share(estep, result):
 
 class _ChunkState:
     """What a chunk keeps between steps, where it runs: its rows' labels and squared
-    distances from the last E-step, the E-step's own per-run state for the chunk, and the
-    number of its first row in all the data. Before the run's first step only the latter."""
+    distances from the last E-step (``-1`` and 0 for rows not visited yet), the E-step's own
+    per-run state for the chunk, the number of its first row in all the data and, under a
+    nested schedule, its rows' positions in the schedule's order. Before the run's first
+    step only the first row."""
 
-    def __init__(self, labels, dist2, estep_state, first_row):
+    def __init__(self, labels, dist2, estep_state, first_row, positions=None):
         self.labels, self.dist2, self.estep_state = labels, dist2, estep_state
-        self.first_row = first_row
+        self.first_row, self.positions = first_row, positions
 
 
 @dataclass
@@ -139,8 +150,11 @@ class _Plan:
     chunk's state may take its share of its process' memory), whether the task must leave
     the chunk's state it reads unchanged (``pure``: it may be read again, see the module
     notes), the key of the run's row stream (:attr:`EStep.row_stream
-    <clusterkit.EStep.row_stream>`) and the state the chunks' E-steps share
-    (:meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`)."""
+    <clusterkit.EStep.row_stream>`), the state the chunks' E-steps share
+    (:meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`) and, for a
+    nested schedule (:attr:`Schedule.nested <clusterkit.Schedule.nested>`), its order of
+    the rows (:meth:`Schedule.row_order <clusterkit.Schedule.row_order>`) and the end of
+    the step's prefix (``None``: all rows)."""
 
     estep: object
     mstep: object
@@ -151,6 +165,8 @@ class _Plan:
     pure: bool = False
     stream_key: object = None
     shared: object = None
+    order: object = None
+    prefix: object = None
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -167,9 +183,11 @@ def _chunk_fit_state(plan, n_rows):
 
 def _step_chunk(X, sample_weight, chunk, centers, plan):
     """The map of a step on one chunk (its rows in the fit's frame): E-step, then the
-    M-step's sufficient statistics. Returns ``(_ChunkResult, _ChunkState)``, a new state:
-    ``chunk`` is left as it was when ``plan.pure`` (the E-step updates a copy of its state;
-    the labels and distances are new arrays in any case)."""
+    M-step's sufficient statistics, on all its rows or, under a nested schedule, on its rows
+    in the step's prefix (in the chunk's order; the E-step's state covers all its rows).
+    Returns ``(_ChunkResult, _ChunkState)``, a new state: ``chunk`` is left as it was when
+    ``plan.pure`` (the E-step updates a copy of its state; the labels and distances are new
+    arrays in any case)."""
     n_rows = X.shape[0]
     state = _chunk_fit_state(plan, n_rows)
     state.run.first_row = chunk.first_row
@@ -179,27 +197,48 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         if chunk.labels is None:  # the run's first step on this chunk
             chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
                                 plan.estep.init_state(X, sample_weight, centers, state),
-                                chunk.first_row)
+                                chunk.first_row, None if plan.order is None else
+                                plan.order.positions(chunk.first_row + np.arange(n_rows)))
         elif plan.pure:  # (the E-step writes into its bounds, winners, ...)
             chunk = _ChunkState(chunk.labels, chunk.dist2, copy.deepcopy(chunk.estep_state),
-                                chunk.first_row)
+                                chunk.first_row, chunk.positions)
+        rows = _prefix_rows(chunk, plan.prefix)
+        if rows is not None:  # (every chunk steps: bounds follow every centre move)
+            X, sample_weight = X[rows], sample_weight[rows]
+            state.run.rows = rows
         state.run.labels = chunk.labels
         state.run.estep_state = chunk.estep_state
         plan.estep.use_shared(chunk.estep_state, plan.shared)
         assignment = plan.estep.assign(X, sample_weight, centers, state)
         statistics = plan.mstep.statistics(X, sample_weight, assignment, centers, state)
     labels = assignment.labels
+    previous = chunk.labels if rows is None else chunk.labels[rows]
     result = _ChunkResult(
         statistics={name: np.asarray(value, dtype=np.float64)
                     for name, value in statistics.items()},
         objective=float(assignment.objective), qe=float(assignment.qe),
-        weight=float(sample_weight.sum(dtype=np.float64)), n_rows=n_rows,
-        n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != chunk.labels)),
+        weight=float(sample_weight.sum(dtype=np.float64)), n_rows=X.shape[0],
+        n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != previous)),
         label_weight=np.bincount(labels, sample_weight.astype(np.float64),
                                  minlength=centers.shape[0]),
         summary=plan.estep.chunk_summary(state.run.estep_state))
-    return result, _ChunkState(labels.copy(), assignment.dist2.copy(), state.run.estep_state,
-                               chunk.first_row)
+    if rows is None:
+        labels, dist2 = labels.copy(), assignment.dist2.copy()
+    else:  # (rows not visited yet: label -1, distance 0, never a far row)
+        labels, dist2 = chunk.labels.copy(), (np.zeros(n_rows, assignment.dist2.dtype)
+                                              if chunk.dist2 is None else chunk.dist2.copy())
+        labels[rows], dist2[rows] = assignment.labels, assignment.dist2
+    return result, _ChunkState(labels, dist2, state.run.estep_state, chunk.first_row,
+                               chunk.positions)
+
+
+def _prefix_rows(chunk, prefix):
+    """The chunk's rows in the prefix of positions below ``prefix`` (increasing), or
+    ``None`` for all its rows."""
+    if prefix is None or chunk.positions is None:
+        return None
+    inside = chunk.positions < prefix
+    return None if inside.all() else np.flatnonzero(inside)
 
 
 def _chunk_labels(chunk):
@@ -276,8 +315,14 @@ class ChunkedSteps:
         self.chunks = self._first_states()
         self.shared = None
         self.run = None  # the run the chunks' states belong to
-        #: Whether every step reads all the rows (a map-reduce), else a mini-batch's rows.
-        self.full = composition.schedule.full_batch
+        schedule = composition.schedule
+        #: Whether every step is a map-reduce over the chunks (all their rows, or their rows
+        #: in a nested schedule's prefix), else one on a mini-batch's rows read from them.
+        self.mapped = schedule.full_batch or schedule.nested
+        #: A nested schedule's order of the rows, each chunk's positions found in its task
+        #: (drawn once per fit, as the order of data in memory).
+        self.order = (schedule.row_order(data.shape[0], state) if schedule.nested
+                      else None)
 
     def _first_states(self):
         return [_ChunkState(None, None, None, int(start)) for start in self.data.chunk_starts]
@@ -293,7 +338,7 @@ class ChunkedSteps:
         step's quantization error, if ``run`` is the last run of full batches and ended at a
         fixed point: they are then the rows' nearest final centres, as the fit in memory
         keeps its run's last labels. ``None`` otherwise."""
-        if not (self.full and run is self.run
+        if not (self.mapped and run is self.run
                 and run.at_fixed_point(self.state.strict_convergence)):
             return None
         return self.data.per_row(_chunk_labels, self.chunks, np.int32,
@@ -311,12 +356,27 @@ class ChunkedSteps:
         state = self.state
         return lambda done, total: state.progress(phase, done, total, "rows")
 
-    def step(self, centers):
-        """One step on all rows from ``centers``: returns the new centres, the step's
+    def _prefix(self, rows):
+        """The end ``b`` of the batch ``rows``, ``slice(0, b)`` of the rows in the nested
+        schedule's order, or ``None`` for all rows."""
+        n_samples = self.data.shape[0]
+        if isinstance(rows, slice):
+            start, stop, stride = rows.indices(n_samples)
+            if start == 0 and stride == 1 and (stop == n_samples or self.order is not None):
+                return None if stop == n_samples else stop
+        raise ValueError(f"{type(self.composition.schedule).__name__}.batches yielded "
+                         f"{rows!r}; a step on data in row chunks visits all rows "
+                         "(slice(0, n_samples)) or, for a nested schedule, a prefix "
+                         "slice(0, b) of its order.")
+
+    def step(self, centers, rows):
+        """One step from ``centers`` on the batch ``rows``, all rows or a nested schedule's
+        prefix (:meth:`_prefix`): returns the new centres, the step's
         :class:`~clusterkit._engine.assignment.Assignment` (its objective and quantization
         error; no per-row arrays), the rows and their weight."""
         state, estep, mstep = self.state, self.composition.estep, self.composition.mstep
         data = self.data
+        prefix = self._prefix(rows)
         config = replace(state.config, n_threads=data.n_threads)
         if state.sigma2 is None and (state.needs_resp or state.objective.maximize):
             self._init_sigma2(centers)
@@ -326,13 +386,15 @@ class ChunkedSteps:
                                     data.shape[0] / data.n_processes,
                                     pure=data.recomputes_states,
                                     stream_key=state.stream_key() if estep.row_stream
-                                    else None, shared=self.shared),
+                                    else None, shared=self.shared, order=self.order,
+                                    prefix=prefix),
                               progress=self._progress("estep"),
                               combine=partial(_add_results, estep), finish=partial(_share, estep))
             if total.shared is not None:  # (else the last step's stays)
                 self.shared = total.shared
         state.count("estep", total.n_evals)
         state.run.cluster_weight = total.label_weight
+        state.run.rows = rows  # (the M-step's rule may ask whether they are all rows)
         assignment = Assignment(labels=None, dist2=None, objective=total.objective, qe=total.qe)
         with state.timed("mstep"):
             centers_new = mstep.update_statistics(total.statistics, centers, self.far_rows,
@@ -372,8 +434,8 @@ class ChunkedSteps:
 
     def cluster_weight(self, run):
         """The weight of the rows whose last label is each cluster: summed by the chunks at
-        the last step of a full-batch run; from the run's labels for mini-batches (the
-        weights read in one pass if the data have any)."""
+        the last step of a map-reduce run (:attr:`mapped`); from the run's labels for
+        mini-batches (the weights read in one pass if the data have any)."""
         if run.labels is None:
             return run.cluster_weight
         n_clusters = self.state.n_clusters

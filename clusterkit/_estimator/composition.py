@@ -88,8 +88,9 @@ def _check_chunked(composition):
     reduced set; not yet for a model on the unit sphere), or a
     composition that runs on all the rows where they are (:mod:`clusterkit._engine.mapreduce`):
     an E-step that runs chunk by chunk (:attr:`EStep.chunks`), a schedule whose batches can
-    be read from the chunks (:attr:`Schedule.chunk_batches`; full batches need an M-step
-    rule for statistics summed over the chunks, :attr:`MStep.chunk_rules`), no refiner or
+    be read from the chunks (:attr:`Schedule.chunk_batches`; full and nested batches, which
+    run where the rows are, need an M-step rule for statistics summed over the chunks,
+    :attr:`MStep.chunk_rules`), no refiner or
     one that refines chunks (:attr:`Refiner.chunks`). The refusal says why each strategy
     cannot (its ``chunks_refusal``)."""
     reducer = composition.reduce
@@ -101,12 +102,13 @@ def _check_chunked(composition):
                              "pass X.compute().")
         return
     estep, mstep, schedule = composition.estep, composition.mstep, composition.schedule
+    mapped = schedule.full_batch or schedule.nested  # (each step runs where the rows are)
     refused = [(f"{name}={type(strategy).__name__}", why) for name, strategy, ok, why in (
-        ("estep", estep, estep.chunks and (schedule.full_batch or not estep.per_sample_state),
+        ("estep", estep, estep.chunks and (mapped or not estep.per_sample_state),
          estep.chunks_refusal if not estep.chunks else
          "its per-sample state (bounds) would have to follow the mini-batches, which run "
          "in this process"),
-        ("mstep", mstep, not schedule.full_batch or schedule.center_update in mstep.chunk_rules,
+        ("mstep", mstep, not mapped or schedule.center_update in mstep.chunk_rules,
          mstep.chunks_refusal),
         ("schedule", schedule, schedule.chunk_batches, schedule.chunks_refusal),
         ("refine", composition.refine,
@@ -117,10 +119,12 @@ def _check_chunked(composition):
         raise ValueError(
             f"Clusterer.fit on data in row chunks (a dask array, or a memmap larger than "
             f"memory) runs on all the rows with FullEStep, TruncatedEStep, "
-            f"PartialEStep (or a bounded E-step on full batches), a HardMStep, SoftMStep or SphericalMStep, full batches or uniform "
-            f"mini-batches and no refiner or Breathing (presets.lloyd, presets.elkan, "
-            f"presets.gmm, presets.spherical_kmeans, presets.minibatch, presets.var_kmeans_s, "
-            f"presets.var_gmm_s, presets.best_quality, presets.large_scale), or on a coreset with a "
+            f"PartialEStep (or a bounded E-step on full or nested batches), a HardMStep, "
+            f"SoftMStep or SphericalMStep, full batches, nested batches (with a HardMStep) "
+            f"or uniform mini-batches and no refiner or Breathing (presets.lloyd, "
+            f"presets.elkan, presets.nmbatch, presets.gmm, presets.spherical_kmeans, "
+            f"presets.minibatch, presets.var_kmeans_s, presets.var_gmm_s, "
+            f"presets.best_quality, presets.large_scale), or on a coreset with a "
             f"reducer that works on row chunks, reduce=LWCS(...) (presets.lwcs_lloyd, "
             f"presets.vc_gmm), with any other strategy; "
             f"{', '.join(name for name, _ in refused)} cannot run chunk by chunk yet"

@@ -8,8 +8,8 @@ import numpy as np
 from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from .._kernels import _mstep, _sparse as _sparse_kernels
 
-__all__ = ["HARD_RULES", "batch_sums", "divide", "far_scores", "relocate_empty_chunked",
-           "relocate_empty_clusters"]
+__all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "far_scores",
+           "relocate_empty_chunked", "relocate_empty_clusters"]
 
 
 def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
@@ -146,6 +146,15 @@ def _largest(score, k):
     ties = np.flatnonzero(score == kth)[:k - above.size]
     chosen = np.concatenate([above, ties])
     return chosen[np.lexsort((chosen, -score[chosen]))]
+
+
+def all_rows(state):
+    """Whether the current batch, ``state.rows``, is all the run's rows."""
+    rows = state.rows
+    n_samples = state.n_samples
+    if isinstance(rows, slice):
+        return len(range(n_samples)[rows]) == n_samples
+    return len(rows) == n_samples and np.array_equal(rows, np.arange(n_samples))
 
 
 def divide(centers_sum, weight_in_clusters, centers):
@@ -359,19 +368,23 @@ class _Adaptive(_Running):
 class _Latest(_Running):
     """Rule ``"latest"`` (nested mini-batches): running sums in which only each sample's
     latest visit votes; a revisited sample whose label changed withdraws its old vote (its
-    squared distance at that visit is kept for it)."""
+    squared distance at that visit is kept for it). A centre without a vote keeps its
+    position while the batch is a prefix of the rows (a longer prefix may bring it votes:
+    often a seed outside the first prefix); once the batch is all rows, a cluster without a
+    vote moves as in a full batch (:func:`relocate_empty_clusters`, onto the farthest rows),
+    which data in row chunks do alike (:meth:`HardMStep.update_statistics
+    <clusterkit.HardMStep.update_statistics>`)."""
 
     reads_batch_sums = False  # only the votes that moved are summed
 
     def __init__(self, n_samples, centers):
         super().__init__(n_samples, centers)
-        self.last_dist2 = np.zeros(n_samples)
-
-    def held(self, voted):
-        """The weight of the samples whose latest vote is for each cluster."""
-        return np.where(voted, self.weight, 0.0)
+        self.n_samples = n_samples
+        self.last_dist2 = None  # (made at the first vote: never on data in row chunks)
 
     def vote(self, X, sample_weight, assignment, centers, state):
+        if self.last_dist2 is None:
+            self.last_dist2 = np.zeros(self.n_samples)
         dist2 = assignment.dist2.astype(np.float64)
         labels = assignment.labels
         rows = np.arange(state.n_samples)[state.rows]
@@ -388,6 +401,23 @@ class _Latest(_Running):
         self.sse += np.bincount(labels[kept], sample_weight[kept].astype(np.float64) * (
             dist2[kept] - self.last_dist2[rows[kept]]), minlength=self.sse.shape[0])
         self.last_dist2[rows] = dist2
+
+    def update(self, X, sample_weight, assignment, centers, state):
+        self.vote(X, sample_weight, assignment, centers, state)
+        # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
+        voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
+        moved = np.flatnonzero(self.touched & voted)
+        centers_new = centers.copy()
+        centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)
+        if all_rows(state):  # (the sums follow the labels: a row moved onto an empty
+            # cluster withdraws its vote at the next step, when its label changes)
+            relocate_empty_clusters(centers_new, np.where(voted, self.weight, 0.0), X,
+                                    sample_weight, assignment, state, withdraw=True)
+        else:
+            state.n_relocated = 0
+        state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
+        self.touched[:] = False
+        return centers_new
 
 
 #: An inner iteration has diverged (the fixed-point map expands for too large a step) if its

@@ -7,7 +7,7 @@ from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
 from .._engine.state import weighted_sum
 from .._kernels import _mstep
-from .batch_rules import (HARD_RULES, batch_sums, divide, relocate_empty_chunked,
+from .batch_rules import (HARD_RULES, all_rows, batch_sums, divide, relocate_empty_chunked,
                           relocate_empty_clusters)
 
 __all__ = ["HardMStep", "SoftMStep", "SphericalMStep"]
@@ -82,7 +82,7 @@ class HardMStep(MStep):
 
     update_rules = tuple(HARD_RULES)
     fixed_point_rules = ("replace", "latest")
-    chunk_rules = ("replace",)
+    chunk_rules = ("replace", "latest")
     accepts_sparse = True
 
     def reads_batch_sums(self, center_update):
@@ -101,17 +101,33 @@ class HardMStep(MStep):
         return rule.update(X, sample_weight, assignment, centers, state)
 
     def statistics(self, X, sample_weight, assignment, centers, state):
-        """A chunk's per-cluster weighted sums and weights (rule ``"replace"``): those its
-        E-step summed in its pass, else one accumulation (see :meth:`MStep.statistics`)."""
+        """A chunk's per-cluster weighted sums and weights: those its E-step summed in its
+        pass, else one accumulation (see :meth:`MStep.statistics`); under the rule
+        ``"latest"`` (the chunk's visited rows, each by its latest label) also the weighted
+        squared distances per cluster, which the schedule's rule reads."""
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
-        return {"centers_sum": centers_sum, "weight": weight}
+        statistics = {"centers_sum": centers_sum, "weight": weight}
+        if state.center_update == "latest":
+            statistics["sse"] = np.bincount(
+                assignment.labels, sample_weight.astype(np.float64)
+                * assignment.dist2.astype(np.float64), minlength=centers.shape[0])
+        return statistics
 
     def update_statistics(self, statistics, centers, far_rows, state):
         """The weighted means of the combined sums, empty clusters relocated by the rule of
-        a full batch (see :meth:`MStep.update_statistics`)."""
+        a full batch (see :meth:`MStep.update_statistics`). Under ``"latest"`` the sums are
+        those of the visited rows (``state.rows``, a prefix), as the running sums in memory,
+        published in ``state.channel`` (``cluster_weight``, ``cluster_sse``); an empty
+        cluster keeps its centre until the prefix is all rows, as in memory."""
         weight = statistics["weight"]
         centers_new = divide(statistics["centers_sum"], weight, centers)
-        relocate_empty_chunked(centers_new, weight.copy(), far_rows, state, withdraw=True)
+        if state.center_update != "latest" or all_rows(state):
+            relocate_empty_chunked(centers_new, weight.copy(), far_rows, state, withdraw=True)
+        else:
+            state.n_relocated = 0
+        if state.center_update == "latest":
+            state.channel.cluster_weight, state.channel.cluster_sse = (weight,
+                                                                       statistics["sse"])
         return centers_new
 
 
