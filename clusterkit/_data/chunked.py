@@ -220,23 +220,19 @@ class ChunkedData:
             One state per chunk (``None`` for a first call), as the last call returned.
         progress : callable or None, default=None
             As for :meth:`map_chunks`.
-        combine : callable or None, default=None
+        combine, finish : callable or None, default=None
             ``combine(first, second)``, the results of two neighbouring chunks (or groups of
-            them) as one: the results are then combined in the tree of :func:`tree_reduce`
-            where they are (tasks on the workers of a cluster), and only the last one, after
-            ``finish(result)`` if given, comes back. Module-level functions, or partials of
-            them.
-        finish : callable or None, default=None
+            them) as one: the results are then combined in :func:`tree_reduce`'s tree where
+            they are (tasks on a cluster's workers), and only the root, after
+            ``finish(root)`` if given, comes back. Module-level functions or their partials.
 
         Returns
         -------
         results : list, or the combined result
         states : list
         """
-        results, states = self._map_state(func, tuple(args), states,
-                                          progress or (lambda done, total: None), combine,
-                                          finish)
-        return results, states
+        return self._map_state(func, tuple(args), states,
+                               progress or (lambda done, total: None), combine, finish)
 
     @property
     def recomputes_states(self):

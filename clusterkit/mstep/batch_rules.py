@@ -252,14 +252,19 @@ class _Running:
         return sums, weight
 
     def update(self, X, sample_weight, assignment, centers, state):
+        centers_new, voted = self.voted_means(X, sample_weight, assignment, centers, state)
+        return self.finish(X, sample_weight, assignment, centers_new, voted, state)
+
+    def voted_means(self, X, sample_weight, assignment, centers, state):
+        """Add the batch's votes; the centres whose sums changed moved to their means (the
+        others are their means already, or keep their position), and which have votes."""
         self.vote(X, sample_weight, assignment, centers, state)
         # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
         voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
-        # the other centres are their sums' means already (or keep their position)
         moved = np.flatnonzero(self.touched & voted)
         centers_new = centers.copy()
         centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)
-        return self.finish(X, sample_weight, assignment, centers_new, voted, state)
+        return centers_new, voted
 
     def finish(self, X, sample_weight, assignment, centers_new, voted, state):
         """Relocate the starved clusters and publish the running statistics."""
@@ -403,12 +408,7 @@ class _Latest(_Running):
         self.last_dist2[rows] = dist2
 
     def update(self, X, sample_weight, assignment, centers, state):
-        self.vote(X, sample_weight, assignment, centers, state)
-        # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
-        voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
-        moved = np.flatnonzero(self.touched & voted)
-        centers_new = centers.copy()
-        centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)
+        centers_new, voted = self.voted_means(X, sample_weight, assignment, centers, state)
         if all_rows(state):  # (the sums follow the labels: a row moved onto an empty
             # cluster withdraws its vote at the next step, when its label changes)
             relocate_empty_clusters(centers_new, np.where(voted, self.weight, 0.0), X,
