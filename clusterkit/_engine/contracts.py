@@ -2,12 +2,10 @@
 
 A fit is assembled from six small strategy objects, each with one verb:
 
-* :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset
-  construction;
+* :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset;
 * :class:`Seeder` -- ``seed(X, sample_weight, n_clusters, state) -> centers``: initial centres;
-* :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``: the E-step;
-* :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``: the
-  M-step;
+* :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``;
+* :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``;
 * :class:`Schedule` -- ``batches(n_samples, state)``: which rows each step works on, and
   ``should_stop(state, tol)``: when to stop;
 * :class:`Refiner` -- ``refine(X, sample_weight, run, iterate, state) -> run``: after a run
@@ -15,33 +13,28 @@ A fit is assembled from six small strategy objects, each with one verb:
   centres (``iterate``), keeping only what is better.
 
 What one strategy gives another travels through declarations and return values the driver
-routes: a seeder's nearest-seed labels (:class:`Seeding`), an M-step's wish for the E-step's
-per-cluster sums (:meth:`MStep.reads_batch_sums`), the E-step's float32 rows for the final
-labelling (:meth:`EStep.labelling_rows`); everything else of a run is one strategy's own (see
-:mod:`clusterkit._engine.strategy` for what all six share).
+routes (a seeder's nearest-seed labels, an M-step's wish for the E-step's per-cluster sums,
+the E-step's float32 rows for the final labelling, its state a refiner's round continues);
+the rest of a run is one strategy's own (see :mod:`clusterkit._engine.strategy`).
 
 What a strategy *is* is declared, never guessed from numbers, and one composition check
-(:mod:`clusterkit._estimator.composition`) holds the declarations of the six strategies
-against each other when ``fit`` starts:
+(:mod:`clusterkit._estimator.composition`) holds the declarations against each other when
+``fit`` starts: an M-step declares the :class:`Objective` of the fit
+(:attr:`MStep.objective`), whether it needs responsibilities (:attr:`MStep.needs_resp`) or
+the E-step's sums (:meth:`MStep.reads_batch_sums`), its batch rules
+(:attr:`MStep.update_rules`), those under which its centres are the means of the current
+labels (:attr:`MStep.fixed_point_rules`) and whether its model lives on the unit sphere
+(:attr:`MStep.spherical`: every strategy then gets rows of unit norm, not centred); an
+E-step may declare its objectives (:attr:`EStep.objectives`) and whether its labels are the
+nearest centres (:attr:`EStep.exact`); a schedule declares its batch rule
+(:attr:`Schedule.center_update`), whether every batch is all rows
+(:attr:`Schedule.full_batch`), whether ``partial_fit`` may stream with it
+(:attr:`Schedule.streams`) and how many rows its seeding is worth
+(:meth:`Schedule.seeding_rows`).
 
-* an M-step declares the :class:`Objective` of the fit (:attr:`MStep.objective`), whether it
-  needs responsibilities (:attr:`MStep.needs_resp`) or the E-step's per-cluster sums
-  (:meth:`MStep.reads_batch_sums`), the batch rules it implements
-  (:attr:`MStep.update_rules`), those under which its centres are the means of the current
-  labels (:attr:`MStep.fixed_point_rules`) and whether its model lives on the unit sphere
-  (:attr:`MStep.spherical`: the estimator then gives every strategy rows of unit norm, not
-  centred);
-* an E-step may declare the objectives it can compute (:attr:`EStep.objectives`) and whether
-  its labels are the nearest centres (:attr:`EStep.exact`);
-* a schedule declares its batch rule (:attr:`Schedule.center_update`), whether every batch is
-  all rows (:attr:`Schedule.full_batch`), whether ``partial_fit`` may stream with it
-  (:attr:`Schedule.streams`) and how many rows its seeding is worth
-  (:meth:`Schedule.seeding_rows`).
-
-Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
-hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
-through one documented channel, ``state.channel`` (:class:`~clusterkit.Channel`): the step
-size of an implicit rule one way, the running per-cluster statistics the other.
+Rules between strategies go in their ``_validate(X, n_clusters, composition)`` hooks. A
+schedule and its M-step's batch rule talk through ``state.channel``
+(:class:`~clusterkit.Channel`): the step size one way, the running statistics the other.
 """
 from abc import ABC, abstractmethod
 from collections import namedtuple
@@ -305,6 +298,13 @@ class EStep(_RunStrategy, ABC):
     def use_shared(self, estep_state, shared):
         """In a chunk's task before :meth:`assign`: adopt the shared state
         (:meth:`shared_state` of the last step, ``None`` before). Does nothing here."""
+
+    def carry_state(self, estep_state, state):
+        """The per-run state a refiner's round (``iterate(centers, carry=True)``) keeps from
+        the last run, or ``None`` (the default: :meth:`init_state` afresh). The new run then
+        has the old run's labels and, as ``state.center_shift``, each centre's move since the
+        old run's last E-step (an upper bound); a row counts as changed at its first visit."""
+        return None
 
     def final_labels(self, state):
         """Labels of the fitted rows when they are not the nearest final centre.
