@@ -110,7 +110,8 @@ def main():
                         centres[label], centres[label.replace("carried", "fresh")]))
                 print(f"{label:28s} {row['s']:6.2f} s ({ref['s'] / row['s']:5.2f}x faster than "
                       f"sklearn) err/sklearn {row['err'] / ref['err']:.4f} rounds "
-                      f"{row['rounds']:3d} E-step evals {row['estep'] / 1e6:7.1f}M all {row['fit_evals'] / 1e6:7.1f}M "
+                      f"{row['rounds']:3d} E-step evals {row['estep'] / 1e6:7.1f}M "
+                      f"all {row['fit_evals'] / 1e6:7.1f}M "
                       f"per round: evals {statistics.median(evals) / 1e6 if evals else 0:6.2f}M "
                       f"s {statistics.median(seconds) if seconds else 0:.3f}{same}",
                       flush=True)

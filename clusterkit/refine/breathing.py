@@ -158,7 +158,11 @@ class Breathing(Refiner):
 
     Cost per round: one pass over the fit's (reduced) data for the errors and utilities
     (``n_samples * n_clusters`` distance evaluations, ``cost_["refinement"]``) and one run of
-    the composition (counted in its own phases). The first round adds one such pass.
+    the composition (counted in its own phases). The first round adds one such pass. With a
+    bounded E-step and ``carry=True`` the run's E-steps are local: on the quality page's
+    200-Gaussian mixture a round's E-steps computed 0.4 M distances instead of 12.4 M (Lloyd's:
+    108 M), the same rounds and centres bit for bit; the pass for the statistics (12 M) is
+    then most of a round.
     Memory: ``O(n_samples)`` beyond the run's.
 
     Examples
