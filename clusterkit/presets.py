@@ -697,8 +697,8 @@ def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=Non
     Examples
     --------
     >>> from clusterkit.presets import best_quality
-    >>> best_quality(100).refine
-    Breathing(m=10, tol=0, max_rounds=200, budget=2.0, time_budget=None)
+    >>> best_quality(100).refine.get_params()["m"]
+    10
     """
     kwargs.setdefault("seed", FittedSeeder(lwcs_lloyd(n_clusters, coreset_size=coreset_size,
                                                       refine=Breathing())))

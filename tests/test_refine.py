@@ -326,7 +326,8 @@ def test_breathing_refuses_bad_budgets(blobs, kw, error):
 
 def test_best_quality_defaults_follow_n_clusters_and_the_budget(blobs):
     assert presets.best_quality(40).refine.get_params() == {
-        "m": 5, "tol": 0, "max_rounds": 200, "budget": 2.0, "time_budget": None}
+        "m": 5, "tol": 0, "max_rounds": 200, "budget": 2.0, "time_budget": None,
+        "carry": True}
     assert presets.best_quality(1000).refine.m == 100
     refine = presets.best_quality(40, budget=None, time_budget=3.0, max_rounds=7, m=2).refine
     assert (refine.budget, refine.time_budget, refine.max_rounds, refine.m) == (None, 3.0, 7, 2)

@@ -2,12 +2,10 @@
 
 A fit is assembled from six small strategy objects, each with one verb:
 
-* :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset
-  construction;
+* :class:`DataReducer` -- ``reduce(X, sample_weight, state) -> (X, sample_weight)``: coreset;
 * :class:`Seeder` -- ``seed(X, sample_weight, n_clusters, state) -> centers``: initial centres;
-* :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``: the E-step;
-* :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``: the
-  M-step;
+* :class:`EStep` -- ``assign(X, sample_weight, centers, state) -> Assignment``;
+* :class:`MStep` -- ``update(X, sample_weight, assignment, centers, state) -> centers``;
 * :class:`Schedule` -- ``batches(n_samples, state)``: which rows each step works on, and
   ``should_stop(state, tol)``: when to stop;
 * :class:`Refiner` -- ``refine(X, sample_weight, run, iterate, state) -> run``: after a run
@@ -15,10 +13,9 @@ A fit is assembled from six small strategy objects, each with one verb:
   centres (``iterate``), keeping only what is better.
 
 What one strategy gives another travels through declarations and return values the driver
-routes: a seeder's nearest-seed labels (:class:`Seeding`), an M-step's wish for the E-step's
-per-cluster sums (:meth:`MStep.reads_batch_sums`), the E-step's float32 rows for the final
-labelling (:meth:`EStep.labelling_rows`); everything else of a run is one strategy's own (see
-:mod:`clusterkit._engine.strategy` for what all six share).
+routes (a seeder's nearest-seed labels, an M-step's wish for the E-step's per-cluster sums,
+the E-step's float32 rows for the final labelling, its state a refiner's round continues);
+the rest of a run is one strategy's own (see :mod:`clusterkit._engine.strategy`).
 
 What a strategy *is* is declared, never guessed from numbers, and one composition check
 (:mod:`clusterkit._estimator.composition`) holds the declarations of the six strategies
@@ -307,6 +304,13 @@ class EStep(_RunStrategy, ABC):
     def use_shared(self, estep_state, shared):
         """In a chunk's task before :meth:`assign`: adopt the shared state
         (:meth:`shared_state` of the last step, ``None`` before). Does nothing here."""
+
+    def carry_state(self, estep_state, state):
+        """The per-run state a refiner's round (``iterate(centers, carry=True)``) keeps from
+        the last run, or ``None`` (the default: :meth:`init_state` afresh). The new run then
+        has the old run's labels and, as ``state.center_shift``, each centre's move since the
+        old run's last E-step (an upper bound); a row counts as changed at its first visit."""
+        return None
 
     def final_labels(self, state):
         """Labels of the fitted rows when they are not the nearest final centre.

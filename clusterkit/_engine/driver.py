@@ -298,13 +298,17 @@ class Driver:
                     f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
         return centers
 
-    def start(self, X, sample_weight, centers):
+    def start(self, X, sample_weight, centers, source=None):
         """The strategies' per-run state (winners, neighbourhoods, bounds, running sums, the
-        schedule's stopping rule)."""
+        schedule's stopping rule); the E-step's continues ``source``'s if it says so."""
         state, strategies, run = self.state, self.composition, self.state.run
+        carried = (None if source is None else
+                   strategies.estep.carry_state(source.estep_state, state))
         with state.phase("init"):
             if self.chunked is not None:  # (kept by each chunk, or made for each mini-batch)
                 self.chunked.start()
+            elif source is not None and carried is not None:
+                run.continue_from(source, centers, carried)
             else:
                 run.estep_state = strategies.estep.init_state(X, sample_weight, centers, state)
             run.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
@@ -324,11 +328,12 @@ class Driver:
             run = self.refine(X, sample_weight, run)
         return run
 
-    def iterate(self, X, sample_weight, centers):
-        """The strategies' per-run states, then steps from ``centers`` until the schedule or
-        ``max_iter`` stops them; sets the current run's ``centers`` and ``end``."""
+    def iterate(self, X, sample_weight, centers, source=None):
+        """The strategies' per-run states (see :meth:`start`), then steps from ``centers``
+        until the schedule or ``max_iter`` stops them; sets the current run's ``centers`` and
+        ``end``."""
         state, schedule, run = self.state, self.composition.schedule, self.state.run
-        self.start(X, sample_weight, centers)
+        self.start(X, sample_weight, centers, source)
         batches = schedule.batches(X.shape[0], state)
         run.end = "max_iter"
         # max_iter counts the schedule's iterations (steps, or passes for mini-batches)
@@ -371,18 +376,21 @@ class Driver:
         history of ``run``'s steps followed by the kept rounds' (their entries carry
         ``"refinement_round"``) and ``run``'s refinement log. Each ``iterate`` call starts a
         fresh run from its centres; a callback that stops one ends the refinement (and the
-        fit) with ``run`` itself."""
+        fit) with ``run`` itself. ``iterate(centers, carry=True)`` lets the E-step continue
+        the last call's run (or ``run``): :meth:`EStep.carry_state`."""
         state, refiner = self.state, self.composition.refine
-        rounds = []  # each iterate call's steps
+        rounds, last = [], [run]  # each iterate call's steps; the run a round may continue
 
-        def iterate(start):
+        def iterate(start, carry=False):
             start = strategy_array(start, refiner, "centres to iterate from",
                                    (self.n_clusters, X.shape[1]), X.dtype)
             new = state.new_run(X.shape[0], round=len(rounds) + 1)
-            try:
-                self.iterate(X, sample_weight, start)
+            try:  # (on row chunks, each chunk's state stays with it: afresh)
+                self.iterate(X, sample_weight, start,
+                             last[0] if carry and self.chunked is None else None)
             finally:
                 state.run = run  # the refiner's own calls see the run it refines
+            last[0] = new
             if new.end == "callback":
                 raise _CallbackStop
             rounds.append(new.history)

@@ -37,9 +37,12 @@ class Refiner(_Strategy, ABC):
     ``centers`` as a new run would after seeding: fresh per-run states, the same stopping
     rules, ``max_iter`` per call. It returns that new run (its centres, labels, history and
     strategies' states); with a mini-batch schedule each call spends the schedule's whole
-    budget again. A run whose ``max_iter`` or callback ended it is not refined; a callback
-    that stops the fit during a round ends the refinement, and the fit keeps the run it was
-    refining.
+    budget again. ``iterate(centers, carry=True)`` lets the E-step continue the per-run state
+    of the last call's run (of ``run`` at the first call) where it can
+    (:meth:`EStep.carry_state`; the bounded E-steps keep their bounds: the same iterates at
+    fewer distances); that run then no longer holds it. A run whose ``max_iter`` or callback
+    ended it is not refined; a callback that stops the fit during a round ends the
+    refinement, and the fit keeps the run it was refining.
 
     :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
     returned, never one with a worse objective on the fit's data than the run it was given.
@@ -70,7 +73,8 @@ class Refiner(_Strategy, ABC):
         run : Run
             The run to refine; ``run.centers`` are its final centres.
         iterate : callable
-            ``iterate(centers) -> Run``: the composition's iterations from ``centers``.
+            ``iterate(centers, carry=False) -> Run``: the composition's iterations from
+            ``centers`` (see the class notes for ``carry``).
         state : FitState
 
         Returns

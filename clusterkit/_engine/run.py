@@ -93,7 +93,21 @@ class Run:
         self.cluster_weight = None
         self.center_shift = np.zeros(n_clusters)
         self.center_norm = 0.0
+        self._unvisited = None
         self.start_rows(n_samples, per_sample)
+
+    def continue_from(self, source, centers, estep_state):
+        """Start from ``centers`` with ``source``'s E-step state ``estep_state`` (see
+        :meth:`EStep.carry_state <clusterkit._engine.contracts.EStep.carry_state>`), which
+        ``source`` then no longer holds: ``source``'s labels (a copy) and, as the centres'
+        moves, their moves since ``source``'s last E-step, bounded above by its last move
+        plus the distance from its final centres to ``centers``. A row counts as changed at
+        its first visit, as in a fresh run, so that stopping rules decide alike."""
+        shift = centers.astype(np.float64) - source.centers
+        self.center_shift = source.center_shift + np.sqrt(np.einsum("ij,ij->i", shift, shift))
+        self.labels, self.estep_state = source.labels.copy(), estep_state
+        source.estep_state = None
+        self._unvisited = np.ones(self.labels.shape[0], dtype=bool)
 
     def start_rows(self, n_samples, per_sample=True):
         """Per-sample records for ``n_samples`` new rows (every label ``-1``; none without
@@ -124,7 +138,11 @@ class Run:
             self.n_samples_seen += n_rows
         else:
             previous = self.labels[self.rows]
-            self.n_changed = int(np.count_nonzero(previous != labels))
+            changed = previous != labels
+            if self._unvisited is not None:  # a continued run (see continue_from)
+                changed |= self._unvisited[self.rows]
+                self._unvisited[self.rows] = False
+            self.n_changed = int(np.count_nonzero(changed))
             self.labels[self.rows] = labels
             self.n_samples_seen += labels.shape[0]
         # only the centres that moved (a mini-batch step moves those its batch reached)

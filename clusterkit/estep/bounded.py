@@ -148,6 +148,12 @@ class BoundedEStep(EStep):
             state.estep_state = self.init_state(X, sample_weight, centers, state)
         return state.estep_state.estep
 
+    def carry_state(self, estep_state, state):
+        """The chosen E-step's (see :meth:`EStep.carry_state`)."""
+        if isinstance(estep_state, Bounds):
+            return estep_state.estep.carry_state(estep_state, state)
+        return None
+
     def assign(self, X, sample_weight, centers, state):
         """Return the chosen E-step's assignment (see :meth:`EStep.assign`)."""
         return self._running(X, sample_weight, centers, state).assign(X, sample_weight,

@@ -326,6 +326,15 @@ class BoundsEStep(EStep):
             bounds.projection = Projection(X, n_axes)
         return bounds
 
+    def carry_state(self, estep_state, state):
+        """Keep the bounds for a refiner's round (see :meth:`EStep.carry_state`): each
+        centre's move since the last E-step, however large, is added to them as a step's
+        move is, so they stay valid and the labels are those of fresh bounds; distances are
+        computed only for rows whose bounds the moved centres invalidate."""
+        if isinstance(estep_state, Bounds) and estep_state.lower.shape[0] == state.n_samples:
+            return estep_state
+        return None
+
     def assign(self, X, sample_weight, centers, state):
         """Return the exact nearest-centre assignment of the batch ``state.rows``.
 

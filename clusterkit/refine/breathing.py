@@ -11,7 +11,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR
-from .._engine.constraints import Interval
+from .._engine.constraints import InstanceOf, Interval
 from .._data.chunked import ChunkedData
 from .._data.nearest import single_threaded_blas
 from .._engine.contracts import Refiner
@@ -125,6 +125,14 @@ class Breathing(Refiner):
     time_budget : float or None, default=None
         Most seconds of the refinement, judged the same way with the last round's seconds.
         ``None``: no such limit.
+    carry : bool, default=True
+        Whether a round continues the E-step's per-run state of the last round's run
+        (``iterate(centers, carry=True)``, :meth:`EStep.carry_state
+        <clusterkit._engine.contracts.EStep.carry_state>`) rather than starting it afresh.
+        The bounded E-steps (:class:`~clusterkit.ElkanEStep`, :class:`~clusterkit.YinyangEStep`,
+        :class:`~clusterkit.BoundedEStep`) keep their bounds, adding each centre's move: the
+        same iterates, with distances only for the rows the moved centres may win or lose
+        (a *local* round). Other E-steps start afresh either way.
 
     Notes
     -----
@@ -150,7 +158,11 @@ class Breathing(Refiner):
 
     Cost per round: one pass over the fit's (reduced) data for the errors and utilities
     (``n_samples * n_clusters`` distance evaluations, ``cost_["refinement"]``) and one run of
-    the composition (counted in its own phases). The first round adds one such pass.
+    the composition (counted in its own phases). The first round adds one such pass. With a
+    bounded E-step and ``carry=True`` the run's E-steps are local: on the quality page's
+    200-Gaussian mixture a round's E-steps computed 0.4 M distances instead of 12.4 M (Lloyd's:
+    108 M), the same rounds and centres bit for bit; the pass for the statistics (12 M) is
+    then most of a round.
     Memory: ``O(n_samples)`` beyond the run's.
 
     Examples
@@ -170,14 +182,17 @@ class Breathing(Refiner):
                               "tol": [Interval(Real, 0, 1, closed="left")],
                               "max_rounds": [Interval(Integral, 1)],
                               "budget": [None, Interval(Real, 0, None, closed="left")],
-                              "time_budget": [None, Interval(Real, 0, None, closed="left")]}
+                              "time_budget": [None, Interval(Real, 0, None, closed="left")],
+                              "carry": [InstanceOf(bool)]}
 
-    def __init__(self, m=5, tol=1e-4, max_rounds=30, budget=None, time_budget=None):
+    def __init__(self, m=5, tol=1e-4, max_rounds=30, budget=None, time_budget=None,
+                 carry=True):
         self.m = m
         self.tol = tol
         self.max_rounds = max_rounds
         self.budget = budget
         self.time_budget = time_budget
+        self.carry = carry
 
     def _validate(self, X, n_clusters, composition):
         if composition.mstep.spherical:
@@ -204,7 +219,7 @@ class Breathing(Refiner):
             candidate = centers.copy()
             candidate[moved] = centers[partners] + scale[:, None] * rng.standard_normal(
                 (len(moved), centers.shape[1]))
-            new = iterate(candidate)
+            new = iterate(candidate, carry=self.carry)
             stats = cluster_statistics(X, sample_weight, new.centers, state)
             kept = stats[3] < objective * (1.0 - self.tol)
             limits.round_ended()
