@@ -148,7 +148,8 @@ class Run:
         # only the centres that moved (a mini-batch step moves those its batch reached)
         moved = np.flatnonzero(np.any(centers_new != centers, axis=1))
         shift = centers_new[moved].astype(np.float64) - centers[moved]
-        self.center_shift[:] = 0.0
+        # a new array: a step handed to other tasks (a cluster's) keeps the shift it was given
+        self.center_shift = np.zeros_like(self.center_shift)
         self.center_shift[moved] = np.sqrt(np.einsum("ij,ij->i", shift, shift))
         self._centers_before, self._center_norm = centers, None
 
