@@ -29,16 +29,18 @@ The measurements go to ``bench_embeddings.json`` after each row; ``--write`` rep
 RESULTS.md section, ``docs/embeddings_table.inc`` and the plot, and ``--replot
 bench_embeddings.json --write`` does so from saved measurements.
 
-``--index`` measures index training instead (rows :data:`INDEX_ROWS`, ``C = 4 sqrt(N)``, and
-a row at ``C = 10,000`` when named): :class:`~clusterkit.IndexTraining` (256 rows per centroid,
-the held-out stop rule, ``FullEStep(prune="auto")``), Lloyd's iterations to the fixed point
-from the same seeding (the reference) and, where faiss is installed, ``faiss.Kmeans`` and
-``faiss.SuperKMeans`` with their defaults, on the same data in the same run. For every fit:
-the wall time, the error of all rows, the recall@10 of an IVF index on its centroids at
-``--nprobe`` lists (``_ivf.py``; 5,000 queries, further rows of the same distribution), and
-for clusterkit's fits, from the centres after each iteration, the time to reach the
-reference's recall within 0.005 and its error within 0.3 % (``time-to-recall`` next to
-``time-to-objective``). They go to ``bench_index.json``; nothing is published.
+``--index`` measures index training and the presets at index sizes instead (rows
+:data:`INDEX_ROWS`, ``C = 4 sqrt(N)``, and a row at ``C = 10,000`` when named), all with
+their defaults (exact pruning ``"auto"``): ``presets.lloyd`` with ``tol=0`` (Lloyd's fixed
+point, the reference) and with its default stop, ``presets.large_scale``,
+:class:`~clusterkit.IndexTraining` (256 rows per centroid, the held-out stop rule) and,
+where faiss is installed, ``faiss.Kmeans`` and ``faiss.SuperKMeans`` with their defaults,
+on the same data in the same run. For every fit: the wall time, the error of all rows, the
+recall@10 of an IVF index on its centroids at ``--nprobe`` lists (``_ivf.py``; 5,000
+queries, further rows of the same distribution), and for clusterkit's fits, from the
+centres after each iteration, the time to reach the reference's recall within 0.005, its
+error within 0.3 % and SuperKMeans' error within 0.3 % (``time-to-recall`` next to
+``time-to-objective``). They go to ``bench_index.json``; ``--index-table`` prints them.
 """
 import argparse
 import json
@@ -71,6 +73,10 @@ INDEX_ROWS = {"60k x 384, C=980": (60_000, 384, 980),
               "60k x 1024, C=980": (60_000, 1024, 980),
               "100k x 768, C=10000": (100_000, 768, 10_000)}
 INDEX_SAVED = HERE / "bench_index.json"
+#: ``--index``'s reference: Lloyd's iterations to the fixed point (the preset, tol=0)
+REFERENCE = "lloyd(tol=0)"
+INDEX_TITLE = ("Index training and the presets at index sizes against faiss "
+               "(bench_embeddings.py --index)")
 #: the composition the acceptance check is made for
 BEST = "large_scale"
 FAISS_SUBSAMPLE = 256  # faiss.Kmeans' default max_points_per_centroid
@@ -181,8 +187,7 @@ def _evaluated(steps):
 def measure_index_row(name, args):
     """One ``--index`` row: every side's fit, error, recall@10 and, for clusterkit's, the
     time to the reference's recall and error."""
-    from clusterkit import (Clusterer, FullEStep, IndexTraining, KMeansPlusPlus,
-                            SampledSeeder)
+    from clusterkit import Clusterer, IndexTraining, KMeansPlusPlus, SampledSeeder
     from _ivf import ground_truth, recall as ivf_recall
     n, d, c = INDEX_ROWS[name]
     n, c = n // args.shrink, c // args.shrink
@@ -198,19 +203,17 @@ def measure_index_row(name, args):
     def seed():
         return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
 
-    ours = {
-        "lloyd to fixed point": Clusterer(c, seed=seed(), estep=FullEStep(prune="auto"),
-                                          tol=0, max_iter=500, random_state=args.seed,
-                                          n_threads=args.n_threads, compute_labels=False),
-        "IndexTraining": Clusterer(c, seed=seed(), estep=FullEStep(prune="auto"),
-                                   schedule=IndexTraining(), tol=0, max_iter=25,
-                                   random_state=args.seed, n_threads=args.n_threads,
-                                   compute_labels=False),
+    common = dict(random_state=args.seed, n_threads=args.n_threads, compute_labels=False)
+    ours = {  # the presets with their defaults (exact pruning "auto"), and index training
+        REFERENCE: presets.lloyd(c, tol=0, max_iter=500, **common),
+        "lloyd": presets.lloyd(c, **common),
+        "large_scale": presets.large_scale(c, **common),
+        "IndexTraining": Clusterer(c, seed=seed(), schedule=IndexTraining(), tol=0,
+                                   max_iter=25, **common),
         # a tenth of the rows or so, as the SuperKMeans authors' sampling tables suggest
         f"IndexTraining(ppc={args.small_ppc})": Clusterer(
-            c, seed=seed(), estep=FullEStep(prune="auto"),
-            schedule=IndexTraining(points_per_centroid=args.small_ppc), tol=0, max_iter=25,
-            random_state=args.seed, n_threads=args.n_threads, compute_labels=False),
+            c, seed=seed(), schedule=IndexTraining(points_per_centroid=args.small_ppc),
+            tol=0, max_iter=25, **common),
     }
     fits = {}
     for method, model in ours.items():
@@ -242,30 +245,91 @@ def measure_index_row(name, args):
         fits[f"faiss {kind}"] = {"seconds": seconds, "error": error, "recall": recall}
         print(f"{name} faiss {kind}: {seconds:.1f} s, error {error:.6g}, recall "
               f"{recall:.4f}", file=sys.stderr, flush=True)
-    reference = fits["lloyd to fixed point"]
+    reference = fits[REFERENCE]
+    superkmeans = fits.get("faiss superkmeans")
     for f in fits.values():
         curve = f.get("curve", {})
         f["time_to_recall"] = next((t for t, e, r in curve.values()
                                     if r >= reference["recall"] - 0.005), None)
         f["time_to_error"] = next((t for t, e, r in curve.values()
                                    if e <= 1.003 * reference["error"]), None)
+        if superkmeans is not None:
+            f["time_to_superkmeans"] = next((t for t, e, r in curve.values()
+                                             if e <= 1.003 * superkmeans["error"]), None)
     return {"rows": n, "features": d, "clusters": c, "nprobe": args.nprobe, "fits": fits}
 
 
 def index_table(saved):
     """The ``--index`` rows as a Markdown table (printed; the lead publishes)."""
+    def seconds(value):
+        return "" if value is None else f"{value:.1f}"
+
     rows = []
     for name, row in saved.items():
-        ref = row["fits"]["lloyd to fixed point"]
+        ref = row["fits"][REFERENCE]
+        superkmeans = row["fits"].get("faiss superkmeans")
         for method, f in row["fits"].items():
-            rows.append([name, method, f"{f['seconds']:.1f}", str(f.get("n_iter", "")),
+            versus = ([f"{f['seconds'] / superkmeans['seconds']:.2f}",
+                       f"{f['error'] / superkmeans['error']:.4f}"]
+                      if superkmeans else ["", ""])
+            rows.append([name, method, seconds(f["seconds"]), str(f.get("n_iter", "")),
                          f"{100 * (f['error'] / ref['error'] - 1):+.2f} %",
-                         f"{f['recall']:.4f}",
-                         "" if f.get("time_to_recall") is None else f"{f['time_to_recall']:.1f}",
-                         "" if f.get("time_to_error") is None else f"{f['time_to_error']:.1f}"])
-    headers = ["data", "fit", "seconds", "iterations", "error vs fixed point",
-               "recall@10", "s to recall -0.005", "s to error +0.3 %"]
+                         f"{f['recall']:.4f}", *versus,
+                         seconds(f.get("time_to_recall")), seconds(f.get("time_to_error")),
+                         seconds(f.get("time_to_superkmeans"))])
+    headers = ["data", "fit", "seconds", "iterations", "error vs fixed point", "recall@10",
+               "time / SuperKMeans'", "error / SuperKMeans'", "s to recall -0.005",
+               "s to error +0.3 %", "s to SuperKMeans' error +0.3 %"]
     return format_table(headers, rows)
+
+
+PRESETS = ("lloyd", "large_scale", REFERENCE)
+
+
+def index_checks(saved):
+    """Per ``--index`` row: the fastest preset whose whole fit ends within 0.3 % of
+    SuperKMeans' error and of the fixed point's, and index training's recall, each against
+    SuperKMeans' time."""
+    notes = []
+    for name, row in saved.items():
+        fits, ref = row["fits"], row["fits"][REFERENCE]
+        sk = fits.get("faiss superkmeans")
+        if sk is None:
+            continue
+
+        def fastest(bar):
+            ok = [(fits[m]["seconds"], m) for m in PRESETS if fits[m]["error"] <= 1.003 * bar]
+            return min(ok) if ok else (float("nan"), "none")
+
+        t_sk, m_sk = fastest(sk["error"])
+        t_fp, m_fp = fastest(ref["error"])
+        index = fits["IndexTraining"]
+        notes.append(
+            f"{name}: SuperKMeans {sk['seconds']:.1f} s. Fastest preset ending within 0.3 % of "
+            f"SuperKMeans' error: {m_sk}, {t_sk / sk['seconds']:.2f}x its time; of the fixed "
+            f"point's: {m_fp}, {t_fp / sk['seconds']:.2f}x. IndexTraining: recall "
+            f"{index['recall']:.4f} against the fixed point's {ref['recall']:.4f} "
+            f"({index['recall'] - ref['recall']:+.4f}) in {index['seconds'] / sk['seconds']:.2f}x "
+            "SuperKMeans' time.")
+    return notes
+
+
+def publish_index(saved, write):
+    notes = index_checks(saved) + [
+        "Every fit in one process on 2 threads, one after the other, one run each, timed "
+        "whole (seeding included). Error: quantization error of all rows; recall@10 of an "
+        "IVF index (exact distances within the probed lists) on the fit's centroids, 5,000 "
+        "queries from the same distribution, nprobe = 2.",
+        "clusterkit's presets with their defaults (exact dimension pruning \"auto\"); "
+        "lloyd(tol=0) runs to the fixed point (the reference); IndexTraining: "
+        "Clusterer(C, schedule=IndexTraining()) with greedy k-means++ on 8 rows per centre; "
+        "faiss Kmeans and SuperKMeans with their defaults.",
+        "The 's to ...' columns: the first iteration whose centres reach that recall or "
+        "error, from the fit's own iterations (time since the fit started).",
+        "Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python "
+        "benchmarks/bench_embeddings.py --index <rows> --write`; `--index-table --write` "
+        "publishes from bench_index.json."]
+    publish(INDEX_TITLE, index_table(saved), notes, write)
 
 
 def _cells(row):
@@ -364,15 +428,18 @@ def main():
     parser.add_argument("--queries", type=int, default=5000)
     parser.add_argument("--small-ppc", type=int, default=8,
                         help="--index: rows per centroid of the second IndexTraining fit")
+    parser.add_argument("--index-table", action="store_true",
+                        help="print (and with --write publish) the saved --index rows")
     args = parser.parse_args()
-    if args.index is not None:
-        warn_openblas_overrides()
+    if args.index is not None or args.index_table:
         saved = (json.loads(INDEX_SAVED.read_text(encoding="utf-8"))
                  if INDEX_SAVED.exists() else {})
-        for name in args.index or list(INDEX_ROWS)[:3]:
-            saved[name] = measure_index_row(name, args)
-            INDEX_SAVED.write_text(json.dumps(saved, indent=1), encoding="utf-8")
-        print(index_table(saved))
+        if args.index is not None:
+            warn_openblas_overrides()
+            for name in args.index or list(INDEX_ROWS)[:3]:
+                saved[name] = measure_index_row(name, args)
+                INDEX_SAVED.write_text(json.dumps(saved, indent=1), encoding="utf-8")
+        publish_index(saved, args.write)
         return
     if args.replot:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))

@@ -206,7 +206,7 @@ def lloyd(n_clusters, **kwargs):
     --------
     >>> from clusterkit.presets import lloyd
     >>> lloyd(10, random_state=0).estep
-    FullEStep(prune=None)
+    FullEStep(prune='auto')
     """
     kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
@@ -241,7 +241,7 @@ def elkan(n_clusters, **kwargs):
     --------
     >>> from clusterkit.presets import elkan
     >>> elkan(10, random_state=0).estep
-    BoundedEStep(max_bounds_bytes=None, n_groups='auto', prune=None)
+    BoundedEStep(max_bounds_bytes=None, n_groups='auto', prune='auto')
     """
     kwargs.setdefault("seed", _scheduled_seed())
     return _clusterer(n_clusters, kwargs, estep=BoundedEStep(), mstep=HardMStep())
@@ -751,7 +751,7 @@ def large_scale(n_clusters, G=5, chain_length=20, **kwargs):
     --------
     >>> from clusterkit.presets import large_scale
     >>> large_scale(10).estep, large_scale(10).tol
-    (FullEStep(prune=None), 0.003)
+    (FullEStep(prune='auto'), 0.003)
     """
     kwargs.setdefault("tol", 3e-3)
     pilot = var_kmeans_s(n_clusters, G=G,

@@ -36,7 +36,7 @@ def test_pruned_fit_gives_lloyds_iterates(dtype, weighted, n_threads):
     X = _embeddings(2501, 40, 30, dtype, seed=1)
     w = np.random.RandomState(2).uniform(0.5, 2, len(X)).astype(dtype) if weighted else None
     init = X[np.random.RandomState(3).choice(len(X), 30, replace=False)]
-    lloyd = _fit(X, FullEStep(), init, w, n_threads)
+    lloyd = _fit(X, FullEStep(prune=None), init, w, n_threads)
     pruned = _fit(X, FullEStep(prune=6), init, w, n_threads)
     assert pruned.n_iter_ == lloyd.n_iter_
     assert ([h["n_changed"] for h in pruned.history_]
@@ -56,7 +56,7 @@ def test_pruned_minibatches_give_the_same_iterates():
     init = X[:12].copy()
     fits = [Clusterer(12, seed=init, estep=e, schedule=MiniBatch(batch_size=512), tol=0,
                       max_iter=20, random_state=0).fit(X)
-            for e in (FullEStep(), FullEStep(prune=4))]
+            for e in (FullEStep(prune=None), FullEStep(prune=4))]
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_, rtol=1e-12)
 
@@ -64,7 +64,7 @@ def test_pruned_minibatches_give_the_same_iterates():
 def test_prune_auto_is_off_below_its_thresholds():
     X = _embeddings(600, 16, 10, seed=5)
     init = X[:10].copy()
-    lloyd = _fit(X, FullEStep(), init)
+    lloyd = _fit(X, FullEStep(prune=None), init)
     auto = _fit(X, FullEStep(prune="auto"), init)
     assert 16 < PRUNE_MIN_FEATURES
     assert auto.cost_ == lloyd.cost_
@@ -76,7 +76,7 @@ def test_prune_ignored_for_soft_assignments():
     X = _embeddings(400, 12, 4, seed=6)
     init = X[:4].copy()
     soft = [Clusterer(4, seed=init, estep=e, mstep="soft", max_iter=5, tol=0).fit(X)
-            for e in (FullEStep(), FullEStep(prune=3))]
+            for e in (FullEStep(prune=None), FullEStep(prune=3))]
     np.testing.assert_allclose(soft[0].cluster_centers_, soft[1].cluster_centers_)
 
 
@@ -118,7 +118,7 @@ def test_prune_auto_prunes_from_its_thresholds():
     X = _embeddings(3000, 64, 40, np.float32, seed=9)
     init = X[np.random.RandomState(9).choice(len(X), 300, replace=False)]
     fits = [Clusterer(300, seed=init, estep=e, tol=0, max_iter=4).fit(X)
-            for e in (FullEStep(), FullEStep(prune="auto"))]
+            for e in (FullEStep(prune=None), FullEStep(prune="auto"))]
     assert fits[1].cost_["estep"] < 0.8 * fits[0].cost_["estep"]
     assert_labels_equal_up_to_ties(X, fits[0].cluster_centers_, fits[1].labels_,
                                    fits[0].labels_, RTOL[np.float32])
@@ -129,7 +129,7 @@ def test_pruned_spherical_fit_gives_the_same_iterates():
     X = _embeddings(1500, 32, 20, seed=10)
     init = X[:20].copy()
     fits = [Clusterer(20, seed=init, estep=e, mstep="spherical", tol=0, max_iter=15).fit(X)
-            for e in (FullEStep(), FullEStep(prune=8))]
+            for e in (FullEStep(prune=None), FullEStep(prune=8))]
     assert fits[0].n_iter_ == fits[1].n_iter_
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_,

@@ -50,7 +50,7 @@ class BoundedEStep(EStep):
         and :class:`YinyangEStep` too).
     n_groups : int or "auto", default="auto"
         Yinyang's groups, when it is chosen (see :class:`YinyangEStep`).
-    prune : int, "auto" or None, default=None
+    prune : int, "auto" or None, default="auto"
         Exact dimension pruning in the chosen E-step (see :class:`ElkanEStep`); dense data
         only.
 
@@ -66,11 +66,11 @@ class BoundedEStep(EStep):
     --------
     >>> from clusterkit import BoundedEStep
     >>> BoundedEStep(max_bounds_bytes=10**6).chosen(1000, 100)
-    ElkanEStep(max_bounds_bytes=1000000, prune=None)
+    ElkanEStep(max_bounds_bytes=1000000, prune='auto')
     >>> BoundedEStep(max_bounds_bytes=10**6).chosen(10**5, 100)
-    YinyangEStep(n_groups='auto', max_bounds_bytes=1000000, prune=None)
+    YinyangEStep(n_groups='auto', max_bounds_bytes=1000000, prune='auto')
     >>> BoundedEStep().chosen(10**5, 100, n_features=2)
-    YinyangEStep(n_groups=1, max_bounds_bytes=None, prune=None)
+    YinyangEStep(n_groups=1, max_bounds_bytes=None, prune='auto')
     """
 
     _parameter_constraints = YinyangEStep._parameter_constraints  # (with prune)
@@ -80,7 +80,7 @@ class BoundedEStep(EStep):
     chunks = True  # (each chunk chooses for its rows, in its worker's memory)
     accepts_sparse = True  # sparse data always go to ElkanEStep
 
-    def __init__(self, max_bounds_bytes=None, n_groups="auto", prune=None):
+    def __init__(self, max_bounds_bytes=None, n_groups="auto", prune="auto"):
         self.max_bounds_bytes = max_bounds_bytes
         self.n_groups = n_groups
         self.prune = prune
@@ -109,7 +109,7 @@ class BoundedEStep(EStep):
         limit)."""
         prune = getattr(self, "prune", None)
         if sparse:
-            return ElkanEStep(self.max_bounds_bytes)
+            return ElkanEStep(self.max_bounds_bytes, prune=None)
         elkan = ElkanEStep(self.max_bounds_bytes, prune)
         if n_features is not None and n_features <= SEPARATION_MAX_FEATURES:
             one_group = self.n_groups == "auto" and n_clusters <= LOW_DIMENSION_MAX_CLUSTERS

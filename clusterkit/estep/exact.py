@@ -82,7 +82,7 @@ class FullEStep(EStep):
 
     Parameters
     ----------
-    prune : int, "auto" or None, default=None
+    prune : int, "auto" or None, default="auto"
         Exact dimension pruning of hard assignments of dense data. ``None``: off. An integer
         ``p``: once per fit the ``p`` leading principal axes of a sample of the rows are
         found and the rows projected on them; each call then bounds every row-centre
@@ -138,7 +138,7 @@ class FullEStep(EStep):
     #: nothing, as before the parameter existed)
     prune = None
 
-    def __init__(self, prune=None):
+    def __init__(self, prune="auto"):
         self.prune = prune
 
     def _projections(self, n_features, n_clusters):
@@ -288,7 +288,7 @@ class ElkanEStep(BoundsEStep):
         known (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of
         :class:`YinyangEStep` and :class:`BoundedEStep` too). A fit needing more than the
         memory available is refused in any case.
-    prune : int, "auto" or None, default=None
+    prune : int, "auto" or None, default="auto"
         Exact dimension pruning of dense data, as :class:`FullEStep`'s ``prune`` (the same
         principal axes, made once per fit): the first visits are its pruned pass, whose
         bounds (direct distances where computed) become the stored bounds, and a centre the
@@ -339,7 +339,7 @@ class ElkanEStep(BoundsEStep):
     _instead = ("reduce the data (reduce=LWCS(...)), or use YinyangEStep (bounds that do not "
                 "grow with C), FullEStep (Lloyd, no bounds) or PartialEStep.")
 
-    def __init__(self, max_bounds_bytes=None, prune=None):
+    def __init__(self, max_bounds_bytes=None, prune="auto"):
         self.max_bounds_bytes = max_bounds_bytes
         self.prune = prune
 

@@ -199,7 +199,7 @@ class YinyangEStep(BoundsEStep):
         (:func:`~clusterkit.estep.bounds.bounds_budget`, the budget of :class:`ElkanEStep`
         and :class:`BoundedEStep` too). A fit needing more than the memory available is
         refused in any case.
-    prune : int, "auto" or None, default=None
+    prune : int, "auto" or None, default="auto"
         Exact dimension pruning of the first visits and of the centres the filters do not
         rule out, as :class:`ElkanEStep`'s ``prune`` (a skipped centre's bound stands for
         its distance in its group's bound). The labels and iterates are those without it.
@@ -261,7 +261,7 @@ class YinyangEStep(BoundsEStep):
     _instead = ("use fewer groups (n_groups='auto' fits the budget), reduce the data "
                 "(reduce=LWCS(...)), or use FullEStep (Lloyd, no bounds).")
 
-    def __init__(self, n_groups="auto", max_bounds_bytes=None, prune=None):
+    def __init__(self, n_groups="auto", max_bounds_bytes=None, prune="auto"):
         self.n_groups = n_groups
         self.max_bounds_bytes = max_bounds_bytes
         self.prune = prune
