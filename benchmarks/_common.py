@@ -25,7 +25,7 @@ DATA_ENV_VAR = "CLUSTERKIT_DATA"
 #: The note of bench_exact.py and bench_lowd.py on their missed targets.
 EXACT_TARGETS_NOTE = ("Targets missed (MNIST C = 50 at 0.8x scikit-learn; BIRCH C = 100 "
                       "against ball k-means) and the decisions with their evidence: "
-                      "docs/embeddings.rst, section \"Targets missed, and what we decided\".")
+                      "docs/exact.rst, section \"Targets missed, and what we decided\".")
 
 
 def data_home():

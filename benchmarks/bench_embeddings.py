@@ -45,6 +45,7 @@ error within 0.3 % and SuperKMeans' error within 0.3 % (``time-to-recall`` next 
 import argparse
 import json
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -66,17 +67,20 @@ INCLUDE = HERE.parent / "docs" / "embeddings_table.inc"
 ROWS = {"500k x 128, C=4096": (500_000, 128, 4096),
         "200k x 768, C=4096": (200_000, 768, 4096),
         "250k x 128, C=16384": (250_000, 128, 16384)}
-OURS = {"large_scale": presets.large_scale, "vc_gmm": presets.vc_gmm}
+OURS = {"lloyd": presets.lloyd, "large_scale": presets.large_scale, "vc_gmm": presets.vc_gmm}
 #: ``--index`` rows: name: (rows, features, clusters), C = 4 sqrt(N) but the last
 INDEX_ROWS = {"60k x 384, C=980": (60_000, 384, 980),
               "60k x 768, C=980": (60_000, 768, 980),
               "60k x 1024, C=980": (60_000, 1024, 980),
               "100k x 768, C=10000": (100_000, 768, 10_000)}
 INDEX_SAVED = HERE / "bench_index.json"
+INDEX_INCLUDE = HERE.parent / "docs" / "embeddings_index_table.inc"
 #: ``--index``'s reference: Lloyd's iterations to the fixed point (the preset, tol=0)
 REFERENCE = "lloyd(tol=0)"
 INDEX_TITLE = ("Index training and the presets at index sizes against faiss "
                "(bench_embeddings.py --index)")
+#: rows saved before they recorded their date
+EARLIER_RUN = "2026-11-26, before dimension pruning was the default, without lloyd"
 #: the composition the acceptance check is made for
 BEST = "large_scale"
 FAISS_SUBSAMPLE = 256  # faiss.Kmeans' default max_points_per_centroid
@@ -156,13 +160,13 @@ def measure_row(name, args):
     for method, make in OURS.items():
         record(method, lambda: _fit_ours(make(c, random_state=args.seed,
                                               n_threads=args.n_threads), X))
-    return {"rows": n, "features": d, "clusters": c, "fits": fits}
+    return {"rows": n, "features": d, "clusters": c, "fits": fits,
+            "measured": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def _tracked(model, X):
     """Fit ``model`` keeping the centres and the time after every iteration; returns
     ``(seconds, [(seconds, centres)], model)``."""
-    import time
     steps = []
     model.set_params(callback=lambda info: steps.append(
         (info["seconds"], np.array(info["centers"], dtype=np.float32))))
@@ -259,8 +263,8 @@ def measure_index_row(name, args):
     return {"rows": n, "features": d, "clusters": c, "nprobe": args.nprobe, "fits": fits}
 
 
-def index_table(saved):
-    """The ``--index`` rows as a Markdown table (printed; the lead publishes)."""
+def index_rows(saved):
+    """The ``--index`` rows: ``(headers, rows)`` of the table."""
     def seconds(value):
         return "" if value is None else f"{value:.1f}"
 
@@ -280,7 +284,7 @@ def index_table(saved):
     headers = ["data", "fit", "seconds", "iterations", "error vs fixed point", "recall@10",
                "time / SuperKMeans'", "error / SuperKMeans'", "s to recall -0.005",
                "s to error +0.3 %", "s to SuperKMeans' error +0.3 %"]
-    return format_table(headers, rows)
+    return headers, rows
 
 
 PRESETS = ("lloyd", "large_scale", REFERENCE)
@@ -326,10 +330,16 @@ def publish_index(saved, write):
         "faiss Kmeans and SuperKMeans with their defaults.",
         "The 's to ...' columns: the first iteration whose centres reach that recall or "
         "error, from the fit's own iterations (time since the fit started).",
+        "What holds against SuperKMeans and what does not, with the evidence: "
+        "docs/embeddings.rst, section \"What holds, and what does not\".",
         "Command: `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python "
         "benchmarks/bench_embeddings.py --index <rows> --write`; `--index-table --write` "
         "publishes from bench_index.json."]
-    publish(INDEX_TITLE, index_table(saved), notes, write)
+    headers, rows = index_rows(saved)
+    publish(INDEX_TITLE, format_table(headers, rows), notes, write)
+    if write:
+        INDEX_INCLUDE.write_text(rst_list_table(headers, rows, "bench_embeddings.py --index"),
+                                 encoding="utf-8")
 
 
 def _cells(row):
@@ -398,10 +408,13 @@ def publish_results(saved, write):
         "faiss Kmeans' defaults keep all rows on every row here (at most 256 per centre); "
         "faiss kmeans-all appears only where they would subsample.",
         "s / iteration: median over the fit's iterations: faiss's own iteration times; for "
-        "large_scale its exact Lloyd iterations after the pilot (the same work per "
-        "iteration as faiss Kmeans'); the coreset presets' iterations run on the coreset.",
-        "Targets missed (768 features against SuperKMeans) and the decision with its "
-        "evidence: docs/embeddings.rst, section \"Targets missed, and what we decided\".",
+        "lloyd and large_scale their exact Lloyd iterations (after large_scale's pilot; "
+        "dimension pruning from 64 features skips most of the N C distances a faiss Kmeans "
+        "iteration computes); the coreset presets' iterations run on the coreset.",
+        "Measured: " + "; ".join(f"{name}: {row.get('measured', EARLIER_RUN)}"
+                                 for name, row in saved.items()) + ".",
+        "What holds against SuperKMeans and what does not, with the evidence: "
+        "docs/embeddings.rst, section \"What holds, and what does not\".",
         f"Plot: `docs/images/{PLOT.name}`.", command_note()]
     publish(TITLE, format_table(headers, table), notes, write)
     if write:

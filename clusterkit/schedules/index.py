@@ -44,10 +44,9 @@ class IndexTraining(Schedule):
     (60,000 rows, ``C = 980 = 4 sqrt(N)``, recall@10 at ``nprobe = 2``; it prints the
     fraction changed, the error and the recall after each iteration), Lloyd's iterations
     had their recall within 0.004 of their fixed point's once at most about 2 % of the rows
-    changed cell per iteration (iteration 3 or 4 of 20-31, at 384 and 768 features), while
-    the error was still 0.5-0.8 % above the fixed point's; ``change_tol=0.02`` stopped after
-    4-5 iterations within 0.003 of the fixed point's recall (measured on a busy machine;
-    see the benchmark's notes).
+    changed cell per iteration (iteration 3 or 4 of 20-31, at 384 to 1,024 features), while
+    the error was still 0.5-1 % above the fixed point's; ``change_tol=0.02`` stopped after
+    4-5 iterations within 0.003 of the fixed point's recall (``benchmarks/RESULTS.md``).
 
     Parameters
     ----------
@@ -69,8 +68,8 @@ class IndexTraining(Schedule):
     with :class:`~clusterkit.SphericalMStep` they are the unit mean directions, for an
     inner-product index. ``history_`` records ``heldout_changed``, the fraction of
     held-out rows that changed cell at each step. Per-sample state of the E-step is kept for
-    all rows (use :class:`~clusterkit.FullEStep`, which keeps none, as the preset
-    :func:`~clusterkit.presets.index_training` does). With ``n_init > 1`` the runs share the
+    all rows (use :class:`~clusterkit.FullEStep`, which keeps none, as the embeddings page's
+    example does). With ``n_init > 1`` the runs share the
     order, so the sample and the held-out rows.
 
     Examples
