@@ -1,4 +1,4 @@
-"""Embeddings at scale: float32 vectors of 128 and 768 features, thousands of clusters, against faiss.
+"""Embeddings at scale: float32 vectors of 128 to 1,024 features, thousands of clusters, against faiss.
 
 The workload of inverted-file index training and topic discovery: float32 rows of unit norm,
 ``C`` in the thousands. Every fit of a row runs in one process on ``--n-threads`` threads, is
@@ -9,13 +9,15 @@ reported relative to the best fit of the row:
 * peers: ``faiss.Kmeans`` with its defaults (25 iterations on at most 256 rows per centre:
   all rows here; a second run on all rows is made only where the defaults subsample),
   ``faiss.SuperKMeans`` with its defaults (dimension pruning on top of the matrix product);
-* clusterkit: ``presets.large_scale(C)`` (var-k-means-S on all rows as the start, then exact
-  Lloyd iterations) and ``presets.vc_gmm(C)`` (var-GMM-S on a lightweight coreset of
+* clusterkit, with the presets' defaults (exact dimension pruning where it pays):
+  ``presets.lloyd(C)`` (exact Lloyd iterations to its default stop),
+  ``presets.large_scale(C)`` (var-k-means-S on all rows as the start, then exact Lloyd
+  iterations) and ``presets.vc_gmm(C)`` (var-GMM-S on a lightweight coreset of
   ``max(2^15, 32 C)`` draws, the data themselves where that is not smaller);
-* exact Lloyd per iteration: the median time of ``large_scale``'s Lloyd iterations (the
-  iterations after its pilot) against the median of the iteration times faiss reports for
-  its ``Kmeans`` run; both do the same work per iteration (``N C`` distances, the centre
-  update).
+* Lloyd per iteration: the median time of ``lloyd``'s and ``large_scale``'s Lloyd
+  iterations (after its pilot) against the median of the iteration times faiss reports for
+  its ``Kmeans`` run, which computes all ``N C`` distances (pruning skips most of them from
+  64 features on).
 
 Data (:func:`make_embeddings`): a mixture of 1,000 topics whose means and within-topic noise
 share a power-law spectrum in a random basis (variance of direction ``i`` proportional to
@@ -373,12 +375,15 @@ def plot(saved, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(saved), figsize=(4.2 * len(saved), 3.6), squeeze=False)
+    methods = sorted({m for row in saved.values() for m in row["fits"]})
+    color = {m: f"C{i}" for i, m in enumerate(methods)}  # (one colour per fit in every panel)
     for ax, (name, row) in zip(axes[0], saved.items()):
         fits = {m: f for m, f in row["fits"].items() if "error" in f}
         best = min(f["error"] for f in fits.values())
         for method, f in fits.items():
             marker = "s" if method.startswith("faiss") else "o"
-            ax.scatter(f["seconds"], 100 * (f["error"] / best - 1), marker=marker)
+            ax.scatter(f["seconds"], 100 * (f["error"] / best - 1), marker=marker,
+                       color=color[method])
             # faiss' two fits often end at the same error: one label above, one below
             below = method == "faiss superkmeans"
             ax.annotate(method, (f["seconds"], 100 * (f["error"] / best - 1)), fontsize=7,
