@@ -1,4 +1,4 @@
-"""Embeddings at scale: float32 vectors of 128 to 1,024 features, thousands of clusters, against faiss.
+"""Embeddings at scale: float32 vectors of 128 to 1,024 features, thousands of clusters, vs faiss.
 
 The workload of inverted-file index training and topic discovery: float32 rows of unit norm,
 ``C`` in the thousands. Every fit of a row runs in one process on ``--n-threads`` threads, is
@@ -79,6 +79,8 @@ INDEX_SAVED = HERE / "bench_index.json"
 INDEX_INCLUDE = HERE.parent / "docs" / "embeddings_index_table.inc"
 #: ``--index``'s reference: Lloyd's iterations to the fixed point (the preset, tol=0)
 REFERENCE = "lloyd(tol=0)"
+#: the ``--index`` fits that are presets with their defaults (index training is not one)
+INDEX_PRESETS = ("lloyd", "large_scale", REFERENCE)
 INDEX_TITLE = ("Index training and the presets at index sizes against faiss "
                "(bench_embeddings.py --index)")
 #: rows saved before they recorded their date
@@ -254,14 +256,14 @@ def measure_index_row(name, args):
     reference = fits[REFERENCE]
     superkmeans = fits.get("faiss superkmeans")
     for f in fits.values():
-        curve = f.get("curve", {})
-        f["time_to_recall"] = next((t for t, e, r in curve.values()
-                                    if r >= reference["recall"] - 0.005), None)
-        f["time_to_error"] = next((t for t, e, r in curve.values()
-                                   if e <= 1.003 * reference["error"]), None)
+        def first(reached, curve=f.get("curve", {})):
+            """Seconds at the first scored iteration whose (error, recall) ``reached``."""
+            return next((t for t, e, r in curve.values() if reached(e, r)), None)
+
+        f["time_to_recall"] = first(lambda e, r: r >= reference["recall"] - 0.005)
+        f["time_to_error"] = first(lambda e, r: e <= 1.003 * reference["error"])
         if superkmeans is not None:
-            f["time_to_superkmeans"] = next((t for t, e, r in curve.values()
-                                             if e <= 1.003 * superkmeans["error"]), None)
+            f["time_to_superkmeans"] = first(lambda e, r: e <= 1.003 * superkmeans["error"])
     return {"rows": n, "features": d, "clusters": c, "nprobe": args.nprobe, "fits": fits}
 
 
@@ -289,9 +291,6 @@ def index_rows(saved):
     return headers, rows
 
 
-PRESETS = ("lloyd", "large_scale", REFERENCE)
-
-
 def index_checks(saved):
     """Per ``--index`` row: the fastest preset whose whole fit ends within 0.3 % of
     SuperKMeans' error and of the fixed point's, and index training's recall, each against
@@ -304,7 +303,8 @@ def index_checks(saved):
             continue
 
         def fastest(bar):
-            ok = [(fits[m]["seconds"], m) for m in PRESETS if fits[m]["error"] <= 1.003 * bar]
+            ok = [(fits[m]["seconds"], m) for m in INDEX_PRESETS
+                  if fits[m]["error"] <= 1.003 * bar]
             return min(ok) if ok else (float("nan"), "none")
 
         t_sk, m_sk = fastest(sk["error"])
@@ -321,6 +321,8 @@ def index_checks(saved):
 
 
 def publish_index(saved, write):
+    """Print the ``--index`` table, its checks and notes; with ``write`` replace its
+    RESULTS.md section and ``docs/embeddings_index_table.inc``."""
     notes = index_checks(saved) + [
         "Every fit in one process on 2 threads, one after the other, one run each, timed "
         "whole (seeding included). Error: quantization error of all rows; recall@10 of an "
