@@ -7,10 +7,10 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
 from clusterkit import (AFKMC2, LWCS, Breathing, Clusterer, FitState, FittedSeeder, NoRefinement,
-                        PartialEStep, Refiner, presets)
+                        PartialEStep, Refiner, YinyangEStep, presets)
 from clusterkit.datasets import make_gaussian_blobs
 from clusterkit.metrics import quantization_error
-from clusterkit.refine.breathing import cluster_statistics
+from clusterkit.refine.breathing import cluster_statistics, fewer_moves
 
 
 @pytest.fixture(scope="module")
@@ -324,11 +324,25 @@ def test_breathing_refuses_bad_budgets(blobs, kw, error):
         presets.lloyd(4, refine=Breathing(**kw)).fit(blobs[:200])
 
 
+def test_a_rejected_round_halves_the_moves_down_to_five_then_counts_down(blobs):
+    assert [fewer_moves(m) for m in (50, 25, 12, 11, 10, 9, 5, 1)] == [25, 12, 6, 5, 5, 8, 4, 0]
+    model = presets.lloyd(40, random_state=0, refine=Breathing(m=16, tol=0.5)).fit(blobs)
+    moved = [r["moved"] for r in model.refinement_log_]  # tol=0.5: every round rejected
+    assert not any(r["kept"] for r in model.refinement_log_)
+    assert moved == [16, 8, 7, 6, 5, 4, 3, 2, 1]
+    kept = presets.lloyd(40, random_state=0, refine=Breathing(m=16, tol=0)).fit(blobs)
+    log = kept.refinement_log_
+    for before, after in zip(log, log[1:]):  # a kept round's count is moved again
+        assert after["moved"] == (before["moved"] if before["kept"]
+                                  else fewer_moves(before["moved"]))
+
+
 def test_best_quality_defaults_follow_n_clusters_and_the_budget(blobs):
     assert presets.best_quality(40).refine.get_params() == {
         "m": 5, "tol": 0, "max_rounds": 200, "budget": 2.0, "time_budget": None,
         "carry": True}
     assert presets.best_quality(1000).refine.m == 100
+    assert isinstance(presets.best_quality(40).estep, YinyangEStep)
     refine = presets.best_quality(40, budget=None, time_budget=3.0, max_rounds=7, m=2).refine
     assert (refine.budget, refine.time_budget, refine.max_rounds, refine.m) == (None, 3.0, 7, 2)
     model = presets.best_quality(40, coreset_size=1024, random_state=0, budget=0.5).fit(blobs)

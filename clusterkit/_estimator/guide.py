@@ -114,9 +114,10 @@ GUIDE = {
         memory="N'·D coreset, N'·(G²+1) candidate distances, 2·N sampling"),
     "best_quality": PresetGuide(
         use="the lowest k-means error, below restarted k-means++",
-        model="k-means", cost="N·C·D, plus N·C·D per breathing round (at most 10), after a "
+        model="k-means", cost="at most N·C·D per iteration (Yinyang's bounds), N·C·D per "
+                              "breathing round, the rounds within twice the rest; after a "
                               "refined coreset fit",
-        memory="N (labels, distances), N'·D pilot coreset"),
+        memory="N·C/10 bounds (Yinyang's), N'·D pilot coreset"),
     "large_scale": PresetGuide(
         use="large N, many clusters, high D (embeddings): faiss-level error, less time",
         model="k-means", cost="N·G·D per pilot iteration (G = 5), then N·C·D per Lloyd "
