@@ -73,8 +73,8 @@ class TracedBreathing(Breathing):
     def refine(self, X, sample_weight, run, iterate, state):
         TRACE.append(("start", state.seconds, run.centers.copy()))
 
-        def traced(centers):
-            new = iterate(centers)
+        def traced(centers, **kwargs):
+            new = iterate(centers, **kwargs)
             TRACE.append(("round", None, new.centers.copy()))
             return new
 
