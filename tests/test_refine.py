@@ -337,10 +337,34 @@ def test_a_rejected_round_halves_the_moves_down_to_five_then_counts_down(blobs):
                                   else fewer_moves(before["moved"]))
 
 
+def test_breathing_polish_runs_the_kept_centres_to_a_tighter_tolerance():
+    X = np.random.RandomState(0).uniform(size=(3000, 2))  # slow to converge
+
+    def fit(**kw):
+        return presets.lloyd(40, random_state=0, tol=1e-2,
+                             refine=Breathing(m=4, tol=0, max_rounds=6, **kw)).fit(X)
+
+    plain, polished = fit(), fit(polish_tol=0.0)
+    # the same rounds, then one more run from the kept centres, logged as moving none
+    assert _rounds(polished)[:-1] == _rounds(plain)
+    last = polished.refinement_log_[-1]
+    assert last["moved"] == 0 and last["kept"]
+    log = plain.refinement_log_
+    assert last["objective"] <= last["objective_before"] == min(
+        [r["objective"] for r in log if r["kept"]], default=log[0]["objective_before"])
+    assert polished.inertia_ < plain.inertia_
+    # tol=0: it ran until no label changed, past the fit's tol=1e-2
+    steps = [h for h in polished.history_ if h.get("refinement_round") == last["round"]]
+    assert len(steps) > 1 and steps[-1]["n_changed"] == 0
+    np.testing.assert_array_equal(polished.labels_, polished.predict(X))
+    with pytest.raises(ValueError, match="polish_tol must be None or a number in"):
+        fit(polish_tol=1.5)
+
+
 def test_best_quality_defaults_follow_n_clusters_and_the_budget(blobs):
     assert presets.best_quality(40).refine.get_params() == {
         "m": 5, "tol": 0, "max_rounds": 200, "budget": 2.0, "time_budget": None,
-        "carry": True}
+        "carry": True, "polish_tol": None}
     assert presets.best_quality(1000).refine.m == 100
     assert isinstance(presets.best_quality(40).estep, YinyangEStep)
     refine = presets.best_quality(40, budget=None, time_budget=3.0, max_rounds=7, m=2).refine

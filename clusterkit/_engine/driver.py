@@ -328,10 +328,11 @@ class Driver:
             run = self.refine(X, sample_weight, run)
         return run
 
-    def iterate(self, X, sample_weight, centers, source=None):
+    def iterate(self, X, sample_weight, centers, source=None, tol=None):
         """The strategies' per-run states (see :meth:`start`), then steps from ``centers``
-        until the schedule or ``max_iter`` stops them; sets the current run's ``centers`` and
-        ``end``."""
+        until the schedule (at ``tol``, the fit's when ``None``) or ``max_iter`` stops them;
+        sets the current run's ``centers`` and ``end``."""
+        tol = self.tol if tol is None else tol
         state, schedule, run = self.state, self.composition.schedule, self.state.run
         self.start(X, sample_weight, centers, source)
         batches = schedule.batches(X.shape[0], state)
@@ -351,7 +352,7 @@ class Driver:
             if self.record(len(run.history) + 1, first, batch, centers):
                 run.end = "callback"
                 break
-            if schedule.should_stop(state, self.tol):
+            if schedule.should_stop(state, tol):
                 run.end = "converged"
                 break
         run.centers = centers
@@ -381,13 +382,13 @@ class Driver:
         state, refiner = self.state, self.composition.refine
         rounds, last = [], [run]  # each iterate call's steps; the run a round may continue
 
-        def iterate(start, carry=False):
+        def iterate(start, carry=False, tol=None):
             start = strategy_array(start, refiner, "centres to iterate from",
                                    (self.n_clusters, X.shape[1]), X.dtype)
             new = state.new_run(X.shape[0], round=len(rounds) + 1)
             try:  # (on row chunks, each chunk's state stays with it: afresh)
                 self.iterate(X, sample_weight, start,
-                             last[0] if carry and self.chunked is None else None)
+                             last[0] if carry and self.chunked is None else None, tol)
             finally:
                 state.run = run  # the refiner's own calls see the run it refines
             last[0] = new

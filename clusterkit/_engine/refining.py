@@ -40,7 +40,8 @@ class Refiner(_Strategy, ABC):
     budget again. ``iterate(centers, carry=True)`` lets the E-step continue the per-run state
     of the last call's run (of ``run`` at the first call) where it can
     (:meth:`EStep.carry_state`; the bounded E-steps keep their bounds: the same iterates at
-    fewer distances); that run then no longer holds it. A run whose ``max_iter`` or callback
+    fewer distances); that run then no longer holds it. ``iterate(centers, tol=t)`` stops
+    that call's iterations at the tolerance ``t`` instead of the fit's ``tol``. A run whose ``max_iter`` or callback
     ended it is not refined; a callback that stops the fit during a round ends the
     refinement, and the fit keeps the run it was refining.
 
@@ -73,8 +74,8 @@ class Refiner(_Strategy, ABC):
         run : Run
             The run to refine; ``run.centers`` are its final centres.
         iterate : callable
-            ``iterate(centers, carry=False) -> Run``: the composition's iterations from
-            ``centers`` (see the class notes for ``carry``).
+            ``iterate(centers, carry=False, tol=None) -> Run``: the composition's
+            iterations from ``centers`` (see the class notes for ``carry`` and ``tol``).
         state : FitState
 
         Returns

@@ -134,6 +134,12 @@ class Breathing(Refiner):
         :class:`~clusterkit.BoundedEStep`) keep their bounds, adding each centre's move: the
         same iterates, with distances only for the rows the moved centres may win or lose
         (a *local* round). Other E-steps start afresh either way.
+    polish_tol : float or None, default=None
+        After the rounds, run the kept centres' iterations once more until the objective
+        changes by at most this (relative; ``iterate(centers, tol=polish_tol)``), and keep
+        the result if it is not worse: the rounds decide at the fit's ``tol``, the final
+        centres end closer to their fixed point. Outside the budgets; logged as a round
+        that moved no centre. ``None``: no polish.
 
     Notes
     -----
@@ -184,16 +190,18 @@ class Breathing(Refiner):
                               "max_rounds": [Interval(Integral, 1)],
                               "budget": [None, Interval(Real, 0, None, closed="left")],
                               "time_budget": [None, Interval(Real, 0, None, closed="left")],
-                              "carry": [InstanceOf(bool)]}
+                              "carry": [InstanceOf(bool)],
+                              "polish_tol": [None, Interval(Real, 0, 1, closed="left")]}
 
     def __init__(self, m=5, tol=1e-4, max_rounds=30, budget=None, time_budget=None,
-                 carry=True):
+                 carry=True, polish_tol=None):
         self.m = m
         self.tol = tol
         self.max_rounds = max_rounds
         self.budget = budget
         self.time_budget = time_budget
         self.carry = carry
+        self.polish_tol = polish_tol
 
     def _validate(self, X, n_clusters, composition):
         if composition.mstep.spherical:
@@ -233,6 +241,17 @@ class Breathing(Refiner):
                 run, centers, (error, utility, weight, objective) = new, new.centers, stats
             else:
                 m = fewer_moves(m)
+        if self.polish_tol is not None:
+            new = iterate(centers, carry=self.carry, tol=self.polish_tol)
+            polished = cluster_statistics(X, sample_weight, new.centers, state)[3]
+            kept = polished <= objective
+            state.refinement_log.append({"round": len(state.refinement_log) + 1, "moved": 0,
+                                         "objective_before": objective,
+                                         "objective": polished, "kept": bool(kept),
+                                         "seconds": state.seconds,
+                                         "distance_evals": state.n_distance_evals})
+            if kept:
+                run = new
         return run
 
     @staticmethod
