@@ -676,8 +676,8 @@ def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=Non
     -------
     Clusterer
         Unfitted. Cost: the pilot's (on the coreset), then at most ``N C`` per iteration
-        (the bounds skip most), plus ``N C`` per breathing round (``cost_["refinement"]``), the rounds together at most
-        ``budget`` times the rest.
+        (the bounds skip most), plus ``N C`` per breathing round (``cost_["refinement"]``),
+        the rounds together at most ``budget`` times the rest.
 
     Notes
     -----
@@ -707,10 +707,9 @@ def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=Non
     scikit-learn's error instead of 2.13 %, in 0.8 of its time; on MNIST 19 instead of 11,
     -0.30 % instead of -0.23 %, in 0.47 of its time instead of 0.39. Elkan's ``N C`` bounds
     cost more to update than they save at these sizes (the same rounds in 1.8 times
-    Yinyang's time on cod_rna). Memory: Yinyang's bounds, plus
-    the pilot's coreset. The documentation's page on quality compares it with scikit-learn's
-    ``KMeans`` with 1 and 10 restarts, breathing k-means (``bkmeans``) and FLS++
-    (``flspp``).
+    Yinyang's time on cod_rna). Memory: Yinyang's bounds, plus the pilot's coreset. The
+    documentation's page on quality compares it with scikit-learn's ``KMeans`` with 1 and 10
+    restarts, breathing k-means (``bkmeans``) and FLS++ (``flspp``).
 
     Examples
     --------

@@ -41,9 +41,9 @@ class Refiner(_Strategy, ABC):
     of the last call's run (of ``run`` at the first call) where it can
     (:meth:`EStep.carry_state`; the bounded E-steps keep their bounds: the same iterates at
     fewer distances); that run then no longer holds it. ``iterate(centers, tol=t)`` stops
-    that call's iterations at the tolerance ``t`` instead of the fit's ``tol``. A run whose ``max_iter`` or callback
-    ended it is not refined; a callback that stops the fit during a round ends the
-    refinement, and the fit keeps the run it was refining.
+    that call's iterations at the tolerance ``t`` instead of the fit's ``tol``. A run whose
+    ``max_iter`` or callback ended it is not refined; a callback that stops the fit during a
+    round ends the refinement, and the fit keeps the run it was refining.
 
     :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
     returned, never one with a worse objective on the fit's data than the run it was given.

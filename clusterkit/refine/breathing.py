@@ -103,9 +103,9 @@ class Breathing(Refiner):
     next to the ``m`` centres of largest *error*, runs the composition's iterations from there
     once, and keeps the result if it lowered the quantization error on the fit's data by more
     than ``tol`` (relative); otherwise the next round moves fewer centres (half as many while
-    that leaves at least five, then one fewer). It ends when ``m``
-    reaches zero, after ``max_rounds`` rounds, or when the next round would exceed a
-    budget (``budget``, ``time_budget``). A centre whose nearest other centre was already
+    that leaves at least five, then one fewer). It ends when ``m`` reaches zero, after
+    ``max_rounds`` rounds, or when the next round would exceed a budget (``budget``,
+    ``time_budget``). A centre whose nearest other centre was already
     chosen for a move in the same round is not moved (Fritzke's freezing: two neighbouring
     weak centres are not both taken from one region).
 
