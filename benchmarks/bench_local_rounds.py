@@ -2,8 +2,9 @@
 
 On the fast data sets of ``bench_quality.py`` (the 200-Gaussian mixture, 60,000 x 32, C = 200,
 and blobs, 50,000 x 16, C = 250; float32), per seed: scikit-learn ``KMeans(n_init=1)``,
-``best_quality`` as it is (Lloyd's E-step: nothing to carry) and with a bounded E-step
-(``ElkanEStep``, ``BoundedEStep``) whose rounds start afresh or continue the bounds, and the
+``best_quality`` with Lloyd's E-step (nothing to carry) and with a bounded E-step
+(``ElkanEStep``, ``BoundedEStep``; its default is ``YinyangEStep``) whose rounds start
+afresh or continue the bounds, and the
 design card with ``refine=Breathing()`` (``PartialEStep``: afresh either way). Prints per fit
 the seconds, the error relative to scikit-learn's (same seed, same process), the refinement's
 rounds, its E-step distance evaluations and seconds per round, and whether the continued
