@@ -397,6 +397,8 @@ def publish_results(saved, write):
         results[title] = runs
         table += summary_rows(title, runs)
         checks += criteria(name, runs)
+        if n == 1:  # (one seed: the summary table says it all)
+            continue
         shown, rows = seed_rows(name, runs)
         per_seed.append(format_table(
             ["data", "seed", "scikit-learn n_init=1: s, error",
