@@ -61,6 +61,24 @@ def test_pruned_minibatches_give_the_same_iterates():
     np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_, rtol=1e-12)
 
 
+def test_pruned_minibatches_of_dask_chunks_give_the_in_memory_iterates():
+    """A mini-batch read from chunks has no per-run projections: it projects its own rows
+    (row numbers of all the data do not index them)."""
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+    X = _embeddings(400, 40, 2, seed=5)
+    init = X[:2].copy()
+    with dask.config.set(scheduler="synchronous"):
+        fits = [Clusterer(2, seed=init, estep=FullEStep(prune=p),
+                          schedule=MiniBatch(batch_size=64), random_state=0).fit(data)
+                for p in (None, 15) for data in (X, da.from_array(X, chunks=(100, 40)))]
+    labels = [np.asarray(fit.labels_) for fit in fits]
+    for fit, label in zip(fits[1:], labels[1:]):
+        assert fit.n_iter_ == fits[0].n_iter_
+        np.testing.assert_array_equal(label, labels[0])
+        np.testing.assert_allclose(fit.cluster_centers_, fits[0].cluster_centers_, rtol=1e-12)
+
+
 def test_prune_auto_is_off_below_its_thresholds():
     X = _embeddings(600, 16, 10, seed=5)
     init = X[:10].copy()

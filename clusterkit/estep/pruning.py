@@ -212,7 +212,9 @@ def assign_pruned(X, centers, projection, state, labels, dist2, sample_weight):
     Returns the assignment (without the M-step's sums)."""
     n_features = X.shape[1]
     rows = None
-    if np.may_share_memory(X, projection.source):
+    if projection.source is X:  # made from this batch (a mini-batch of chunks keeps no state)
+        rows = slice(None)
+    elif np.may_share_memory(X, projection.source):
         try:
             rows = _bounds.batch_rows(state, X.shape[0], projection.source.shape[0])
         except ValueError:
