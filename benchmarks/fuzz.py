@@ -16,6 +16,12 @@ same centres to rounding). Fits on CSR rows must give the dense fit's centres to
 
 prints the counts (per container) and the reproducer of every failure; ``--write`` puts the
 counts into ``benchmarks/RESULTS.md`` (replacing the previous fuzz section).
+
+``--mode promises`` draws other inputs, each checked against what the docs promise
+(``_fuzz_promises.py``): fits on dask arrays and memmaps read in row chunks against the fit
+in memory, pruning against none, weights scaled by powers of two, refiners and their
+budgets, ``IndexTraining``, declared parameter constraints. Its counts go into their own
+section of ``RESULTS.md`` (``fuzz.py --mode promises``).
 """
 import argparse
 import multiprocessing as mp
@@ -299,6 +305,9 @@ REFUSALS = {"sparse": ("cannot take sparse X", "(sparse rows, not centred)"),
 
 def run_case(case, folder):
     """('ok' | 'error' | 'unexpected' | 'wrong', detail), in the worker."""
+    if case.get("mode") == "promises":
+        import _fuzz_promises
+        return _fuzz_promises.run_case(case, folder)
     X, sample_weight = make_data(case)
     data, weights = containers(case, X, sample_weight, folder)
     rows = data.toarray() if case["container"] == "sparse" else X
@@ -331,6 +340,7 @@ def run_case(case, folder):
 def _worker(conn):
     import tempfile
     os.environ.setdefault("OMP_NUM_THREADS", "2")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (the promises' module)
     import dask
     import clusterkit  # noqa: F401 - import once, before the first case
     dask.config.set(scheduler="synchronous")  # the chunks in this process, one at a time
@@ -379,6 +389,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the inputs (default: from the clock, printed)")
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument("--mode", choices=["robustness", "promises"], default="robustness",
+                        help="robustness: extreme inputs, containers against memory; "
+                             "promises: each input checked against what the docs promise "
+                             "(_fuzz_promises.py)")
     parser.add_argument("--write", action="store_true",
                         help="write the counts into RESULTS.md (replacing its fuzz section)")
     args = parser.parse_args(argv)
@@ -387,13 +401,20 @@ def main(argv=None):
     counts = dict.fromkeys(["ok", "error", "crash", "hang", "unexpected", "wrong"], 0)
     by_container = {}
     failures, errors = [], {}
+    if args.mode == "promises":
+        import _fuzz_promises
     worker = Worker()
     start = time.time()
     for index in range(args.n_inputs):
-        case = make_case(rng, index)
+        if args.mode == "promises":
+            case = _fuzz_promises.make_case(rng, index)
+            key = _fuzz_promises.tally_key(case)
+        else:
+            case = make_case(rng, index)
+            key = case["container"]
         outcome, detail = worker.run(case, args.timeout)
         counts[outcome] += 1
-        tally = by_container.setdefault(case["container"], dict.fromkeys(counts, 0))
+        tally = by_container.setdefault(key, dict.fromkeys(counts, 0))
         tally[outcome] += 1
         if outcome == "error":  # tally the messages, numbers left out
             kind = "".join(ch for ch in detail if not ch.isdigit())[:90]
@@ -411,9 +432,10 @@ def main(argv=None):
                f"{counts['error']}, crashes {counts['crash']}, hangs {counts['hang']}, "
                f"unexpected exceptions {counts['unexpected']}, wrong results {counts['wrong']}")
     print(summary)
-    print("\nby container:")
+    print("\nby kind:" if args.mode == "promises" else "\nby container:")
     for container, tally in sorted(by_container.items()):
-        print(f"{container:8s} {sum(tally.values()):6d} inputs: {tally}")
+        print(f"{container:{18 if args.mode == 'promises' else 8}s} "
+              f"{sum(tally.values()):6d} inputs: {tally}")
     print("\nclear errors, by message:")
     for kind, n in sorted(errors.items(), key=lambda item: -item[1]):
         print(f"{n:6d}  {kind}")
@@ -427,6 +449,10 @@ def main(argv=None):
         rows = [[container, sum(tally.values())] + [tally[o] for o in outcomes]
                 for container, tally in sorted(by_container.items())]
         rows.append(["all", args.n_inputs] + [counts[o] for o in outcomes])
+        if args.mode == "promises":
+            publish("fuzz.py --mode promises", format_table(["kind", "inputs"] + names, rows),
+                    _fuzz_promises.notes(seed, args.timeout) + [command_note()], True)
+            return 0 if not failures else 1
         notes = [f"Inputs of seed {seed}, timeout {args.timeout:g} s per input, each input in "
                  "a worker process (restarted after a crash); dask arrays computed by dask's "
                  "synchronous scheduler in that process.",
