@@ -402,13 +402,14 @@ def main(argv=None):
     by_container = {}
     failures, errors = [], {}
     if args.mode == "promises":
+        import _fuzz_promise_cases
         import _fuzz_promises
     worker = Worker()
     start = time.time()
     for index in range(args.n_inputs):
         if args.mode == "promises":
-            case = _fuzz_promises.make_case(rng, index)
-            key = _fuzz_promises.tally_key(case)
+            case = _fuzz_promise_cases.make_case(rng, index)
+            key = _fuzz_promise_cases.tally_key(case)
         else:
             case = make_case(rng, index)
             key = case["container"]
