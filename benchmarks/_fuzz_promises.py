@@ -131,7 +131,7 @@ def _same_fit(a, b, X, weights=None, bits=False):
         return f"inertia {ia!r} and {ib!r} (rounding {slack:.3g})"
     wrong = np.flatnonzero(la != lb)
     if wrong.size:  # only near-ties may part
-        X64, c = X[wrong].astype(np.float64), ca.astype(np.float64)
+        X64, c = rows[wrong].astype(np.float64), ca.astype(np.float64)
         da = ((X64 - c[la[wrong]]) ** 2).sum(1)
         db = ((X64 - c[lb[wrong]]) ** 2).sum(1)
         slack = 1e3 * float(np.finfo(X.dtype).eps) * ((X64 ** 2).sum(1) + da + 1e-300)
