@@ -129,12 +129,18 @@ def _same_fit(a, b, X, weights=None, bits=False):
     slack = float(rounding_slack(rows, cb) @ (np.ones(len(X)) if weights is None else weights))
     if abs(ia - ib) > 1e-6 * max(abs(ia), abs(ib)) + slack + 1e-300:
         return f"inertia {ia!r} and {ib!r} (rounding {slack:.3g})"
+    return _labels_differ(rows, ca, la, lb)
+
+
+def _labels_differ(rows, centers, la, lb):
+    """None if the labels ``la`` and ``lb`` of ``rows`` differ only at near-ties of
+    ``centers``, else how many differ."""
     wrong = np.flatnonzero(la != lb)
-    if wrong.size:  # only near-ties may part
-        X64, c = rows[wrong].astype(np.float64), ca.astype(np.float64)
+    if wrong.size:
+        X64, c = rows[wrong].astype(np.float64), np.asarray(centers, np.float64)
         da = ((X64 - c[la[wrong]]) ** 2).sum(1)
         db = ((X64 - c[lb[wrong]]) ** 2).sum(1)
-        slack = 1e3 * float(np.finfo(X.dtype).eps) * ((X64 ** 2).sum(1) + da + 1e-300)
+        slack = 1e3 * float(np.finfo(rows.dtype).eps) * ((X64 ** 2).sum(1) + da + 1e-300)
         if np.any(np.abs(da - db) > slack):
             return f"{wrong.size} labels differ, not at near-ties"
     return None
@@ -191,6 +197,11 @@ def _check_chunked(case, X, weights, init, folder):
     problem = _same_fit(model, ref, X, weights, bits=bits)
     if problem and not bits and _parted_at_tie(X, (model, ref), (steps, ref_steps), init):
         return "ok", ""  # (both fits consistent, see check)
+    if problem is None and case["container"] == "dask":  # a dask array in, one out
+        rows = X / np.linalg.norm(X, axis=1, keepdims=True) if is_spherical(model) else X
+        problem = _labels_differ(rows, model.cluster_centers_, _computed(model.predict(data)),
+                                 model.predict(X))
+        problem = problem and f"predict: {problem}"
     if problem:
         return "wrong", (f"{case['container']} fit ({'one chunk, ' if one_chunk else ''}"
                          f"{'bit for bit' if bits else 'to rounding'}) differs from the "
