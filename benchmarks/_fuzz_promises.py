@@ -432,18 +432,25 @@ def run_case(case, folder):
         return "unexpected", traceback.format_exc(limit=6)
 
 
-def notes(seed, timeout):
-    """The notes of the promises' section of RESULTS.md."""
+def notes(seed, timeout, failures):
+    """The notes of the promises' section of RESULTS.md; ``failures``: the run's
+    ``(outcome, detail, case)`` of every input that was not a fit or a clear error."""
+    found = {}
+    for outcome, detail, case in failures:
+        what = f"{case['kind']}: {outcome}: {detail.strip().splitlines()[-1][:120]}"
+        found[what] = found.get(what, 0) + 1
     return [f"Inputs of seed {seed}, timeout {timeout:g} s per input, each in a worker process "
             "(restarted after a crash); dask arrays computed by dask's synchronous scheduler "
             "there; memmaps read in row blocks, as if larger than the memory.",
-            "Kinds (`benchmarks/_fuzz_promises.py` says what each checks, and where the docs "
-            "promise it): `chunked` (presets on all the rows of dask arrays and memmaps = in "
-            "memory), `pruning` (`prune` against `prune=None`, every step), `weights` "
+            "Kinds (`benchmarks/_fuzz_promise_cases.py` says what each checks and where the "
+            "docs promise it): `chunked` (presets on all the rows of dask arrays and memmaps "
+            "= in memory), `pruning` (`prune` against `prune=None`, every step), `weights` "
             "(weights times 2**-60 to 2**100: bit for bit), `refine` (Breathing and "
             "best_quality: never worse, the refinement log, budgets, chunks = memory), "
             "`index` (IndexTraining's stop rule), `params` (declared constraints refused by "
             "name).",
             "Clear errors are compositions refused as such (a strategy that does not read "
             "chunks, ...) or hyper-parameters refused by name; wrong results are broken "
-            "promises."]
+            "promises."] + (["What failed: " + "; ".join(
+                f"{what} ({n}x)" for what, n in sorted(found.items(), key=lambda i: -i[1]))
+                + "."] if found else [])

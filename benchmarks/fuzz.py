@@ -17,11 +17,11 @@ same centres to rounding). Fits on CSR rows must give the dense fit's centres to
 prints the counts (per container) and the reproducer of every failure; ``--write`` puts the
 counts into ``benchmarks/RESULTS.md`` (replacing the previous fuzz section).
 
-``--mode promises`` draws other inputs, each checked against what the docs promise
-(``_fuzz_promises.py``): fits on dask arrays and memmaps read in row chunks against the fit
-in memory, pruning against none, weights scaled by powers of two, refiners and their
-budgets, ``IndexTraining``, declared parameter constraints. Its counts go into their own
-section of ``RESULTS.md`` (``fuzz.py --mode promises``).
+``--mode promises`` draws other inputs (``_fuzz_promise_cases.py``), each checked against
+what the docs promise (``_fuzz_promises.py``): fits on dask arrays and memmaps read in row
+chunks against the fit in memory, pruning against none, weights scaled by powers of two,
+refiners and their budgets, ``IndexTraining``, declared parameter constraints. Its counts
+go into their own section of ``RESULTS.md`` (``fuzz.py --mode promises``).
 """
 import argparse
 import multiprocessing as mp
@@ -392,7 +392,7 @@ def main(argv=None):
     parser.add_argument("--mode", choices=["robustness", "promises"], default="robustness",
                         help="robustness: extreme inputs, containers against memory; "
                              "promises: each input checked against what the docs promise "
-                             "(_fuzz_promises.py)")
+                             "(_fuzz_promise_cases.py)")
     parser.add_argument("--write", action="store_true",
                         help="write the counts into RESULTS.md (replacing its fuzz section)")
     args = parser.parse_args(argv)
@@ -452,7 +452,8 @@ def main(argv=None):
         rows.append(["all", args.n_inputs] + [counts[o] for o in outcomes])
         if args.mode == "promises":
             publish("fuzz.py --mode promises", format_table(["kind", "inputs"] + names, rows),
-                    _fuzz_promises.notes(seed, args.timeout) + [command_note()], True)
+                    _fuzz_promises.notes(seed, args.timeout, failures) + [command_note()],
+                    True)
             return 0 if not failures else 1
         notes = [f"Inputs of seed {seed}, timeout {args.timeout:g} s per input, each input in "
                  "a worker process (restarted after a crash); dask arrays computed by dask's "
