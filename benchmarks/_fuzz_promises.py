@@ -28,7 +28,7 @@ def _row_blocks(X, rows):
 def _container(case, X, weights, folder):
     """``X`` and the weights as the case's container holds them, and what makes a context
     to fit them in."""
-    rows = max(min(case["rows"], len(X)), -(-len(X) // 12))  # (at most 12 chunks)
+    rows = max(min(case["rows"], len(X)), -(-len(X) // 32))  # (at most 32 chunks)
     if case.get("container") == "dask":
         import dask.array as da
         return (da.from_array(X, chunks=(rows, X.shape[1])),

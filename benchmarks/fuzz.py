@@ -337,8 +337,15 @@ def run_case(case, folder):
     return outcome, detail
 
 
+#: Address space of a worker: an input that would allocate more fails with a MemoryError (an
+#: unexpected exception) instead of taking the memory of a shared machine.
+WORKER_MEMORY = 6 << 30
+
+
 def _worker(conn):
+    import resource
     import tempfile
+    resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY, WORKER_MEMORY))
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (the promises' module)
     import dask
