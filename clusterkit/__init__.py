@@ -47,7 +47,8 @@ from .estep.bounded import BoundedEStep
 from .estep.variational import PartialEStep
 from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from .schedules.index import IndexTraining
-from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from .schedules.schedules import FullBatch, MiniBatch, SBEDecay
+from .schedules.nested import NestedDoubling
 from .refine.breathing import Breathing, NoRefinement
 from .slk.laplacian import SLK_ENERGY, LaplacianEStep, ModeMStep
 from .slk.graph import knn_graph

@@ -102,7 +102,8 @@ from .estep.yinyang import YinyangEStep
 from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from .reduction.lwcs import LWCS, default_coreset_size
 from .refine.breathing import Breathing
-from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from .schedules.nested import NestedDoubling
+from .schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from .seeding.afkmc2 import AFKMC2
 from .seeding.composite import ByDimension, SampledSeeder
 from .seeding.pilot import FittedSeeder

@@ -13,6 +13,7 @@ import pytest
 from clusterkit import (LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, NestedDoubling,
                         NoReduction)
 from clusterkit._data import chunked as _chunked
+from clusterkit._data.containers import chunked_data
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import lwcs_lloyd, slk_bo, var_gmm_s, var_kmeans_s, vc_gmm
 
@@ -45,7 +46,7 @@ def client(da):
 
 def _coreset(X, sample_weight, n_clusters, size, random_state, n_threads=1):
     """LWCS's chunked coreset of a dask array or memmap, and the fit state it counted in."""
-    data = _chunked.chunked_data(X, sample_weight, n_threads)
+    data = chunked_data(X, sample_weight, n_threads)
     state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
                      random_state=np.random.RandomState(random_state))
     Xc, wc = LWCS(size).reduce_chunked(data, state)
@@ -66,7 +67,7 @@ def _within_sampling_error(draw_values, target, n_sigma=5.0):
 def test_first_pass_combines_chunks_exactly(da, client):
     X, _ = _blobs(30_000, 6, 8, 0)
     w = np.random.RandomState(1).uniform(0.0, 3.0, size=len(X))
-    data = _chunked.chunked_data(da.from_array(X, chunks=(4_000, 6)), da.from_array(w, 5_000),
+    data = chunked_data(da.from_array(X, chunks=(4_000, 6)), da.from_array(w, 5_000),
                                  1)
     moments = data.scan()
     mean = (w @ X) / w.sum()

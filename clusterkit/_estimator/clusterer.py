@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data import chunked as _chunked
+from .._data.containers import chunked_data
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
@@ -270,7 +271,7 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
                 (resolve("reduce", self.reduce).chunked and not self._is_spherical())
                 or _chunked.exceeds_memory(X)))):
             return None
-        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
+        data = chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
                                      unit_rows=self._is_spherical())
         validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data

@@ -21,7 +21,8 @@ from ..estep.yinyang import YinyangEStep
 from ..mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from ..reduction.lwcs import LWCS, NoReduction
 from ..refine.breathing import Breathing, NoRefinement
-from ..schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from ..schedules.nested import NestedDoubling
+from ..schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from ..seeding.afkmc2 import AFKMC2
 from ..seeding.composite import ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
