@@ -33,7 +33,7 @@ from ._engine.run import Channel, Run
 from ._engine.state import FitConfig, FitState, Meter
 # the estimator
 from ._estimator.clusterer import Clusterer
-from ._estimator.model_file import load_model
+from ._estimator.model_file import load_model, save_model
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 # the strategies, by kind
 from .seeding.seeders import KMeansPlusPlus, RandomSeeder
@@ -72,5 +72,5 @@ __all__ = [
     "NoRefinement", "Breathing",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",
-    "load_model",
+    "load_model", "save_model",
 ]

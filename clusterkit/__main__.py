@@ -268,9 +268,10 @@ def _user_errors(action):
 
 
 def save_model(path, estimator, preset, params):
-    """Write the model file (:func:`clusterkit._estimator.model_file.save_model`) to ``path``; a
-    failure to write it is a user error."""
-    _write(path, lambda file: _model_file.save_model(file, estimator, preset, params))
+    """Write the model file (:func:`clusterkit._estimator.model_file.write_model`, with the
+    preset and the ``--param`` settings) to ``path``; a failure to write it is a user
+    error."""
+    _write(path, lambda file: _model_file.write_model(file, estimator, preset, params))
 
 
 def load_model(path):
@@ -434,7 +435,8 @@ def _parser():
                           "the strategies that define the preset cannot be replaced; "
                           "n_threads is capped at the available cores")
     fit.add_argument("--out", required=True, help="the model file to write (.npz; in Python "
-                                                 "clusterkit.load_model(path) reads it back)")
+                                                 "clusterkit.load_model(path) reads it back, "
+                                                 "clusterkit.save_model writes one)")
     fit.add_argument("-v", "--verbose", nargs="?", const="1", choices=["1", "2", "bar"],
                      help="show progress while fitting: a line per phase and iteration, and "
                           "a line at least every 2 s in long phases (-v, or --verbose 1); "
