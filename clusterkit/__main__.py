@@ -211,12 +211,12 @@ def _build(preset, n_clusters, params):
     (``estep__G``) and the rest are then set with ``set_params``. What the settings make of
     the preset is recorded by :func:`composition`.
     """
-    from ._estimator.registry import SHORTCUTS, resolve
+    from ._estimator.registry import SHORTCUTS, did_you_mean, resolve
     from ._kernels._openmp import effective_n_threads
     from .presets import PRESETS, build_preset
     if preset not in PRESETS:
         raise CommandError(f"unknown preset {preset!r}; the presets are "
-                           f"{', '.join(PRESETS)}")
+                           f"{', '.join(PRESETS)}.{did_you_mean(preset, PRESETS)}")
     default = build_preset(preset, n_clusters)
     known = default.get_params(deep=False)
     for key in params:
