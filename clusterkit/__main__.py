@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ._estimator import model_file as _model_file
-from ._estimator.model_file import changed_strategies, composition
+from ._estimator.model_file import composition
 
 __all__ = ["main"]
 
@@ -267,11 +267,22 @@ def _user_errors(action):
         raise CommandError(lines[0]) from None
 
 
+def changed_strategies(estimator, preset):
+    """The names of the strategies of ``estimator`` that differ from those of ``preset``
+    with its defaults (``--param`` replaced them, or changed their parameters)."""
+    from .presets import build_preset
+    mine = composition(estimator)
+    default = composition(build_preset(preset, estimator.n_clusters))
+    return [name for name in mine if mine[name] != default[name]]
+
+
 def save_model(path, estimator, preset, params):
     """Write the model file (:func:`clusterkit._estimator.model_file.write_model`, with the
-    preset and the ``--param`` settings) to ``path``; a failure to write it is a user
-    error."""
-    _write(path, lambda file: _model_file.write_model(file, estimator, preset, params))
+    preset, the ``--param`` settings and the strategies they changed) to ``path``; a failure
+    to write it is a user error."""
+    changed = changed_strategies(estimator, preset)
+    _write(path, lambda file: _model_file.write_model(file, estimator, preset, params,
+                                                      changed))
 
 
 def load_model(path):

@@ -1,6 +1,6 @@
-"""The package's layout: every module is on the documentation's layout page, and no
-modules import each other in a cycle (imports inside functions included), read from the
-source with :mod:`ast`."""
+"""The package's layout: every module is on the documentation's layout page, no modules
+import each other in a cycle, and layers import downwards (imports inside functions
+included), read from the source with :mod:`ast`."""
 import ast
 from pathlib import Path
 
@@ -105,6 +105,42 @@ def test_no_import_after_the_module_code():
                 assert not seen_code, f"{name}: import at line {node.lineno} after code"
             elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
                 seen_code = True
+
+
+#: The layers, lowest first: a module may import from its own layer and those below.
+LAYERS = [("_kernels", "_reference"), ("_data",), ("_engine",),
+          ("seeding", "reduction", "estep", "mstep", "schedules", "refine", "slk"),
+          ("_estimator",),
+          ("presets", "metrics", "datasets", "ablation", "__main__", "_demo", "")]
+
+#: The imports from a higher layer that remain (input checks and the mixture's free energy
+#: read from the estimator's modules, a batch rule from the M-steps); no new one may come.
+KNOWN_UPWARD = {
+    ("clusterkit._data.chunked", "clusterkit._estimator.validation"),
+    ("clusterkit._data.dask_chunks", "clusterkit._estimator.validation"),
+    ("clusterkit._data.moments", "clusterkit._estimator.validation"),
+    ("clusterkit._engine.driver", "clusterkit._estimator.validation"),
+    ("clusterkit._engine.mapreduce", "clusterkit._estimator.validation"),
+    ("clusterkit._engine.mapreduce", "clusterkit.mstep.batch_rules"),
+    ("clusterkit.estep.bounds", "clusterkit._estimator.validation"),
+    ("clusterkit.estep.exact", "clusterkit._estimator.validation"),
+    ("clusterkit.estep.exact", "clusterkit._estimator.mixture"),
+    ("clusterkit.slk.graph", "clusterkit._estimator.validation"),
+    ("clusterkit.slk.laplacian", "clusterkit._estimator.validation"),
+}
+
+
+def _layer(name):
+    """The index in :data:`LAYERS` of the module ``name`` (``""``: the package itself, whose
+    public names the command line and the demo use)."""
+    part = name.split(".")[1] if "." in name else ""
+    return next(i for i, layer in enumerate(LAYERS) if part in layer)
+
+
+def test_layers_import_downwards():
+    upward = {(name, other) for name, path in MODULES.items() if path.suffix == ".py"
+              for other in _imports(name, path) if _layer(other) > _layer(name)}
+    assert upward - KNOWN_UPWARD == set()
 
 
 @pytest.mark.parametrize("name", sorted(name for name, path in MODULES.items()

@@ -5,9 +5,9 @@
 an ``.npz`` archive of ``cluster_centers``, ``x_mean`` (the training data's mean, the frame
 new data are centred in), ``sigma2`` (mixtures only) and ``config``, one JSON string: the
 format version, the kind of model (k-means, spherical, mixture), the preset and the
-``--param`` settings it was built with (command line only), its composition (every
-strategy's one-line repr), which strategies differ from the preset's own, ``n_clusters``, the
-history, ``n_iter``, ``inertia`` and ``cost``. Nothing in it is pickled, so loading it never
+``--param`` settings it was built with and which strategies they changed (command line
+only), its composition (every strategy's one-line repr), ``n_clusters``, the history,
+``n_iter``, ``inertia`` and ``cost``. Nothing in it is pickled, so loading it never
 runs code.
 """
 import json
@@ -17,11 +17,9 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..presets import build_preset
 from .registry import SHORTCUTS, resolve
 
-__all__ = ["MODEL_FORMAT", "changed_strategies", "composition", "load_model", "save_model",
-           "write_model"]
+__all__ = ["MODEL_FORMAT", "composition", "load_model", "save_model", "write_model"]
 
 #: The model file's format version, stored in it.
 MODEL_FORMAT = 1
@@ -51,14 +49,6 @@ def composition(estimator):
     return strategies
 
 
-def changed_strategies(estimator, preset):
-    """The names of the strategies of ``estimator`` that differ from those of ``preset``
-    with its defaults (``--param`` replaced them, or changed their parameters)."""
-    mine = composition(estimator)
-    default = composition(build_preset(preset, estimator.n_clusters))
-    return [name for name in mine if mine[name] != default[name]]
-
-
 def _kind(estimator):
     """The kind of model (a key of :data:`_KINDS`), from what its M-step declares."""
     if estimator._is_mixture():
@@ -66,15 +56,15 @@ def _kind(estimator):
     return "spherical" if estimator._is_spherical() else "k-means"
 
 
-def write_model(file, estimator, preset=None, params=None):
+def write_model(file, estimator, preset=None, params=None, changed=()):
     """Write a fitted estimator's centres, configuration and history to ``file`` (a path or
     a binary file object; ``.npz``): arrays and one JSON string, so that loading it never
     executes code.
 
-    The configuration names the kind of model, the ``preset`` the estimator was built from
-    and the ``params`` it was given (the command line's; ``None`` and ``{}`` from Python),
-    its ``composition`` (every strategy's repr, see :func:`composition`) and which strategies
-    ``changed`` from the preset's own. ``inertia`` is ``null`` when the fit computed no final
+    The configuration names the kind of model, the ``preset`` the estimator was built from,
+    the ``params`` it was given and the strategies they ``changed`` from the preset's own
+    (the command line's; ``None``, ``{}`` and ``[]`` from Python), and its ``composition``
+    (every strategy's repr, see :func:`composition`). ``inertia`` is ``null`` when the fit computed no final
     labels (``compute_labels=False``).
     """
     history = [{k: float(v) for k, v in h.items()} for h in getattr(estimator, "history_", [])]
@@ -82,7 +72,7 @@ def write_model(file, estimator, preset=None, params=None):
     n_iter = getattr(estimator, "n_iter_", None)
     config = {"format": MODEL_FORMAT, "model": _kind(estimator), "preset": preset,
               "params": params or {}, "composition": composition(estimator),
-              "changed": [] if preset is None else changed_strategies(estimator, preset),
+              "changed": list(changed),
               "n_clusters": int(estimator.n_clusters), "history": history,
               "n_iter": None if n_iter is None else int(n_iter),
               "inertia": None if inertia is None else float(inertia),
