@@ -53,7 +53,8 @@ from clusterkit.presets import elkan, lloyd, lwcs_lloyd, var_kmeans_s, vc_gmm
 from _common import command_note, format_table, machine_info, publish, warn_openblas_overrides
 
 TITLE = "Dask: coresets and full-data fits on 20M x 16 on disk, 2-worker LocalCluster (bench_dask.py)"
-TITLE_MEMMAP = "Dask: a memmap, a dask array of it, a dask array reading the file (bench_dask.py --part memmap)"
+TITLE_MEMMAP = ("Dask: a memmap, a dask array of it, a dask array reading the file "
+                "(bench_dask.py --part memmap)")
 TITLE_DASK_ML = "Dask: full-data Lloyd against dask-ml KMeans on 2M x 16 (bench_dask.py --part dask-ml)"
 
 

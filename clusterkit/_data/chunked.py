@@ -4,8 +4,8 @@ A fit on such data never holds them in memory: :class:`ChunkedData` gives the re
 the driver's steps on all the rows, :mod:`clusterkit._engine.mapreduce`) a sequence of row
 blocks and runs a function on each (:meth:`ChunkedData.map_chunks`), on the
 workers of a dask cluster (:class:`~clusterkit._data.dask_chunks.DaskChunks`) or in this
-process, one block after the other (:class:`MemmapChunks`); only what the function returns reaches the caller. The first pass,
-:meth:`ChunkedData.scan`, validates the data (finite values, weights) and gives every chunk's
+process, one block after the other (:class:`MemmapChunks`); only what the function returns
+reaches the caller. The first pass, :meth:`ChunkedData.scan`, validates the data (finite values, weights) and gives every chunk's
 weight, mean and sum of squared deviations, which the driver and the reducer combine exactly.
 
 This module and :mod:`clusterkit._data.dask_chunks` (``DaskChunks``) are the only ones

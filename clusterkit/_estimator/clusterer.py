@@ -262,11 +262,11 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
 
         A dask array always is (the composition check refuses it, before any work, for a
         composition that cannot read row chunks; one warning if its graph carries a large
-        in-memory array, :func:`~clusterkit._estimator.lazy.check_graph_data`); a memmap is when the reducer is chunked and
-        the model is not spherical, or when a fit's copy of it would not fit in memory
-        (:func:`~clusterkit._data.chunked.exceeds_memory`); otherwise it is read like any
-        array, scaled to unit rows in memory if the model is spherical. Sets
-        ``n_features_in_`` without reading the data.
+        in-memory array, :func:`~clusterkit._estimator.lazy.check_graph_data`); a memmap is
+        when the reducer is chunked and the model is not spherical, or when a fit's copy of
+        it would not fit in memory (:func:`~clusterkit._data.chunked.exceeds_memory`);
+        otherwise it is read like any array, scaled to unit rows in memory if the model is
+        spherical. Sets ``n_features_in_`` without reading the data.
         """
         if not (_chunked.is_dask_array(X) or (isinstance(X, np.memmap) and (
                 (resolve("reduce", self.reduce).chunked and not self._is_spherical())

@@ -67,7 +67,8 @@ def write_model(file, estimator, preset=None, params=None, changed=()):
     (every strategy's repr, see :func:`composition`). ``inertia`` is ``null`` when the fit computed no final
     labels (``compute_labels=False``).
     """
-    history = [{k: float(v) for k, v in h.items()} for h in getattr(estimator, "history_", [])]
+    history = [{k: float(v) for k, v in h.items()}
+               for h in getattr(estimator, "history_", [])]
     inertia = getattr(estimator, "inertia_", None)
     n_iter = getattr(estimator, "n_iter_", None)
     config = {"format": MODEL_FORMAT, "model": _kind(estimator), "preset": preset,
