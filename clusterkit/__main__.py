@@ -9,6 +9,7 @@ Anything else is a bug and shows its traceback.
 import argparse
 import ast
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -32,9 +33,15 @@ class CommandError(Exception):
 
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse, with its errors on one line like every other user error (argparse itself
-    prints the usage first); it still exits with status 2 through ``SystemExit``."""
+    prints the usage first), and the close names for an invalid choice (a command, say); it
+    still exits with status 2 through ``SystemExit``."""
 
     def error(self, message):
+        from ._estimator.registry import did_you_mean
+        invalid = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if invalid:
+            choices = [c.strip().strip("'") for c in invalid.group(2).split(",")]
+            message += did_you_mean(invalid.group(1), choices)
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -391,7 +398,6 @@ def _command_ablate(args):
 def _command_presets(args):
     """Every preset: the summary of its docstring without reST markup, then its guide
     (:data:`clusterkit.presets.GUIDE`), wrapped, nothing cut; where the measurements are."""
-    import re
     import textwrap
 
     from . import presets

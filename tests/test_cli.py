@@ -105,6 +105,11 @@ def _assert_user_error(status, out, err, message):
     # arguments
     ([], "clusterkit: error: the following arguments are required: command"),
     (["nope"], "invalid choice: 'nope'"),
+    (["fti"], "Did you mean 'fit'? (see 'clusterkit --help')"),
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/m.npz", "-v", "barr"],
+     "invalid choice: 'barr'"),
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/m.npz", "-v", "barr"],
+     "Did you mean 'bar'?"),
     (["fit", "{d}/X.npy", "-k", "three", "--out", "{d}/m.npz"],
      "clusterkit fit: error: argument -k: invalid int value: 'three'"),
     (["fit", "{d}/X.npy", "--out", "{d}/m.npz"], "required: -k"),
@@ -447,7 +452,7 @@ def test_ablate_table(data):
 
 
 @pytest.mark.parametrize("variants,error,message", [
-    ({}, ValueError, ""), ({"a": 3}, TypeError, "Variant 'a' must be a Clusterer"),
+    ({}, ValueError, None), ({"a": 3}, TypeError, "Variant 'a' must be a Clusterer"),
     ({"a": "nope"}, ValueError, r"Unknown preset 'nope' for variant 'a'; the presets are "
                                 r"lloyd, .*spherical_kmeans\.$"),
     ({"a": "llyod"}, ValueError, r"spherical_kmeans\. Did you mean 'lloyd'\?$")])

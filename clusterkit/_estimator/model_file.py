@@ -186,10 +186,10 @@ def _model_arrays(path):
     try:
         config = json.loads(str(arrays["config"]))
     except ValueError:
-        raise ValueError(f"{path}: not a clusterkit model: its config is not JSON") from None
+        raise _not_a_model(path, "its config is not JSON") from None
     if not isinstance(config, dict):
-        raise ValueError(f"{path}: not a clusterkit model: its config is a "
-                         f"{type(config).__name__}, not a JSON object")
+        raise _not_a_model(path, f"its config is a {type(config).__name__}, not a JSON "
+                                 "object")
     return config, arrays["cluster_centers"], arrays["x_mean"], arrays.get("sigma2")
 
 
