@@ -33,7 +33,7 @@ from ._engine.run import Channel, Run
 from ._engine.state import FitConfig, FitState, Meter
 # the estimator
 from ._estimator.clusterer import Clusterer
-from ._estimator.model_file import load_model
+from ._estimator.model_file import load_model, save_model
 from ._kernels._openmp import effective_n_threads, openmp_enabled
 # the strategies, by kind
 from .seeding.seeders import KMeansPlusPlus, RandomSeeder
@@ -47,7 +47,8 @@ from .estep.bounded import BoundedEStep
 from .estep.variational import PartialEStep
 from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from .schedules.index import IndexTraining
-from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from .schedules.schedules import FullBatch, MiniBatch, SBEDecay
+from .schedules.nested import NestedDoubling
 from .refine.breathing import Breathing, NoRefinement
 from .slk.laplacian import SLK_ENERGY, LaplacianEStep, ModeMStep
 from .slk.graph import knn_graph
@@ -71,5 +72,5 @@ __all__ = [
     "NoRefinement", "Breathing",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",
-    "load_model",
+    "load_model", "save_model",
 ]

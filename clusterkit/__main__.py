@@ -9,6 +9,7 @@ Anything else is a bug and shows its traceback.
 import argparse
 import ast
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ._estimator import model_file as _model_file
-from ._estimator.model_file import changed_strategies, composition
+from ._estimator.model_file import composition
 
 __all__ = ["main"]
 
@@ -32,9 +33,15 @@ class CommandError(Exception):
 
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse, with its errors on one line like every other user error (argparse itself
-    prints the usage first); it still exits with status 2 through ``SystemExit``."""
+    prints the usage first), and the close names for an invalid choice (a command, say); it
+    still exits with status 2 through ``SystemExit``."""
 
     def error(self, message):
+        from ._estimator.registry import did_you_mean
+        invalid = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if invalid:
+            choices = [c.strip().strip("'") for c in invalid.group(2).split(",")]
+            message += did_you_mean(invalid.group(1), choices)
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -211,12 +218,12 @@ def _build(preset, n_clusters, params):
     (``estep__G``) and the rest are then set with ``set_params``. What the settings make of
     the preset is recorded by :func:`composition`.
     """
-    from ._estimator.registry import SHORTCUTS, resolve
+    from ._estimator.registry import SHORTCUTS, did_you_mean, resolve
     from ._kernels._openmp import effective_n_threads
     from .presets import PRESETS, build_preset
     if preset not in PRESETS:
         raise CommandError(f"unknown preset {preset!r}; the presets are "
-                           f"{', '.join(PRESETS)}")
+                           f"{', '.join(PRESETS)}.{did_you_mean(preset, PRESETS)}")
     default = build_preset(preset, n_clusters)
     known = default.get_params(deep=False)
     for key in params:
@@ -267,10 +274,22 @@ def _user_errors(action):
         raise CommandError(lines[0]) from None
 
 
+def changed_strategies(estimator, preset):
+    """The names of the strategies of ``estimator`` that differ from those of ``preset``
+    with its defaults (``--param`` replaced them, or changed their parameters)."""
+    from .presets import build_preset
+    mine = composition(estimator)
+    default = composition(build_preset(preset, estimator.n_clusters))
+    return [name for name in mine if mine[name] != default[name]]
+
+
 def save_model(path, estimator, preset, params):
-    """Write the model file (:func:`clusterkit._estimator.model_file.save_model`) to ``path``; a
-    failure to write it is a user error."""
-    _write(path, lambda file: _model_file.save_model(file, estimator, preset, params))
+    """Write the model file (:func:`clusterkit._estimator.model_file.write_model`, with the
+    preset, the ``--param`` settings and the strategies they changed) to ``path``; a failure
+    to write it is a user error."""
+    changed = changed_strategies(estimator, preset)
+    _write(path, lambda file: _model_file.write_model(file, estimator, preset, params,
+                                                      changed))
 
 
 def load_model(path):
@@ -379,7 +398,6 @@ def _command_ablate(args):
 def _command_presets(args):
     """Every preset: the summary of its docstring without reST markup, then its guide
     (:data:`clusterkit.presets.GUIDE`), wrapped, nothing cut; where the measurements are."""
-    import re
     import textwrap
 
     from . import presets
@@ -434,7 +452,8 @@ def _parser():
                           "the strategies that define the preset cannot be replaced; "
                           "n_threads is capped at the available cores")
     fit.add_argument("--out", required=True, help="the model file to write (.npz; in Python "
-                                                 "clusterkit.load_model(path) reads it back)")
+                                                 "clusterkit.load_model(path) reads it back, "
+                                                 "clusterkit.save_model writes one)")
     fit.add_argument("-v", "--verbose", nargs="?", const="1", choices=["1", "2", "bar"],
                      help="show progress while fitting: a line per phase and iteration, and "
                           "a line at least every 2 s in long phases (-v, or --verbose 1); "

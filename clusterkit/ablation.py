@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ._estimator.clusterer import Clusterer
-from ._estimator.registry import resolve
+from ._estimator.registry import did_you_mean, resolve
 from .metrics import quantization_error
 from .presets import PRESETS, build_preset
 
@@ -49,7 +49,7 @@ def _variant(spec, n_clusters, name):
     if isinstance(spec, str):
         if spec not in PRESETS:
             raise ValueError(f"Unknown preset {spec!r} for variant {name!r}; the presets are "
-                             f"{', '.join(PRESETS)}.")
+                             f"{', '.join(PRESETS)}.{did_you_mean(spec, PRESETS)}")
         return build_preset(spec, n_clusters)
     raise TypeError(f"Variant {name!r} must be a Clusterer or a preset name, got "
                     f"{type(spec).__name__}.")

@@ -94,7 +94,7 @@ import inspect
 from ._estimator import guide as _preset_guide
 from ._estimator.clusterer import Clusterer
 from ._estimator.guide import PresetGuide
-from ._estimator.registry import keywords, unknown_keyword
+from ._estimator.registry import did_you_mean, keywords, unknown_keyword
 from .estep.bounded import BoundedEStep
 from .estep.exact import ElkanEStep, FullEStep
 from .estep.variational import PartialEStep
@@ -102,7 +102,8 @@ from .estep.yinyang import YinyangEStep
 from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from .reduction.lwcs import LWCS, default_coreset_size
 from .refine.breathing import Breathing
-from .schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from .schedules.nested import NestedDoubling
+from .schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from .seeding.afkmc2 import AFKMC2
 from .seeding.composite import ByDimension, SampledSeeder
 from .seeding.pilot import FittedSeeder
@@ -123,10 +124,11 @@ GUIDE = _preset_guide.GUIDE
 
 def build_preset(name, n_clusters, **kwargs):
     """``<name>(n_clusters, **kwargs)`` for a preset's name (the command line and
-    :func:`~clusterkit.ablate` take presets by name); ``ValueError`` naming the presets for
-    an unknown ``name``."""
+    :func:`~clusterkit.ablate` take presets by name); ``ValueError`` naming the presets, and
+    the closest ones, for an unknown ``name``."""
     if name not in PRESETS:
-        raise ValueError(f"Unknown preset {name!r}; the presets are {', '.join(PRESETS)}.")
+        raise ValueError(f"Unknown preset {name!r}; the presets are {', '.join(PRESETS)}."
+                         f"{did_you_mean(name, PRESETS)}")
     return globals()[name](n_clusters, **kwargs)
 
 

@@ -105,11 +105,22 @@ def _assert_user_error(status, out, err, message):
     # arguments
     ([], "clusterkit: error: the following arguments are required: command"),
     (["nope"], "invalid choice: 'nope'"),
+    (["fti"], "Did you mean 'fit'? (see 'clusterkit --help')"),
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/m.npz", "-v", "barr"],
+     "invalid choice: 'barr'"),
+    (["fit", "{d}/X.npy", "-k", "3", "--out", "{d}/m.npz", "-v", "barr"],
+     "Did you mean 'bar'?"),
     (["fit", "{d}/X.npy", "-k", "three", "--out", "{d}/m.npz"],
      "clusterkit fit: error: argument -k: invalid int value: 'three'"),
     (["fit", "{d}/X.npy", "--out", "{d}/m.npz"], "required: -k"),
     (["fit", "{d}/X.npy", "-k", "3", "--preset", "nope", "--out", "{d}/m.npz"],
      "unknown preset 'nope'"),
+    (["fit", "{d}/X.npy", "-k", "3", "--preset", "llyod", "--out", "{d}/m.npz"],
+     "unknown preset 'llyod'; the presets are lloyd, elkan, minibatch"),
+    (["fit", "{d}/X.npy", "-k", "3", "--preset", "llyod", "--out", "{d}/m.npz"],
+     "spherical_kmeans. Did you mean 'lloyd'?"),
+    (["fit", "{d}/X.npy", "-k", "3", "--param", "seed=kmeans++", "--out", "{d}/m.npz"],
+     "instance of Seeder. Did you mean 'k-means++'?"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "bogus=1", "--out", "{d}/m.npz"],
      "--param bogus: not a parameter of preset lloyd; its parameters are callback"),
     (["fit", "{d}/X.npy", "-k", "3", "--param", "max_iters=5", "--out", "{d}/m.npz"],
@@ -170,6 +181,8 @@ def _assert_user_error(status, out, err, message):
     (["predict", "{d}/model.npz", "{d}/nan.npy"], "Input X contains NaN"),
     # ablate
     (["ablate", "{d}/X.npy", "-k", "3", "--presets", "lloyd,nope"], "unknown preset 'nope'"),
+    (["ablate", "{d}/X.npy", "-k", "3", "--presets", "lloyd,var_kmeans"],
+     "Did you mean 'var_kmeans_x' or 'var_kmeans_s'?"),
     (["ablate", "{d}/X.npy", "-k", "3", "--presets", ","], "name at least one preset"),
     (["ablate", "{d}/X.npy", "-k", "3", "--presets", "lloyd", "--seeds", "0"],
      "seeds must name at least one seed"),
@@ -438,11 +451,24 @@ def test_ablate_table(data):
     assert rows[0]["qe"] == pytest.approx(d2.sum(), rel=1e-9)
 
 
-@pytest.mark.parametrize("variants,error", [({}, ValueError), ({"a": 3}, TypeError),
-                                            ({"a": "nope"}, ValueError)])
-def test_ablate_refuses_bad_variants(data, variants, error):
-    with pytest.raises(error):
+@pytest.mark.parametrize("variants,error,message", [
+    ({}, ValueError, None), ({"a": 3}, TypeError, "Variant 'a' must be a Clusterer"),
+    ({"a": "nope"}, ValueError, r"Unknown preset 'nope' for variant 'a'; the presets are "
+                                r"lloyd, .*spherical_kmeans\.$"),
+    ({"a": "llyod"}, ValueError, r"spherical_kmeans\. Did you mean 'lloyd'\?$")])
+def test_ablate_refuses_bad_variants(data, variants, error, message):
+    with pytest.raises(error, match=message):
         ablate(data, 4, variants, seeds=1, verbose=0)
+
+
+@pytest.mark.parametrize("name,suggestion", [
+    ("llyod", " Did you mean 'lloyd'?"), ("vcgmm", " Did you mean 'vc_gmm'?"),
+    ("var_gmm", " Did you mean 'var_gmm_x' or 'var_gmm_s'?"), ("qwerty", "")])
+def test_an_unknown_preset_name_gets_the_close_ones(name, suggestion):
+    with pytest.raises(ValueError) as raised:
+        presets.build_preset(name, 3)
+    assert str(raised.value).startswith(f"Unknown preset {name!r}; the presets are lloyd, ")
+    assert str(raised.value).endswith("spherical_kmeans." + suggestion)
 
 
 def test_plots_show_one_curve_per_variant(data):

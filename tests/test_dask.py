@@ -6,6 +6,7 @@ tests that need no dask (memmaps, the error without dask) run without it.
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from clusterkit import (LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, NestedDoubling,
                         NoReduction)
 from clusterkit._data import chunked as _chunked
+from clusterkit._data.containers import chunked_data
+from clusterkit._estimator import lazy as _lazy
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import lwcs_lloyd, slk_bo, var_gmm_s, var_kmeans_s, vc_gmm
 
@@ -45,7 +48,7 @@ def client(da):
 
 def _coreset(X, sample_weight, n_clusters, size, random_state, n_threads=1):
     """LWCS's chunked coreset of a dask array or memmap, and the fit state it counted in."""
-    data = _chunked.chunked_data(X, sample_weight, n_threads)
+    data = chunked_data(X, sample_weight, n_threads)
     state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
                      random_state=np.random.RandomState(random_state))
     Xc, wc = LWCS(size).reduce_chunked(data, state)
@@ -66,7 +69,7 @@ def _within_sampling_error(draw_values, target, n_sigma=5.0):
 def test_first_pass_combines_chunks_exactly(da, client):
     X, _ = _blobs(30_000, 6, 8, 0)
     w = np.random.RandomState(1).uniform(0.0, 3.0, size=len(X))
-    data = _chunked.chunked_data(da.from_array(X, chunks=(4_000, 6)), da.from_array(w, 5_000),
+    data = chunked_data(da.from_array(X, chunks=(4_000, 6)), da.from_array(w, 5_000),
                                  1)
     moments = data.scan()
     mean = (w @ X) / w.sum()
@@ -364,6 +367,49 @@ def test_memmap_fit_reads_blocks_and_matches_the_dask_coreset(da, client, tmp_pa
     np.testing.assert_array_equal(km.labels_, km.predict(X))
     np.testing.assert_allclose(km.inertia_, -km.score(X), rtol=1e-6)
     assert km.cost_["labels"] == 5 * len(X)  # every row to every centre
+
+
+def _graph_warnings(action):
+    """The warnings ``action()`` gives about data in a dask array's task graph."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [w for w in caught if "task graph holds" in str(w.message)]
+
+
+def test_a_graph_that_carries_a_large_array_gets_one_warning(da, client, tmp_path,
+                                                             monkeypatch):
+    """A dask array of a memmap (or of an array in memory) carries the data in its graph,
+    which dask.distributed sends with every compute: one warning per fit, predict or score,
+    naming the fix; a dask array whose tasks read the file, and the memmap itself, get
+    none."""
+    import dask
+    X, means = _blobs(2_000, 3, 4, random_state=0, dtype=np.float32)
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    monkeypatch.setattr(_lazy, "EMBEDDED_DATA_WARNING_BYTES", X.nbytes // 2)
+    model = Clusterer(4, seed=means.astype(np.float32), max_iter=3)
+    embedded = da.from_array(np.load(path, mmap_mode="r"), chunks=(500, 3))
+    for action in (lambda: model.fit(embedded), lambda: model.predict(embedded),
+                   lambda: float(model.score(embedded))):
+        caught = _graph_warnings(action)
+        assert len(caught) == 1 and caught[0].category is RuntimeWarning
+        message = str(caught[0].message)
+        assert "Pass the memmap or array itself" in message
+        assert "each task reads its rows from the file" in message
+    assert len(_graph_warnings(lambda: model.fit(da.from_array(X, chunks=(500, 3))))) == 1
+
+    def rows(start, stop):
+        return np.load(path, mmap_mode="r")[start:stop]
+    from_file = da.concatenate([da.from_delayed(dask.delayed(rows)(i, i + 500),
+                                                shape=(500, 3), dtype=np.float32)
+                                for i in range(0, 2_000, 500)])
+    assert _graph_warnings(lambda: model.fit(from_file)) == []
+    labels = model.labels_.compute()
+    assert _graph_warnings(lambda: model.fit(np.load(path, mmap_mode="r"))) == []
+    np.testing.assert_array_equal(model.labels_, labels)
+    with dask.config.set(scheduler="synchronous"):  # no graph leaves this process
+        assert _graph_warnings(lambda: model.fit(embedded)) == []
 
 
 def test_memmap_without_a_chunked_reducer_is_read_as_an_array(tmp_path):

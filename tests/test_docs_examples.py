@@ -71,6 +71,8 @@ CLAIMS = {
                         - ns["km"].inertia_) <= 1e-9 * ns["km"].inertia_),
         ("var-GMM-S evaluates at most N (C' G + 1) = 260,000 distances per E-step",
          lambda ns: all(0 < b - a <= 260_000 for a, b in zip(ns["evals"], ns["evals"][1:]))),
+        ("the saved and loaded model predicts as the fitted one",
+         lambda ns: (ns["loaded"].predict(ns["X"]) == ns["km"].predict(ns["X"])).all()),
     ],
 }
 

@@ -212,7 +212,7 @@ def test_lwcs_reports_the_rows_of_its_passes(dask_input):
     state.display = Recorder()
     if dask_input:
         da = pytest.importorskip("dask.array")
-        from clusterkit._data.chunked import DaskChunks
+        from clusterkit._data.dask_chunks import DaskChunks
         data = DaskChunks(da.from_array(X, chunks=(300, 3)), None)
         data.scan()  # the driver's scan
         LWCS(size=100).reduce_chunked(data, state)

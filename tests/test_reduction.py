@@ -9,6 +9,7 @@ from sklearn.base import clone
 
 from clusterkit import LWCS, Clusterer, FitState, NoReduction
 from clusterkit._data import chunked as _chunked, nearest as _nearest
+from clusterkit._data.containers import chunked_data
 from clusterkit.metrics import quantization_error
 
 from ._helpers import fixed_iterations
@@ -157,7 +158,7 @@ def test_ndarray_and_memmap_give_the_same_coreset(monkeypatch, tmp_path, dtype, 
     state = _state(X, seed=9)
     Xc, wc = LWCS(size).reduce(X, w_fit, state)
     state_mm = _state(X, seed=9, n_threads=2)
-    Xc_mm, wc_mm = LWCS(size).reduce_chunked(_chunked.chunked_data(X_mm, w, 2), state_mm)
+    Xc_mm, wc_mm = LWCS(size).reduce_chunked(chunked_data(X_mm, w, 2), state_mm)
     assert Xc.dtype == Xc_mm.dtype == wc.dtype == wc_mm.dtype == dtype
     np.testing.assert_array_equal(Xc_mm, Xc)
     np.testing.assert_array_equal(wc_mm, wc)

@@ -143,6 +143,9 @@ def test_wrong_feature_count_at_predict():
                                      r"'afkmc2', 'random', 'sampled', 'by-dimension' or an "
                                      r"instance of Seeder\."),
     ({"estep": "partial-ish"}, ValueError, r"Unknown estep='partial-ish'"),
+    ({"estep": "elkna"}, ValueError, r"instance of EStep\. Did you mean 'elkan'\?$"),
+    ({"seed": "kmeans++"}, ValueError, r"Seeder\. Did you mean 'k-means\+\+'\?$"),
+    ({"schedule": "mini-batch"}, ValueError, r"Schedule\. Did you mean 'minibatch'\?$"),
     ({"mstep": 3}, TypeError, "mstep must be an instance of MStep or a string, got int."),
     ({"seed": np.zeros((3, 3))}, ValueError, r"seed has shape \(3, 3\), but initial centres "
                                              r"must have shape \(n_clusters, n_features\)="

@@ -3,12 +3,12 @@
 A fit on such data never holds them in memory: :class:`ChunkedData` gives the reducer (or
 the driver's steps on all the rows, :mod:`clusterkit._engine.mapreduce`) a sequence of row
 blocks and runs a function on each (:meth:`ChunkedData.map_chunks`), on the
-workers of a dask cluster (:class:`DaskChunks`) or in this process, one block after the other
-(:class:`MemmapChunks`); only what the function returns reaches the caller. The first pass,
-:meth:`ChunkedData.scan`, validates the data (finite values, weights) and gives every chunk's
+workers of a dask cluster (:class:`~clusterkit._data.dask_chunks.DaskChunks`) or in this
+process, one block after the other (:class:`MemmapChunks`); only what the function returns
+reaches the caller. The first pass, :meth:`ChunkedData.scan`, validates the data (finite values, weights) and gives every chunk's
 weight, mean and sum of squared deviations, which the driver and the reducer combine exactly.
 
-This module and :mod:`clusterkit._data.dask_chunks` (:class:`DaskChunks`) are the only ones
+This module and :mod:`clusterkit._data.dask_chunks` (``DaskChunks``) are the only ones
 that import dask, and only when a dask array is used; without dask the rest of clusterkit
 (memmaps included) works, and a dask path raises an ``ImportError`` naming the optional
 extra ``clusterkit[dask]``. Block functions are plain NumPy and run on
@@ -24,8 +24,8 @@ from .._estimator.validation import (available_memory, check_range, check_weight
 from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
 from .nearest import centred_copy, nearest
 
-__all__ = ["ChunkMoments", "ChunkedData", "DaskChunks", "MemmapChunks", "chunked_data",
-           "exceeds_memory", "import_dask", "is_dask_array", "map_rows", "row_weights"]
+__all__ = ["ChunkMoments", "ChunkedData", "MemmapChunks", "exceeds_memory", "import_dask",
+           "is_dask_array", "map_rows", "row_weights"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
@@ -103,8 +103,9 @@ class ChunkedData:
 
     What a chunked :class:`~clusterkit.DataReducer` receives in ``reduce_chunked``. It never
     materialises the data: functions run on one block at a time and only their results come
-    back. Built by :func:`chunked_data` from a dask array (:class:`DaskChunks`) or a NumPy
-    memmap (:class:`MemmapChunks`); the chunking fixes everything random draws may depend on.
+    back. Built by :func:`~clusterkit._data.containers.chunked_data` from a dask array
+    (:class:`~clusterkit._data.dask_chunks.DaskChunks`) or a NumPy memmap
+    (:class:`MemmapChunks`); the chunking fixes everything random draws may depend on.
 
     Attributes
     ----------
@@ -497,18 +498,6 @@ def row_weights(sample_weight, X):
     return da.from_array(sample_weight.astype(np.float64), chunks=(X.chunks[0],))
 
 
-def _check_structure(X):
-    """Shape checks that need no data: 2-D, known and non-zero sizes."""
-    if X.ndim != 2:
-        raise ValueError(f"Expected a 2-D array, got X of shape {X.shape}.")
-    if any(isinstance(n, float) and np.isnan(n) for n in X.shape):
-        raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
-    if X.shape[0] < 1:
-        raise ValueError(f"X has {X.shape[0]} samples; at least 1 is required.")
-    if X.shape[1] < 1:
-        raise ValueError(f"X has {X.shape[1]} features; at least 1 is required.")
-
-
 def exceeds_memory(X):
     """Whether a fit's centred copy of the array ``X`` (in the fit's dtype) would take more
     than half the memory available (``False`` where that is not known): such a memmap is
@@ -516,51 +505,6 @@ def exceeds_memory(X):
     available = available_memory()
     return (available is not None
             and X.shape[0] * X.shape[1] * _fit_dtype(X.dtype).itemsize > available // 2)
-
-
-def chunked_data(X, sample_weight, n_threads, unit_rows=False):
-    """:class:`ChunkedData` over a dask array or a memmap ``X`` (structure checked, values
-    not yet: :meth:`ChunkedData.scan` does that).
-
-    Parameters
-    ----------
-    X : dask array or numpy.memmap of shape (n_samples, n_features)
-    sample_weight : array-like of shape (n_samples,), dask array, number or None
-    n_threads : int
-        OpenMP threads of kernels run in this process (memmaps).
-    unit_rows : bool, default=False
-        Scale every row to unit norm (:attr:`ChunkedData.unit_rows`).
-
-    Returns
-    -------
-    data : ChunkedData
-    """
-    data = _chunked_data(X, sample_weight, n_threads)
-    data.unit_rows = unit_rows
-    return data
-
-
-def _chunked_data(X, sample_weight, n_threads):
-    _check_structure(X)
-    _fit_dtype(X.dtype)
-    if is_dask_array(X):
-        return DaskChunks(X, sample_weight)
-    if is_dask_array(sample_weight):
-        raise TypeError("sample_weight is a dask array, but X is not; pass both as dask "
-                        "arrays or neither.")
-    if isinstance(sample_weight, numbers.Number):
-        sample_weight = np.full(X.shape[0], float(sample_weight))
-    if sample_weight is not None:
-        if not isinstance(sample_weight, np.ndarray):
-            sample_weight = np.asarray(sample_weight)
-        if sample_weight.dtype.kind not in "biuf":
-            raise TypeError(f"sample_weight must be numeric, got dtype {sample_weight.dtype}.")
-        if sample_weight.ndim != 1:
-            raise ValueError(f"sample_weight must be 1-D, got shape {sample_weight.shape}.")
-        if sample_weight.shape[0] != X.shape[0]:
-            raise ValueError(f"sample_weight has {sample_weight.shape[0]} entries, but X has "
-                             f"{X.shape[0]} samples.")
-    return MemmapChunks(X, sample_weight, n_threads)
 
 
 def map_rows(X, func, args, dtype, n_columns=None):
@@ -592,7 +536,3 @@ def map_rows(X, func, args, dtype, n_columns=None):
         return X.map_blocks(func, *shared, dtype=dtype, drop_axis=1, meta=np.empty(0, dtype))
     return X.map_blocks(func, *shared, dtype=dtype, chunks=(X.chunks[0], (n_columns,)),
                         meta=np.empty((0, 0), dtype))
-
-
-# (last: DaskChunks subclasses ChunkedData and reads the helpers above)
-from .dask_chunks import DaskChunks  # noqa: E402

@@ -7,7 +7,35 @@ from .chunked import (ChunkedData, _call_on_block, _fit_dtype, import_dask, map_
                       row_weights, tree_reduce)
 from .nearest import nearest, single_threaded_blas
 
-__all__ = ["DaskChunks"]
+__all__ = ["DaskChunks", "embedded_nbytes", "shipped_nbytes"]
+
+
+def embedded_nbytes(X):
+    """Bytes of the NumPy arrays (memmaps included) that the task graph of the dask array
+    ``X`` holds as data: what ``da.from_array`` of an array in memory or of a memmap puts in
+    the graph (the array, or its chunks), which is pickled and sent with the graph to the
+    scheduler and the workers at every compute. Only the materialised layers are read (their
+    values are the data); layers of generated tasks are not built."""
+    graph = X.__dask_graph__()
+    layers = getattr(graph, "layers", {None: graph})
+    seen, total = set(), 0
+    for layer in layers.values():
+        mapping = getattr(layer, "mapping", layer if isinstance(layer, dict) else None)
+        if mapping is None:  # a Blockwise layer and the like: tasks, not data
+            continue
+        for value in mapping.values():
+            value = getattr(value, "value", value)  # a task spec's data node
+            if isinstance(value, np.ndarray) and id(value) not in seen:
+                seen.add(id(value))
+                total += value.nbytes
+    return total
+
+
+def shipped_nbytes(X):
+    """:func:`embedded_nbytes` of ``X`` if a compute would run on a ``dask.distributed``
+    client, which pickles the graph's data and sends them to the scheduler; ``0`` with
+    another scheduler, whose tasks read them in this process."""
+    return 0 if _distributed_client() is None else embedded_nbytes(X)
 
 
 def _nearest_rows(X, x_mean, centers, unit=False):

@@ -8,6 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data import chunked as _chunked
+from .._data.containers import chunked_data
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
@@ -260,18 +261,21 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         chunks, else ``None``.
 
         A dask array always is (the composition check refuses it, before any work, for a
-        composition that cannot read row chunks); a memmap is when the reducer is chunked and
-        the model is not spherical, or when a fit's copy of it would not fit in memory
-        (:func:`~clusterkit._data.chunked.exceeds_memory`); otherwise it is read like any
-        array, scaled to unit rows in memory if the model is spherical. Sets
-        ``n_features_in_`` without reading the data.
+        composition that cannot read row chunks; one warning if its graph carries a large
+        in-memory array, :func:`~clusterkit._estimator.lazy.check_graph_data`); a memmap is
+        when the reducer is chunked and the model is not spherical, or when a fit's copy of
+        it would not fit in memory (:func:`~clusterkit._data.chunked.exceeds_memory`);
+        otherwise it is read like any array, scaled to unit rows in memory if the model is
+        spherical. Sets ``n_features_in_`` without reading the data.
         """
         if not (_chunked.is_dask_array(X) or (isinstance(X, np.memmap) and (
                 (resolve("reduce", self.reduce).chunked and not self._is_spherical())
                 or _chunked.exceeds_memory(X)))):
             return None
-        data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
-                                     unit_rows=self._is_spherical())
+        if _chunked.is_dask_array(X):
+            _lazy.check_graph_data(X)
+        data = chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
+                            unit_rows=self._is_spherical())
         validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data
 

@@ -5,9 +5,34 @@ import functools
 import numpy as np
 
 from .._data.chunked import is_dask_array, map_rows, row_weights
+from .._data.dask_chunks import shipped_nbytes
+from .._engine.warn import warn
 from .validation import check_weight_counts, count_weight_problems
 
-__all__ = ["map_model", "per_row_chunk", "result_dtype", "score_model"]
+__all__ = ["EMBEDDED_DATA_WARNING_BYTES", "check_graph_data", "map_model", "per_row_chunk",
+           "result_dtype", "score_model"]
+
+#: A dask array whose task graph holds more bytes of NumPy data than this (``da.from_array``
+#: of a large array or memmap) gets one warning per fit, ``predict``, ``score``, ... on a
+#: ``dask.distributed`` client (:func:`check_graph_data`).
+EMBEDDED_DATA_WARNING_BYTES = 64 << 20
+
+
+def check_graph_data(X):
+    """Warn once if the dask array ``X`` carries a large in-memory array in its task graph,
+    which ``dask.distributed`` pickles and sends to the scheduler with every compute (a fit
+    computes at every step): a memmap wrapped by ``da.from_array`` is sent whole, not read by
+    the workers from its file. The warning says what to pass instead."""
+    nbytes = shipped_nbytes(X)
+    if nbytes > EMBEDDED_DATA_WARNING_BYTES:
+        warn(f"X is a dask array whose task graph holds {nbytes / 2**20:.0f} MiB of "
+             "in-memory data (da.from_array of a NumPy array or a memmap puts it there); "
+             "dask.distributed pickles and sends it with every compute, each step of a fit "
+             "included, which is slow and costs the client memory. Pass the memmap or array "
+             "itself, or build the dask array so that each task reads its rows from the file "
+             "(da.from_npy_stack, da.from_zarr, or da.from_delayed of a function that opens "
+             "the file; see the Dask page of the documentation). Continuing with X as "
+             "given.", RuntimeWarning)
 
 
 def result_dtype(X):
@@ -57,6 +82,7 @@ def map_model(model, X, method, dtype, n_columns=None):
     if X.shape[1] != model.n_features_in_:
         raise ValueError(f"X has {X.shape[1]} features, but {type(model).__name__} is "
                          f"expecting {model.n_features_in_} features as input.")
+    check_graph_data(X)
     copy = clone(model).set_params(n_threads=1, callback=None, verbose=0)
     for name in ("cluster_centers_", "_x_mean", "sigma2_", "n_features_in_"):
         if hasattr(model, name):

@@ -1,25 +1,35 @@
 """The model file: a fitted :class:`~clusterkit.Clusterer` saved as arrays and JSON.
 
-``clusterkit fit`` writes it (:func:`save_model`); ``clusterkit predict`` and
-:func:`clusterkit.load_model` read it (:func:`load_model`). It is an ``.npz`` archive of
-``cluster_centers``, ``x_mean`` (the training data's mean, the frame new data are centred
-in), ``sigma2`` (mixtures only) and ``config``, one JSON string: the format version, the
-preset and the ``--param`` settings it was built with, its composition (every strategy's
-one-line repr), which strategies differ from the preset's own, ``n_clusters``, the history,
-``n_iter``, ``inertia`` and ``cost``. Nothing in it is pickled, so loading it never runs code.
+:func:`clusterkit.save_model` and ``clusterkit fit`` write it (:func:`write_model`);
+``clusterkit predict`` and :func:`clusterkit.load_model` read it (:func:`load_model`). It is
+an ``.npz`` archive of ``cluster_centers``, ``x_mean`` (the training data's mean, the frame
+new data are centred in), ``sigma2`` (mixtures only) and ``config``, one JSON string: the
+format version, the kind of model (k-means, spherical, mixture), the preset and the
+``--param`` settings it was built with and which strategies they changed (command line
+only), its composition (every strategy's one-line repr), ``n_clusters``, the history,
+``n_iter``, ``inertia`` and ``cost``. Nothing in it is pickled, so loading it never
+runs code.
 """
 import json
+import os
 from pathlib import Path
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from ..presets import build_preset
 from .registry import SHORTCUTS, resolve
 
-__all__ = ["MODEL_FORMAT", "changed_strategies", "composition", "load_model", "save_model"]
+__all__ = ["MODEL_FORMAT", "composition", "load_model", "save_model", "write_model"]
 
 #: The model file's format version, stored in it.
 MODEL_FORMAT = 1
+
+#: What a model file is, in every message about a file that is not one.
+WHAT_A_MODEL_IS = ("a clusterkit model is the .npz archive of arrays and JSON that "
+                   "clusterkit.save_model or 'clusterkit fit --out' writes")
+
+#: The kinds of model a file can hold, and the M-step shortcut each loads with.
+_KINDS = {"k-means": "hard", "spherical": "spherical", "mixture": "soft"}
 
 
 def composition(estimator):
@@ -39,33 +49,35 @@ def composition(estimator):
     return strategies
 
 
-def changed_strategies(estimator, preset):
-    """The names of the strategies of ``estimator`` that differ from those of ``preset``
-    with its defaults (``--param`` replaced them, or changed their parameters)."""
-    mine = composition(estimator)
-    default = composition(build_preset(preset, estimator.n_clusters))
-    return [name for name in mine if mine[name] != default[name]]
+def _kind(estimator):
+    """The kind of model (a key of :data:`_KINDS`), from what its M-step declares."""
+    if estimator._is_mixture():
+        return "mixture"
+    return "spherical" if estimator._is_spherical() else "k-means"
 
 
-def save_model(file, estimator, preset, params):
+def write_model(file, estimator, preset=None, params=None, changed=()):
     """Write a fitted estimator's centres, configuration and history to ``file`` (a path or
     a binary file object; ``.npz``): arrays and one JSON string, so that loading it never
     executes code.
 
-    The configuration names the ``preset`` the estimator was built from, the ``params`` it
-    was given, its ``composition`` (every strategy's repr, see :func:`composition`) and
-    which strategies ``changed`` from the preset's own. ``inertia`` is ``null`` when the
-    fit computed no final labels (``compute_labels=False``).
+    The configuration names the kind of model, the ``preset`` the estimator was built from,
+    the ``params`` it was given and the strategies they ``changed`` from the preset's own
+    (the command line's; ``None``, ``{}`` and ``[]`` from Python), and its ``composition``
+    (every strategy's repr, see :func:`composition`). ``inertia`` is ``null`` when the fit computed no final
+    labels (``compute_labels=False``).
     """
-    history = [{k: float(v) for k, v in h.items()} for h in estimator.history_]
+    history = [{k: float(v) for k, v in h.items()}
+               for h in getattr(estimator, "history_", [])]
     inertia = getattr(estimator, "inertia_", None)
-    config = {"format": MODEL_FORMAT, "preset": preset, "params": params,
-              "composition": composition(estimator),
-              "changed": changed_strategies(estimator, preset),
+    n_iter = getattr(estimator, "n_iter_", None)
+    config = {"format": MODEL_FORMAT, "model": _kind(estimator), "preset": preset,
+              "params": params or {}, "composition": composition(estimator),
+              "changed": list(changed),
               "n_clusters": int(estimator.n_clusters), "history": history,
-              "n_iter": int(estimator.n_iter_),
+              "n_iter": None if n_iter is None else int(n_iter),
               "inertia": None if inertia is None else float(inertia),
-              "cost": {k: int(v) for k, v in estimator.cost_.items()}}
+              "cost": {k: int(v) for k, v in getattr(estimator, "cost_", {}).items()}}
     arrays = {"cluster_centers": estimator.cluster_centers_, "x_mean": estimator._x_mean,
               "config": np.array(json.dumps(config))}
     if getattr(estimator, "sigma2_", None) is not None:
@@ -73,44 +85,131 @@ def save_model(file, estimator, preset, params):
     np.savez(file, **arrays)
 
 
+def save_model(model, path):
+    """Save a fitted :class:`~clusterkit.Clusterer` to a model file that
+    :func:`load_model` reads back.
+
+    The file is an ``.npz`` archive of arrays (the centres, the training mean new rows are
+    centred with, a mixture's variance) and one JSON string (the kind of model, its
+    composition, ``n_clusters``, ``n_iter_``, ``history_``, ``cost_``, ``inertia_``):
+    nothing is pickled, so loading it never runs code. ``clusterkit predict`` reads it too.
+
+    Parameters
+    ----------
+    model : Clusterer
+        A fitted estimator (any composition, a preset's or your own; after a dask fit the
+        lazy ``inertia_`` is computed).
+    path : str, path-like or binary file object
+        Where to write; a path is used as given (no suffix is added; ``.npz`` is the
+        convention).
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a :class:`~clusterkit.Clusterer`.
+    sklearn.exceptions.NotFittedError
+        If it is not fitted.
+    OSError
+        If ``path`` cannot be written.
+
+    Notes
+    -----
+    A loaded model predicts, transforms and scores as the saved one (for a mixture also
+    ``predict_proba``, ``score_samples``, ``bic`` and ``aic``); it is not the same
+    composition: its strategies are the defaults but for the M-step, which sets how new rows
+    are read (see :func:`load_model`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from clusterkit import load_model, save_model
+    >>> from clusterkit.presets import lloyd
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
+    >>> model = lloyd(2, random_state=0).fit(X)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> save_model(model, path)
+    >>> loaded = load_model(path)
+    >>> bool((loaded.predict(X) == model.predict(X)).all())
+    True
+    """
+    from .clusterer import Clusterer  # the estimator imports the strategies this reads
+    if not isinstance(model, Clusterer):
+        raise TypeError(f"model must be a fitted Clusterer, got {type(model).__name__}.")
+    check_is_fitted(model)
+    if isinstance(path, (str, os.PathLike)):
+        with open(path, "wb") as file:  # (np.savez would add .npz to another suffix)
+            write_model(file, model)
+    else:
+        write_model(path, model)
+
+
+def _not_a_model(path, problem):
+    """The error for a file that is not a model file: what it is, and what a model is."""
+    return ValueError(f"{path}: not a clusterkit model: {problem}; {WHAT_A_MODEL_IS}.")
+
+
 def _model_arrays(path):
     """The configuration dict, the two arrays and ``sigma2`` (or ``None``) of a model file;
     ``ValueError`` saying what is missing or malformed, ``OSError`` if it cannot be read."""
     try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError(f"{path}: not a clusterkit model: not an .npz archive")
-        with archive:
+        with open(path, "rb") as file:
+            start = file.read(6)
+        if start == b"\x93NUMPY":
+            raise _not_a_model(path, "not an .npz archive but one .npy array")
+        if not start.startswith(b"PK"):
+            raise _not_a_model(path, "not an .npz archive (a zip file of .npy arrays)")
+        with np.load(path, allow_pickle=False) as archive:
             missing = {"config", "cluster_centers", "x_mean"} - set(archive.files)
             if missing:
-                raise ValueError(f"{path}: not a clusterkit model: no array "
-                                 f"{', '.join(sorted(missing))}")
-            text, centers, x_mean = (archive[name] for name in
-                                     ("config", "cluster_centers", "x_mean"))
-            sigma2 = archive["sigma2"] if "sigma2" in archive.files else None
+                raise _not_a_model(path, f"no array {', '.join(sorted(missing))} (it has "
+                                         f"{', '.join(archive.files) or 'none'})")
+            arrays = {}
+            for name in ("config", "cluster_centers", "x_mean", "sigma2"):
+                if name in archive.files:
+                    try:
+                        arrays[name] = archive[name]
+                    except ValueError as error:
+                        if "pickle" not in str(error) and "Object arrays" not in str(error):
+                            raise
+                        raise _not_a_model(path, f"its array {name!r} holds pickled Python "
+                                                 "objects, which clusterkit never loads") \
+                            from None
     except ValueError as error:
         if str(error).startswith(f"{path}: "):
             raise
-        raise ValueError(f"{path}: not a clusterkit model: {error}") from None
+        raise _not_a_model(path, _numpy_problem(error)) from None
     except OSError as error:
         raise OSError(f"{path}: cannot read it: {error.strerror or error}") from None
-    except Exception as error:  # not a zip, a corrupt member, an object array
-        raise ValueError(f"{path}: not a clusterkit model: {error}") from None
+    except Exception as error:  # not a zip, a corrupt member
+        raise _not_a_model(path, _numpy_problem(error)) from None
     try:
-        config = json.loads(str(text))
+        config = json.loads(str(arrays["config"]))
     except ValueError:
-        raise ValueError(f"{path}: not a clusterkit model: its config is not JSON") from None
+        raise _not_a_model(path, "its config is not JSON") from None
     if not isinstance(config, dict):
-        raise ValueError(f"{path}: not a clusterkit model: its config is a "
-                         f"{type(config).__name__}, not a JSON object")
-    return config, centers, x_mean, sigma2
+        raise _not_a_model(path, f"its config is a {type(config).__name__}, not a JSON "
+                                 "object")
+    return config, arrays["cluster_centers"], arrays["x_mean"], arrays.get("sigma2")
+
+
+def _numpy_problem(error):
+    """What numpy's or zipfile's ``error`` says is wrong, without numpy's advice to load
+    pickles (a model file never holds any)."""
+    text = str(error) or type(error).__name__
+    if "pickle" in text or "Object arrays" in text:
+        return "it holds pickled Python objects, which clusterkit never loads"
+    return text
 
 
 def _mstep_shortcut(config):
-    """The M-step shortcut (``"hard"``, ``"soft"``, ``"spherical"``) of the saved
-    composition, which decides how new rows are read (unit rows for a spherical model) and
-    whether the model is a mixture; ``"hard"`` for any other M-step (the nearest centre
+    """The M-step shortcut (``"hard"``, ``"soft"``, ``"spherical"``) of the saved model,
+    which decides how new rows are read (unit rows for a spherical model) and whether the
+    model is a mixture: its kind (``"model"``) or, in files written before the kind was
+    stored, its saved M-step's repr; ``"hard"`` for any other M-step (the nearest centre
     is its label too)."""
+    if config.get("model") in _KINDS:
+        return _KINDS[config["model"]]
     saved = (config.get("composition") or {}).get("mstep")
     for shortcut, cls in SHORTCUTS["mstep"][2].items():
         if isinstance(saved, str) and saved == repr(cls()):
@@ -119,14 +218,14 @@ def _mstep_shortcut(config):
 
 
 def load_model(path):
-    """A :class:`~clusterkit.Clusterer` from a model file written by ``clusterkit fit``,
-    ready to ``predict``, ``transform`` and ``score``.
+    """A :class:`~clusterkit.Clusterer` from a model file written by :func:`save_model` or
+    ``clusterkit fit``, ready to ``predict``, ``transform`` and ``score``.
 
     Parameters
     ----------
     path : str or path-like
-        A model file written by ``clusterkit fit --out`` (an ``.npz`` of arrays and JSON;
-        loading it runs no code).
+        A model file written by :func:`save_model` or ``clusterkit fit --out`` (an ``.npz``
+        of arrays and JSON; loading it runs no code).
 
     Returns
     -------
@@ -146,10 +245,11 @@ def load_model(path):
     OSError
         If it cannot be read.
     ValueError
-        If it is not a valid model: not an ``.npz`` of arrays, config not a JSON object, a
-        missing key, another format version, centres that are not a finite 2-D
-        floating-point array, a training mean of the wrong shape. The message names the
-        file and the problem.
+        If it is not a model file (an ``.npy`` array, a text file, an ``.npz`` archive
+        without the model's arrays or with pickled objects: the message names the file,
+        what it is not and what a model file is) or not a valid one: config not a JSON
+        object, a missing key, another format version, centres that are not a finite 2-D
+        floating-point array, a training mean of the wrong shape.
 
     Examples
     --------
@@ -169,9 +269,9 @@ def load_model(path):
     from .clusterer import Clusterer  # the estimator imports the strategies this reads
     path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(f"{path}: is a folder, not a model file")
+        raise IsADirectoryError(f"{path}: is a folder, not a model file; {WHAT_A_MODEL_IS}.")
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise FileNotFoundError(f"{path}: no such file; {WHAT_A_MODEL_IS}.")
     config, centers, x_mean, sigma2 = _model_arrays(path)
 
     def invalid(problem):

@@ -7,7 +7,7 @@ composing page); :func:`sparse_seeds` names the seeding shortcuts that take spar
 :data:`SKLEARN_NAMES` and :func:`unknown_keyword` answer the names users bring that
 clusterkit does not take: scikit-learn's (``init``, ``algorithm``, ...) with clusterkit's
 equivalent, a typo with the closest name (for ``Clusterer``, the presets and the command line
-alike).
+alike); :func:`did_you_mean` does the same for a shortcut or a preset named by a string.
 """
 import difflib
 import functools
@@ -21,13 +21,14 @@ from ..estep.yinyang import YinyangEStep
 from ..mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from ..reduction.lwcs import LWCS, NoReduction
 from ..refine.breathing import Breathing, NoRefinement
-from ..schedules.schedules import FullBatch, MiniBatch, NestedDoubling, SBEDecay
+from ..schedules.nested import NestedDoubling
+from ..schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from ..seeding.afkmc2 import AFKMC2
 from ..seeding.composite import ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
 
 __all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
-           "close_name", "keywords", "resolve", "sparse_seeds",
+           "close_name", "did_you_mean", "keywords", "resolve", "sparse_seeds",
            "strategy_class", "unknown_keyword"]
 
 #: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
@@ -91,7 +92,7 @@ def resolve(name, value):
     if isinstance(value, str):
         expected = ", ".join(repr(a) for a in aliases)
         raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
-                         f"instance of {base.__name__}.")
+                         f"instance of {base.__name__}.{did_you_mean(value, aliases)}")
     raise TypeError(f"{name} must be an instance of {base.__name__} or a string, got "
                     f"{type(value).__name__}.")
 
@@ -126,6 +127,20 @@ def close_name(key, known):
     or ``None`` if none is close."""
     close = difflib.get_close_matches(key, list(known), n=1)
     return close[0] if close else None
+
+
+def did_you_mean(name, known):
+    """`` Did you mean 'lloyd'?`` (with its leading space) for a string ``name`` that is not
+    one of ``known`` (preset names, shortcuts): the closest names by
+    :func:`difflib.get_close_matches`, as Python suggests a keyword (all of the best score
+    when several tie, ``'var_kmeans_x' or 'var_kmeans_s'``); ``""`` if none is close."""
+    known = [k for k in known if isinstance(k, str)]
+    matches = difflib.get_close_matches(name, known, n=len(known) or 1)
+    if not matches:
+        return ""
+    score = difflib.SequenceMatcher(None, name, matches[0]).ratio()
+    best = [m for m in matches if difflib.SequenceMatcher(None, name, m).ratio() == score]
+    return f" Did you mean {' or '.join(repr(m) for m in best)}?"
 
 
 def unknown_keyword(owner, key, known):

@@ -4,7 +4,8 @@ dimension, the number of clusters and the memory the bounds may take."""
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.contracts import EStep
-from .bounds import Bounds, bounds_budget, run_rows
+from .bounds import Bounds, bounds_budget
+from .rows import run_rows
 from .exact import ElkanEStep, elkan_memory
 from .yinyang import SEPARATION_MAX_FEATURES, YinyangEStep
 

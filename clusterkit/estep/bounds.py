@@ -9,7 +9,6 @@ from numbers import Integral
 
 import numpy as np
 
-from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
@@ -18,9 +17,10 @@ from .._engine.state import weighted_sum
 from .._estimator import validation
 from .._kernels import _mstep, _pruned
 from .pruning import CenterProjection, Projection, dimension_count, resolve_prune
+from .rows import batch_rows, run_rows
 
-__all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "batch_rows", "bounds_scale",
-           "bound_slack", "run_rows", "split_first_visits"]
+__all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "bounds_scale", "bound_slack",
+           "split_first_visits"]
 
 
 def bounds_budget(max_bounds_bytes):
@@ -87,33 +87,6 @@ def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead)
         raise ValueError(f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples "
                          f"and {layout}, above {given} ({budget / 2**30:.2f} GiB). Raise "
                          f"max_bounds_bytes, {instead}")
-
-
-def run_rows(X, n_clusters, composition):
-    """The most rows whose per-sample state one E-step state covers: the rows the reducer
-    may return, or, for data in row chunks that the fit reads where they are, the largest
-    chunk's (each chunk keeps its own state, on its worker: the check in this process stands
-    for the workers')."""
-    if isinstance(X, ChunkedData) and not composition.reduce.chunked:
-        return max(X.chunk_rows)
-    return composition.reduce.max_rows(X.shape[0], n_clusters)
-
-
-def batch_rows(state, n_batch, n_rows):
-    """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
-    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
-    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
-    driver's loop)."""
-    rows = state.rows
-    if isinstance(rows, slice):
-        rows = slice(*rows.indices(n_rows))
-    count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
-    if count == n_batch:
-        return rows
-    if n_batch == n_rows:
-        return slice(0, n_rows)
-    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
-                     f"{n_rows} rows the E-step's state was made for.")
 
 
 #: Data whose diagonal times this margin (for the centres' moves over many steps) reaches

@@ -15,8 +15,9 @@ from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
 from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
-from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack, run_rows
+from .bounds import Bounds, BoundsEStep, bound_slack
 from .pruning import Projection, assign_pruned, resolve_prune
+from .rows import batch_rows, run_rows
 
 __all__ = ["FullEStep", "ElkanEStep", "TruncatedEStep", "elkan_memory"]
 

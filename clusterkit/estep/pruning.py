@@ -13,7 +13,7 @@ import numpy as np
 from .._engine.assignment import Assignment
 from .._engine.state import weighted_sum
 from .._kernels import _pruned
-from . import bounds as _bounds
+from .rows import batch_rows
 
 __all__ = ["principal_axes", "project", "tolerances", "pair_tolerances", "auto_projections",
            "resolve_prune", "Projection", "CenterProjection", "assign_pruned",
@@ -216,7 +216,7 @@ def assign_pruned(X, centers, projection, state, labels, dist2, sample_weight):
         rows = slice(None)
     elif np.may_share_memory(X, projection.source):
         try:
-            rows = _bounds.batch_rows(state, X.shape[0], projection.source.shape[0])
+            rows = batch_rows(state, X.shape[0], projection.source.shape[0])
         except ValueError:
             rows = None
     if rows is not None:

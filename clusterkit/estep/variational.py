@@ -7,8 +7,9 @@ from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.warn import warn
 from .._kernels import _partial
-from .exact import MIXTURE_OBJECTIVES, batch_rows, top_winners, winners_assignment
+from .exact import MIXTURE_OBJECTIVES, top_winners, winners_assignment
 from .neighbourhood_sums import choose_neighbourhoods, combine_pair_sums, pair_sums
+from .rows import batch_rows
 
 __all__ = ["PartialEStep"]
 

@@ -8,7 +8,7 @@ from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import Schedule
 
-__all__ = ["FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay"]
+__all__ = ["FullBatch", "MiniBatch", "SBEDecay"]
 
 
 #: ``center_tol`` of :class:`FullBatch` and :class:`MiniBatch` (or ``None``).
@@ -482,7 +482,3 @@ class SBEDecay(Schedule):
         outer steps ends the run otherwise."""
         return (state.channel.step_size == math.inf and len(state.history) >= 2
                 and state.history[-2]["step_size"] == math.inf and state.n_changed == 0)
-
-
-# (last: NestedDoubling's module reads FullBatch above)
-from .nested import NestedDoubling  # noqa: E402

@@ -1,0 +1,153 @@
+"""The package's layout: every module is on the documentation's layout page, no modules
+import each other in a cycle, and layers import downwards (imports inside functions
+included), read from the source with :mod:`ast`."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "clusterkit"
+LAYOUT = PACKAGE.parent / "docs" / "layout.rst"
+
+
+def _modules():
+    """``{dotted name: path}`` of every Python and Cython module of the package (a
+    package's ``__init__.py`` under the package's name)."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix not in (".py", ".pyx") or "__pycache__" in path.parts:
+            continue
+        parts = ("clusterkit",) + path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imports(name, path):
+    """The modules of the package that ``name`` (at ``path``) imports anywhere in its
+    source: at the top, inside functions or under conditions. ``from package import
+    module`` imports that module; ``from package import name`` the package."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                found.add(submodule if submodule in MODULES else source)
+    return {module for module in found if module in MODULES and module != name}
+
+
+def _cycles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_the_cycle_finder_finds_cycles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_modules_import_each_other():
+    """(The Cython modules import only NumPy, SciPy's BLAS and each other's ``.pxd``.)"""
+    graph = {name: _imports(name, path) if path.suffix == ".py" else set()
+             for name, path in MODULES.items()}
+    assert graph["clusterkit._estimator.clusterer"]  # the reader finds imports
+    assert _cycles(graph) == []
+
+
+def test_no_import_after_the_module_code():
+    """Imports come first (after the docstring and ``from __future__``): an import at the
+    end of a module re-exports or breaks a cycle, which the layout forbids."""
+    for name, path in MODULES.items():
+        if path.suffix != ".py":
+            continue
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        seen_code = False
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                assert not seen_code, f"{name}: import at line {node.lineno} after code"
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                seen_code = True
+
+
+#: The layers, lowest first: a module may import from its own layer and those below.
+LAYERS = [("_kernels", "_reference"), ("_data",), ("_engine",),
+          ("seeding", "reduction", "estep", "mstep", "schedules", "refine", "slk"),
+          ("_estimator",),
+          ("presets", "metrics", "datasets", "ablation", "__main__", "_demo", "")]
+
+#: The imports from a higher layer that remain (input checks and the mixture's free energy
+#: read from the estimator's modules, a batch rule from the M-steps); no new one may come.
+KNOWN_UPWARD = {
+    ("clusterkit._data.chunked", "clusterkit._estimator.validation"),
+    ("clusterkit._data.dask_chunks", "clusterkit._estimator.validation"),
+    ("clusterkit._data.moments", "clusterkit._estimator.validation"),
+    ("clusterkit._engine.driver", "clusterkit._estimator.validation"),
+    ("clusterkit._engine.mapreduce", "clusterkit._estimator.validation"),
+    ("clusterkit._engine.mapreduce", "clusterkit.mstep.batch_rules"),
+    ("clusterkit.estep.bounds", "clusterkit._estimator.validation"),
+    ("clusterkit.estep.exact", "clusterkit._estimator.validation"),
+    ("clusterkit.estep.exact", "clusterkit._estimator.mixture"),
+    ("clusterkit.slk.graph", "clusterkit._estimator.validation"),
+    ("clusterkit.slk.laplacian", "clusterkit._estimator.validation"),
+}
+
+
+def _layer(name):
+    """The index in :data:`LAYERS` of the module ``name`` (``""``: the package itself, whose
+    public names the command line and the demo use)."""
+    part = name.split(".")[1] if "." in name else ""
+    return next(i for i, layer in enumerate(LAYERS) if part in layer)
+
+
+def test_layers_import_downwards():
+    upward = {(name, other) for name, path in MODULES.items() if path.suffix == ".py"
+              for other in _imports(name, path) if _layer(other) > _layer(name)}
+    assert upward - KNOWN_UPWARD == set()
+
+
+@pytest.mark.parametrize("name", sorted(name for name, path in MODULES.items()
+                                         if path.name != "__init__.py" or name == "clusterkit"))
+def test_every_module_is_on_the_layout_page(name):
+    """Every module by its path under ``clusterkit/`` (a subpackage's ``__init__.py`` holds
+    only its map; the page says so once)."""
+    page = LAYOUT.read_text(encoding="utf-8")
+    relative = MODULES[name].relative_to(PACKAGE).as_posix()
+    assert f"``{relative}``" in page, f"docs/layout.rst does not list {relative}"
