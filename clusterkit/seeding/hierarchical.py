@@ -6,7 +6,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._data.nearest import nearest, single_threaded_blas
+from .._data.nearest import all_dist2, nearest, single_threaded_blas
 from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
 from .seeders import KMeansPlusPlus, _first_index, greedy_dense
@@ -14,39 +14,12 @@ from .seeders import KMeansPlusPlus, _first_index, greedy_dense
 __all__ = ["HierarchicalKMeansPlusPlus", "KMeansParallel"]
 
 
-def _n_trials(n_local_trials, n_clusters):
-    """Candidates per greedy step: scikit-learn's ``2 + ln C`` unless given."""
-    return 2 + int(math.log(n_clusters)) if n_local_trials is None else int(n_local_trials)
-
-
-def _distinct_rows(X):
-    """Number of distinct rows of ``X`` (``-0.0`` and ``0.0`` count as equal)."""
-    rows = np.ascontiguousarray(X + 0.0)  # (+0.0 turns -0.0 into 0.0: equal bytes)
-    return len(np.unique(rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()))
-
-
-def _largest_remainder(quota, low, high, total):
-    """Integers ``low <= b <= high`` summing to ``total`` (``low.sum() <= total <=
-    high.sum()``), as close to the real ``quota`` as the bounds allow: each quota rounded
-    down, clipped, then the missing (or excess) units given to (taken from) the cells whose
-    quota exceeds their count most (least), ties to the lower index."""
-    budget = np.clip(np.floor(quota).astype(np.int64), low, high)
-    while budget.sum() != total:
-        missing = int(total - budget.sum())
-        room = budget < high if missing > 0 else budget > low
-        cells = np.flatnonzero(room)
-        gap = (quota - budget)[cells]
-        # stable sort on the gap: the largest remainders first (smallest when taking)
-        order = np.argsort(-gap if missing > 0 else gap, kind="stable")
-        take = cells[order[:abs(missing)]]
-        budget[take] += 1 if missing > 0 else -1
-    return budget
-
-
 def cell_budgets(cost, caps, n_clusters):
-    """Centres per cell: proportional to the cell's ``cost``, at least one per cell and at
-    most its ``caps`` (its distinct rows), summing to ``n_clusters`` (``len(cost) <=
-    n_clusters <= caps.sum()``), by largest remainders.
+    """Centres per cell proportional to the cells' ``cost``, at least one per cell and at
+    most its ``caps``, summing to ``n_clusters`` (``len(cost) <= n_clusters <=
+    caps.sum()``): each quota rounded down and clipped, then the missing (or excess) units
+    given to (taken from) the cells whose quota exceeds their count most (least), ties to the
+    lower index (largest remainders).
 
     Examples
     --------
@@ -55,22 +28,54 @@ def cell_budgets(cost, caps, n_clusters):
     array([4, 1, 1])
     """
     cost = np.asarray(cost, dtype=np.float64)
-    caps = np.asarray(caps, dtype=np.int64)
-    total = cost.sum()
-    quota = (n_clusters * cost / total if total > 0 else np.zeros_like(cost))
-    return _largest_remainder(quota, np.ones_like(caps), caps, n_clusters)
+    high = np.asarray(caps, dtype=np.int64)
+    low = np.ones_like(high)
+    quota = n_clusters * cost / cost.sum() if cost.sum() > 0 else np.zeros_like(cost)
+    budget = np.clip(np.floor(quota).astype(np.int64), low, high)
+    while budget.sum() != n_clusters:
+        missing = int(n_clusters - budget.sum())
+        cells = np.flatnonzero(budget < high if missing > 0 else budget > low)
+        gap = (quota - budget)[cells]
+        order = np.argsort(-gap if missing > 0 else gap, kind="stable")
+        budget[cells[order[:abs(missing)]]] += 1 if missing > 0 else -1
+    return budget
+
+
+def gain_budgets(potentials, n_clusters):
+    """Centres per cell that lower the total potential most: ``potentials[j][k]`` is cell
+    ``j``'s potential with its first ``k + 1`` centres; every cell keeps its first centre and
+    the other ``n_clusters - len(potentials)`` go, one by one, where the next centre gains
+    most (each cell's gains made non-increasing first, so that the choice is a prefix of
+    each cell's centres; ties to the lower cell, then the earlier centre). Assumes
+    ``len(potentials) <= n_clusters <= sum of their lengths``.
+
+    Examples
+    --------
+    >>> gain_budgets([[10.0, 2.0, 1.0], [4.0, 3.0], [5.0]], 4)
+    array([2, 2, 1])
+    """
+    gains = [np.minimum.accumulate(-np.diff(np.asarray(p, dtype=np.float64)))
+             for p in potentials]
+    cell = np.concatenate([np.full(len(g), j) for j, g in enumerate(gains)])
+    flat = np.concatenate(gains)
+    # (lexsort's last key is the primary one; the cell and position keep ties in order)
+    order = np.lexsort((np.concatenate([np.arange(len(g)) for g in gains]), cell, -flat))
+    taken = order[:n_clusters - len(potentials)]
+    return 1 + np.bincount(cell[taken], minlength=len(potentials))
 
 
 class HierarchicalKMeansPlusPlus(Seeder):
     """Two-level greedy k-means++: coarse cells first, then k-means++ inside each cell.
 
     Greedy k-means++ chooses about ``sqrt(n_clusters)`` coarse centres on all the rows, which
-    cuts the data into cells (each row in the cell of its nearest coarse centre). Each cell gets
-    a budget of centres proportional to its cost ``sum w D^2`` (the weighted squared distances
-    to its coarse centre; largest-remainder rounding, at least one centre per cell, at most the
-    cell's distinct rows), and weighted greedy k-means++ chooses that many inside the cell,
-    starting from the coarse centre. k-means++ spends its centres where the cost is; the budget
-    does the same between cells, and the centres inside each cell see only the cell's rows.
+    cut the data into cells (each row in the cell of its nearest coarse centre). Weighted
+    greedy k-means++ then runs inside each cell, from its coarse centre, and the cells' centres
+    are shared out by what they gain: every cell keeps its coarse centre, and each further
+    centre goes to the cell whose next centre lowers the potential ``sum w D^2`` most, as flat
+    greedy k-means++ spends its centres where they gain most. A cell first runs twice its
+    share of the centres proportional to its cost (the weighted squared distances to its
+    coarse centre; largest-remainder rounding, at least one per cell, at most its distinct
+    rows), and again with twice as many if the gains would take all it has.
 
     Parameters
     ----------
@@ -81,34 +86,40 @@ class HierarchicalKMeansPlusPlus(Seeder):
         Candidates per greedy step, on both levels; ``None`` means ``2 + int(log(n_clusters))``,
         as :class:`~clusterkit.KMeansPlusPlus` uses for ``n_clusters`` centres.
     oversampling : float, default=1.0
-        Above 1, the cells choose ``round(oversampling * n_clusters)`` centres (at most the
-        distinct rows), which become candidates: each is weighted by the total weight of the
-        rows nearest to it, and weighted greedy k-means++ chooses ``n_clusters`` of them (as
-        k-means|| ends). This repairs what the cells' borders cost, for ``(L + 1)
-        oversampling C^2`` more distance evaluations at most, on candidates only.
+        Above 1, the cells' centres are ``round(oversampling * n_clusters)`` candidates (at
+        most the distinct rows): each is weighted by the total weight of the rows nearest to
+        it, and weighted greedy k-means++ chooses ``n_clusters`` of them, as k-means|| ends.
+        This repairs what the cells' borders cost (below), for at most ``(L + 1) oversampling
+        C^2`` more distance evaluations, on the candidates only.
 
     Notes
     -----
-    Cost model, with ``N`` rows, ``C = n_clusters``, ``K = n_cells`` and ``L`` candidates: the
-    coarse level takes ``K`` greedy steps over all rows, at most ``(L + 1) N K`` distance
-    evaluations; cell ``c`` with ``N_c`` rows and ``C_c`` centres takes at most ``(L + 1) N_c
-    C_c``. When the cells' rows follow their centres, the total is about ``2 (L + 1) N
-    sqrt(C)`` distances instead of flat greedy k-means++'s ``(L + 1) N C``: ``2 sqrt(C)``
-    greedy passes over the data instead of ``C``, i.e. about ``C^1.5`` steps' work instead of
-    ``C^2``. Both levels run the pruned kernel of :class:`~clusterkit.KMeansPlusPlus`, which
-    skips more of these distances on clustered, low-dimensional data;
-    ``state.cost["seeding"]`` counts exactly what was computed. Memory: a copy of one cell's
-    rows at a time, ``O(N)`` besides. Cells are seeded one after another (the kernel is
-    parallel inside); the result does not depend on ``state.n_threads``.
+    Cost model, with ``N`` rows, ``C = n_clusters``, ``K = n_cells`` and ``L`` candidates per
+    step: the coarse level takes ``K`` greedy steps over all rows, at most ``(L + 1) N K``
+    distance evaluations; cell ``c`` with ``N_c`` rows and ``C_c`` centres run takes at most
+    ``(L + 1) N_c C_c``, plus ``N_c C_c`` for its potentials (one matrix product). With
+    ``K = sqrt(C)`` and cells of similar cost, that is about ``(L + 1) N sqrt(C)`` for each
+    level (twice that for the cells, which run twice their share): a few greedy passes per
+    ``sqrt(C)`` centres instead of one per centre, about ``C^1.5`` steps' work instead of
+    flat greedy k-means++'s ``C^2``. Both levels run the pruned kernel of
+    :class:`~clusterkit.KMeansPlusPlus`, which skips more of these distances on clustered,
+    low-dimensional data; ``state.cost["seeding"]`` counts exactly what was computed.
+    Memory: one cell's rows and their distances to its centres at a time, besides ``O(N)``
+    and the cells' centres. Cells are seeded one after another (the kernel is parallel
+    inside); the result does not depend on ``state.n_threads``.
 
-    Reads ``state.random_state`` (the coarse draws, then each cell's in cell order) and
-    ``state.n_threads``; reports the coarse centres, then the centres of the cells done, as
-    progress; keeps no state between fits. Rows with zero weight are never chosen.
+    Reads ``state.random_state`` (the coarse draws, one seed per cell for the cell's own
+    stream, then the candidates' draws) and ``state.n_threads``; reports the coarse centres,
+    then the cells, as progress; keeps no state between fits. Rows with zero weight are never
+    chosen.
 
-    Deviation from flat k-means++: a centre in one cell never competes for the rows of
-    another, so rows near a cell's border are served by its own centres only; the defaults
-    page measures what this costs in the error of the whole fit. With fewer distinct rows of
-    positive weight than ``n_clusters`` (or than ``n_cells``), it runs flat
+    Deviations: the cells share their centres by gain, not in proportion to their cost (on
+    well-separated blobs a cell's cost grows with the spread of its blobs, not with their
+    number, and proportional budgets missed several blobs). A centre in one cell never
+    competes for the rows of another: a blob that a cell border cuts can take a centre in
+    each cell, one too many, and the fit's error ends higher than from flat seeds; the
+    defaults page has the measurements, ``oversampling`` the repair. With fewer distinct rows
+    of positive weight than ``n_clusters`` (or than ``n_cells``), it runs flat
     :class:`~clusterkit.KMeansPlusPlus`, which warns and draws the rest.
 
     Examples
@@ -151,83 +162,99 @@ class HierarchicalKMeansPlusPlus(Seeder):
             return flat.seeding(X, sample_weight, n_clusters, state)
         if not positive.all():  # (rows of zero weight are never chosen: leave them out)
             X, sample_weight = X[positive], sample_weight[positive]
-        n_trials = _n_trials(self.n_local_trials, n_clusters)
+        n_trials = flat._n_trials(n_clusters)
         rs = state.random_state
         # the coarse level: greedy k-means++ on every row
         n_done = np.zeros(1, dtype=np.int64)
         state.progress("seeding", n_done, n_cells, "coarse centres")
         coarse, chosen, labels, dist2, n_chosen = greedy_dense(
-            X, sample_weight, _first_index(sample_weight, rs), n_cells, n_trials, state, n_done)
+            X, sample_weight, _first_index(sample_weight, rs), n_cells, n_trials, rs, state,
+            n_done)
         if n_chosen < n_cells:  # fewer distinct rows than cells, so than centres
             return flat.seeding(X, sample_weight, n_clusters, state)
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(n_cells + 1))
         cells = [order[bounds[j]:bounds[j + 1]] for j in range(n_cells)]
-        n_wanted = max(n_clusters, int(round(float(self.oversampling) * n_clusters)))
-        budget = self._budgets(X, sample_weight, dist2, cells, n_clusters, n_wanted)
-        if budget is None:
+        runs = self._cells(X, sample_weight, dist2, chosen, cells, n_clusters, n_trials, state)
+        if runs is None:
             return flat.seeding(X, sample_weight, n_clusters, state)
-        n_chosen_cells = int(budget.sum())
-        # the fine level: greedy k-means++ in each cell, from its coarse centre
-        centers = np.empty((n_chosen_cells, X.shape[1]), dtype=X.dtype)
-        start = 0
-        cell_done = np.zeros(1, dtype=np.int64)
-        for j, rows in enumerate(cells):
-            state.progress("seeding", start, n_chosen_cells, "centres")
-            if budget[j] == 1:
-                centers[start] = coarse[j]
-            else:
-                cell_w = np.ascontiguousarray(sample_weight[rows])
-                first = int(np.searchsorted(rows, chosen[j]))  # (rows are sorted)
-                if first == len(rows) or rows[first] != chosen[j]:
-                    # (the coarse centre's row went to an earlier centre at distance zero
-                    # within rounding: start from a drawn row instead)
-                    first = _first_index(cell_w, rs)
-                cell, _, _, _, n_chosen = greedy_dense(
-                    np.ascontiguousarray(X[rows]), cell_w, first, int(budget[j]), n_trials,
-                    state, cell_done)
-                if n_chosen < budget[j]:
-                    # distinct rows closer than float rounding can resolve: the flat seeding
-                    # handles it (and warns if it has to)
-                    return flat.seeding(X, sample_weight, n_clusters, state)
-                centers[start:start + budget[j]] = cell
-            start += budget[j]
-        if n_chosen_cells > n_clusters:
+        centers, potentials = runs
+        n_available = sum(len(c) for c in centers)
+        n_wanted = min(n_available, max(n_clusters, int(round(float(self.oversampling)
+                                                               * n_clusters))))
+        budget = gain_budgets(potentials, n_wanted)
+        centers = np.concatenate([c[:b] for c, b in zip(centers, budget)])
+        if n_wanted > n_clusters:
             # the cells' centres as weighted candidates, as k-means|| ends
             with single_threaded_blas():
                 labels, _, n_evals = nearest(X, None, centers, state.n_threads)
             state.count("seeding", n_evals)
-            weight = np.bincount(labels, weights=sample_weight, minlength=n_chosen_cells)
+            weight = np.bincount(labels, weights=sample_weight, minlength=n_wanted)
             centers = flat.seed(centers, weight.astype(X.dtype), n_clusters, state)
-        return Seeding(centers, None)
+        return Seeding(np.ascontiguousarray(centers), None)
 
-    @staticmethod
-    def _budgets(X, sample_weight, dist2, cells, n_clusters, n_wanted):
-        """Centres per cell (see :func:`cell_budgets`) summing to ``n_wanted``, or to fewer
-        (at least ``n_clusters``) if the cells' distinct rows are fewer, capped by each cell's
-        distinct rows; ``None`` if all cells together have fewer than ``n_clusters``.
+    def _cells(self, X, sample_weight, dist2, chosen, cells, n_clusters, n_trials, state):
+        """Each cell's greedy k-means++ centres and its potential after each of them, with
+        enough centres for :func:`gain_budgets` to choose ``n_wanted`` (``None`` if the cells
+        hold fewer distinct rows than ``n_clusters``).
 
-        Rows at different distances from their coarse centre are different rows, so a cell
-        whose budget is at most its number of distinct distances needs no count of its
-        distinct rows; the others are counted (once) and the budgets redone.
+        A cell first gets twice its cost-proportional share (:func:`cell_budgets`); one that
+        the gains would take whole and that may hold more distinct rows runs again with
+        twice as many. Each cell draws from its own stream, seeded from
+        ``state.random_state``, so a rerun repeats its first centres.
         """
+        n_cells = len(cells)
+        streams = state.random_state.randint(np.iinfo(np.int32).max, size=n_cells)
         cost = np.array([np.dot(sample_weight[rows].astype(np.float64), dist2[rows])
                          for rows in cells])
-        caps = np.array([len(rows) if c > 0 else 1 for rows, c in zip(cells, cost)])
-        counted = cost == 0  # (a cell of cost zero holds copies of its centre only)
+        rows_in = np.array([len(rows) for rows in cells])
+        n_wanted = max(n_clusters, int(round(float(self.oversampling) * n_clusters)))
+        share = cell_budgets(cost, rows_in, min(n_wanted, int(rows_in.sum())))
+        trial = np.where(cost > 0, np.minimum(rows_in, 2 * share), 1)
+        done = np.zeros(n_cells, dtype=np.int64)  # centres run so far per cell
+        capped = cost == 0  # (a cell of cost zero holds copies of its coarse centre only)
+        centers = [X[chosen[j]][None] for j in range(n_cells)]
+        potentials = [cost[j:j + 1] for j in range(n_cells)]
+        n_done = np.zeros(1, dtype=np.int64)
         while True:
-            if caps.sum() < n_clusters:
+            for j in np.flatnonzero(trial > done):
+                state.progress("seeding", j, n_cells, "cells")
+                centers[j], potentials[j], n_chosen = self._cell(
+                    X, sample_weight, cells[j], chosen[j], int(trial[j]), n_trials,
+                    np.random.RandomState(streams[j]), state, n_done)
+                done[j] = n_chosen
+                capped[j] |= n_chosen < trial[j] or n_chosen == len(cells[j])
+            n_available = int(done.sum())
+            if capped.all() and n_available < n_clusters:
                 return None
-            budget = cell_budgets(cost, caps, min(n_wanted, int(caps.sum())))
-            changed = False
-            for j in np.flatnonzero(~counted & (budget > 1)):
-                if budget[j] <= len(np.unique(dist2[cells[j]])):
-                    continue
-                counted[j] = True
-                caps[j] = _distinct_rows(X[cells[j]])
-                changed |= bool(caps[j] < budget[j])
-            if not changed:
-                return budget
+            budget = gain_budgets(potentials, min(n_wanted, n_available))
+            grow = (budget == done) & ~capped
+            if not grow.any():
+                return centers, potentials
+            trial[grow] = np.minimum(rows_in[grow], 2 * done[grow])
+
+    @staticmethod
+    def _cell(X, sample_weight, rows, first_row, n_centres, n_trials, random_state, state,
+              n_done):
+        """Greedy k-means++ in one cell (``rows``, sorted) from its coarse centre's row:
+        the centres, the cell's potential after each, and how many were chosen (fewer if
+        the cell has fewer distinct rows)."""
+        X_cell = np.ascontiguousarray(X[rows])
+        w_cell = np.ascontiguousarray(sample_weight[rows])
+        first = int(np.searchsorted(rows, first_row))
+        if first == len(rows) or rows[first] != first_row:
+            # (the coarse centre's row went to an earlier centre at distance zero within
+            # rounding: start from a drawn row instead)
+            first = _first_index(w_cell, random_state)
+        centers, _, _, _, n_chosen = greedy_dense(X_cell, w_cell, first, n_centres, n_trials,
+                                                  random_state, state, n_done)
+        centers = centers[:n_chosen]
+        # the potential after each prefix of the centres: one product per cell
+        with single_threaded_blas():
+            dist2 = all_dist2(X_cell, centers, state.n_threads)
+        state.count("seeding", dist2.size)
+        np.minimum.accumulate(dist2, axis=1, out=dist2)
+        return centers, np.maximum(dist2, 0).T @ w_cell.astype(np.float64), n_chosen
 
 
 class KMeansParallel(Seeder):

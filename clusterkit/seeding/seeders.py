@@ -200,7 +200,7 @@ class KMeansPlusPlus(Seeder):
             labels = None  # (nearest seeds are not tracked for sparse data)
         else:
             centers, chosen, labels, _, n_chosen = greedy_dense(
-                X, sample_weight, first, n_clusters, n_trials, state, n_done)
+                X, sample_weight, first, n_clusters, n_trials, rs, state, n_done)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
             warn(
@@ -233,9 +233,11 @@ class KMeansPlusPlus(Seeder):
         return np.flatnonzero(positive if positive.any() else free)
 
 
-def greedy_dense(X, sample_weight, first, n_clusters, n_trials, state, n_done):
+def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, state, n_done):
     """Greedy k-means++ on dense ``X`` from row ``first``, with ``n_trials`` candidates per
-    step drawn from ``state.random_state``; the distance evaluations are counted under
+    step drawn from ``random_state`` (``(n_clusters - 1) n_trials`` uniforms in one call, so
+    that a stream in the same state gives the same first centres for any ``n_clusters``);
+    the distance evaluations are counted under
     ``state.cost["seeding"]`` and the centres chosen so far written in ``n_done[0]``.
 
     Returns ``(centers, chosen, labels, min_dist2, n_chosen)``: the centres (rows
@@ -247,7 +249,7 @@ def greedy_dense(X, sample_weight, first, n_clusters, n_trials, state, n_done):
     chosen = np.empty(n_clusters, dtype=np.int32)
     labels = np.empty(X.shape[0], dtype=np.int32)
     min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
-    uniforms = state.random_state.uniform(size=(n_clusters - 1, n_trials))
+    uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
     n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers, chosen,
                                           labels, min_dist2, state.n_threads, n_done)
     state.count("seeding", n_evals)
