@@ -51,7 +51,7 @@ def gain_budgets(potentials, n_clusters):
 
     Examples
     --------
-    >>> gain_budgets([[10.0, 2.0, 1.0], [4.0, 3.0], [5.0]], 4)
+    >>> gain_budgets([[10.0, 2.0, 1.0], [4.0, 1.0], [5.0]], 5)
     array([2, 2, 1])
     """
     gains = [np.minimum.accumulate(-np.diff(np.asarray(p, dtype=np.float64)))
