@@ -39,7 +39,7 @@ from ._kernels._openmp import effective_n_threads, openmp_enabled
 from .seeding.seeders import KMeansPlusPlus, RandomSeeder
 from .seeding.afkmc2 import AFKMC2
 from .seeding.composite import ByDimension, SampledSeeder
-from .seeding.hierarchical import HierarchicalKMeansPlusPlus, KMeansParallel
+from .seeding.many_clusters import HierarchicalKMeansPlusPlus, KMeansParallel
 from .seeding.pilot import FittedSeeder
 from .reduction.lwcs import LWCS, NoReduction
 from .estep.exact import ElkanEStep, FullEStep, TruncatedEStep
