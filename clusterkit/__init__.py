@@ -39,6 +39,7 @@ from ._kernels._openmp import effective_n_threads, openmp_enabled
 from .seeding.seeders import KMeansPlusPlus, RandomSeeder
 from .seeding.afkmc2 import AFKMC2
 from .seeding.composite import ByDimension, SampledSeeder
+from .seeding.many_clusters import HierarchicalKMeansPlusPlus, KMeansParallel
 from .seeding.pilot import FittedSeeder
 from .reduction.lwcs import LWCS, NoReduction
 from .estep.exact import ElkanEStep, FullEStep, TruncatedEStep
@@ -63,7 +64,7 @@ __all__ = [
     "Seeding", "FitState", "FitConfig", "Meter", "Run", "Channel",
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
     "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
-    "FittedSeeder",
+    "FittedSeeder", "HierarchicalKMeansPlusPlus", "KMeansParallel",
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "YinyangEStep", "BoundedEStep", "yinyang_groups",
     "TruncatedEStep", "PartialEStep", "LaplacianEStep",

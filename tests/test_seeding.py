@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from clusterkit import (AFKMC2, ByDimension, Clusterer, KMeansPlusPlus, RandomSeeder, SampledSeeder,
-                        _reference as ref)
+from clusterkit import (AFKMC2, ByDimension, Clusterer, HierarchicalKMeansPlusPlus, KMeansParallel,
+                        KMeansPlusPlus, RandomSeeder, SampledSeeder, _reference as ref)
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
 from clusterkit._engine.state import FitState
@@ -27,6 +27,10 @@ SEEDERS = [
     SampledSeeder(AFKMC2(chain_length=5), size=150),
     ByDimension(),
     ByDimension(high=AFKMC2(chain_length=20), max_features=1),
+    HierarchicalKMeansPlusPlus(),
+    HierarchicalKMeansPlusPlus(n_cells=2, oversampling=2.0),
+    KMeansParallel(),
+    KMeansParallel(HierarchicalKMeansPlusPlus(), n_rounds=2, oversampling=1.0),
 ]
 
 

@@ -188,22 +188,19 @@ class KMeansPlusPlus(Seeder):
         rs = state.random_state
         n_trials = self._n_trials(n_clusters)
         first = _first_index(sample_weight, rs)
-        centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
-        chosen = np.empty(n_clusters, dtype=np.int32)
-        labels = np.empty(X.shape[0], dtype=np.int32)
-        min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
-        uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
         n_done = np.zeros(1, dtype=np.int64)  # the kernels count their centres in it
         state.progress("seeding", n_done, n_clusters, "centres")
         if is_sparse(X):
+            centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+            chosen = np.empty(n_clusters, dtype=np.int32)
+            uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
             n_chosen, n_evals = _kmeanspp_sparse(X, sample_weight, first, uniforms, centers,
                                                  chosen, state.n_threads, n_done)
+            state.count("seeding", n_evals)
             labels = None  # (nearest seeds are not tracked for sparse data)
         else:
-            n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers,
-                                                  chosen, labels, min_dist2, state.n_threads,
-                                                  n_done)
-        state.count("seeding", n_evals)
+            centers, chosen, labels, _, n_chosen = greedy_dense(
+                X, sample_weight, first, n_clusters, n_trials, rs, state, n_done)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
             warn(
@@ -234,6 +231,29 @@ class KMeansPlusPlus(Seeder):
         free[chosen] = False
         positive = free & (sample_weight > 0)
         return np.flatnonzero(positive if positive.any() else free)
+
+
+def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, state, n_done):
+    """Greedy k-means++ on dense ``X`` from row ``first``, with ``n_trials`` candidates per
+    step drawn from ``random_state`` (``(n_clusters - 1) n_trials`` uniforms in one call, so
+    that a stream in the same state gives the same first centres for any ``n_clusters``);
+    the distance evaluations are counted under
+    ``state.cost["seeding"]`` and the centres chosen so far written in ``n_done[0]``.
+
+    Returns ``(centers, chosen, labels, min_dist2, n_chosen)``: the centres (rows
+    ``chosen``), each sample's nearest centre and squared distance to it, and the number of
+    centres chosen (fewer than ``n_clusters`` if every ``w D^2`` became zero; only the first
+    ``n_chosen`` centres are set). Assumes valid input.
+    """
+    centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+    chosen = np.empty(n_clusters, dtype=np.int32)
+    labels = np.empty(X.shape[0], dtype=np.int32)
+    min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
+    uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
+    n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers, chosen,
+                                          labels, min_dist2, state.n_threads, n_done)
+    state.count("seeding", n_evals)
+    return centers, chosen, labels, min_dist2, n_chosen
 
 
 def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threads, n_done):

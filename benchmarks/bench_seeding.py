@@ -1,0 +1,129 @@
+"""Seeding many clusters: two-level k-means++ and k-means|| against greedy k-means++.
+
+Greedy k-means++ takes ``C`` steps over its seeding sample (``r C`` rows, ``r`` from
+:meth:`clusterkit.FullBatch.seeding_rows`), each for ``2 + ln C`` candidates: ``r C^2 (2 + ln
+C)`` distances, most of a default fit at ``C >= 4,096``. This script seeds the same sample
+(``SampledSeeder(seeder, size="schedule", float32=True)``: the sample is drawn first from the
+fit's stream, so every seeder sees the same rows) with
+
+* greedy k-means++ (``KMeansPlusPlus()``, the presets' seeding today, the reference);
+* two-level k-means++ (``HierarchicalKMeansPlusPlus()``);
+* two-level k-means++ whose ``2 C`` centres are merged by weighted greedy k-means++
+  (``HierarchicalKMeansPlusPlus(oversampling=2)``);
+* k-means|| with ``l = C / 2`` per round, 5 rounds, then weighted greedy k-means++ on the
+  candidates (``KMeansParallel(oversampling=0.5)``; the paper's ``l = 2 C`` finds more
+  candidates than the ``8 C``-row samples of wide data hold),
+
+then runs Lloyd (``estep="bounded"``) to convergence from the seeds, and reports the seeding's
+seconds and distance evaluations (the machine is shared: the counts do not depend on it), its
+share of the whole fit, the iterations, and the final error (``inertia_``) over greedy
+k-means++'s from the same sample, each a median over the seeds (``random_state``).
+
+Data: a mixture of ``C`` Gaussians in 32 features (``clusterkit.datasets.make_gaussian_blobs``,
+unit spread, centres in a box of side 20), and unit-norm embeddings with a power-law spectrum
+(``bench_embeddings.make_embeddings``) in 128 and 384 features. Run with the OpenBLAS
+override variables unset::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py --write
+"""
+import argparse
+import statistics
+import sys
+import warnings
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from clusterkit import (Clusterer, HierarchicalKMeansPlusPlus, KMeansParallel, KMeansPlusPlus,
+                        SampledSeeder)
+from clusterkit.datasets import make_gaussian_blobs
+from clusterkit.schedules.schedules import FullBatch
+
+from _common import command_note, format_table, machine_info, publish, warn_openblas_overrides
+from bench_embeddings import make_embeddings
+
+TITLE = "Seeding many clusters: two-level k-means++ and k-means|| (bench_seeding.py)"
+
+SEEDERS = [("greedy k-means++", KMeansPlusPlus()),
+           ("two-level", HierarchicalKMeansPlusPlus()),
+           ("two-level, 2C merged", HierarchicalKMeansPlusPlus(oversampling=2.0)),
+           # (pipes escaped: the label goes into a Markdown table)
+           (r"k-means\|\| (l = C/2)", KMeansParallel(oversampling=0.5))]
+
+
+def cases(scale):
+    """``(name, make X, C, seeds)``: the ``C = 1,000`` cases with three seeds, then the
+    larger ones with one (``scale`` multiplies the rows)."""
+    def mixture(n_samples, n_clusters):
+        return lambda: make_gaussian_blobs(int(scale * n_samples), 32, n_clusters,
+                                           dtype=np.float32, random_state=0)[0]
+
+    def embeddings(n_samples, n_features):
+        return lambda: make_embeddings(int(scale * n_samples), n_features)
+
+    return [("mixture {:,} x 32", mixture(50_000, 1000), 1000, (0, 1, 2)),
+            ("embeddings {:,} x 128", embeddings(30_000, 128), 1000, (0, 1, 2)),
+            ("embeddings {:,} x 384", embeddings(20_000, 384), 1000, (0, 1, 2)),
+            ("mixture {:,} x 32", mixture(60_000, 4096), 4096, (0,)),
+            ("embeddings {:,} x 128", embeddings(33_000, 128), 4096, (0,))]
+
+
+def fit(X, n_clusters, seeder, random_state, n_threads):
+    """``(seeding seconds, fit seconds, seeding evaluations, error, iterations)``."""
+    model = Clusterer(n_clusters, seed=SampledSeeder(seeder, size="schedule", float32=True),
+                      estep="bounded", n_threads=n_threads, random_state=random_state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X)
+    return (model.seconds_["seeding"], model.seconds_["total"], model.cost_["seeding"],
+            model.inertia_, model.n_iter_)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every data set's rows")
+    parser.add_argument("--max-clusters", type=int, default=4096,
+                        help="skip the cases with more clusters")
+    parser.add_argument("--write", action="store_true",
+                        help="write the RESULTS.md section (after every case)")
+    args = parser.parse_args()
+    warn_openblas_overrides()
+    headers = ["data", "C", "seeding rows", "seeder", "seeding s", "share of fit",
+               "seeding distances", "error / greedy's", "iterations"]
+    table, case_notes = [], []
+    notes = [
+        f"{args.n_threads} threads, float32 data, seeding on the sample `FullBatch.seeding_rows` "
+        "gives (the same rows for every seeder), Lloyd (`estep=\"bounded\"`, tol 1e-4) to "
+        "convergence from the seeds. Medians over the seeds listed (`random_state`); the error "
+        "is `inertia_` over greedy k-means++'s with the same `random_state`, median of those "
+        "ratios. Distances: `cost_[\"seeding\"]` (both levels and the merge; k-means||'s passes "
+        "count one per row and candidate, at matrix-product speed).",
+        command_note()]
+    with threadpool_limits(limits=args.n_threads):
+        for name, make, n_clusters, seeds in cases(args.scale):
+            if n_clusters > args.max_clusters:
+                continue
+            X = make()
+            rows = FullBatch().seeding_rows(X.shape[0], n_clusters, X.shape[1])
+            runs = {label: [fit(X, n_clusters, seeder, s, args.n_threads) for s in seeds]
+                    for label, seeder in SEEDERS}
+            reference = [run[3] for run in runs["greedy k-means++"]]
+            for label, results in runs.items():
+                seeding, total, evals, error, n_iter = zip(*results)
+                table.append([
+                    name.format(X.shape[0]), f"{n_clusters:,}", f"{rows:,}",
+                    label, f"{statistics.median(seeding):.2f}",
+                    f"{statistics.median(s / t for s, t in zip(seeding, total)):.2f}",
+                    f"{statistics.median(evals):.3g}",
+                    f"{statistics.median(e / r for e, r in zip(error, reference)):.4f}",
+                    f"{statistics.median(n_iter):g}"])
+                print(table[-1], file=sys.stderr, flush=True)
+            case_notes.append(f"{name.format(X.shape[0])}, C = "
+                              f"{n_clusters:,}: random_state {', '.join(map(str, seeds))}.")
+            publish(TITLE, format_table(headers, table), notes[:1] + case_notes + notes[1:],
+                    args.write, machine_info(args.n_threads))
+
+
+if __name__ == "__main__":
+    main()
