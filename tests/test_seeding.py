@@ -13,6 +13,7 @@ from clusterkit import (AFKMC2, ByDimension, Clusterer, KMeansPlusPlus, RandomSe
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
 from clusterkit._engine.state import FitState
+from clusterkit.presets import large_scale, vc_gmm
 
 from ._helpers import composition
 
@@ -372,6 +373,12 @@ POTENTIAL = "AFKMC2: potential_sample must be an integer >= 1, 'auto' or 'all'; 
      r"^ByDimension: low must be a Seeder or None; got 'kmeans\+\+'\.$"),
     (ByDimension(high=3), TypeError, r"^ByDimension: high must be a Seeder or None; got 3\.$"),
     (ByDimension(low=AFKMC2(chain_length=0)), ValueError, "^" + re.escape(CHAIN + "0.") + "$"),
+    # the branch the 3 features do not choose, and one nested in it, are checked as well
+    (ByDimension(high=AFKMC2(chain_length=0)), ValueError, "^" + re.escape(CHAIN + "0.") + "$"),
+    (ByDimension(low=AFKMC2(chain_length="x"), max_features=2), ValueError,
+     "^" + re.escape(CHAIN + "'x'.") + "$"),
+    (ByDimension(high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials=0)))),
+     ValueError, "^" + re.escape(TRIALS + "0.") + "$"),
 ])
 def test_validation_messages(seeder, error, match):
     with pytest.raises(error, match=match):
@@ -438,6 +445,18 @@ def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
     seeding = seeder.seeding(X, w, 10, _state(X, 10))
     assert_array_equal(seeding.centers, centers)
     assert (seeding.labels is None) == (n_features > 4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: large_scale(3, chain_length="bogus"),
+    lambda: vc_gmm(3, chain_length=-1),
+    lambda: Clusterer(3, seed=ByDimension(low=KMeansPlusPlus(), high=AFKMC2(chain_length=0))),
+])
+def test_by_dimension_refuses_a_bad_value_in_the_seeder_it_does_not_run(make):
+    """On 3 features the presets' ByDimension runs k-means++; their AFK-MC² for many
+    features is checked all the same, before any work."""
+    with pytest.raises(ValueError, match="^" + re.escape(CHAIN)):
+        make().fit(_blobs(200, 3))
 
 
 def test_by_dimension_defaults():
