@@ -343,7 +343,8 @@ def test_no_warning_with_enough_distinct_points():
 TRIALS = "KMeansPlusPlus: n_local_trials must be an integer >= 1 or None; got "
 CHAIN = "AFKMC2: chain_length must be an integer >= 1 or 'auto'; got "
 CANDIDATES = "AFKMC2: n_candidates must be an integer >= 1 or 'auto'; got "
-POTENTIAL = "AFKMC2: potential_sample must be an integer >= 1, 'auto' or 'all'; got "
+POTENTIAL = ("AFKMC2: potential_sample must be an integer in [1, 9223372036854775807], 'auto' "
+             "or 'all'; got ")
 
 
 @pytest.mark.parametrize("seeder, error, match", [
@@ -359,6 +360,7 @@ POTENTIAL = "AFKMC2: potential_sample must be an integer >= 1, 'auto' or 'all'; 
     (AFKMC2(potential_sample=0), ValueError, "^" + re.escape(POTENTIAL + "0.") + "$"),
     (AFKMC2(potential_sample="some"), ValueError, "^" + re.escape(POTENTIAL + "'some'.") + "$"),
     (AFKMC2(potential_sample=None), TypeError, "^" + re.escape(POTENTIAL + "None.") + "$"),
+    (AFKMC2(potential_sample=2**63), ValueError, "^" + re.escape(POTENTIAL + f"{2**63}.") + "$"),
     (SampledSeeder(size=5), ValueError, r"size=5 must be >= n_clusters=10\."),
     (SampledSeeder(size=0), ValueError,
      r"^SampledSeeder: size must be an integer >= 1, 'schedule' or None; got 0\.$"),
