@@ -165,13 +165,6 @@ def accumulate_statistics(X, sample_weight, winners, resp, dist2, n_clusters, bl
     return centers_sum, weight_in_clusters, sse
 
 
-def soft_sse(X, winners, resp, centers):
-    """Per-sample ``sum_m r_nm ||x_n - mu_{winners[n, m]}||^2``."""
-    X = np.asarray(X, np.float64)
-    d2 = ((X[:, None, :] - np.asarray(centers, np.float64)[winners]) ** 2).sum(-1)
-    return (np.asarray(resp, np.float64) * d2).sum(1)
-
-
 # --- seeding (_kmeanspp.pyx, _afkmc2.pyx) ---------------------------------------------------------
 
 def d2_update(X, center, min_dist2):

@@ -1,6 +1,7 @@
 """Greedy AFK-MC^2: one chain is the paper's plain AFK-MC^2, several keep the final state with
 the lowest estimated potential, the potential sample, progress."""
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -79,9 +80,9 @@ def test_greedy_keeps_the_final_state_with_the_lowest_estimated_potential(n_cand
     if potential_sample == "all":
         X_pot, w_pot = X, w
     else:  # draws in proportion to weight, each distinct row weighted by its count
-        rows, counts = np.unique(_draw(np.cumsum(w), rs.uniform(size=potential_sample)),
-                                 return_counts=True)
-        X_pot, w_pot = X[rows], counts.astype(np.float64)
+        counts = rs.multinomial(potential_sample, w / w.sum())
+        rows = np.flatnonzero(counts)
+        X_pot, w_pot = X[rows], counts[rows].astype(np.float64)
     assert_array_equal(centers[0], X[first])
     n_chosen_differently = 0
     for i in range(1, C):
@@ -124,11 +125,28 @@ def test_greedy_cost_counts_distinct_sample_rows():
     state = _state(C, X.shape[1], 0)
     AFKMC2(m, n_candidates=L, potential_sample=size).seed(X, w, C, state)
     first, d2, q, candidates, uniforms, rs = _replay(X, w, C, m, L, 0)
-    rows, counts = np.unique(_draw(np.cumsum(w), rs.uniform(size=size)), return_counts=True)
+    counts = rs.multinomial(size, w / w.sum())
+    rows = np.flatnonzero(counts)
     assert len(rows) < len(X)
     *_, n_evals = ref.afkmc2_greedy(X, w, q, first, candidates, uniforms, L, X[rows],
-                                    counts.astype(np.float64), d2[rows])
+                                    counts[rows].astype(np.float64), d2[rows])
     assert state.cost["seeding"] == len(X) + n_evals
+
+
+def test_a_huge_potential_sample_takes_memory_in_proportion_to_the_rows():
+    """The sample's counts are drawn at once (a multinomial), not draw by draw: 10**12
+    draws on 60 rows allocate a few kilobytes (a draw each would be 8 TB)."""
+    X = _blobs()[:60]
+    w = np.random.RandomState(2).randint(1, 4, size=len(X)).astype(np.float64)
+    state = _state(5, X.shape[1], 0)
+    tracemalloc.start()
+    try:
+        centers = AFKMC2(3, n_candidates=2, potential_sample=10**12).seed(X, w, 5, state)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert len(np.unique(centers, axis=0)) == 5
 
 
 def test_greedy_covers_separated_blobs_better_than_plain():

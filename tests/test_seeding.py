@@ -13,6 +13,7 @@ from clusterkit import (AFKMC2, ByDimension, Clusterer, HierarchicalKMeansPlusPl
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
 from clusterkit._engine.state import FitState
+from clusterkit.presets import large_scale, vc_gmm
 
 from ._helpers import composition
 
@@ -346,7 +347,8 @@ def test_no_warning_with_enough_distinct_points():
 TRIALS = "KMeansPlusPlus: n_local_trials must be an integer >= 1 or None; got "
 CHAIN = "AFKMC2: chain_length must be an integer >= 1 or 'auto'; got "
 CANDIDATES = "AFKMC2: n_candidates must be an integer >= 1 or 'auto'; got "
-POTENTIAL = "AFKMC2: potential_sample must be an integer >= 1, 'auto' or 'all'; got "
+POTENTIAL = ("AFKMC2: potential_sample must be an integer in [1, 9223372036854775807], 'auto' "
+             "or 'all'; got ")
 
 
 @pytest.mark.parametrize("seeder, error, match", [
@@ -362,6 +364,7 @@ POTENTIAL = "AFKMC2: potential_sample must be an integer >= 1, 'auto' or 'all'; 
     (AFKMC2(potential_sample=0), ValueError, "^" + re.escape(POTENTIAL + "0.") + "$"),
     (AFKMC2(potential_sample="some"), ValueError, "^" + re.escape(POTENTIAL + "'some'.") + "$"),
     (AFKMC2(potential_sample=None), TypeError, "^" + re.escape(POTENTIAL + "None.") + "$"),
+    (AFKMC2(potential_sample=2**63), ValueError, "^" + re.escape(POTENTIAL + f"{2**63}.") + "$"),
     (SampledSeeder(size=5), ValueError, r"size=5 must be >= n_clusters=10\."),
     (SampledSeeder(size=0), ValueError,
      r"^SampledSeeder: size must be an integer >= 1, 'schedule' or None; got 0\.$"),
@@ -376,6 +379,12 @@ POTENTIAL = "AFKMC2: potential_sample must be an integer >= 1, 'auto' or 'all'; 
      r"^ByDimension: low must be a Seeder or None; got 'kmeans\+\+'\.$"),
     (ByDimension(high=3), TypeError, r"^ByDimension: high must be a Seeder or None; got 3\.$"),
     (ByDimension(low=AFKMC2(chain_length=0)), ValueError, "^" + re.escape(CHAIN + "0.") + "$"),
+    # the branch the 3 features do not choose, and one nested in it, are checked as well
+    (ByDimension(high=AFKMC2(chain_length=0)), ValueError, "^" + re.escape(CHAIN + "0.") + "$"),
+    (ByDimension(low=AFKMC2(chain_length="x"), max_features=2), ValueError,
+     "^" + re.escape(CHAIN + "'x'.") + "$"),
+    (ByDimension(high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials=0)))),
+     ValueError, "^" + re.escape(TRIALS + "0.") + "$"),
 ])
 def test_validation_messages(seeder, error, match):
     with pytest.raises(error, match=match):
@@ -442,6 +451,18 @@ def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
     seeding = seeder.seeding(X, w, 10, _state(X, 10))
     assert_array_equal(seeding.centers, centers)
     assert (seeding.labels is None) == (n_features > 4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: large_scale(3, chain_length="bogus"),
+    lambda: vc_gmm(3, chain_length=-1),
+    lambda: Clusterer(3, seed=ByDimension(low=KMeansPlusPlus(), high=AFKMC2(chain_length=0))),
+])
+def test_by_dimension_refuses_a_bad_value_in_the_seeder_it_does_not_run(make):
+    """On 3 features the presets' ByDimension runs k-means++; their AFK-MC² for many
+    features is checked all the same, before any work."""
+    with pytest.raises(ValueError, match="^" + re.escape(CHAIN)):
+        make().fit(_blobs(200, 3))
 
 
 def test_by_dimension_defaults():

@@ -72,9 +72,12 @@ class _Strategy(BaseEstimator):
     dict (``{**Parent._parameter_constraints, "x": [...]}``). Whenever ``_validate`` is
     called, the declared constraints are checked first, for every subclass, with one message
     (``"MiniBatch: batch_size must be an integer >= 1; got 0."``): ``TypeError`` if no
-    constraint takes a value of its type, ``ValueError`` otherwise. A subclass's own
-    ``_validate`` then holds only the rules that involve more than one value: between its
-    parameters, against the data and ``n_clusters``, and against the other strategies.
+    constraint takes a value of its type, ``ValueError`` otherwise; a parameter that is a
+    strategy has its own declared constraints checked too, whether or not the fit will use
+    it (the branch of :class:`~clusterkit.ByDimension` that the data do not choose). A
+    subclass's own ``_validate`` then holds only the rules that involve more than one value:
+    between its parameters, against the data and ``n_clusters``, and against the other
+    strategies.
     """
 
     #: Class attribute: parameter name -> list of constraints its value must satisfy one of
@@ -107,8 +110,15 @@ class _Strategy(BaseEstimator):
 
     def _check_parameters(self):
         """Raise unless every parameter satisfies its declared constraints
-        (``_parameter_constraints``)."""
-        check_parameters(self, type(self)._parameter_constraints)
+        (``_parameter_constraints``), and so do the parameters of every strategy among them
+        (checked whatever the data: a composite such as :class:`~clusterkit.ByDimension`
+        runs only one of its parts on given data, but a bad value is refused in any)."""
+        constraints = type(self)._parameter_constraints
+        check_parameters(self, constraints)
+        for name in constraints:
+            value = getattr(self, name)
+            if isinstance(value, _Strategy):
+                value._check_parameters()
 
     def _validate(self, X, n_clusters, composition):
         """Check hyper-parameters against the data and the other strategies.

@@ -14,7 +14,6 @@ from libc.float cimport DBL_MIN, FLT_MIN
 
 from ._accumulate cimport (_add_sample, _block_rows, _blocks_fit, _counting_sort, _n_blocks,
                            _reduce_blocks)
-from ._dist cimport _sqdist_wide
 
 
 def accumulate_statistics(const floating[:, ::1] X,              # IN
@@ -194,42 +193,3 @@ cdef _accumulate_owner(const floating[:, ::1] X, const floating[::1] sample_weig
             weight_in_clusters[j] = wsum
             if with_sse:
                 sse[j] = esum
-
-
-def soft_sse(const floating[:, ::1] X,              # IN
-             const int[:, ::1] winners,             # IN
-             const floating[:, ::1] resp,           # IN
-             const floating[:, ::1] centers,        # IN
-             floating[::1] sse,                     # OUT
-             int n_threads):
-    """Per-sample ``sum_{c in K(n)} r_nc ||x_n - mu_c||^2`` for the variance update.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
-    winners : ndarray of shape (n_samples, n_winners), dtype=int32
-    resp : ndarray of shape (n_samples, n_winners), dtype=floating
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
-        The NEW means (Forster & Lücke 2018, eq. 4 uses the updated means).
-    sse : ndarray of shape (n_samples,), dtype=floating
-        Output, per sample (unweighted; the caller weights and sums it).
-    n_threads : int
-
-    Returns
-    -------
-    n_distance_evals : int
-        Always 0: like the papers, M-step distances are not counted as evaluations.
-    """
-    cdef Py_ssize_t n_samples = X.shape[0], n_winners = winners.shape[1]
-    cdef Py_ssize_t n_features = X.shape[1]
-    cdef Py_ssize_t i, m
-    cdef floating s
-    with nogil:
-        for i in prange(n_samples, schedule="static", num_threads=n_threads):
-            s = 0
-            for m in range(n_winners):
-                if resp[i, m] != 0:
-                    s = s + resp[i, m] * _sqdist_wide(&X[i, 0], &centers[winners[i, m], 0],
-                                                      n_features)
-            sse[i] = s
-    return 0

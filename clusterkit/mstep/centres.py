@@ -5,7 +5,6 @@ import numpy as np
 
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
-from .._engine.state import weighted_sum
 from .._kernels import _mstep
 from .batch_rules import (HARD_RULES, all_rows, batch_sums, divide, relocate_empty_chunked,
                           relocate_empty_clusters)
@@ -288,13 +287,16 @@ class SoftMStep(MStep):
     scale, so that it means the same for data scaled by 1e-30 or 1e150. At the floor every
     training sample has ``d2 / (2 sigma2) <= D / (2 eps)``: ``score`` and
     ``score_samples`` stay finite (scikit-learn's ``GaussianMixture`` adds an absolute
-    ``reg_covar=1e-6`` instead, which would swamp small-scale data). With full
-    responsibilities the sums are accumulated in float64 over chunks of rows and the
-    variance is expanded around the centres as stored (exact up to float64 rounding),
-    because the shorter identity
-    ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels catastrophically in float32 when
-    the clusters are far apart relative to their spread. Clusters without weight are
-    relocated as by :class:`HardMStep`.
+    ``reg_covar=1e-6`` instead, which would swamp small-scale data). With full or
+    truncated responsibilities the sums ``U_c``, ``m_c`` and ``S2_c = sum_n w_n r_nc
+    ||x_n||^2`` are accumulated in float64 (float32 rows copied to float64 a chunk of rows
+    at a time) and the variance is expanded around the centres as stored,
+    ``sum_c (S2_c - 2 mu_c . m_c + U_c ||mu_c||^2)`` (exact up to float64 rounding),
+    because the shorter identity ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels
+    catastrophically in float32 when the clusters are far apart relative to their spread.
+    :meth:`update` is :meth:`statistics` then :meth:`update_statistics`'s arithmetic, so
+    a fit on data in one row chunk is the fit in memory bit for bit. Clusters without
+    weight are relocated as by :class:`HardMStep`.
 
     Examples
     --------
@@ -314,53 +316,39 @@ class SoftMStep(MStep):
     chunk_rules = ("replace",)
 
     def update(self, X, sample_weight, assignment, centers, state):
-        n_clusters, n_features = centers.shape
-        total_weight = float(sample_weight.sum(dtype=np.float64))
-        if assignment.winners is None:  # dense responsibilities over all clusters
-            centers_new, weight, sse = _soft_from_statistics(
-                _dense_soft_statistics(X, sample_weight, assignment.resp), centers)
-        else:
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(n_clusters, dtype=X.dtype)
-            _mstep.accumulate_statistics(X, sample_weight, assignment.winners, assignment.resp,
-                                         None, centers_sum, weight, None, state.n_threads)
-            centers_new = divide(centers_sum, weight, centers)
-            per_sample = np.empty(X.shape[0], dtype=X.dtype)
-            _mstep.soft_sse(X, assignment.winners, assignment.resp, centers_new, per_sample,
-                            state.n_threads)
-            sse = weighted_sum(per_sample, sample_weight)
+        # the step on data in row chunks, on one chunk: the same statistics and arithmetic
+        statistics = self.statistics(X, sample_weight, assignment, centers, state)
+        centers_new, weight, sse = _soft_from_statistics(statistics["sums"], centers)
         relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment, state)
-        state.sigma2 = max(float(sse) / (n_features * total_weight), state.sigma2_floor)
+        _set_variance(sse, statistics["total"], centers, state)
         return centers_new
 
     def statistics(self, X, sample_weight, assignment, centers, state):
-        """A chunk's ``U_c``, ``m_c = sum_n w_n r_nc x_n`` and ``S2 = sum_n w_n (sum_c r_nc)
+        """A chunk's ``U_c``, ``m_c = sum_n w_n r_nc x_n`` and ``S2_c = sum_n w_n r_nc
         ||x_n||^2`` (the columns of ``"sums"``) and its weight ``"total"``, in float64 (see
-        :meth:`MStep.statistics`)."""
+        :meth:`MStep.statistics`); :meth:`update` computes the same in memory."""
         if assignment.winners is None:
             sums = _dense_soft_statistics(X, sample_weight, assignment.resp)
         else:
-            n_clusters, n_features = centers.shape
-            centers_sum = np.empty_like(centers)
-            weight = np.empty(n_clusters, dtype=X.dtype)
-            _mstep.accumulate_statistics(X, sample_weight, assignment.winners, assignment.resp,
-                                         None, centers_sum, weight, None, state.n_threads)
-            w = sample_weight.astype(np.float64)
-            sq = np.einsum("ij,ij->i", X, X, dtype=np.float64) * assignment.resp.sum(
-                axis=1, dtype=np.float64)
-            sums = np.zeros((n_clusters, n_features + 2))
-            sums[:, :n_features], sums[:, n_features] = centers_sum, weight
-            sums[0, n_features + 1] = float(w @ sq)
+            sums = _truncated_soft_statistics(X, sample_weight, assignment.winners,
+                                              assignment.resp, centers.shape[0],
+                                              state.n_threads)
         return {"sums": sums, "total": np.float64(sample_weight.sum(dtype=np.float64))}
 
     def update_statistics(self, statistics, centers, far_rows, state):
-        """The means and the variance of the combined statistics (the identities of the
-        dense M-step), empty clusters relocated (see :meth:`MStep.update_statistics`)."""
+        """The means and the variance of the combined statistics (the identities of
+        :meth:`update`), empty clusters relocated (see :meth:`MStep.update_statistics`)."""
         centers_new, weight, sse = _soft_from_statistics(statistics["sums"], centers)
         relocate_empty_chunked(centers_new, weight, far_rows, state)
-        state.sigma2 = max(float(sse) / (centers.shape[1] * float(statistics["total"])),
-                           state.sigma2_floor)
+        _set_variance(sse, statistics["total"], centers, state)
         return centers_new
+
+
+def _set_variance(sse, total_weight, centers, state):
+    """``state.sigma2``: the weighted SSE per dimension and unit of weight, at least the
+    floor."""
+    state.sigma2 = max(float(sse) / (centers.shape[1] * float(total_weight)),
+                       state.sigma2_floor)
 
 
 # Rows per chunk of the dense soft M-step: as many as fill _DENSE_CHUNK_BYTES of float64
@@ -409,9 +397,47 @@ def _dense_soft_statistics(X, sample_weight, resp):
     return stats
 
 
+# Rows per chunk of the truncated soft M-step on float32 data, which sums float64 copies of
+# the rows: as many as fill _TRUNCATED_CHUNK_BYTES, at least n_clusters (each chunk's sums
+# are C x D numbers; then they cost no more than the chunk's rows).
+_TRUNCATED_CHUNK_BYTES = 4 << 20
+
+
+def _truncated_soft_statistics(X, sample_weight, winners, resp, n_clusters, n_threads):
+    """The statistics of :func:`_dense_soft_statistics` for truncated responsibilities
+    (``resp[n, m]`` of cluster ``winners[n, m]``), of shape (n_clusters, n_features + 2).
+
+    One :func:`~clusterkit._kernels._mstep.accumulate_statistics` pass in float64 (its
+    per-cluster squared errors of the distances ``||x_n||^2`` are the column ``S2_c``):
+    float64 data at once, float32 data in chunks of rows copied to float64, so that the
+    variance's expansion in :func:`_soft_from_statistics` keeps float64's accuracy.
+    """
+    n_samples, n_features = X.shape
+    if X.dtype == np.float64:
+        chunk = max(1, n_samples)
+    else:
+        chunk = max(n_clusters, _TRUNCATED_CHUNK_BYTES
+                    // (8 * (n_features + 2 + winners.shape[1])))
+    stats = np.zeros((n_clusters, n_features + 2), dtype=np.float64)
+    centers_sum = np.empty((n_clusters, n_features), dtype=np.float64)
+    weight, sq_sum = np.empty(n_clusters), np.empty(n_clusters)
+    for start in range(0, n_samples, chunk):
+        rows = slice(start, start + chunk)
+        x = np.ascontiguousarray(X[rows], dtype=np.float64)
+        _mstep.accumulate_statistics(
+            x, np.ascontiguousarray(sample_weight[rows], dtype=np.float64), winners[rows],
+            np.ascontiguousarray(resp[rows], dtype=np.float64), np.einsum("ij,ij->i", x, x),
+            centers_sum, weight, sq_sum, n_threads)
+        stats[:, :n_features] += centers_sum
+        stats[:, n_features] += weight
+        stats[:, n_features + 1] += sq_sum
+    return stats
+
+
 def _soft_from_statistics(stats, centers):
     """New centres, cluster weights and weighted SSE from the statistics of
-    :func:`_dense_soft_statistics` (of one batch, or added up over chunks)."""
+    :func:`_dense_soft_statistics` or :func:`_truncated_soft_statistics` (of one batch, or
+    added up over chunks)."""
     n_features = centers.shape[1]
     centers_sum, weight = stats[:, :n_features], stats[:, n_features]
     sq = float(stats[:, n_features + 1].sum())  # S2

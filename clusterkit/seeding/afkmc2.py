@@ -22,6 +22,9 @@ __all__ = ["AFKMC2"]
 #: Rounds of new chains for centres that repeat another (:meth:`AFKMC2._redraw_duplicates`).
 _DUPLICATE_REDRAWS = 5
 
+#: The most draws of a potential sample: its counts are int64.
+_MAX_DRAWS = 2**63 - 1
+
 
 class AFKMC2(Seeder):
     """Assumption-free K-MC^2: k-means++ seeding approximated by Markov chains, greedy by
@@ -51,25 +54,28 @@ class AFKMC2(Seeder):
         Rows on which the greedy variant estimates the potential: ``"all"`` rows with their
         weights, or a sample of that many draws. ``"auto"`` means all rows up to
         ``max(8 * n_clusters, 4096)`` of them, a sample of that size above. Unused when
-        ``n_candidates=1``.
+        ``n_candidates=1``. At most ``2**63 - 1`` draws (they are counted in int64).
 
     Notes
     -----
     Cost per call with ``L`` chains: ``n_samples + L * chain_length * n_clusters *
     (n_clusters - 1) / 2`` distance evaluations (the proposal, then each candidate for centre
     ``i`` against the ``i`` centres before it), plus, if ``L > 1``, ``L * s`` per centre
-    for the potentials on ``s`` sample rows (the chosen candidate's distances update the
-    sample's ``D^2``); nothing beyond the first draw when ``n_clusters == 1``. Sublinear in
-    ``n_samples`` after the proposal when the sample is. Memory ``O(n_samples + n_clusters *
-    (L * chain_length + n_features) + L * s)``: all candidates and uniforms are drawn up
-    front. Reads ``state.random_state`` and ``state.n_threads``; keeps no state between
+    for the potentials on the ``s`` distinct rows of the potential sample (the chosen
+    candidate's distances update the sample's ``D^2``); nothing beyond the first draw when
+    ``n_clusters == 1``. Sublinear in ``n_samples`` after the proposal when the sample is.
+    Memory ``O(n_samples + n_clusters * (L * chain_length + n_features) + L * s)``: all
+    candidates and uniforms are drawn up front. Reads ``state.random_state`` and ``state.n_threads``; keeps no state between
     fits. The result does not depend on the thread count.
 
     The potential sample: ``s`` rows drawn with replacement with probability proportional to
     their weight, each distinct row weighted by how often it was drawn. Its weighted
     potential is an unbiased estimate of the data's (up to the total weight), and a weight
     of ``k`` draws like ``k`` copies of a row, so weights stay equivalent to repetition in
-    distribution. With ``n_candidates=1`` the random draws, centres and counts are those of
+    distribution. The counts are drawn at once, as one multinomial sample
+    (:meth:`numpy.random.RandomState.multinomial`), so a sample of any size takes
+    ``O(n_samples)`` time and memory; the potentials are then computed on its distinct rows
+    (at most ``min(s, n_samples)``). With ``n_candidates=1`` the random draws, centres and counts are those of
     plain AFK-MC^2.
 
     Deviations: if ``d(x, c_1) = 0`` for every row with positive weight the proposal is the
@@ -102,7 +108,7 @@ class AFKMC2(Seeder):
     _parameter_constraints = {
         "chain_length": [Interval(Integral, 1), Options("auto")],
         "n_candidates": [Interval(Integral, 1), Options("auto")],
-        "potential_sample": [Interval(Integral, 1), Options("auto", "all")],
+        "potential_sample": [Interval(Integral, 1, _MAX_DRAWS), Options("auto", "all")],
     }
 
     def __init__(self, chain_length="auto", n_candidates="auto", potential_sample="auto"):
@@ -226,7 +232,8 @@ class AFKMC2(Seeder):
         size = self._sample_size(X.shape[0], n_clusters)
         if size is None:
             return X, sample_weight, d2.copy()
-        # draws in proportion to weight, with replacement: weights act as repetitions
-        rows, counts = np.unique(_draw(np.cumsum(w), rs.uniform(size=size)),
-                                 return_counts=True)
-        return np.ascontiguousarray(X[rows]), counts.astype(X.dtype), d2[rows]
+        # draws in proportion to weight, with replacement (weights act as repetitions), as
+        # how often each row is drawn: a multinomial sample, O(n_samples) whatever the size
+        counts = rs.multinomial(size, w / w.sum())
+        rows = np.flatnonzero(counts)
+        return np.ascontiguousarray(X[rows]), counts[rows].astype(X.dtype), d2[rows]

@@ -240,7 +240,9 @@ class ByDimension(Seeder):
     Notes
     -----
     Cost, memory and state are those of the seeder that runs (its labels too, see
-    :meth:`seeding`).
+    :meth:`seeding`). When ``fit`` starts, the declared constraints of both seeders'
+    parameters are checked whatever the data (a bad value is refused also in the seeder the
+    data do not choose); the checks against the data only for the one that runs.
     The documentation's page on the defaults has the measurements behind the presets' split
     at 16 and 64 features.
 

@@ -125,14 +125,3 @@ def test_soft_leaves_out_subnormal_contributions_hard_keeps_them(dtype, n_thread
     w_hard = np.array([1, tiny / 4, 0, 1], dtype)
     _, weight, _ = _accumulate(X, w_hard, winners[:, :1].copy(), None, None, 4, n_threads)
     np.testing.assert_array_equal(weight, [1 + tiny / 4, 1, 0, 0])
-
-
-@pytest.mark.parametrize("shape", SHAPES[:5])
-def test_soft_sse_matches_reference(shape, dtype, n_threads):
-    X, _, winners, resp, _ = _data(shape, dtype, "soft3", seed=1)
-    n, d, c = shape
-    centers = np.random.default_rng(2).normal(size=(c, d)).astype(dtype)
-    sse = np.empty(n, dtype)
-    assert _mstep.soft_sse(X, winners, resp, centers, sse, n_threads) == 0
-    np.testing.assert_allclose(sse, ref.soft_sse(X, winners, resp, centers),
-                               rtol=rtol_for(dtype) * 10)
