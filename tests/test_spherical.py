@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, MiniBatch, NestedDoubling,
-                        PartialEStep, SBEDecay, Seeder, SphericalMStep, TruncatedEStep, presets)
+from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, IndexTraining, MiniBatch,
+                        NestedDoubling, PartialEStep, SBEDecay, Seeder, SphericalMStep, TruncatedEStep, presets)
 from clusterkit.metrics import nmi
 
 from ._helpers import fixed_iterations
@@ -295,3 +295,26 @@ def test_ablation_measures_the_error_of_the_unit_rows():
     km = presets.spherical_kmeans(4, random_state=0).fit(X)
     assert rows[0]["qe"] == pytest.approx(km.inertia_, rel=1e-9)
     assert abs(rows[1]["eta"]) < 1e-9  # Elkan follows the same iterates
+
+
+@pytest.mark.parametrize("schedule", ["full", "index"])
+def test_huge_weights_give_unit_centres_equal_to_those_of_weights_about_one(schedule):
+    """Accepted weights of 2**520 (about 3e156) once made a cluster's weighted sum overflow
+    in its squared norm, and its centre 0; a power-of-two rescaling gives the same centres."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 3))
+    w = rng.uniform(0.5, 2.0, size=len(X))
+
+    def fit(weights):
+        if schedule == "full":
+            return presets.spherical_kmeans(5, random_state=0).fit(X, sample_weight=weights)
+        return Clusterer(5, schedule=IndexTraining(), mstep="spherical",
+                         random_state=0).fit(X, sample_weight=weights)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = fit(w)
+        for power in (520, 660):
+            huge = fit(w * 2.0 ** power)
+            np.testing.assert_allclose(np.linalg.norm(huge.cluster_centers_, axis=1), 1.0)
+            np.testing.assert_array_equal(huge.cluster_centers_, reference.cluster_centers_)

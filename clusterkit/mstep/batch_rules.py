@@ -260,7 +260,8 @@ class _Running:
         others are their means already, or keep their position), and which have votes."""
         self.vote(X, sample_weight, assignment, centers, state)
         # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
-        voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
+        # (relative to the largest cluster weight, so that only the weights' ratios matter)
+        voted = self.weight > 1e-12 * float(self.weight.max())
         moved = np.flatnonzero(self.touched & voted)
         centers_new = centers.copy()
         centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)

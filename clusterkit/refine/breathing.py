@@ -223,8 +223,10 @@ class Breathing(Refiner):
             moved = self._least_useful(centers, utility, m)
             partners = np.setdiff1d(np.argsort(-error, kind="stable"), moved,
                                     assume_unique=True)[:len(moved)]
-            scale = 0.01 * np.sqrt(error[partners] / np.maximum(weight[partners], 1e-300)
-                                   / centers.shape[1])
+            # (a partner without weight has no error either: it gets no spread)
+            spread = np.divide(error[partners], weight[partners],
+                               out=np.zeros(len(partners)), where=weight[partners] > 0)
+            scale = 0.01 * np.sqrt(spread / centers.shape[1])
             candidate = centers.copy()
             candidate[moved] = centers[partners] + scale[:, None] * rng.standard_normal(
                 (len(moved), centers.shape[1]))

@@ -82,7 +82,9 @@ class LaplacianEStep(EStep):
     ``O(N rho L)`` per z-update (their number is ``"z_updates"`` in ``history_``); memory
     ``O(N rho + N L)``. The objective reported to the
     driver is the discrete energy of eq. 1 at the labels, ``-sum_p w_p k(x_p, m_{l_p}) + lam
-    sum_pq w_pq [l_p != l_q]`` (minimised; ``w_p`` the sample weights). The E-step keeps
+    sum_pq w_pq [l_p != l_q]`` (minimised; ``w_p`` the sample weights in units of their
+    mean, so that unit weights count as given and only the weights' ratios matter: the
+    graph term does not scale with them). The E-step keeps
     the squared bandwidth ``sigma^2`` in its state and hands it to
     :class:`~clusterkit.ModeMStep` with every assignment (``Assignment.kernel_sigma2``). If a
     z-update leaves a cluster with no sample, the
@@ -227,7 +229,9 @@ class LaplacianEStep(EStep):
         kernel = a[np.arange(n_samples), labels].astype(np.float64)
         local = labels[st.locality]
         cut = np.repeat(local, np.diff(st.indptr)) != local[st.indices]
-        energy = (-float(np.dot(sample_weight, kernel))
+        # the sample weights in units of their mean: the graph term does not scale with them
+        mean_weight = float(sample_weight.sum(dtype=np.float64)) / n_samples
+        energy = (-float(np.dot(sample_weight, kernel)) / mean_weight
                   + float(self.lam) * float(st.weights[cut].sum(dtype=np.float64)))
         return Assignment(labels=labels, dist2=best, objective=energy,
                           qe=weighted_sum(best, sample_weight), resp=z, kernel_sigma2=st.sigma2)
