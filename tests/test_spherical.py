@@ -318,3 +318,18 @@ def test_huge_weights_give_unit_centres_equal_to_those_of_weights_about_one(sche
             huge = fit(w * 2.0 ** power)
             np.testing.assert_allclose(np.linalg.norm(huge.cluster_centers_, axis=1), 1.0)
             np.testing.assert_array_equal(huge.cluster_centers_, reference.cluster_centers_)
+
+
+def test_zero_norm_row_on_dask_chunks_is_named_by_its_row_in_X():
+    """The first row of zero norm and the count over all the chunks, as in memory (the row
+    was numbered in its chunk, of whichever chunk failed first)."""
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+    X = np.random.RandomState(0).normal(size=(100, 3))
+    X[[42, 77]] = 0.0
+    message = (r"^X has 2 rows of zero norm \(the first is row 42\); a spherical model needs "
+               r"a direction for every row")
+    with pytest.raises(ValueError, match=message):
+        presets.spherical_kmeans(4, random_state=0).fit(X)
+    with dask.config.set(scheduler="synchronous"), pytest.raises(ValueError, match=message):
+        presets.spherical_kmeans(4, random_state=0).fit(da.from_array(X, chunks=(30, 3)))

@@ -39,6 +39,26 @@ class _LaplacianState:
         self.trivial = False
 
 
+def _check_graph_weights(graph, dtype):
+    """Refuse a precomputed graph whose weights ``w_pq`` are not numbers, or not finite and
+    non-negative in the data's ``dtype`` (a NaN would make the bound and the energy NaN from
+    the first z-update; a negative affinity rewards cutting the edge)."""
+    weights = graph.tocsr().data
+    if np.dtype(weights.dtype).kind not in "biuf":
+        raise TypeError(f"graph must hold numeric weights, got dtype {weights.dtype}.")
+    with np.errstate(over="ignore"):
+        cast = weights.astype(dtype)
+    problems = [(np.count_nonzero(~np.isfinite(weights)), "non-finite {}"),
+                (np.count_nonzero(weights < 0), "negative {}"),
+                (np.count_nonzero(np.isfinite(weights) & ~np.isfinite(cast)),
+                 f"{{}} beyond the range of {np.dtype(dtype).name}, the data's dtype")]
+    for count, what in problems:
+        if count:
+            noun = "weights" if count > 1 else "weight"
+            raise ValueError(f"graph has {count} {what.format(noun)}; the graph's weights "
+                             "w_pq must be finite and non-negative.")
+
+
 class LaplacianEStep(EStep):
     """Soft assignments of Scalable Laplacian K-modes by bound optimisation (Ziko, Granger &
     Ben Ayed 2018, eqs. 5-8).
@@ -136,6 +156,8 @@ class LaplacianEStep(EStep):
             raise ValueError(f"graph must be a sparse matrix of shape ({n_samples}, "
                              f"{n_samples}) for these data, got {type(self.graph).__name__} "
                              f"of shape {self.graph.shape}.")
+        else:
+            _check_graph_weights(self.graph, X.dtype)
         if composition.reduce.reduces:
             raise ValueError("LaplacianEStep builds its graph on the training samples; a "
                              f"{type(composition.reduce).__name__} is not supported.")
