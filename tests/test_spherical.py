@@ -8,7 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, IndexTraining, MiniBatch,
-                        NestedDoubling, PartialEStep, SBEDecay, Seeder, SphericalMStep, TruncatedEStep, presets)
+                        NestedDoubling, PartialEStep, SBEDecay, Seeder, SphericalMStep,
+                        TruncatedEStep, presets)
 from clusterkit.metrics import nmi
 
 from ._helpers import fixed_iterations

@@ -86,17 +86,18 @@ def fit_weights(sample_weight, n_rows, dtype):
 def _block_moments(X, sample_weight, n_threads, check, unit=False):
     """Pass 1 on one block: validity counts and the block's moments.
 
-    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high,
-    heaviest, row_sum, bad_rows)``; the moments are zeros when the block has invalid entries
-    (the caller raises). ``bad_rows`` is ``(n_rows_nonfinite, first_nonfinite,
-    n_zero_norm, first_zero_norm)``: the block's rows with a NaN or infinite entry and,
-    with ``unit`` (a spherical model's rows, given as read and scaled here), its rows of
-    zero norm, each with the index of the first in the block (-1 if none). The sums run in float64 in the ``moments_weighted`` kernel, with the weights the
-    fit uses (:func:`fit_weights`), so that a block gives the same numbers whatever holds
-    it; ``low``, ``high`` and the largest weight ``heaviest`` are what the range check
-    (:func:`~clusterkit._estimator.validation.check_range`) reads, found in the same pass. Without
-    ``check`` (data validated already) the weights are not counted (``weight_counts`` is
-    ``None``, ``heaviest`` 0).
+    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high, heaviest,
+    row_sum, bad_rows)``; the moments are zeros when the block has invalid entries (the
+    caller raises). ``bad_rows`` is ``(n_rows_nonfinite, first_nonfinite, n_zero_norm,
+    first_zero_norm)``: the block's rows with a NaN or infinite entry and, with ``unit`` (a
+    spherical model's rows, given as read and scaled here), its rows of zero norm, each with
+    the index of the first in the block (-1 if none). The sums run in float64 in the
+    ``moments_weighted`` kernel, with the weights the fit uses (:func:`fit_weights`), so
+    that a block gives the same numbers whatever holds it; ``low``, ``high`` and the largest
+    weight ``heaviest`` are what the range check
+    (:func:`~clusterkit._estimator.validation.check_range`) reads, found in the same pass.
+    Without ``check`` (data validated already) the weights are not counted
+    (``weight_counts`` is ``None``, ``heaviest`` 0).
     """
     n_rows, n_features = X.shape
     weight_counts = (None if not check

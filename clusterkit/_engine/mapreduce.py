@@ -119,7 +119,8 @@ def _add_results(estep, first, second):
         objective=first.objective + second.objective, qe=first.qe + second.qe,
         weight=first.weight + second.weight, n_rows=first.n_rows + second.n_rows,
         n_evals=first.n_evals + second.n_evals,
-        n_center_evals=first.n_center_evals + second.n_center_evals, n_changed=first.n_changed + second.n_changed,
+        n_center_evals=first.n_center_evals + second.n_center_evals,
+        n_changed=first.n_changed + second.n_changed,
         label_weight=first.label_weight + second.label_weight,
         summary=(estep.combine_summaries(summaries) if len(summaries) == 2
                  else next(iter(summaries), None)))

@@ -56,17 +56,18 @@ class NestedDoubling(Schedule):
     with ``sse(j) = 0`` that moved gives 0. Weighted samples count by weight in ``v`` and
     ``sse``, in units of the mean weight of the prefix's rows: with unit weights ``v(j)``
     counts samples, and only the ratios of the weights matter (weights scaled by a power of
-    two take the same prefixes, bit for bit). The random order is given row by row (:meth:`row_order`, a keyed
-    permutation, :class:`~clusterkit.schedules.order.KeyedOrder`): in memory the driver's
-    centred copy of the data is made in that order, so every prefix is a view; on data in
-    row chunks (a dask array, a memmap) each step runs where the rows are, every chunk
-    visiting its rows of position below the prefix's end and keeping their bounds, labels
-    and distances, and only per-cluster sums come back (:mod:`clusterkit._engine.mapreduce`).
-    Both see the same prefixes, so from the same centres they end at the same centres, up
-    to rounding. With ``n_init > 1`` all runs share the order. A centre without a vote
-    keeps its position while the prefix is not all rows (a longer prefix may bring it
-    votes: a seed outside the first prefix); then, a cluster left without a vote moves as in
-    a full batch, onto the row farthest from its centre (see :class:`~clusterkit.HardMStep`).
+    two take the same prefixes, bit for bit). The random order is given row by row
+    (:meth:`row_order`, a keyed permutation,
+    :class:`~clusterkit.schedules.order.KeyedOrder`): in memory the driver's centred copy of
+    the data is made in that order, so every prefix is a view; on data in row chunks (a dask
+    array, a memmap) each step runs where the rows are, every chunk visiting its rows of
+    position below the prefix's end and keeping their bounds, labels and distances, and only
+    per-cluster sums come back (:mod:`clusterkit._engine.mapreduce`). Both see the same
+    prefixes, so from the same centres they end at the same centres, up to rounding. With
+    ``n_init > 1`` all runs share the order. A centre without a vote keeps its position
+    while the prefix is not all rows (a longer prefix may bring it votes: a seed outside the
+    first prefix); then, a cluster left without a vote moves as in a full batch, onto the
+    row farthest from its centre (see :class:`~clusterkit.HardMStep`).
 
     Examples
     --------
