@@ -14,7 +14,8 @@ from clusterkit import (LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, Ne
                         NoReduction)
 from clusterkit._data import chunked as _chunked
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import lwcs_lloyd, slk_bo, var_gmm_s, var_kmeans_s, vc_gmm
+from clusterkit.presets import (lloyd, lwcs_lloyd, slk_bo, spherical_kmeans, var_gmm_s,
+                                var_kmeans_s, vc_gmm)
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -421,3 +422,23 @@ def test_everything_else_works_without_dask(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_lazy_methods_name_a_refused_row_by_its_number_in_the_dask_array(da):
+    """A fitted model's methods run chunk by chunk: a NaN or zero-norm row is numbered in the
+    dask array (not in its chunk), and the message says which chunk was counted."""
+    dask = pytest.importorskip("dask")
+    X = np.random.RandomState(0).normal(size=(100, 3))
+    Y = X.copy()
+    Y[[42, 47], 1] = np.nan
+    with dask.config.set(scheduler="synchronous"), pytest.raises(
+            ValueError, match=r"^Input X contains NaN or infinity in 2 rows of its row chunk "
+                              r"from row 30 \(the first is row 42\)"):
+        lloyd(3, random_state=0).fit(X).predict(da.from_array(Y, chunks=(30, 3))).compute()
+    Y = X.copy()
+    Y[77] = 0.0
+    with dask.config.set(scheduler="synchronous"), pytest.raises(
+            ValueError, match=r"^X has 1 row of zero norm in its row chunk from row 60 \(the "
+                              r"first is row 77\)"):
+        spherical_kmeans(3, random_state=0).fit(X).predict(
+            da.from_array(Y, chunks=(30, 3))).compute()

@@ -15,7 +15,8 @@ __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_
            "bounding_box", "squared_diagonal",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts", "unit_rows", "nonfinite_rows",
-           "check_finite_rows", "check_unit_rows", "zero_norm_rows", "check_block_rows"]
+           "check_finite_rows", "check_unit_rows", "zero_norm_rows", "check_block_rows",
+           "rows_from"]
 
 
 def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
@@ -52,6 +53,32 @@ def nonfinite_rows(X):
     return rows.size, int(rows[0]) if rows.size else -1
 
 
+#: The first row, in all the data, of the rows being checked (one row chunk of a dask array,
+#: which a fitted model's lazy methods check chunk by chunk); ``None``: all the data.
+_FIRST_ROW = contextvars.ContextVar("first_row", default=None)
+
+
+@contextlib.contextmanager
+def rows_from(first_row):
+    """Within the block, the rows :func:`check_data` and :func:`unit_rows` check are one row
+    chunk of the data, starting at row ``first_row``: their messages number the rows in all
+    the data and say that they counted that chunk's."""
+    token = _FIRST_ROW.set(int(first_row))
+    try:
+        yield
+    finally:
+        _FIRST_ROW.reset(token)
+
+
+def _numbered(first):
+    """Where the rows checked are (``""``, or which row chunk) and ``first`` numbered in all
+    the data (see :func:`rows_from`)."""
+    offset = _FIRST_ROW.get()
+    if offset is None:
+        return "", first
+    return f" of its row chunk from row {offset}", first + offset
+
+
 def check_finite_rows(X, n_bad=None, first=None):
     """Raise a ``ValueError`` naming the first row of ``X`` with a NaN or infinite entry (its
     index in ``X``), if there is one; ``n_bad`` and ``first`` as :func:`nonfinite_rows`
@@ -59,8 +86,9 @@ def check_finite_rows(X, n_bad=None, first=None):
     if n_bad is None:
         n_bad, first = nonfinite_rows(X)
     if n_bad:
+        chunk, first = _numbered(first)
         raise ValueError(f"Input X contains NaN or infinity in {n_bad} "
-                         f"row{'s' if n_bad > 1 else ''} (the first is row {first}); "
+                         f"row{'s' if n_bad > 1 else ''}{chunk} (the first is row {first}); "
                          "clustering needs finite values: remove those rows or replace "
                          "their missing values.")
 
@@ -158,9 +186,10 @@ def check_unit_rows(X, n_zero=None, first=None, name="X"):
     if n_zero is None:
         n_zero, first = zero_norm_rows(X)
     if n_zero:
+        chunk, first = _numbered(first)
         raise ValueError(f"{name} has {n_zero} row{'s' if n_zero > 1 else ''} of zero "
-                         f"norm (the first is row {first}); a spherical model needs a "
-                         "direction for every row: remove them.")
+                         f"norm{chunk.replace(' of ', ' in ', 1)} (the first is row {first}); "
+                         "a spherical model needs a direction for every row: remove them.")
 
 
 def check_block_rows(bad_rows, starts):
