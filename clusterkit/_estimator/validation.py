@@ -31,8 +31,8 @@ def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
     return X
 
 
-#: Rows checked per block by :func:`check_finite_rows` when the data are not finite.
-_FINITE_BLOCK_ROWS = 4096
+#: Rows per block of :func:`nonfinite_rows` and :func:`unit_rows` (bounds their temporaries).
+_BLOCK_ROWS = 4096
 
 
 def nonfinite_rows(X):
@@ -48,8 +48,8 @@ def nonfinite_rows(X):
         if X.size == 0 or np.isfinite(X.sum()):  # (one pass when all is finite)
             return 0, -1
     rows = np.concatenate([start + np.flatnonzero(~np.isfinite(
-        X[start:start + _FINITE_BLOCK_ROWS]).all(axis=1))
-        for start in range(0, X.shape[0], _FINITE_BLOCK_ROWS)])
+        X[start:start + _BLOCK_ROWS]).all(axis=1))
+        for start in range(0, X.shape[0], _BLOCK_ROWS)])
     return rows.size, int(rows[0]) if rows.size else -1
 
 
@@ -155,10 +155,6 @@ def check_initial_centers(seed, n_clusters, X):
     return centers
 
 
-#: Rows scaled per block by :func:`unit_rows` (bounds its float64 temporary).
-_UNIT_BLOCK_ROWS = 4096
-
-
 def _row_norms(X):
     """Euclidean norms of the rows of ``X`` (dense or CSR), in float64, block by block."""
     if is_sparse(X):
@@ -166,8 +162,8 @@ def _row_norms(X):
         data = X.data.astype(np.float64)
         return np.sqrt(np.bincount(row_of, data * data, minlength=X.shape[0]))
     norms = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
-        block = X[start:start + _UNIT_BLOCK_ROWS].astype(np.float64)
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        block = X[start:start + _BLOCK_ROWS].astype(np.float64)
         norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
     return norms
 
@@ -227,8 +223,8 @@ def unit_rows(X, name="X"):
         Y.data = (data / norms[row_of]).astype(X.dtype)
         return Y
     Y = np.empty_like(X)
-    for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
-        rows = slice(start, start + _UNIT_BLOCK_ROWS)
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
         Y[rows] = X[rows].astype(np.float64) / norms[rows, None]
     return Y
 
