@@ -91,6 +91,7 @@ documentation's page "Choosing a preset" adds measured times and errors).
 import functools
 import inspect
 
+from ._engine.constraints import check_value
 from ._estimator import guide as _preset_guide
 from ._estimator.clusterer import Clusterer
 from ._estimator.guide import PresetGuide
@@ -174,6 +175,14 @@ def _default_seed():
 def _coreset_seed(chain_length=2):
     """The seeding of the coreset presets."""
     return _greedy_where_affordable(n_local_trials=None, chain_length=chain_length)
+
+
+def _coreset(preset, coreset_size):
+    """``LWCS(coreset_size)``, a bad size refused at once with a message that names the
+    preset's parameter (``LWCS`` would name its own, ``size``, when the fit starts)."""
+    check_value(f"presets.{preset}", "coreset_size", coreset_size,
+                LWCS._parameter_constraints["size"])
+    return LWCS(coreset_size)
 
 
 def _clusterer(n_clusters, kwargs, **strategies):
@@ -548,10 +557,15 @@ def lwcs_lloyd(n_clusters, coreset_size=None, **kwargs):
     >>> lwcs_lloyd(10, coreset_size=1024).reduce
     LWCS(size=1024)
     """
+    return _lwcs_lloyd(n_clusters, coreset_size, kwargs, "lwcs_lloyd")
+
+
+def _lwcs_lloyd(n_clusters, coreset_size, kwargs, preset):
+    """:func:`lwcs_lloyd` for the preset ``preset`` (named by a bad ``coreset_size``)."""
     kwargs.setdefault("seed", _coreset_seed())
     kwargs.setdefault("tol", 1e-3)
-    return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=FullEStep(),
-                      mstep=HardMStep())
+    return _clusterer(n_clusters, kwargs, reduce=_coreset(preset, coreset_size),
+                      estep=FullEStep(), mstep=HardMStep())
 
 
 @_preset
@@ -632,7 +646,7 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
     kwargs.setdefault("seed", _coreset_seed(chain_length))
     estep = PartialEStep(G=G, neighbourhoods="estimated", n_explore=n_explore,
                          n_init_esteps=n_init_esteps, init=init)
-    return _clusterer(n_clusters, kwargs, reduce=LWCS(coreset_size), estep=estep,
+    return _clusterer(n_clusters, kwargs, reduce=_coreset("vc_gmm", coreset_size), estep=estep,
                       mstep=SoftMStep())
 
 
@@ -719,8 +733,8 @@ def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=Non
     >>> best_quality(100).refine.get_params()["m"]
     10
     """
-    kwargs.setdefault("seed", FittedSeeder(lwcs_lloyd(n_clusters, coreset_size=coreset_size,
-                                                      refine=Breathing())))
+    pilot = _lwcs_lloyd(n_clusters, coreset_size, {"refine": Breathing()}, "best_quality")
+    kwargs.setdefault("seed", FittedSeeder(pilot))
     m = max(5, n_clusters // 10) if m is None else m
     return _clusterer(n_clusters, kwargs, estep=YinyangEStep(), mstep=HardMStep(),
                       refine=Breathing(m=m, tol=0, max_rounds=max_rounds, budget=budget,

@@ -239,8 +239,8 @@ def test_spherical_kmeans_on_chunks_scales_each_chunk(da, client):
                                rtol=1e-12)
     seeded = spherical_kmeans(6, random_state=1).fit(da.from_array(X, chunks=(900, 4)))
     _assert_same_fit(seeded, spherical_kmeans(6, random_state=1).fit(X), unit)
-    X[1234] = 0.0
-    with pytest.raises(ValueError, match="X's row chunk has 1 row of zero norm"):
+    X[[1234, 3333]] = 0.0
+    with pytest.raises(ValueError, match=r"X has 2 rows of zero norm \(the first is row 1234"):
         spherical_kmeans(6, seed=init).fit(da.from_array(X, chunks=(900, 4)))
 
 
@@ -547,6 +547,31 @@ def test_best_quality_and_large_scale_fit_all_the_rows_of_chunks(da, client, tmp
     in_memory = best_quality(15, seed=given, random_state=0).fit(X)
     _assert_same_fit(best_quality(15, seed=given, random_state=0).fit(
         da.from_array(X, chunks=(2_000, 4))), in_memory, X)
+
+
+@pytest.mark.parametrize("budget", [2.0, 5.0])
+def test_best_quality_budget_buys_the_same_rounds_on_any_chunks(da, budget):
+    """The counted budget counts the distances that involve a row (each chunk's own centre
+    distances do not count) and the rounds continue their bounds on chunks as in memory,
+    so the same budget buys the same breathing rounds whatever the chunking."""
+    dask = pytest.importorskip("dask")
+    rng = np.random.RandomState(0)
+    means = rng.normal(scale=6, size=(8, 3))
+    X = (means[rng.randint(8, size=2000)] + rng.normal(size=(2000, 3))).astype(np.float32)
+    init = X[rng.choice(2000, 12, replace=False)].copy()
+
+    def fit(data):
+        return best_quality(12, seed=init, budget=budget, random_state=0).fit(data)
+
+    in_memory = fit(X)
+    rounds = [(r["moved"], r["kept"]) for r in in_memory.refinement_log_]
+    assert len(rounds) >= 1 + (budget > 2)
+    with dask.config.set(scheduler="synchronous"):
+        chunked = fit(da.from_array(X, chunks=(50, 3)))  # 40 chunks
+    assert [(r["moved"], r["kept"]) for r in chunked.refinement_log_] == rounds
+    assert chunked.cost_["refinement"] == in_memory.cost_["refinement"]
+    np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_, rtol=0,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

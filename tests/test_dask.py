@@ -17,7 +17,8 @@ from clusterkit._data import chunked as _chunked
 from clusterkit._data.containers import chunked_data
 from clusterkit._estimator import lazy as _lazy
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import lwcs_lloyd, slk_bo, var_gmm_s, var_kmeans_s, vc_gmm
+from clusterkit.presets import (lloyd, lwcs_lloyd, slk_bo, spherical_kmeans, var_gmm_s,
+                                var_kmeans_s, vc_gmm)
 
 from ._helpers import OneChunkAtATime, assert_labels_equal_up_to_ties
 
@@ -275,8 +276,8 @@ def test_dask_fit_refuses_what_cannot_run_on_chunks(da, client):
 def test_dask_fit_validates_chunks(da, client):
     X, _ = _blobs(6_000, 3, 4, 12)
     X[4_321, 1] = np.nan
-    with pytest.raises(ValueError, match=r"Input X contains NaN or infinity: 1 entries in 1 "
-                                         r"of its 6 row chunks \(the first is chunk 4\)"):
+    with pytest.raises(ValueError, match=r"Input X contains NaN or infinity in 1 row \(the "
+                                         r"first is row 4321\)"):
         lwcs_lloyd(4, coreset_size=500).fit(da.from_array(X, chunks=(1_000, 3)))
     X[4_321, 1] = 0.0
     w = np.ones(len(X))
@@ -467,3 +468,23 @@ def test_everything_else_works_without_dask(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_lazy_methods_name_a_refused_row_by_its_number_in_the_dask_array(da):
+    """A fitted model's methods run chunk by chunk: a NaN or zero-norm row is numbered in the
+    dask array (not in its chunk), and the message says which chunk was counted."""
+    dask = pytest.importorskip("dask")
+    X = np.random.RandomState(0).normal(size=(100, 3))
+    Y = X.copy()
+    Y[[42, 47], 1] = np.nan
+    with dask.config.set(scheduler="synchronous"), pytest.raises(
+            ValueError, match=r"^Input X contains NaN or infinity in 2 rows of its row chunk "
+                              r"from row 30 \(the first is row 42\)"):
+        lloyd(3, random_state=0).fit(X).predict(da.from_array(Y, chunks=(30, 3))).compute()
+    Y = X.copy()
+    Y[77] = 0.0
+    with dask.config.set(scheduler="synchronous"), pytest.raises(
+            ValueError, match=r"^X has 1 row of zero norm in its row chunk from row 60 \(the "
+                              r"first is row 77\)"):
+        spherical_kmeans(3, random_state=0).fit(X).predict(
+            da.from_array(Y, chunks=(30, 3))).compute()

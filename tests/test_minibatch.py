@@ -289,8 +289,14 @@ def test_partial_fit_errors(blobs):
     km = Clusterer(5).partial_fit(blobs[:100])
     with pytest.raises(ValueError, match="X has 2 features, but Clusterer is expecting 3"):
         km.partial_fit(blobs[:10, :2])
-    with pytest.raises(ValueError, match="n_clusters=5 must be <= n_samples=3"):
+    with pytest.raises(ValueError, match=r"^The first partial_fit batch has 3 rows, fewer "
+                                         r"than n_clusters=5: a stream seeds its centres on "
+                                         r"its first batch, which needs at least n_clusters "
+                                         r"rows \(later batches may have any number of rows"):
         Clusterer(5).partial_fit(blobs[:3])
+    stream = Clusterer(5).partial_fit(blobs[:5])
+    stream.partial_fit(blobs[5:8])  # only the first batch needs n_clusters rows
+    assert stream.labels_.shape == (3,)
     with pytest.raises(AttributeError) as info:
         Clusterer(5, mstep="soft").partial_fit(blobs)
     assert "partial_fit keeps running means" in str(info.value.__cause__)

@@ -140,3 +140,15 @@ def test_preset_keyword_typos_and_scikit_learn_names(name, kwargs, match):
 def test_preset_own_keyword_init_is_not_scikit_learns():
     """The variational presets' own ``init`` (the start of K(n)) is theirs, not advice."""
     assert presets.vc_gmm(3, init="random").estep.init == "random"
+
+
+@pytest.mark.parametrize("name", ["lwcs_lloyd", "vc_gmm", "best_quality"])
+@pytest.mark.parametrize("value,error,match", [
+    (0, ValueError, r"coreset_size must be an integer >= 1 or None; got 0\.$"),
+    (2.5, TypeError, r"coreset_size must be an integer >= 1 or None; got 2\.5\.$"),
+])
+def test_a_bad_coreset_size_is_refused_under_its_own_name(name, value, error, match):
+    """Not as LWCS's ``size`` (best_quality passes it on to its pilot's LWCS)."""
+    with pytest.raises(error, match=rf"^presets\.{name}: {match}"):
+        getattr(presets, name)(4, coreset_size=value, random_state=0).fit(
+            np.random.RandomState(0).normal(size=(200, 2)))

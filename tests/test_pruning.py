@@ -79,6 +79,25 @@ def test_pruned_minibatches_of_dask_chunks_give_the_in_memory_iterates():
         np.testing.assert_allclose(fit.cluster_centers_, fits[0].cluster_centers_, rtol=1e-12)
 
 
+def test_pruned_minibatches_relocate_the_same_starved_clusters():
+    """A row on its centre gets distance 0 from the pruned E-step and a rounded one (a few
+    epsilons of its squared norm) from the unpruned one: the starved clusters' relocation
+    must call both "on a centre" (it once relocated 13 clusters pruned, 16 unpruned)."""
+    rng = np.random.RandomState(0)
+    means = rng.normal(scale=10, size=(8, 64))
+    X = means[rng.randint(8, size=300)] + rng.normal(size=(300, 64))
+    init = X[rng.choice(300, 256, replace=False)].copy()
+    fits = [Clusterer(256, seed=init, estep=FullEStep(prune=prune),
+                      schedule=MiniBatch(batch_size=64), max_iter=20, random_state=0).fit(X)
+            for prune in (None, "auto")]
+    relocated = [[h.get("n_relocated") for h in fit.history_] for fit in fits]
+    assert relocated[0] == relocated[1] and sum(relocated[0]) > 0
+    assert fits[0].n_iter_ == fits[1].n_iter_
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_,
+                               rtol=0, atol=1e-12 * np.abs(X).max())
+
+
 def test_prune_auto_is_off_below_its_thresholds():
     X = _embeddings(600, 16, 10, seed=5)
     init = X[:10].copy()

@@ -217,6 +217,34 @@ def test_bad_parameters(moons, estep, match):
         Clusterer(2, estep=estep, mstep=ModeMStep()).fit(moons[0])
 
 
+def _graph_with(value, dtype=np.float64):
+    X = np.random.RandomState(0).normal(size=(60, 4))
+    graph = knn_graph(X, n_neighbors=5).astype(dtype)
+    graph.data[7] = value
+    return X, graph
+
+
+@pytest.mark.parametrize("value,error,match", [
+    (np.nan, ValueError, r"^graph has 1 non-finite weight; the graph's weights w_pq must be "
+                         r"finite and non-negative\.$"),
+    (np.inf, ValueError, r"^graph has 1 non-finite weight"),
+    (-1.0, ValueError, r"^graph has 1 negative weight"),
+    (1e300, ValueError, r"^graph has 1 weight beyond the range of float32, the data's dtype; "),
+])
+def test_a_given_graph_with_invalid_weights_is_refused(value, error, match):
+    """A NaN weight made every objective NaN from the first z-update."""
+    X, graph = _graph_with(value)
+    for preset in (presets.slk_bo, presets.slk_ms):
+        with pytest.raises(error, match=match):
+            preset(3, graph=graph, random_state=0).fit(X.astype(np.float32))
+
+
+def test_a_given_graph_with_non_numeric_weights_is_refused():
+    X, graph = _graph_with(1.0, dtype=np.complex128)
+    with pytest.raises(TypeError, match=r"^graph must hold numeric weights, got dtype complex"):
+        presets.slk_bo(3, graph=graph, random_state=0).fit(X)
+
+
 def test_zero_bandwidth_and_incompatible_compositions(moons):
     with pytest.raises(ValueError, match="The kernel bandwidth is zero"):
         Clusterer(2, estep=LaplacianEStep(n_neighbors=3), mstep=ModeMStep(),

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, MiniBatch, NestedDoubling,
-                        PartialEStep, SBEDecay, Seeder, SphericalMStep, TruncatedEStep, presets)
+from clusterkit import (LWCS, Clusterer, ElkanEStep, FullEStep, IndexTraining, MiniBatch,
+                        NestedDoubling, PartialEStep, SBEDecay, Seeder, SphericalMStep,
+                        TruncatedEStep, presets)
 from clusterkit.metrics import nmi
 
 from ._helpers import fixed_iterations
@@ -295,3 +296,41 @@ def test_ablation_measures_the_error_of_the_unit_rows():
     km = presets.spherical_kmeans(4, random_state=0).fit(X)
     assert rows[0]["qe"] == pytest.approx(km.inertia_, rel=1e-9)
     assert abs(rows[1]["eta"]) < 1e-9  # Elkan follows the same iterates
+
+
+@pytest.mark.parametrize("schedule", ["full", "index"])
+def test_huge_weights_give_unit_centres_equal_to_those_of_weights_about_one(schedule):
+    """Accepted weights of 2**520 (about 3e156) once made a cluster's weighted sum overflow
+    in its squared norm, and its centre 0; a power-of-two rescaling gives the same centres."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 3))
+    w = rng.uniform(0.5, 2.0, size=len(X))
+
+    def fit(weights):
+        if schedule == "full":
+            return presets.spherical_kmeans(5, random_state=0).fit(X, sample_weight=weights)
+        return Clusterer(5, schedule=IndexTraining(), mstep="spherical",
+                         random_state=0).fit(X, sample_weight=weights)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = fit(w)
+        for power in (520, 660):
+            huge = fit(w * 2.0 ** power)
+            np.testing.assert_allclose(np.linalg.norm(huge.cluster_centers_, axis=1), 1.0)
+            np.testing.assert_array_equal(huge.cluster_centers_, reference.cluster_centers_)
+
+
+def test_zero_norm_row_on_dask_chunks_is_named_by_its_row_in_X():
+    """The first row of zero norm and the count over all the chunks, as in memory (the row
+    was numbered in its chunk, of whichever chunk failed first)."""
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+    X = np.random.RandomState(0).normal(size=(100, 3))
+    X[[42, 77]] = 0.0
+    message = (r"^X has 2 rows of zero norm \(the first is row 42\); a spherical model needs "
+               r"a direction for every row")
+    with pytest.raises(ValueError, match=message):
+        presets.spherical_kmeans(4, random_state=0).fit(X)
+    with dask.config.set(scheduler="synchronous"), pytest.raises(ValueError, match=message):
+        presets.spherical_kmeans(4, random_state=0).fit(da.from_array(X, chunks=(30, 3)))

@@ -18,6 +18,47 @@ def test_bad_X(bad, match):
         Clusterer(2).fit(bad)
 
 
+def _rows_with_nan():
+    Y = np.random.default_rng(0).normal(size=(100, 3))
+    Y[[42, 77], 1] = np.nan
+    Y[80, 0] = -np.inf
+    return Y
+
+
+_NAN_MESSAGE = r"^Input X contains NaN or infinity in 3 rows \(the first is row 42\); "
+
+
+@pytest.mark.parametrize("container", ["array", "csr", "memmap", "dask"])
+def test_nan_in_X_names_its_first_row_in_X(container, tmp_path, monkeypatch):
+    """The first row with a NaN or an infinity, numbered in X whatever holds it (a memmap
+    read in row chunks and a dask array too), without scikit-learn's advice for
+    supervised estimators."""
+    Y = _rows_with_nan()
+    if container == "csr":
+        import scipy.sparse as sp
+        Y = sp.csr_matrix(Y)
+    elif container == "memmap":  # read in row chunks, as a memmap larger than memory is
+        from clusterkit._data import chunked
+        np.save(tmp_path / "X.npy", Y)
+        Y = np.load(tmp_path / "X.npy", mmap_mode="r")
+        monkeypatch.setattr(chunked, "exceeds_memory", lambda X: True)
+    elif container == "dask":
+        dask = pytest.importorskip("dask")
+        import dask.array as da
+        Y = da.from_array(Y, chunks=(30, 3))
+        monkeypatch.setitem(dask.config.config, "scheduler", "synchronous")
+    with pytest.raises(ValueError, match=_NAN_MESSAGE) as error:
+        presets.lloyd(4, random_state=0).fit(Y)
+    assert "HistGradientBoosting" not in str(error.value)
+    assert "imput" not in str(error.value).lower()
+
+
+def test_nan_in_predict_names_its_row():
+    model = Clusterer(2, random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"NaN or infinity in 1 row \(the first is row 1\)"):
+        model.predict(np.array([[0.0, 1.0, 2.0], [np.nan, 0.0, 0.0]]))
+
+
 @pytest.mark.parametrize("reduce", [None, "lwcs"])
 def test_values_whose_squared_distances_overflow_float32(reduce):
     """float32 data near 1e19 would make every squared distance inf; 1e18 still fits, with

@@ -8,13 +8,17 @@ given ``K(n)`` and ``G_c``), so they are run from identical initial values on bo
 and must give the same numbers.
 """
 import itertools
+import warnings
 
 import numpy as np
 import pytest
 from scipy.stats import chisquare
+from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (AFKMC2, Clusterer, FitState, FullEStep, HardMStep, KMeansPlusPlus,
-                        PartialEStep, RandomSeeder, SampledSeeder, SoftMStep, TruncatedEStep)
+                        PartialEStep, RandomSeeder, SampledSeeder, SoftMStep, TruncatedEStep,
+                        presets)
+from clusterkit.presets import PRESETS
 
 from ._helpers import fixed_iterations
 
@@ -292,3 +296,70 @@ def test_scaling_all_weights_changes_only_the_objective_scale(mstep):
     assert getattr(a, "sigma2_", 0) == pytest.approx(getattr(b, "sigma2_", 0), rel=1e-10)
     assert b.inertia_ == pytest.approx(3 * a.inertia_, rel=1e-10)
     assert b.objective_ == pytest.approx(3 * a.objective_, rel=1e-10)
+
+
+# --- only the ratios of the weights matter ---------------------------------------------------
+
+#: Exact rescalings (powers of two), from well below to well above 1.
+POWERS_OF_TWO = (2.0 ** -60, 2.0 ** -20, 2.0 ** 20, 2.0 ** 100)
+#: The presets that fit data in row chunks where they are (or on a coreset of them).
+CHUNK_PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "gmm", "var_kmeans_s", "var_gmm_s",
+                 "lwcs_lloyd", "vc_gmm", "best_quality", "large_scale", "spherical_kmeans")
+#: Small batches and prefixes, so that the mini-batch rules (relocation of starved
+#: clusters, doubling of the prefix) decide within the few hundred rows.
+_SMALL_BATCHES = {"minibatch": {"batch_size": 40}, "nmbatch": {"initial_batch": 30}}
+
+
+def _scaled_weight_fits(name, make_data):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(360, 3)) + rng.randint(0, 6, size=(360, 1)) * 3.0
+    w = rng.uniform(0.01, 0.3, size=len(X))  # votes below 1: no rule may count them as samples
+    fits = []
+    for scale in (1.0,) + POWERS_OF_TWO:
+        model = getattr(presets, name)(8, random_state=0, max_iter=30,
+                                       **_SMALL_BATCHES.get(name, {}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(make_data(X), sample_weight=w * scale)
+        fits.append(model)
+    return fits
+
+
+def _assert_same_fits(fits):
+    first = fits[0]
+    for fit in fits[1:]:
+        assert fit.n_iter_ == first.n_iter_
+        assert [h.get("batch_size") for h in fit.history_] == \
+            [h.get("batch_size") for h in first.history_]
+        np.testing.assert_array_equal(fit.cluster_centers_, first.cluster_centers_)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_weights_scaled_by_a_power_of_two_give_the_same_fit_bit_for_bit(name):
+    """Every rule reads ratios of weights (no absolute threshold on a weight, no weight sum
+    compared with a constant): weights times 2**-60 ... 2**100 fit the same centres."""
+    _assert_same_fits(_scaled_weight_fits(name, lambda X: X))
+
+
+@pytest.mark.parametrize("name", CHUNK_PRESETS)
+def test_weights_scaled_by_a_power_of_two_give_the_same_fit_on_dask_chunks(name):
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+    with dask.config.set(scheduler="synchronous"):
+        fits = _scaled_weight_fits(name, lambda X: da.from_array(X, chunks=(100, 3)))
+    _assert_same_fits(fits)
+
+
+def test_tiny_weights_move_mini_batch_centres():
+    """Weights far below 1 (1e-30 each) move the centres of a mini-batch fit as weights
+    about 1 do (a vote threshold used to be absolute, and froze them at the seeds)."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 2)) * 3 + rng.randint(0, 5, size=(300, 1)) * 4
+    init = X[:10].copy()
+    w = rng.uniform(0.1, 3, size=len(X))
+    for name in ("minibatch", "nmbatch"):
+        ones = getattr(presets, name)(10, seed=init, random_state=0).fit(X, sample_weight=w)
+        tiny = getattr(presets, name)(10, seed=init, random_state=0).fit(
+            X, sample_weight=w * 1e-30)
+        assert not np.array_equal(tiny.cluster_centers_, init)
+        np.testing.assert_allclose(tiny.cluster_centers_, ones.cluster_centers_, rtol=1e-10)

@@ -19,8 +19,8 @@ import numbers
 
 import numpy as np
 
-from .._estimator.validation import (available_memory, check_range, check_weight_counts,
-                                     check_weight_shape, unit_rows)
+from .._estimator.validation import (available_memory, check_block_rows, check_range,
+                                     check_weight_counts, check_weight_shape, unit_rows)
 from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
 from .nearest import centred_copy, nearest
 
@@ -322,14 +322,11 @@ class ChunkedData:
         if self._moments is not None:
             return self._moments
         check = not self.validated
-        results = self.map_chunks(_block_moments, [(self.n_threads, check)] * self.n_chunks,
-                                  progress=progress)
-        n_nonfinite = [r[0] for r in results]
-        if any(n_nonfinite):
-            bad = np.flatnonzero(n_nonfinite)
-            raise ValueError(f"Input X contains NaN or infinity: {int(sum(n_nonfinite))} "
-                             f"entries in {len(bad)} of its {self.n_chunks} row chunks (the "
-                             f"first is chunk {bad[0]}).")
+        raw = copy.copy(self)  # (unit rows: the blocks as read, scaled by _block_moments)
+        raw.unit_rows = False
+        results = raw.map_chunks(_block_moments, [(self.n_threads, check, self.unit_rows)]
+                                 * self.n_chunks, progress=progress)
+        check_block_rows([r[10] for r in results], self.chunk_starts)
         if check:
             check_weight_counts(np.sum([r[1] for r in results], axis=0), self.dtype)
         moments = ChunkMoments(

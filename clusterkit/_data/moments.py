@@ -4,7 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._estimator.validation import count_weight_problems
+from .._estimator.validation import (count_weight_problems, nonfinite_rows, unit_rows,
+                                     zero_norm_rows)
 from .._kernels._lwcs import moments_weighted
 
 __all__ = ["ChunkMoments", "fit_weights"]
@@ -82,17 +83,21 @@ def fit_weights(sample_weight, n_rows, dtype):
     return np.asarray(sample_weight).astype(dtype).astype(np.float64)
 
 
-def _block_moments(X, sample_weight, n_threads, check):
+def _block_moments(X, sample_weight, n_threads, check, unit=False):
     """Pass 1 on one block: validity counts and the block's moments.
 
-    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high,
-    heaviest, row_sum)``; the moments are zeros when the block has invalid entries (the caller
-    raises). The sums run in float64 in the ``moments_weighted`` kernel, with the weights the
-    fit uses (:func:`fit_weights`), so that a block gives the same numbers whatever holds
-    it; ``low``, ``high`` and the largest weight ``heaviest`` are what the range check
-    (:func:`~clusterkit._estimator.validation.check_range`) reads, found in the same pass. Without
-    ``check`` (data validated already) the weights are not counted (``weight_counts`` is
-    ``None``, ``heaviest`` 0).
+    Returns a tuple ``(n_nonfinite, weight_counts, n_rows, W, mean, M2, low, high, heaviest,
+    row_sum, bad_rows)``; the moments are zeros when the block has invalid entries (the
+    caller raises). ``bad_rows`` is ``(n_rows_nonfinite, first_nonfinite, n_zero_norm,
+    first_zero_norm)``: the block's rows with a NaN or infinite entry and, with ``unit`` (a
+    spherical model's rows, given as read and scaled here), its rows of zero norm, each with
+    the index of the first in the block (-1 if none). The sums run in float64 in the
+    ``moments_weighted`` kernel, with the weights the fit uses (:func:`fit_weights`), so
+    that a block gives the same numbers whatever holds it; ``low``, ``high`` and the largest
+    weight ``heaviest`` are what the range check
+    (:func:`~clusterkit._estimator.validation.check_range`) reads, found in the same pass.
+    Without ``check`` (data validated already) the weights are not counted
+    (``weight_counts`` is ``None``, ``heaviest`` 0).
     """
     n_rows, n_features = X.shape
     weight_counts = (None if not check
@@ -101,17 +106,26 @@ def _block_moments(X, sample_weight, n_threads, check):
     zeros = (0.0, np.zeros(n_features), 0.0, np.full(n_features, np.inf),
              np.full(n_features, -np.inf), 0.0, np.zeros(n_features, dtype=X.dtype))
     if n_rows == 0 or check and (weight_counts[0] or weight_counts[1]):
-        return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros)
+        return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros,
+                (*nonfinite_rows(X), 0, -1))
+    bad_rows = (0, -1, 0, -1)
+    if unit:  # (a row with NaN has a NaN norm: found with the moments below)
+        bad_rows = (0, -1, *zero_norm_rows(X))
+        if bad_rows[2]:
+            return (0, weight_counts, n_rows, *zeros, bad_rows)
+        X = unit_rows(X)
     mean, low, high = np.empty(n_features), np.empty(n_features), np.empty(n_features)
     weights = fit_weights(sample_weight, n_rows, X.dtype)
     total, m2 = moments_weighted(X, weights, mean, low, high, check, n_threads)
     # NaN or infinity in X make the sums non-finite: count them only then (finite data whose
     # sums overflow are left to the caller's range check)
     if check and not np.isfinite([total, m2, *mean, *low, *high]).all():
-        n_nonfinite = int(np.count_nonzero(~np.isfinite(X)))
-        if n_nonfinite:
-            return (n_nonfinite, weight_counts, n_rows, *zeros)
+        bad_rows = (*nonfinite_rows(X), 0, -1)
+        if bad_rows[0]:
+            return (int(np.count_nonzero(~np.isfinite(X))), weight_counts, n_rows, *zeros,
+                    bad_rows)
     heaviest = float(weights.max()) if check else 0.0
     # the centring's sum in the data's dtype, as NumPy's mean of an array in memory sums
     row_sum = X.sum(axis=0)
-    return (0, weight_counts, n_rows, total, mean, m2, low, high, heaviest, row_sum)
+    return (0, weight_counts, n_rows, total, mean, m2, low, high, heaviest, row_sum,
+            bad_rows)

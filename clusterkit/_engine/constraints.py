@@ -20,7 +20,8 @@ an unknown string option, NaN).
 import math
 from numbers import Integral
 
-__all__ = ["Interval", "Options", "InstanceOf", "Satisfies", "check_parameters", "describe"]
+__all__ = ["Interval", "Options", "InstanceOf", "Satisfies", "check_parameters", "check_value",
+           "describe"]
 
 
 class _Constraint:
@@ -201,11 +202,17 @@ def check_parameters(owner, constraints):
         If a value has a type some constraint takes but satisfies none.
     """
     for name, allowed in constraints.items():
-        value = getattr(owner, name)
-        allowed = [_as_constraint(constraint) for constraint in allowed]
-        if any(constraint.accepts(value) for constraint in allowed):
-            continue
-        error = (ValueError if any(constraint.takes_type(value) for constraint in allowed)
-                 else TypeError)
-        raise error(f"{type(owner).__name__}: {name} must be {describe(allowed)}; "
-                    f"got {_shown(value)}.")
+        check_value(type(owner).__name__, name, getattr(owner, name), allowed)
+
+
+def check_value(owner_name, name, value, allowed):
+    """Raise unless ``value`` satisfies one of the constraints ``allowed``, with
+    :func:`check_parameters`'s message ``"{owner_name}: {name} must be ...; got ..."``: for a
+    value given under another name than the strategy's (a preset's parameter passed on to
+    a strategy), so that the message names what the user passed."""
+    allowed = [_as_constraint(constraint) for constraint in allowed]
+    if any(constraint.accepts(value) for constraint in allowed):
+        return
+    error = (ValueError if any(constraint.takes_type(value) for constraint in allowed)
+             else TypeError)
+    raise error(f"{owner_name}: {name} must be {describe(allowed)}; got {_shown(value)}.")

@@ -306,7 +306,7 @@ class Driver:
                    strategies.estep.carry_state(source.estep_state, state))
         with state.phase("init"):
             if self.chunked is not None:  # (kept by each chunk, or made for each mini-batch)
-                self.chunked.start()
+                self.chunked.start(source, centers)
             elif source is not None and carried is not None:
                 run.continue_from(source, centers, carried)
             else:
@@ -386,9 +386,8 @@ class Driver:
             start = strategy_array(start, refiner, "centres to iterate from",
                                    (self.n_clusters, X.shape[1]), X.dtype)
             new = state.new_run(X.shape[0], round=len(rounds) + 1)
-            try:  # (on row chunks, each chunk's state stays with it: afresh)
-                self.iterate(X, sample_weight, start,
-                             last[0] if carry and self.chunked is None else None, tol)
+            try:
+                self.iterate(X, sample_weight, start, last[0] if carry else None, tol)
             finally:
                 state.run = run  # the refiner's own calls see the run it refines
             last[0] = new

@@ -102,6 +102,7 @@ class _ChunkResult:
     weight: float
     n_rows: int
     n_evals: int
+    n_center_evals: int  # (of n_evals, those between centres: each chunk computes its own)
     n_changed: int
     label_weight: np.ndarray
     summary: object = None  # (what the chunk adds to its E-step's shared state)
@@ -117,7 +118,9 @@ def _add_results(estep, first, second):
                     for name, value in first.statistics.items()},
         objective=first.objective + second.objective, qe=first.qe + second.qe,
         weight=first.weight + second.weight, n_rows=first.n_rows + second.n_rows,
-        n_evals=first.n_evals + second.n_evals, n_changed=first.n_changed + second.n_changed,
+        n_evals=first.n_evals + second.n_evals,
+        n_center_evals=first.n_center_evals + second.n_center_evals,
+        n_changed=first.n_changed + second.n_changed,
         label_weight=first.label_weight + second.label_weight,
         summary=(estep.combine_summaries(summaries) if len(summaries) == 2
                  else next(iter(summaries), None)))
@@ -154,7 +157,8 @@ class _Plan:
     (:meth:`EStep.combine_summaries <clusterkit.EStep.combine_summaries>`) and, for a
     nested schedule (:attr:`Schedule.nested <clusterkit.Schedule.nested>`), its order of
     the rows (:meth:`Schedule.row_order <clusterkit.Schedule.row_order>`) and the end of
-    the step's prefix (``None``: all rows)."""
+    the step's prefix (``None``: all rows), and whether the step is the first of a run that
+    continues the last run's per-chunk states (``carry``, :meth:`ChunkedSteps.start`)."""
 
     estep: object
     mstep: object
@@ -167,6 +171,7 @@ class _Plan:
     shared: object = None
     order: object = None
     prefix: object = None
+    carry: bool = False
 
 
 def _chunk_fit_state(plan, n_rows):
@@ -202,6 +207,15 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         elif plan.pure:  # (the E-step writes into its bounds, winners, ...)
             chunk = _ChunkState(chunk.labels, chunk.dist2, copy.deepcopy(chunk.estep_state),
                                 chunk.first_row, chunk.positions)
+        if plan.carry:  # the first step of a continued run (EStep.carry_state)
+            carried = plan.estep.carry_state(chunk.estep_state, state)
+            if carried is None:  # afresh, as a new run's first step
+                chunk = _ChunkState(np.full(n_rows, -1, dtype=np.int32), None,
+                                    plan.estep.init_state(X, sample_weight, centers, state),
+                                    chunk.first_row, chunk.positions)
+            else:
+                chunk = _ChunkState(chunk.labels, chunk.dist2, carried, chunk.first_row,
+                                    chunk.positions)
         rows = _prefix_rows(chunk, plan.prefix)
         if rows is not None:  # (every chunk steps: bounds follow every centre move)
             X, sample_weight = X[rows], sample_weight[rows]
@@ -213,12 +227,15 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         statistics = plan.mstep.statistics(X, sample_weight, assignment, centers, state)
     labels = assignment.labels
     previous = chunk.labels if rows is None else chunk.labels[rows]
+    if plan.carry:  # (a row counts as changed at its first visit, as in a fresh run)
+        previous = np.full_like(previous, -1)
     result = _ChunkResult(
         statistics={name: np.asarray(value, dtype=np.float64)
                     for name, value in statistics.items()},
         objective=float(assignment.objective), qe=float(assignment.qe),
         weight=float(sample_weight.sum(dtype=np.float64)), n_rows=X.shape[0],
-        n_evals=state.cost["estep"], n_changed=int(np.count_nonzero(labels != previous)),
+        n_evals=state.cost["estep"], n_center_evals=state.center_evals,
+        n_changed=int(np.count_nonzero(labels != previous)),
         label_weight=np.bincount(labels, sample_weight.astype(np.float64),
                                  minlength=centers.shape[0]),
         summary=plan.estep.chunk_summary(state.run.estep_state))
@@ -315,6 +332,7 @@ class ChunkedSteps:
         self.chunks = self._first_states()
         self.shared = None
         self.run = None  # the run the chunks' states belong to
+        self.carry = False  # whether the next step is the first of a continued run
         schedule = composition.schedule
         #: Whether every step is a map-reduce over the chunks (all their rows, or their rows
         #: in a nested schedule's prefix), else one on a mini-batch's rows read from them.
@@ -327,11 +345,22 @@ class ChunkedSteps:
     def _first_states(self):
         return [_ChunkState(None, None, None, int(start)) for start in self.data.chunk_starts]
 
-    def start(self):
-        """A new run: every chunk's state starts afresh."""
-        self.chunks = self._first_states()
-        self.run = self.state.run
+    def start(self, source=None, centers=None):
+        """A new run: every chunk's state starts afresh; or, given the run ``source`` whose
+        states the chunks hold (a refiner's round, ``iterate(centers, carry=True)``) and a
+        composition that steps on all the rows of every chunk, the new run starting at
+        ``centers`` continues them where the E-step carries its state
+        (:meth:`EStep.carry_state <clusterkit.EStep.carry_state>`, asked in each chunk's
+        first step), as :meth:`Run.continue_from <clusterkit.Run.continue_from>` does in
+        memory."""
+        self.carry = (source is not None and source is self.run and self.mapped
+                      and self.order is None)
+        if self.carry:
+            self.state.run.continue_from(source, centers, None)
+        else:
+            self.chunks = self._first_states()
         self.shared = None  # what the chunks' E-steps share (EStep.combine_summaries)
+        self.run = self.state.run
 
     def last_labels(self, run):
         """``labels_`` and ``inertia_`` of ``run`` from the chunks' last labels and the last
@@ -387,12 +416,14 @@ class ChunkedSteps:
                                     pure=data.recomputes_states,
                                     stream_key=state.stream_key() if estep.row_stream
                                     else None, shared=self.shared, order=self.order,
-                                    prefix=prefix),
+                                    prefix=prefix, carry=self.carry),
                               progress=self._progress("estep"),
                               combine=partial(_add_results, estep), finish=partial(_share, estep))
             if total.shared is not None:  # (else the last step's stays)
                 self.shared = total.shared
-        state.count("estep", total.n_evals)
+        self.carry = False
+        state.count("estep", total.n_evals - total.n_center_evals)
+        state.count_centers("estep", total.n_center_evals)
         state.run.cluster_weight = total.label_weight
         state.run.rows = rows  # (the M-step's rule may ask whether they are all rows)
         assignment = Assignment(labels=None, dist2=None, objective=total.objective, qe=total.qe)

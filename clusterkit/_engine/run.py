@@ -102,9 +102,13 @@ class Run:
         ``source`` then no longer holds: ``source``'s labels (a copy) and, as the centres'
         moves, their moves since ``source``'s last E-step, bounded above by its last move
         plus the distance from its final centres to ``centers``. A row counts as changed at
-        its first visit, as in a fresh run, so that stopping rules decide alike."""
+        its first visit, as in a fresh run, so that stopping rules decide alike. On data in
+        row chunks (``source`` without labels) only the moves: the chunks continue their
+        own labels and states."""
         shift = centers.astype(np.float64) - source.centers
         self.center_shift = source.center_shift + np.sqrt(np.einsum("ij,ij->i", shift, shift))
+        if source.labels is None:  # (data in row chunks: the chunks hold labels and states)
+            return
         self.labels, self.estep_state = source.labels.copy(), estep_state
         source.estep_state = None
         self._unvisited = np.ones(self.labels.shape[0], dtype=bool)

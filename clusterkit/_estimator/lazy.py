@@ -7,7 +7,7 @@ import numpy as np
 from .._data.chunked import is_dask_array, map_rows, row_weights
 from .._data.dask_chunks import shipped_nbytes
 from .._engine.warn import warn
-from .validation import check_weight_counts, count_weight_problems
+from .validation import check_weight_counts, count_weight_problems, rows_from
 
 __all__ = ["EMBEDDED_DATA_WARNING_BYTES", "check_graph_data", "map_model", "per_row_chunk",
            "result_dtype", "score_model"]
@@ -58,12 +58,15 @@ def per_row_chunk(dtype, per_cluster=False):
     return decorate
 
 
-def _model_on_chunk(X, model, method):
+def _model_on_chunk(X, model, method, block_info=None):
     """``model.<method>(X)`` on one chunk of a dask array (run by the workers); ``"dist2"``
-    gives the squared distances to the nearest centres, as ``score`` uses."""
-    if method == "dist2":
-        return model._labels_dist2(X)[2].astype(np.float64)
-    return getattr(model, method)(X)
+    gives the squared distances to the nearest centres, as ``score`` uses. A row the method
+    refuses is named by its number in the dask array (``block_info``, from dask)."""
+    first_row = 0 if block_info is None else block_info[0]["array-location"][0][0]
+    with rows_from(first_row):
+        if method == "dist2":
+            return model._labels_dist2(X)[2].astype(np.float64)
+        return getattr(model, method)(X)
 
 
 def map_model(model, X, method, dtype, n_columns=None):

@@ -1,5 +1,7 @@
 """``partial_fit``: a :class:`~clusterkit.Clusterer` updated batch by batch (mini-batch
 k-means over a stream), as a mixin of the estimator."""
+import numbers
+
 import numpy as np
 
 from .._data.sparse import is_sparse
@@ -104,6 +106,12 @@ class StreamingMethods:
         """The driver of a stream: the fit's frame if it continues a fitted model, else the
         first batch's; the composition refused clearly if it cannot stream."""
         if not fitted:
+            if isinstance(self.n_clusters, numbers.Integral) and X.shape[0] < self.n_clusters:
+                raise ValueError(
+                    f"The first partial_fit batch has {X.shape[0]} rows, fewer than "
+                    f"n_clusters={self.n_clusters}: a stream seeds its centres on its first "
+                    "batch, which needs at least n_clusters rows (later batches may have "
+                    "any number of rows >= 1; so may every batch after fit).")
             check_params(self, X.shape[0])
         x_mean = self._x_mean if fitted else self._frame_mean(X)
         # (refused again: the parameters may have changed since partial_fit was looked up)

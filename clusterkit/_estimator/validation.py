@@ -14,17 +14,83 @@ __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_
            "check_n_clusters", "check_int", "check_range", "check_representable",
            "bounding_box", "squared_diagonal",
            "check_finite_centers", "check_bandwidth",
-           "count_weight_problems", "check_weight_counts", "unit_rows"]
+           "count_weight_problems", "check_weight_counts", "unit_rows", "nonfinite_rows",
+           "check_finite_rows", "check_unit_rows", "zero_norm_rows", "check_block_rows",
+           "rows_from"]
 
 
 def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
     """``validate_data`` for the data of ``fit``, ``partial_fit``, ``predict``, ...: C-ordered
-    float32 or float64 (or ``dtype``), finite, at least one sample; a scipy.sparse matrix
-    becomes CSR (as scikit-learn's ``accept_sparse="csr"``) with int32 indices
-    (:func:`~clusterkit._data.sparse.check_csr`)."""
+    float32 or float64 (or ``dtype``), finite (:func:`check_finite_rows`), at least one
+    sample; a scipy.sparse matrix becomes CSR (as scikit-learn's ``accept_sparse="csr"``)
+    with int32 indices (:func:`~clusterkit._data.sparse.check_csr`)."""
     X = validate_data(estimator, X, accept_sparse="csr", dtype=dtype, order="C",
-                      ensure_min_samples=1, reset=reset)
-    return check_csr(X) if is_sparse(X) else X
+                      ensure_min_samples=1, ensure_all_finite=False, reset=reset)
+    X = check_csr(X) if is_sparse(X) else X
+    check_finite_rows(X)
+    return X
+
+
+#: Rows per block of :func:`nonfinite_rows` and :func:`unit_rows` (bounds their temporaries).
+_BLOCK_ROWS = 4096
+
+
+def nonfinite_rows(X):
+    """The number of rows of ``X`` (dense or CSR) with a NaN or infinite entry, and the
+    index of the first of them (-1 if there is none)."""
+    if is_sparse(X):
+        bad = ~np.isfinite(X.data)
+        if not bad.any():
+            return 0, -1
+        rows = np.unique(np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1)
+        return rows.size, int(rows[0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if X.size == 0 or np.isfinite(X.sum()):  # (one pass when all is finite)
+            return 0, -1
+    rows = np.concatenate([start + np.flatnonzero(~np.isfinite(
+        X[start:start + _BLOCK_ROWS]).all(axis=1))
+        for start in range(0, X.shape[0], _BLOCK_ROWS)])
+    return rows.size, int(rows[0]) if rows.size else -1
+
+
+#: The first row, in all the data, of the rows being checked (one row chunk of a dask array,
+#: which a fitted model's lazy methods check chunk by chunk); ``None``: all the data.
+_FIRST_ROW = contextvars.ContextVar("first_row", default=None)
+
+
+@contextlib.contextmanager
+def rows_from(first_row):
+    """Within the block, the rows :func:`check_data` and :func:`unit_rows` check are one row
+    chunk of the data, starting at row ``first_row``: their messages number the rows in all
+    the data and say that they counted that chunk's."""
+    token = _FIRST_ROW.set(int(first_row))
+    try:
+        yield
+    finally:
+        _FIRST_ROW.reset(token)
+
+
+def _numbered(first):
+    """Where the rows checked are (``""``, or which row chunk) and ``first`` numbered in all
+    the data (see :func:`rows_from`)."""
+    offset = _FIRST_ROW.get()
+    if offset is None:
+        return "", first
+    return f" of its row chunk from row {offset}", first + offset
+
+
+def check_finite_rows(X, n_bad=None, first=None):
+    """Raise a ``ValueError`` naming the first row of ``X`` with a NaN or infinite entry (its
+    index in ``X``), if there is one; ``n_bad`` and ``first`` as :func:`nonfinite_rows`
+    returns them, when they were found elsewhere (data in row chunks)."""
+    if n_bad is None:
+        n_bad, first = nonfinite_rows(X)
+    if n_bad:
+        chunk, first = _numbered(first)
+        raise ValueError(f"Input X contains NaN or infinity in {n_bad} "
+                         f"row{'s' if n_bad > 1 else ''}{chunk} (the first is row {first}); "
+                         "clustering needs finite values: remove those rows or replace "
+                         "their missing values.")
 
 
 def check_int(value, name, minimum=None, allow_none=False):
@@ -89,8 +155,50 @@ def check_initial_centers(seed, n_clusters, X):
     return centers
 
 
-#: Rows scaled per block by :func:`unit_rows` (bounds its float64 temporary).
-_UNIT_BLOCK_ROWS = 4096
+def _row_norms(X):
+    """Euclidean norms of the rows of ``X`` (dense or CSR), in float64, block by block."""
+    if is_sparse(X):
+        row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        data = X.data.astype(np.float64)
+        return np.sqrt(np.bincount(row_of, data * data, minlength=X.shape[0]))
+    norms = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        block = X[start:start + _BLOCK_ROWS].astype(np.float64)
+        norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
+    return norms
+
+
+def zero_norm_rows(X, norms=None):
+    """The number of rows of ``X`` of norm zero and the index of the first (-1 if none);
+    ``norms`` the rows' norms if they were computed already."""
+    zero = np.flatnonzero((_row_norms(X) if norms is None else norms) == 0)
+    return zero.size, int(zero[0]) if zero.size else -1
+
+
+def check_unit_rows(X, n_zero=None, first=None, name="X"):
+    """Raise :func:`unit_rows`'s ``ValueError`` if rows of ``X`` have norm zero, naming the
+    first (its index in ``X``); ``n_zero`` and ``first`` as :func:`zero_norm_rows` returns
+    them, when they were found elsewhere (data in row chunks)."""
+    if n_zero is None:
+        n_zero, first = zero_norm_rows(X)
+    if n_zero:
+        chunk, first = _numbered(first)
+        raise ValueError(f"{name} has {n_zero} row{'s' if n_zero > 1 else ''} of zero "
+                         f"norm{chunk.replace(' of ', ' in ', 1)} (the first is row {first}); "
+                         "a spherical model needs a direction for every row: remove them.")
+
+
+def check_block_rows(bad_rows, starts):
+    """:func:`check_finite_rows` and :func:`check_unit_rows` for data read in blocks whose
+    first rows are ``starts``: ``bad_rows`` holds, per block, ``(n_nonfinite,
+    first_nonfinite, n_zero_norm, first_zero_norm)`` (rows counted and numbered in the
+    block), and the error names the first such row of all the data."""
+    bad = np.asarray(bad_rows, dtype=np.int64).reshape(-1, 2, 2)
+    for kind, check in enumerate((check_finite_rows, check_unit_rows)):
+        blocks = np.flatnonzero(bad[:, kind, 0])
+        if blocks.size:
+            check(None, int(bad[:, kind, 0].sum()),
+                  int(starts[blocks[0]] + bad[blocks[0], kind, 1]))
 
 
 def unit_rows(X, name="X"):
@@ -106,27 +214,17 @@ def unit_rows(X, name="X"):
     ValueError
         If a row has norm zero (it has no direction; its cosine to any centre is undefined).
     """
+    norms = _row_norms(X)
+    check_unit_rows(X, *zero_norm_rows(X, norms), name)
     if is_sparse(X):
         row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         data = X.data.astype(np.float64)
-        norms = np.sqrt(np.bincount(row_of, data * data, minlength=X.shape[0]))
-    else:
-        norms = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
-            block = X[start:start + _UNIT_BLOCK_ROWS].astype(np.float64)
-            norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
-    zero = np.flatnonzero(norms == 0)
-    if zero.size:
-        raise ValueError(f"{name} has {zero.size} row{'s' if zero.size > 1 else ''} of zero "
-                         f"norm (the first is row {zero[0]}); a spherical model needs a "
-                         "direction for every row: remove them.")
-    if is_sparse(X):
         Y = X.copy()
         Y.data = (data / norms[row_of]).astype(X.dtype)
         return Y
     Y = np.empty_like(X)
-    for start in range(0, X.shape[0], _UNIT_BLOCK_ROWS):
-        rows = slice(start, start + _UNIT_BLOCK_ROWS)
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
         Y[rows] = X[rows].astype(np.float64) / norms[rows, None]
     return Y
 

@@ -260,7 +260,8 @@ class _Running:
         others are their means already, or keep their position), and which have votes."""
         self.vote(X, sample_weight, assignment, centers, state)
         # rounding of the withdrawals can leave a tiny non-zero weight: count it as none
-        voted = self.weight > 1e-12 * max(float(self.weight.max()), 1.0)
+        # (relative to the largest cluster weight, so that only the weights' ratios matter)
+        voted = self.weight > 1e-12 * float(self.weight.max())
         moved = np.flatnonzero(self.touched & voted)
         centers_new = centers.copy()
         centers_new[moved] = (self.sums[moved] / self.weight[moved, None]).astype(X.dtype)
@@ -322,24 +323,30 @@ class _Running:
         return n_moves
 
 
-#: A squared distance at most this many machine epsilons times the row's squared norm (in the
-#: fit's centred frame) is rounding: ``||x||^2 - 2 x.c + ||c||^2`` rounds by about
-#: ``2 eps ||x||^2`` when ``c`` is at ``x``.
-_ROUNDING_EPS = 4
+#: A squared distance at most ``_ROUNDING_EPS * (n_features + 2)`` machine epsilons times the
+#: row's squared norm (in the fit's centred frame) is rounding: ``||x||^2 - 2 x.c + ||c||^2``
+#: with ``c`` at ``x`` rounds by at most about ``2 (n_features + 2) eps ||x||^2`` (each of its
+#: three dot products of ``n_features`` terms by ``n_features eps / 2`` of its size, whatever
+#: the order of the sums), so a row on its centre scores 0 whether its distance came from
+#: that expansion, from a direct difference (pruned E-steps: exactly 0) or from another
+#: blocking of the products.
+_ROUNDING_EPS = 2
 
 
 def far_scores(X, sample_weight, dist2, n_threads):
     """``w_n * dist2_n`` in float64, the relocation rules' score of each sample, with 0 for a
-    sample whose squared distance is within its rounding (:data:`_ROUNDING_EPS` epsilons of
-    its squared norm): it sits on a centre. Rounding noise would otherwise decide where an
-    empty or starved cluster goes (onto a duplicate of a centre, a different one at every
-    step), and the run would cycle instead of reaching its fixed point."""
+    sample whose squared distance is within the rounding of any of the E-steps' ways to
+    compute it (:data:`_ROUNDING_EPS`): it sits on a centre. Rounding noise would otherwise
+    decide where an empty or starved cluster goes (onto a duplicate of a centre, a different
+    one at every step, or another one with a pruned E-step than without), and the run would
+    cycle instead of reaching its fixed point."""
     score = sample_weight.astype(np.float64) * dist2.astype(np.float64)
     if is_sparse(X):
         sqnorms = row_sqnorms(X, n_threads).astype(np.float64)
     else:
         sqnorms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    score[dist2 <= _ROUNDING_EPS * float(np.finfo(X.dtype).eps) * sqnorms] = 0.0
+    rounding = _ROUNDING_EPS * (X.shape[1] + 2) * float(np.finfo(X.dtype).eps)
+    score[dist2 <= rounding * sqnorms] = 0.0
     return score
 
 

@@ -139,12 +139,21 @@ _NO_DIRECTION = 8
 
 def _directions(vectors, scale, dtype):
     """``vectors / ||vectors||`` row by row in float64, cast to ``dtype``, and which rows have
-    a direction (norm above :data:`_NO_DIRECTION` epsilons of ``dtype`` times ``scale``)."""
+    a direction (norm above :data:`_NO_DIRECTION` epsilons of ``dtype`` times ``scale``).
+
+    Each row is divided by its ``scale`` (a cluster's weight) before its norm is taken: the
+    mean of unit rows has norm at most 1, whereas the squared norm of a weighted sum
+    overflows for weights of about 1e154 (and the direction does not depend on the scale, so
+    weights scaled by a power of two give the same centres bit for bit)."""
     vectors = vectors.astype(np.float64, copy=False)
-    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
-    has = norms > _NO_DIRECTION * float(np.finfo(dtype).eps) * scale
+    scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), vectors.shape[:1])
+    positive = scale > 0
+    means = np.zeros(vectors.shape)
+    means[positive] = vectors[positive] / scale[positive, None]
+    norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+    has = norms > _NO_DIRECTION * float(np.finfo(dtype).eps)
     out = np.zeros(vectors.shape, dtype=dtype)
-    out[has] = vectors[has] / norms[has, None]
+    out[has] = means[has] / norms[has, None]
     return out, has
 
 

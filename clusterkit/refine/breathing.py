@@ -121,7 +121,11 @@ class Breathing(Refiner):
         Most distance evaluations of the refinement, as a multiple of those the fit made
         before it started (seeding, reduction, the run's iterations; with ``n_init > 1`` the
         earlier runs' too). A round is not started if the last round's evaluations would
-        take the refinement past it (zero: no round). Counted, not timed: the same on every machine.
+        take the refinement past it (zero: no round). Counted, not timed: the same on every
+        machine. Only distances that involve a row of the data count (between rows and
+        centres, or rows and rows); those between centres, which the bounded and partial
+        E-steps compute at every step (on data in row chunks, every chunk its own), do not,
+        so the same budget buys the same rounds in memory and on any row chunks.
         ``None``: no such limit.
     time_budget : float or None, default=None
         Most seconds of the refinement, judged the same way with the last round's seconds.
@@ -223,8 +227,10 @@ class Breathing(Refiner):
             moved = self._least_useful(centers, utility, m)
             partners = np.setdiff1d(np.argsort(-error, kind="stable"), moved,
                                     assume_unique=True)[:len(moved)]
-            scale = 0.01 * np.sqrt(error[partners] / np.maximum(weight[partners], 1e-300)
-                                   / centers.shape[1])
+            # (a partner without weight has no error either: it gets no spread)
+            spread = np.divide(error[partners], weight[partners],
+                               out=np.zeros(len(partners)), where=weight[partners] > 0)
+            scale = 0.01 * np.sqrt(spread / centers.shape[1])
             candidate = centers.copy()
             candidate[moved] = centers[partners] + scale[:, None] * rng.standard_normal(
                 (len(moved), centers.shape[1]))
@@ -287,19 +293,21 @@ def fewer_moves(m):
 class _Limits:
     """Breathing's budgets: whether the next round, costing what the last one did, would take
     the refinement past ``budget`` (times the fit's distance evaluations before it) or
-    ``time_budget`` (seconds)."""
+    ``time_budget`` (seconds). Distance evaluations between centres are not counted: on data
+    in row chunks every chunk computes its own (:attr:`Meter.n_row_evals
+    <clusterkit._engine.state.Meter.n_row_evals>`)."""
 
     def __init__(self, refiner, state):
         self.state = state
         self.evals = (None if refiner.budget is None
-                      else refiner.budget * state.n_distance_evals)
+                      else refiner.budget * state.n_row_evals)
         self.seconds = refiner.time_budget
-        self.start = (state.n_distance_evals, state.seconds)
+        self.start = (state.n_row_evals, state.seconds)
         self.last = self.start
         self.round_cost = (0, 0.0)
 
     def round_ended(self):
-        now = (self.state.n_distance_evals, self.state.seconds)
+        now = (self.state.n_row_evals, self.state.seconds)
         self.round_cost = (now[0] - self.last[0], now[1] - self.last[1])
         self.last = now
 

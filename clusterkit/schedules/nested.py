@@ -54,17 +54,20 @@ class NestedDoubling(Schedule):
     Conventions where eq. 4 is undefined (as the paper's reference code): a centre that did
     not move (``p(j) < 1e-10``) or has at most one vote gives the ratio ``+inf``; a centre
     with ``sse(j) = 0`` that moved gives 0. Weighted samples count by weight in ``v`` and
-    ``sse``. The random order is given row by row (:meth:`row_order`, a keyed
-    permutation, :class:`~clusterkit.schedules.order.KeyedOrder`): in memory the driver's
-    centred copy of the data is made in that order, so every prefix is a view; on data in
-    row chunks (a dask array, a memmap) each step runs where the rows are, every chunk
-    visiting its rows of position below the prefix's end and keeping their bounds, labels
-    and distances, and only per-cluster sums come back (:mod:`clusterkit._engine.mapreduce`).
-    Both see the same prefixes, so from the same centres they end at the same centres, up
-    to rounding. With ``n_init > 1`` all runs share the order. A centre without a vote
-    keeps its position while the prefix is not all rows (a longer prefix may bring it
-    votes: a seed outside the first prefix); then, a cluster left without a vote moves as in
-    a full batch, onto the row farthest from its centre (see :class:`~clusterkit.HardMStep`).
+    ``sse``, in units of the mean weight of the prefix's rows: with unit weights ``v(j)``
+    counts samples, and only the ratios of the weights matter (weights scaled by a power of
+    two take the same prefixes, bit for bit). The random order is given row by row
+    (:meth:`row_order`, a keyed permutation,
+    :class:`~clusterkit.schedules.order.KeyedOrder`): in memory the driver's centred copy of
+    the data is made in that order, so every prefix is a view; on data in row chunks (a dask
+    array, a memmap) each step runs where the rows are, every chunk visiting its rows of
+    position below the prefix's end and keeping their bounds, labels and distances, and only
+    per-cluster sums come back (:mod:`clusterkit._engine.mapreduce`). Both see the same
+    prefixes, so from the same centres they end at the same centres, up to rounding. With
+    ``n_init > 1`` all runs share the order. A centre without a vote keeps its position
+    while the prefix is not all rows (a longer prefix may bring it votes: a seed outside the
+    first prefix); then, a cluster left without a vote moves as in a full batch, onto the
+    row farthest from its centre (see :class:`~clusterkit.HardMStep`).
 
     Examples
     --------
@@ -124,6 +127,12 @@ class NestedDoubling(Schedule):
         if channel.cluster_weight is None:
             return False
         v, sse, p = channel.cluster_weight, channel.cluster_sse, state.center_shift
+        # votes in units of the prefix's mean weight (see the Notes): unit weights count
+        # samples, and weights scaled by any factor give the same ratios
+        total = float(np.sum(v, dtype=np.float64))
+        if total > 0:
+            unit = total / len(range(state.n_samples)[state.rows])
+            v, sse = v / unit, sse / unit
         with np.errstate(divide="ignore", invalid="ignore"):
             votes = v * (v - 1) if self.spread == "standard_error" else v - 1
             sigma = np.sqrt(np.maximum(sse, 0) / votes)

@@ -39,6 +39,26 @@ class _LaplacianState:
         self.trivial = False
 
 
+def _check_graph_weights(graph, dtype):
+    """Refuse a precomputed graph whose weights ``w_pq`` are not numbers, or not finite and
+    non-negative in the data's ``dtype`` (a NaN would make the bound and the energy NaN from
+    the first z-update; a negative affinity rewards cutting the edge)."""
+    weights = graph.tocsr().data
+    if np.dtype(weights.dtype).kind not in "biuf":
+        raise TypeError(f"graph must hold numeric weights, got dtype {weights.dtype}.")
+    with np.errstate(over="ignore"):
+        cast = weights.astype(dtype)
+    problems = [(np.count_nonzero(~np.isfinite(weights)), "non-finite {}"),
+                (np.count_nonzero(weights < 0), "negative {}"),
+                (np.count_nonzero(np.isfinite(weights) & ~np.isfinite(cast)),
+                 f"{{}} beyond the range of {np.dtype(dtype).name}, the data's dtype")]
+    for count, what in problems:
+        if count:
+            noun = "weights" if count > 1 else "weight"
+            raise ValueError(f"graph has {count} {what.format(noun)}; the graph's weights "
+                             "w_pq must be finite and non-negative.")
+
+
 class LaplacianEStep(EStep):
     """Soft assignments of Scalable Laplacian K-modes by bound optimisation (Ziko, Granger &
     Ben Ayed 2018, eqs. 5-8).
@@ -82,7 +102,9 @@ class LaplacianEStep(EStep):
     ``O(N rho L)`` per z-update (their number is ``"z_updates"`` in ``history_``); memory
     ``O(N rho + N L)``. The objective reported to the
     driver is the discrete energy of eq. 1 at the labels, ``-sum_p w_p k(x_p, m_{l_p}) + lam
-    sum_pq w_pq [l_p != l_q]`` (minimised; ``w_p`` the sample weights). The E-step keeps
+    sum_pq w_pq [l_p != l_q]`` (minimised; ``w_p`` the sample weights in units of their
+    mean, so that unit weights count as given and only the weights' ratios matter: the
+    graph term does not scale with them). The E-step keeps
     the squared bandwidth ``sigma^2`` in its state and hands it to
     :class:`~clusterkit.ModeMStep` with every assignment (``Assignment.kernel_sigma2``). If a
     z-update leaves a cluster with no sample, the
@@ -134,6 +156,8 @@ class LaplacianEStep(EStep):
             raise ValueError(f"graph must be a sparse matrix of shape ({n_samples}, "
                              f"{n_samples}) for these data, got {type(self.graph).__name__} "
                              f"of shape {self.graph.shape}.")
+        else:
+            _check_graph_weights(self.graph, X.dtype)
         if composition.reduce.reduces:
             raise ValueError("LaplacianEStep builds its graph on the training samples; a "
                              f"{type(composition.reduce).__name__} is not supported.")
@@ -227,7 +251,9 @@ class LaplacianEStep(EStep):
         kernel = a[np.arange(n_samples), labels].astype(np.float64)
         local = labels[st.locality]
         cut = np.repeat(local, np.diff(st.indptr)) != local[st.indices]
-        energy = (-float(np.dot(sample_weight, kernel))
+        # the sample weights in units of their mean: the graph term does not scale with them
+        mean_weight = float(sample_weight.sum(dtype=np.float64)) / n_samples
+        energy = (-float(np.dot(sample_weight, kernel)) / mean_weight
                   + float(self.lam) * float(st.weights[cut].sum(dtype=np.float64)))
         return Assignment(labels=labels, dist2=best, objective=energy,
                           qe=weighted_sum(best, sample_weight), resp=z, kernel_sigma2=st.sigma2)
