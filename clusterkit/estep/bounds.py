@@ -9,6 +9,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data import memory
 from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
@@ -24,15 +25,16 @@ __all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "batch_rows", "bounds
 
 
 def bounds_budget(max_bounds_bytes):
-    """The bytes the bounds of a bounded E-step may take: the one budget policy of
+    """The bytes the bounds of a bounded E-step may take: the one budget rule of
     :class:`~clusterkit.ElkanEStep`, :class:`~clusterkit.YinyangEStep` and
     :class:`~clusterkit.BoundedEStep`.
 
     Parameters
     ----------
     max_bounds_bytes : int or None
-        The budget. ``None``: half the memory available when ``fit`` starts (the other half
-        is left for the data's centred copy, the centres and the kernels' tiles), or no limit
+        The budget. ``None``: what the fit's memory budget leaves for them
+        (:func:`clusterkit._data.memory.budget`: ``Clusterer(memory_limit=...)`` or half the
+        memory available when ``fit`` starts, less the fit's other buffers), or no limit
         where the available memory is not known.
 
     Returns
@@ -51,13 +53,12 @@ def bounds_budget(max_bounds_bytes):
         return validation.check_int(max_bounds_bytes, "max_bounds_bytes", minimum=0)
     # read through the module, so that one stand-in for the system (tests) reaches the
     # budget and check_memory alike
-    available = validation.available_memory()
-    return None if available is None else available // 2
+    return memory.budget()
 
 
 def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead):
-    """Refuse, when ``fit`` starts, bounds that need more than the memory available or than
-    the budget: the refusal of every bounded E-step.
+    """Refuse, when ``fit`` starts, bounds that need more than the fit's memory budget or
+    than their own budget: the refusal of every bounded E-step.
 
     Parameters
     ----------
@@ -77,16 +78,18 @@ def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead)
 
     Raises
     ------
-    ValueError
+    FitMemoryError
+        A :class:`MemoryError` and :class:`ValueError`.
     """
     what = f"{estep}'s bounds for {n_rows} samples and {layout}"
-    validation.check_memory(need, what, instead[:1].upper() + instead[1:])
+    memory.check_memory(need, what, instead[:1].upper() + instead[1:])
     if budget is not None and need > budget:
         given = (f"max_bounds_bytes={max_bounds_bytes}" if max_bounds_bytes is not None else
-                 "the default budget, half the memory available (max_bounds_bytes=None)")
-        raise ValueError(f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples "
-                         f"and {layout}, above {given} ({budget / 2**30:.2f} GiB). Raise "
-                         f"max_bounds_bytes, {instead}")
+                 "the fit's memory budget (max_bounds_bytes=None)")
+        raise memory.FitMemoryError(
+            f"{estep} needs {memory.format_bytes(need)} of bounds for {n_rows} samples and "
+            f"{layout}, above {given} ({memory.format_bytes(budget)}). Raise "
+            f"max_bounds_bytes, {instead}")
 
 
 def run_rows(X, n_clusters, composition):

@@ -6,6 +6,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data.memory import budget, check_memory
 from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
                             is_sparse, row_sqnorms)
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
@@ -13,7 +14,6 @@ from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
-from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, batch_rows, bound_slack, run_rows
 from .pruning import Projection, assign_pruned, resolve_prune
@@ -178,8 +178,8 @@ class FullEStep(EStep):
                             projection=Projection(X, n_axes))
         if (not (soft or is_sparse(X)) and X.dtype == np.float64
                 and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
-            available = available_memory()
-            if available is None or X.shape[0] * (X.shape[1] + 1) * 4 <= available // 2:
+            left = budget()
+            if left is None or X.shape[0] * (X.shape[1] + 1) * 4 <= left:
                 source = X
         return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft, x_sqnorms,
                         source)

@@ -6,12 +6,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from .._data.memory import check_memory
 from .._data.nearest import all_dist2
 from .._engine.assignment import Assignment, Objective
 from .._engine.constraints import Interval, Options, Satisfies
 from .._engine.contracts import EStep, MStep
 from .._engine.state import weighted_sum
-from .._estimator.validation import check_bandwidth, check_memory
+from .._estimator.validation import check_bandwidth
 from .._kernels import _laplacian
 from .graph import knn_graph
 
