@@ -311,6 +311,14 @@ class BoundsEStep(EStep):
         need, layout = self._bounds_bytes(n_rows, n_clusters, budget)
         check_bounds(name, need, n_rows, layout, self.max_bounds_bytes, budget, self._instead)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The bounds (as checked when ``fit`` starts), the step's labels and distances, and
+        the rows' projections when pruning."""
+        need, _ = self._bounds_bytes(n_samples, n_clusters, bounds_budget(self.max_bounds_bytes))
+        n_axes = resolve_prune(self.prune, n_features, n_clusters, self.auto_prune_min_features)
+        return (need + n_samples * (4 + dtype.itemsize)
+                + (0 if n_axes is None else n_samples * (n_axes + 1) * dtype.itemsize))
+
     def init_state(self, X, sample_weight, centers, state):
         """Allocate the bounds for all rows (set at each row's first visit).
 

@@ -284,6 +284,17 @@ class PartialEStep(EStep):
                  "no sample can ever change its clusters; use G >= 2 or "
                  "n_explore >= 1.", RuntimeWarning)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Per sample: ``K(n)`` and its distances and responsibilities (``C'``), the
+        candidates and their distances (``C' G + n_explore``, at most ``C``)."""
+        G = min(int(self.G), n_clusters)
+        n_winners = ((G if composition.mstep.needs_resp else 1) if self.n_winners is None
+                     else min(int(self.n_winners), n_clusters))
+        n_cand = min(n_clusters, n_winners * G + int(self.n_explore))
+        itemsize = dtype.itemsize
+        return n_samples * (n_cand * (4 + itemsize) + 4 + n_winners * (4 + 2 * itemsize)
+                            + 4 + itemsize)
+
     def init_state(self, X, sample_weight, centers, state):
         """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.
 

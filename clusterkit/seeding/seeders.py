@@ -237,8 +237,10 @@ class KMeansPlusPlus(Seeder):
         per_sample = 4 + itemsize + 2 * (4 + 3 * itemsize) + 4 + 2 * itemsize
         if n_features * itemsize <= _INLINE_MAX_ROW_BYTES:
             per_sample += 3 * n_features * itemsize
-        return (n_samples * per_sample + 12 * neighbour_entries(n_samples, n_features, itemsize)
-                + n_clusters * n_trials * (8 + 3 * 8 + itemsize))
+        # (the lists of all pairs of groups, with room to grow, unless the cap is lower)
+        lists = min(neighbour_entries(n_samples, n_features, itemsize),
+                    n_clusters * (n_clusters - 1) + 8 * n_clusters)
+        return n_samples * per_sample + 12 * lists + n_clusters * n_trials * (8 + 3 * 8 + itemsize)
 
     @staticmethod
     def _fallback_rows(sample_weight, chosen):

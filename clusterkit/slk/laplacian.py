@@ -147,6 +147,12 @@ class LaplacianEStep(EStep):
                      f"LaplacianEStep's soft assignments for {n_samples} samples and "
                      f"n_clusters={n_clusters}", "Use fewer clusters or fewer samples.")
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The soft assignments (five ``N x C`` arrays, as checked when ``fit`` starts) and
+        the kNN graph (its CSR arrays, twice while it is ordered)."""
+        return (5 * n_samples * n_clusters * dtype.itemsize
+                + 2 * n_samples * int(self.n_neighbors) * 12)
+
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""
         graph = self.graph
