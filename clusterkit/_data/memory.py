@@ -89,17 +89,16 @@ def reserve(n_bytes):
 
 def budget():
     """Bytes the work at hand may still allocate, or ``None`` for no limit: the fit's
-    ``memory_limit``, else half the memory available (:func:`available_memory`; ``None``
-    where that is not known), less what :func:`reserve` set aside (at least 0)."""
+    ``memory_limit``, else half the memory available (``None`` where that is not known),
+    less what :func:`reserve` set aside (at least 0), times the share of
+    :func:`memory_share` (a chunk's task gets its share of what is left)."""
     limit = _FIT_BUDGET.get()
     if limit is None:
-        available = available_memory()
+        available = _process_available()
         if available is None:
             return None
         limit = available // 2
-    else:
-        limit = int(limit * _MEMORY_SHARE.get())
-    return max(0, limit - _RESERVED.get())
+    return max(0, int((limit - _RESERVED.get()) * _MEMORY_SHARE.get()))
 
 
 def available_memory():
@@ -107,11 +106,17 @@ def available_memory():
     that is not known: what the system can still give it (``MemAvailable`` of
     ``/proc/meminfo``), in a dask worker with a memory limit at most that limit less the
     worker's resident memory, times the share of :func:`memory_share`."""
+    available = _process_available()
+    return None if available is None else int(available * _MEMORY_SHARE.get())
+
+
+def _process_available():
+    """:func:`available_memory` before the share."""
     available = _system_available()
     worker_left = _dask_worker_memory_left()
     if worker_left is not None:
         available = worker_left if available is None else min(available, worker_left)
-    return None if available is None else int(available * _MEMORY_SHARE.get())
+    return available
 
 
 def _system_available():

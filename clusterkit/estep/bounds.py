@@ -81,15 +81,17 @@ def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead)
     FitMemoryError
         A :class:`MemoryError` and :class:`ValueError`.
     """
-    what = f"{estep}'s bounds for {n_rows} samples and {layout}"
-    memory.check_memory(need, what, instead[:1].upper() + instead[1:])
     if budget is not None and need > budget:
         given = (f"max_bounds_bytes={max_bounds_bytes}" if max_bounds_bytes is not None else
-                 "the fit's memory budget (max_bounds_bytes=None)")
+                 "the default budget, half the memory available (max_bounds_bytes=None: "
+                 "the fit's memory budget, less its other buffers)")
         raise memory.FitMemoryError(
-            f"{estep} needs {memory.format_bytes(need)} of bounds for {n_rows} samples and "
-            f"{layout}, above {given} ({memory.format_bytes(budget)}). Raise "
-            f"max_bounds_bytes, {instead}")
+            f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
+            f"{layout}, above {given} ({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, "
+            f"{instead}")
+    # a given max_bounds_bytes is also held to the fit's budget
+    memory.check_memory(need, f"{estep}'s bounds for {n_rows} samples and {layout}",
+                        instead[:1].upper() + instead[1:])
 
 
 def run_rows(X, n_clusters, composition):
