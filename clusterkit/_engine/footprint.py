@@ -50,18 +50,22 @@ class MemoryEstimate(int):
     budget : int or None
         The fit's budget when it was estimated (``memory_limit``, or half the memory
         available), ``None`` if unknown.
+    reserved : int
+        What the fit sets aside before its E-step sizes its state by what is left (data,
+        labels, M-step, the E-step's labels and distances; :func:`estimate_memory`).
     """
 
-    def __new__(cls, phases, runs=1, budget=None):
+    def __new__(cls, phases, runs=1, budget=None, reserved=0):
         peak = _OVERHEAD + phases["data"] + max(
             phases["reduction"], phases["seeding"],
             runs * (phases["estep"] + phases["mstep"]) + phases["labels"])
         self = super().__new__(cls, int(peak))
         self.phases, self.runs, self.budget = dict(phases), runs, budget
+        self.reserved = reserved
         return self
 
     def __reduce__(self):
-        return (MemoryEstimate, (self.phases, self.runs, self.budget))
+        return (MemoryEstimate, (self.phases, self.runs, self.budget, self.reserved))
 
     def __repr__(self):
         return f"MemoryEstimate({int(self)})"
@@ -130,12 +134,16 @@ def estimate_memory(composition, n_samples, n_features, n_clusters, dtype, *, n_
     if reduced:
         phases["reduction"] = reducer.buffer_bytes(n_samples, *args)
     phases["seeding"] = composition.seed.buffer_bytes(n_fit, *args)
-    # (the bounded E-steps size their bounds by what the rest leaves, as when they run)
-    with memory.reserve(phases["data"] + phases["labels"]):
-        phases["estep"] = composition.estep.buffer_bytes(n_fit, *args)
     phases["mstep"] = sum(strategy.buffer_bytes(n_fit, *args) for strategy in
                           (composition.mstep, composition.schedule, composition.refine))
-    return MemoryEstimate(phases, 2 if n_init > 1 else 1, memory.budget())
+    runs = 2 if n_init > 1 else 1
+    # (the bounded E-steps size their bounds by what the rest leaves, as when they run:
+    # the fit sets the same aside, MemoryEstimate.reserved)
+    reserved = (_OVERHEAD + phases["data"] + phases["labels"] + runs * phases["mstep"]
+                + runs * n_fit * (4 + itemsize))
+    with memory.reserve(reserved):
+        phases["estep"] = composition.estep.buffer_bytes(n_fit, *args)
+    return MemoryEstimate(phases, runs, memory.budget(), reserved)
 
 
 def plan_memory(estimate, n_clusters, fits):

@@ -375,8 +375,7 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
             driver = self._driver(composition, X.shape[1])
             driver.memory_estimate = estimate
             # (what the strategies size by memory while they run is what the rest leaves)
-            with memory.reserve(estimate.phases["data"] + estimate.phases["labels"]), \
-                    single_threaded_blas():
+            with memory.reserve(estimate.reserved), single_threaded_blas():
                 result = driver.fit(X, sample_weight, x_mean, n_init, self.compute_labels,
                                     box)
         if self.compute_labels and not _chunked.is_dask_array(result.labels):
