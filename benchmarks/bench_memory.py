@@ -107,6 +107,38 @@ def child(args):
         "seconds": seconds, "limit": args.limit}))
 
 
+#: The fits the memory issue named: C = 20,000 on 1,000,000 x 32 float32.
+LARGE = ("var_kmeans_s", "large_scale", "lloyd", "elkan", "minibatch", "best_quality")
+
+
+def large_table(limits=(None, 1 << 30, 256 << 20)):
+    """The estimates and decisions of the :data:`LARGE` fits (nothing runs), as rst."""
+    from clusterkit import FitMemoryError, presets
+    from clusterkit._engine.footprint import plan_memory
+    lines = [".. list-table::", "   :header-rows: 1", "",
+             "   * - preset", "     - memory_limit", "     - estimate (GiB)",
+             "     - by phase (GiB)", "     - decision"]
+    for name in LARGE:
+        for limit in limits:
+            model = presets.build_preset(name, 20_000, memory_limit=limit)
+            estimate = model.estimate_memory((1_000_000, 32), np.float32)
+            phases = ", ".join(f"{phase} {n_bytes / 2**30:.2f}" for phase, n_bytes
+                               in estimate.phases.items() if n_bytes)
+            try:
+                plan_memory(estimate, 20_000, lambda n_clusters: int(
+                    presets.build_preset(name, n_clusters, memory_limit=limit)
+                    .estimate_memory((1_000_000, 32), np.float32)) <= estimate.budget)
+                decision = "runs within the budget"
+            except FitMemoryError as error:
+                decision = "refused: " + str(error).split("What would fit: ")[1]
+            budget = ("default" if limit is None else f"{limit >> 20} MiB") + \
+                f" (budget {estimate.budget / 2**30:.2f} GiB)"
+            lines += [f"   * - ``{name}``", f"     - {budget}",
+                      f"     - {int(estimate) / 2**30:.2f}", f"     - {phases}",
+                      f"     - {decision}"]
+    return "\n".join(lines) + "\n"
+
+
 def run_child(argv):
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -136,9 +168,13 @@ def main():
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--presets", nargs="*", default=None)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--large", action="store_true",
+                        help="only print the estimates of the issue's large fits (rst)")
     args = parser.parse_args()
     if args.child:
         return child(args)
+    if args.large:
+        return print(large_table(), end="")
     from clusterkit import __version__, openmp_enabled
     from clusterkit.presets import PRESETS
     names = args.presets or list(PRESETS)

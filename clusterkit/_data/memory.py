@@ -16,7 +16,7 @@ import contextvars
 import sys
 
 __all__ = ["FitMemoryError", "available_memory", "budget", "check_memory", "describe_budget",
-           "fit_budget", "format_bytes", "memory_share", "reserve"]
+           "fit_budget", "format_bytes", "memory_share", "reserve", "unlimited"]
 
 
 class FitMemoryError(MemoryError, ValueError):
@@ -50,6 +50,9 @@ _MEMORY_SHARE = contextvars.ContextVar("memory_share", default=1.0)
 
 #: The budget of the fit that runs (:func:`fit_budget`): bytes, or ``None`` for the default.
 _FIT_BUDGET = contextvars.ContextVar("fit_budget", default=None)
+
+#: The budget of :func:`unlimited`.
+_UNLIMITED = object()
 
 #: Bytes of the budget set aside for the fit's other buffers (:func:`reserve`).
 _RESERVED = contextvars.ContextVar("reserved", default=0)
@@ -87,12 +90,25 @@ def reserve(n_bytes):
         _RESERVED.reset(token)
 
 
+@contextlib.contextmanager
+def unlimited():
+    """Within the block, :func:`budget` is ``None`` (no limit): checks that refuse by memory
+    pass, for an estimate that reports what would not fit instead of refusing it."""
+    token = _FIT_BUDGET.set(_UNLIMITED)
+    try:
+        yield
+    finally:
+        _FIT_BUDGET.reset(token)
+
+
 def budget():
     """Bytes the work at hand may still allocate, or ``None`` for no limit: the fit's
     ``memory_limit``, else half the memory available (``None`` where that is not known),
     less what :func:`reserve` set aside (at least 0), times the share of
     :func:`memory_share` (a chunk's task gets its share of what is left)."""
     limit = _FIT_BUDGET.get()
+    if limit is _UNLIMITED:
+        return None
     if limit is None:
         available = _process_available()
         if available is None:
@@ -162,6 +178,8 @@ def format_bytes(n_bytes):
 def describe_budget():
     """The budget as a message names it: ``memory_limit=...`` or the default policy."""
     limit = _FIT_BUDGET.get()
+    if limit is _UNLIMITED:
+        return "no limit"
     if limit is not None:
         return f"memory_limit={limit} ({format_bytes(limit)})"
     left = budget()

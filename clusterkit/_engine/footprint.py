@@ -179,7 +179,7 @@ def plan_memory(estimate, n_clusters, fits):
                "reduction": "a smaller coreset",
                "mstep": "a lighter schedule or M-step (presets.lloyd, presets.minibatch)",
                "labels": "compute_labels=False"}[phase],
-              f"memory_limit >= {int(estimate)}"]
+              f"memory_limit >= {int(estimate)} ({format_bytes(int(estimate))})"]
     raise FitMemoryError(
         f"The fit would need about {format_bytes(int(estimate))} ({estimate}), above "
         f"{memory.describe_budget()}. What would fit: "

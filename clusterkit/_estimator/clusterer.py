@@ -312,8 +312,8 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
             <clusterkit.presets.minibatch>`, :func:`presets.spherical_kmeans
             <clusterkit.presets.spherical_kmeans>`: every strategy declares
             ``accepts_sparse``) and is not centred; the centres are dense. A row-chunked
-            dask array, or a memmap when the reducer is chunked or the memmap exceeds the
-            memory, is never loaded as a whole: either the iterations run on all the rows
+            dask array, or a memmap when the reducer is chunked or its copy would exceed
+            ``memory_limit`` (or the default budget), is never loaded as a whole: either the iterations run on all the rows
             where they are (a map-reduce over the chunks per full batch, a mini-batch read
             from them; the compositions whose strategies declare it, as ``presets.lloyd``,
             ``elkan``, ``gmm``, ``spherical_kmeans``, ``minibatch``), or a chunked reducer
@@ -341,9 +341,15 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
             M-step's objective, an M-step without the schedule's batch rule); if ``X`` is a
             dask array and the composition can neither run chunk by chunk nor reduce the
             chunks (the message says which can).
+        FitMemoryError
+            Before any large allocation, if the fit's memory estimate
+            (:meth:`estimate_memory`) exceeds its budget (``memory_limit``, or half the
+            memory available); the message says what would fit. It is also a
+            ``ValueError``.
         TypeError
             If ``X`` is sparse and a strategy of the composition does not take sparse data
-            (the message names the compositions that do).
+            (the message names the compositions that do), or ``memory_limit`` is not an
+            integer.
         ImportError
             If ``X`` is a dask array and dask is not installed (``pip install
             'clusterkit[dask]'``), or ``verbose="bar"`` and tqdm is not (``pip install

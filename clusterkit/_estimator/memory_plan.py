@@ -73,7 +73,8 @@ class MemoryMethods:
                     if X.dtype not in (np.float32, np.float64):
                         X = np.broadcast_to(np.zeros((), dtype=np.float64), X.shape)
             check_params(self, X.shape[0])
-            composition = self._strategies(X, None)
+            with memory.unlimited():  # (what does not fit is estimated, not refused)
+                composition = self._strategies(X, None)
             n_init = 1 if composition.seed.given else self.n_init
             return self._estimate(composition, X, copies, n_init)
 
