@@ -107,6 +107,9 @@ def child(args):
         "seconds": seconds, "limit": args.limit}))
 
 
+#: The heading of the benchmark's section of RESULTS.md.
+MARKER = "\n## Memory: estimate and measured peak"
+
 #: The fits the memory issue named: C = 20,000 on 1,000,000 x 32 float32.
 LARGE = ("var_kmeans_s", "large_scale", "lloyd", "elkan", "minibatch", "best_quality")
 
@@ -139,6 +142,21 @@ def large_table(limits=(None, 1 << 30, 256 << 20)):
     return "\n".join(lines) + "\n"
 
 
+def write_docs_table(results, inc):
+    """``docs/memory_table.inc``: the table of ``RESULTS.md``'s memory section, as rst."""
+    with open(results) as handle:
+        section = handle.read().partition(MARKER)[2].split("\n## ", 1)[0]
+    lines = section.splitlines()
+    rows = [line for line in lines if line.startswith("| ") and "---" not in line]
+    notes = [line for line in lines if line.startswith(("Command:", "memmap", "Largest"))]
+    cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    out = [".. list-table::", "   :header-rows: 1", ""]
+    for row in cells:
+        out += [f"   * - {row[0]}"] + [f"     - {cell}" for cell in row[1:]]
+    with open(inc, "w") as handle:
+        handle.write("\n".join(out + [""] + [note + "\n" for note in notes]))
+
+
 def run_child(argv):
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -168,6 +186,8 @@ def main():
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--presets", nargs="*", default=None)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--docs-table", action="store_true",
+                        help="only write docs/memory_table.inc from RESULTS.md")
     parser.add_argument("--large", action="store_true",
                         help="only print the estimates of the issue's large fits (rst)")
     args = parser.parse_args()
@@ -175,6 +195,10 @@ def main():
         return child(args)
     if args.large:
         return print(large_table(), end="")
+    here = os.path.dirname(os.path.abspath(__file__))
+    if args.docs_table:
+        return write_docs_table(os.path.join(here, "RESULTS.md"),
+                                os.path.join(os.path.dirname(here), "docs", "memory_table.inc"))
     from clusterkit import __version__, openmp_enabled
     from clusterkit.presets import PRESETS
     names = args.presets or list(PRESETS)
@@ -184,7 +208,8 @@ def main():
     for shape in SHAPES:
         for name in names:
             result = run_child(["--child", name, *map(str, shape), *common])
-            traced = ({} if name in OUTSIDE else
+            # (traced on the largest shape only: a second process per fit)
+            traced = ({} if name in OUTSIDE or shape != SHAPES[-1] else
                       run_child(["--child", name, *map(str, shape), *common, "--trace"]))
             if "error" in result:
                 line = f"| {name} | {shape[0]} x {shape[1]}, {shape[2]} | error: " \
@@ -196,8 +221,9 @@ def main():
                 phase = max(result["phases"], key=result["phases"].get)
                 line = (f"| {name} | {shape[0]} x {shape[1]}, {shape[2]} | "
                         f"{mib(result['estimate'])} | {phase} | {mib(result['peak'])} | "
-                        f"{ratio:.2f} | {mib(traced.get('traced', 0))} | "
-                        f"{traced.get('traced', 0) / result['estimate']:.2f} |")
+                        + (f"{ratio:.2f} | {mib(traced['traced'])} | "
+                           f"{traced['traced'] / result['estimate']:.2f} |" if "traced" in traced
+                           else f"{ratio:.2f} | | |"))
             print(line, flush=True)
             rows.append(line)
     n_samples, n_features, n_clusters, limit = MEMMAP
@@ -238,13 +264,14 @@ def main():
     results = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
     with open(results) as handle:
         text = handle.read()
-    marker = "\n## Memory: estimate and measured peak"
-    if marker in text:  # the latest numbers replace the section
-        head, _, tail = text.partition(marker)
+    if MARKER in text:  # the latest numbers replace the section
+        head, _, tail = text.partition(MARKER)
         rest = tail.split("\n## ", 1)
         text = head.rstrip("\n") + "\n" + ("\n## " + rest[1] if len(rest) > 1 else "")
     with open(results, "w") as handle:
         handle.write(text.rstrip("\n") + "\n" + section)
+    write_docs_table(results, os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "docs", "memory_table.inc"))
 
 
 if __name__ == "__main__":

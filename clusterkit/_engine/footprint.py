@@ -30,9 +30,9 @@ PHASES = ("data", "reduction", "seeding", "estep", "mstep", "labels")
 #: Rows per tile of the nearest-centre kernels, per thread (``_kernels/_dist.pxd``).
 _TILE_ROWS = 256
 
-#: What a NumPy array costs besides its data, and the interpreter's scratch: a floor that
+#: What the fit allocates besides its arrays (small objects, scratch): a floor that
 #: keeps estimates of tiny fits honest.
-_OVERHEAD = 1 << 20
+_OVERHEAD = 512 << 10
 
 
 class MemoryEstimate(int):
