@@ -57,6 +57,7 @@ def test_the_estimate_has_every_phase_and_is_the_same_for_any_container(tmp_path
     assert (model.estimate_memory(X.astype(int)).phases["data"]
             > model.estimate_memory(X.astype(np.float64)).phases["data"])
     assert "at the peak" in str(estimate) and "estep" in str(estimate)
+    assert not hasattr(model, "n_features_in_")  # an estimate fits nothing
 
 
 def test_the_estimate_follows_the_choice_of_the_bounded_estep():

@@ -268,9 +268,9 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
                                              "refine")))
         return check_composition(composition, X, self.n_clusters, streaming)
 
-    def _chunked_data(self, X, sample_weight):
+    def _chunked_data(self, X, sample_weight, fitting=True):
         """``X`` as :class:`~clusterkit._data.chunked.ChunkedData` if it is to be read in row
-        chunks, else ``None``.
+        chunks, else ``None`` (``fitting=False``: for an estimate, nothing set).
 
         A dask array always is (the composition check refuses it, before any work, for a
         composition that cannot read row chunks); a memmap is when the reducer is chunked and
@@ -285,7 +285,8 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
             return None
         data = _chunked.chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
                                      unit_rows=self._is_spherical())
-        validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
+        if fitting:
+            validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data
 
     def _driver(self, composition, n_features):

@@ -65,7 +65,7 @@ class MemoryMethods:
                 # a read-only stand-in of that shape (one element, broadcast)
                 X = np.broadcast_to(np.zeros((), dtype=dtype), tuple(int(n) for n in X))
             else:
-                X = self._chunked_data(X, None) or X
+                X = self._chunked_data(X, None, fitting=False) or X
                 if not isinstance(X, _chunked.ChunkedData):
                     copies = copies_input(X)
                     if not (isinstance(X, np.ndarray) or is_sparse(X)):
