@@ -322,7 +322,7 @@ def test_verbose_and_callback():
     lines = buf.getvalue().splitlines()
     assert lines[1].startswith("Reduction: 600 samples to ")  # (distinct draws: random)
     assert "weighted samples, 600 distance evaluations" in lines[1]
-    assert lines[1] == "Run 1 of 2"
+    assert lines[2] == "Run 1 of 2"
     # each run reports its own seeding, not a running total
     seeded = [int(line.split(", ")[1].split()[0]) for line in lines
               if line.startswith("Seeding")]

@@ -290,10 +290,12 @@ class PartialEStep(EStep):
         G = min(int(self.G), n_clusters)
         n_winners = ((G if composition.mstep.needs_resp else 1) if self.n_winners is None
                      else min(int(self.n_winners), n_clusters))
-        n_cand = min(n_clusters, n_winners * G + int(self.n_explore))
+        n_cand = n_winners * G + int(self.n_explore)
         itemsize = dtype.itemsize
-        return n_samples * (n_cand * (4 + itemsize) + 4 + n_winners * (4 + 2 * itemsize)
-                            + 4 + itemsize)
+        per_sample = n_winners * (4 + 2 * itemsize) + 4 + itemsize
+        if G >= n_clusters or n_cand >= n_clusters:  # the exact search keeps no candidates
+            return n_samples * per_sample
+        return n_samples * (n_cand * (4 + itemsize) + 4 + per_sample)
 
     def init_state(self, X, sample_weight, centers, state):
         """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.
