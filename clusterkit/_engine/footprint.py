@@ -85,8 +85,11 @@ class MemoryEstimate(int):
 def _data_phase(n_given, n_fit, n_features, itemsize, copies_input, reduced, chunk_rows):
     """Bytes of the fit's own rows (see the module notes)."""
     if chunk_rows is not None:  # read a block at a time, its frame's copy beside it
-        return 2 * chunk_rows * n_features * itemsize + n_given * itemsize
-    n_bytes = n_given * itemsize  # the weights (ones when none are given)
+        n_bytes = 2 * chunk_rows * n_features * itemsize + n_given * itemsize
+        if not reduced:
+            return n_bytes
+    else:
+        n_bytes = n_given * itemsize  # the weights (ones when none are given)
     if copies_input:
         n_bytes += n_given * n_features * itemsize
     if reduced:  # the reduced set and its weights, besides its centred copy
