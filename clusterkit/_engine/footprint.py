@@ -19,6 +19,8 @@ The phases, and what they count beyond the data the caller holds:
 The peak is ``data + max(reduction, seeding, runs x (estep + mstep) + labels)``, ``runs`` 2
 when ``n_init > 1`` (the best run is kept while the next one runs), else 1.
 """
+import functools
+
 from .._data import memory
 from .._data.memory import FitMemoryError, format_bytes
 
@@ -35,12 +37,17 @@ _TILE_ROWS = 256
 _OVERHEAD = 512 << 10
 
 
-class MemoryEstimate(int):
-    """Bytes a fit will allocate at its peak, beyond the data the caller holds: an ``int``
-    with its breakdown.
+@functools.total_ordering
+class MemoryEstimate:
+    """Bytes a fit will allocate at its peak, beyond the data the caller holds, with their
+    breakdown by phase: ``int(estimate)`` (or ``estimate.peak``) is the peak, and an estimate
+    compares with numbers as its peak does.
 
     Attributes
     ----------
+    peak : int
+        Bytes at the fit's peak: ``data + max(reduction, seeding, runs x (estep + mstep) +
+        labels)``, plus a small fixed overhead.
     phases : dict
         Bytes per phase: ``"data"`` (the fit's copies of the rows), ``"reduction"``,
         ``"seeding"``, ``"estep"``, ``"mstep"`` (with the schedule's and the refiner's
@@ -55,26 +62,35 @@ class MemoryEstimate(int):
         labels, M-step, the E-step's labels and distances; :func:`estimate_memory`).
     """
 
-    def __new__(cls, phases, runs=1, budget=None, reserved=0):
-        peak = _OVERHEAD + phases["data"] + max(
-            phases["reduction"], phases["seeding"],
-            runs * (phases["estep"] + phases["mstep"]) + phases["labels"])
-        self = super().__new__(cls, int(peak))
+    def __init__(self, phases, runs=1, budget=None, reserved=0):
         self.phases, self.runs, self.budget = dict(phases), runs, budget
         self.reserved = reserved
-        return self
+        self.peak = int(_OVERHEAD + phases["data"] + max(
+            phases["reduction"], phases["seeding"],
+            runs * (phases["estep"] + phases["mstep"]) + phases["labels"]))
 
-    def __reduce__(self):
-        return (MemoryEstimate, (self.phases, self.runs, self.budget, self.reserved))
+    def __int__(self):
+        return self.peak
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        return self.peak == int(other)
+
+    def __lt__(self, other):
+        return self.peak < int(other)
+
+    def __hash__(self):
+        return hash(self.peak)
 
     def __repr__(self):
-        return f"MemoryEstimate({int(self)})"
+        return f"MemoryEstimate({self.peak})"
 
     def __str__(self):
         parts = ", ".join(f"{name} {format_bytes(self.phases[name])}" for name in PHASES
                           if self.phases[name])
         limit = "unknown" if self.budget is None else format_bytes(self.budget)
-        return f"{format_bytes(int(self))} at the peak ({parts}); budget {limit}"
+        return f"{format_bytes(self.peak)} at the peak ({parts}); budget {limit}"
 
     @property
     def largest_phase(self):

@@ -38,7 +38,7 @@ class MemoryMethods:
         Returns
         -------
         estimate : MemoryEstimate
-            An ``int`` (bytes at the peak) with ``phases``, the bytes of each phase:
+            The bytes at the peak (``int(estimate)``), with ``phases``, the bytes of each phase:
             ``"data"`` (the fit's copies of the rows), ``"reduction"``, ``"seeding"``,
             ``"estep"``, ``"mstep"`` (with the schedule's and refiner's state) and
             ``"labels"`` (the final labelling), and ``budget``, the fit's budget.
