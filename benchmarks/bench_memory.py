@@ -154,7 +154,9 @@ def write_docs_table(results, inc):
     for row in cells:
         out += [f"   * - {row[0]}"] + [f"     - {cell}" for cell in row[1:]]
     with open(inc, "w") as handle:
-        handle.write("\n".join(out + [""] + [note + "\n" for note in notes]))
+        # (rst: code in double backquotes, bars that are not substitutions)
+        handle.write("\n".join(out + [""] + [note.replace("`", "``").replace("|", "\\|")
+                                              + "\n" for note in notes]))
 
 
 def run_child(argv):

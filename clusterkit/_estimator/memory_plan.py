@@ -83,7 +83,9 @@ class MemoryMethods:
         return estimate_memory(
             composition, *X.shape, self.n_clusters if n_clusters is None else n_clusters,
             np.dtype(X.dtype), n_init=n_init, n_threads=effective_n_threads(self.n_threads),
-            copies_input=copies, chunk_rows=max(X.chunk_rows) if chunked else None,
+            # (a spherical model's unit rows are a copy)
+            copies_input=copies or (not chunked and self._is_spherical()),
+            chunk_rows=max(X.chunk_rows) if chunked else None,
             compute_labels=self.compute_labels)
 
     def _memory_plan(self, composition, X, copies, n_init):
