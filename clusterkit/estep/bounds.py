@@ -83,8 +83,8 @@ def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead)
     """
     if budget is not None and need > budget:
         given = (f"max_bounds_bytes={max_bounds_bytes}" if max_bounds_bytes is not None else
-                 f"the fit's budget for them (max_bounds_bytes=None), "
-                 f"{memory.describe_budget()} less its other buffers")
+                 f"{memory.describe_budget()} less the fit's other buffers "
+                 "(max_bounds_bytes=None)")
         raise memory.FitMemoryError(
             f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
             f"{layout}, above {given} ({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, "
