@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (BoundedEStep, Clusterer, ElkanEStep, FitMemoryError, KMeansPlusPlus,
                         MemoryEstimate, Seeder, YinyangEStep)
@@ -99,10 +100,11 @@ def test_a_fit_above_its_budget_is_refused_before_any_work_with_what_would_fit()
     assert 1 <= n_clusters < 400
     model.set_params(n_clusters=n_clusters, seed="k-means++", max_iter=2)
     assert int(model.estimate_memory(X)) <= limit
-    with pytest.warns(Warning):  # (max_iter)
+    with pytest.warns(ConvergenceWarning):  # (max_iter)
         model.fit(X)
     # and a limit at the estimate runs the fit as asked
-    Clusterer(400, estep="elkan", max_iter=2, memory_limit=int(estimate)).fit(X)
+    with pytest.warns(ConvergenceWarning):  # (max_iter)
+        Clusterer(400, estep="elkan", max_iter=2, memory_limit=int(estimate)).fit(X)
 
 
 def test_verbose_shows_the_estimate_when_the_fit_starts(capsys):
