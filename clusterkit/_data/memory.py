@@ -150,7 +150,7 @@ def _dask_worker_memory_left():
     """What the dask worker this code runs in may still hold before it starts spilling its
     results to disk (its memory limit times its first threshold, ``target`` or ``spill``,
     less its resident memory), or ``None`` (not in a worker, or no limit)."""
-    if "distributed" not in sys.modules:  # (a worker has imported it)
+    if sys.modules.get("distributed") is None:  # (a worker has imported it)
         return None
     from distributed import get_worker
     try:
