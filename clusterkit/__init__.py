@@ -27,6 +27,8 @@ The documentation's layout page says what each module holds and which tests cove
 from . import datasets, metrics, presets  # public submodules, as attributes of the package
 # the engine: contracts and state
 from ._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment, Objective
+from ._data.memory import FitMemoryError
+from ._engine.footprint import MemoryEstimate
 from ._engine.contracts import (Composition, DataReducer, EStep, MStep, Refiner, Schedule, Seeder,
                                 Seeding)
 from ._engine.run import Channel, Run
@@ -59,7 +61,7 @@ from .ablation import ablate, plot_history, plot_tradeoff  # noqa: E402  (needs 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Clusterer",
+    "Clusterer", "MemoryEstimate", "FitMemoryError",
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Refiner", "Assignment",
     "Seeding", "FitState", "FitConfig", "Meter", "Run", "Channel",
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",

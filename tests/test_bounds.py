@@ -6,7 +6,7 @@ import pytest
 
 from clusterkit import (BoundedEStep, Clusterer, DataReducer, ElkanEStep, FullEStep, KMeansPlusPlus,
                         YinyangEStep, yinyang_groups)
-from clusterkit._estimator import validation
+from clusterkit._data import memory as _memory
 from clusterkit.estep.bounds import bounds_budget
 from clusterkit.estep.exact import elkan_memory
 from clusterkit.estep.yinyang import yinyang_memory
@@ -26,7 +26,7 @@ def _blobs(n=N, d=D, c=C, seed=0):
 def memory(monkeypatch):
     """Set the memory the system says is available (None: not known)."""
     def set_available(n_bytes):
-        monkeypatch.setattr(validation, "available_memory", lambda: n_bytes)
+        monkeypatch.setattr(_memory, "_system_available", lambda: n_bytes)
     return set_available
 
 
@@ -129,16 +129,22 @@ def test_bounded_estep_chooses_in_the_memory_the_run_finds(memory):
     that fits the budget it finds (Yinyang), with Lloyd's result."""
     X = _blobs()
     need = elkan_memory(N, C)
+    memory(None)
+    estimate = Clusterer(C, estep=BoundedEStep(), random_state=0).estimate_memory(X)
+    # what the fit sets aside for its data and labels before the E-step sizes its bounds
+    reserved = estimate.phases["data"] + estimate.phases["labels"]
 
     class _Squeezing(KMeansPlusPlus):
         def seed(self, X, sample_weight, n_clusters, state):
-            memory(need)  # half of it no longer holds Elkan's bounds
+            # half of it, less the fit's data, no longer holds Elkan's bounds
+            memory(2 * (reserved + need) - 2)
             return super().seed(X, sample_weight, n_clusters, state)
 
-    memory(4 * need)
+    memory(4 * (int(estimate) + need))
     assert BoundedEStep().chosen(N, C, n_features=D) == ElkanEStep()
     seen = []
     km = Clusterer(C, seed=_Squeezing(), estep=_Spy(seen=seen), random_state=0).fit(X)
     assert [type(estep) for estep in seen] == [YinyangEStep]
+    memory(None)
     lloyd = Clusterer(C, seed=KMeansPlusPlus(), estep=FullEStep(), random_state=0).fit(X)
     np.testing.assert_array_equal(km.cluster_centers_, lloyd.cluster_centers_)

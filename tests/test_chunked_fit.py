@@ -7,7 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanEStep,
                         FitState, KMeansPlusPlus, TruncatedEStep, YinyangEStep)
 from clusterkit._data import chunked as _chunked
-from clusterkit._estimator import validation as _validation
+from clusterkit._data import memory as _memory
 from clusterkit._engine import mapreduce as _mapreduce
 from clusterkit._engine.mapreduce import FarRows
 from clusterkit._kernels import _partial
@@ -122,7 +122,7 @@ def test_a_seeder_of_all_rows_sees_all_rows_of_chunks_up_to_the_cap(da, monkeypa
 def _less_memory(monkeypatch, block_bytes):
     """Memmaps larger than the memory left (as far as the fit can tell), read in blocks of
     ``block_bytes``."""
-    monkeypatch.setattr(_chunked, "available_memory", lambda: 1 << 10)
+    monkeypatch.setattr(_chunked, "budget", lambda: 1 << 9)
     monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", block_bytes)
 
 
@@ -384,9 +384,11 @@ def test_each_chunk_sizes_its_bounds_to_its_share_of_the_memory(tmp_path, monkey
     init = X[np.random.RandomState(21).choice(len(X), 40, replace=False)]
     in_memory = Clusterer(40, seed=init, estep=BoundedEStep()).fit(X)
     _less_memory(monkeypatch, 8_000 * 10 * 8 // 4)  # four blocks
-    # Elkan's bounds for a block's rows fit in half the memory, not for all rows
-    half = 8_000 * 40 * 4 * 4 // 5
-    monkeypatch.setattr(_validation, "_system_available", lambda: 2 * half)
+    # half the memory holds the fit with Yinyang's bounds; what it leaves after the data,
+    # shared by the four blocks, holds no block's Elkan bounds
+    memmap = np.load(tmp_path / "X.npy", mmap_mode="r")
+    half = int(Clusterer(40, seed=init, estep=YinyangEStep()).estimate_memory(memmap)) + 4096
+    monkeypatch.setattr(_memory, "_system_available", lambda: 2 * half)
     chosen = []
     rule = BoundedEStep._rule
 
@@ -399,19 +401,22 @@ def test_each_chunk_sizes_its_bounds_to_its_share_of_the_memory(tmp_path, monkey
     chunked = Clusterer(40, seed=init, estep=BoundedEStep()).fit(
         np.load(tmp_path / "X.npy", mmap_mode="r"))
     _assert_same_fit(chunked, in_memory, X)
-    # each block's budget is its rows' share of the process' half: Yinyang's groups
-    per_block = [(budget, estep) for budget, estep in chosen if budget < half]
-    assert len(per_block) == 4
-    assert all(budget == half // 4 and isinstance(estep, YinyangEStep)
+    # each block's budget is its rows' share of what the process' half leaves after the
+    # fit's data: Yinyang's groups (the other choices are the fit's, for all rows)
+    low = min(budget for budget, _ in chosen)
+    per_block = [(budget, estep) for budget, estep in chosen if budget == low]
+    assert len(per_block) == 4 and len(chosen) > 4
+    # (less the fit's data and labels, which the fit sets aside first)
+    assert all(0 < budget <= half // 4 and isinstance(estep, YinyangEStep)
                for budget, estep in per_block)
 
 
 def test_a_dask_worker_offers_what_it_may_hold_before_spilling(da, client):
     limit = client.run(lambda dask_worker: dask_worker.memory_manager.memory_limit)
-    available = client.submit(_validation.available_memory, pure=False).result()
+    available = client.submit(_memory.available_memory, pure=False).result()
     assert 0 < available <= 0.6 * max(limit.values())  # (spilling starts at 60 %)
-    with _validation.memory_share(0.25):
-        assert _validation.available_memory() <= _validation._system_available() // 4 + 1
+    with _memory.memory_share(0.25):
+        assert _memory.available_memory() <= _memory._system_available() // 4 + 1
 def test_breathing_rounds_on_chunks_end_where_they_end_in_memory(da, client, tmp_path,
                                                                   monkeypatch):
     X = _blobs(5_000, 3, 12, 20)

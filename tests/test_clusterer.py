@@ -302,7 +302,8 @@ def test_verbose_and_callback():
         km = Clusterer(5, verbose=1, random_state=0, callback=seen.append).fit(X)
     lines = buf.getvalue().splitlines()
     assert sum(line.startswith("Iteration") for line in lines) == km.n_iter_
-    assert lines[0].startswith("Seeding: 5 centres on 600 samples")
+    assert lines[0].startswith("Memory: ") and "at the peak" in lines[0]  # (the estimate)
+    assert lines[1].startswith("Seeding: 5 centres on 600 samples")
     assert lines[-2] == f"Labels: 600 samples, {km.cost_['labels']} distance evaluations, " + \
         f"{km.seconds_['labels']:.3g} s"
     assert lines[-1].startswith(f"Done: {km.n_iter_} iterations (converged), quantization "
@@ -319,9 +320,9 @@ def test_verbose_and_callback():
     with redirect_stdout(buf):
         km = Clusterer(5, n_init=2, verbose=1, reduce=LWCS(300), random_state=0).fit(X)
     lines = buf.getvalue().splitlines()
-    assert lines[0].startswith("Reduction: 600 samples to ")  # (distinct draws: random)
-    assert "weighted samples, 600 distance evaluations" in lines[0]
-    assert lines[1] == "Run 1 of 2"
+    assert lines[1].startswith("Reduction: 600 samples to ")  # (distinct draws: random)
+    assert "weighted samples, 600 distance evaluations" in lines[1]
+    assert lines[2] == "Run 1 of 2"
     # each run reports its own seeding, not a running total
     seeded = [int(line.split(", ")[1].split()[0]) for line in lines
               if line.startswith("Seeding")]

@@ -19,12 +19,13 @@ import numbers
 
 import numpy as np
 
-from .._estimator.validation import (available_memory, check_block_rows, check_range,
-                                     check_weight_counts, check_weight_shape, unit_rows)
+from .._estimator.validation import (check_block_rows, check_range, check_weight_counts,
+                                     check_weight_shape, unit_rows)
+from .memory import budget
 from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
 from .nearest import centred_copy, nearest
 
-__all__ = ["ChunkMoments", "ChunkedData", "MemmapChunks", "exceeds_memory", "import_dask",
+__all__ = ["ChunkMoments", "ChunkedData", "MemmapChunks", "exceeds_budget", "import_dask",
            "is_dask_array", "map_rows", "row_weights"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
@@ -495,13 +496,13 @@ def row_weights(sample_weight, X):
     return da.from_array(sample_weight.astype(np.float64), chunks=(X.chunks[0],))
 
 
-def exceeds_memory(X):
+def exceeds_budget(X):
     """Whether a fit's centred copy of the array ``X`` (in the fit's dtype) would take more
-    than half the memory available (``False`` where that is not known): such a memmap is
-    read in row chunks, as a dask array is."""
-    available = available_memory()
-    return (available is not None
-            and X.shape[0] * X.shape[1] * _fit_dtype(X.dtype).itemsize > available // 2)
+    than the fit's memory budget (:func:`~clusterkit._data.memory.budget`: ``memory_limit``,
+    or half the memory available; ``False`` where that is not known): such a memmap is read
+    in row chunks, as a dask array is."""
+    left = budget()
+    return left is not None and X.shape[0] * X.shape[1] * _fit_dtype(X.dtype).itemsize > left
 
 
 def map_rows(X, func, args, dtype, n_columns=None):

@@ -36,6 +36,14 @@ against each other when ``fit`` starts:
   (:attr:`Schedule.streams`) and how many rows its seeding is worth
   (:meth:`Schedule.seeding_rows`).
 
+Every strategy states the large buffers it allocates in a fit through one method,
+``buffer_bytes(n_samples, n_features, n_clusters, dtype, composition)`` (defined once, on
+the base all six kinds share, :class:`~clusterkit._engine.strategy._Strategy`; 0 by default):
+the fit's memory estimate (:mod:`clusterkit._engine.footprint`) adds them up by phase, and
+the fit is refused before any work when they exceed its budget (``memory_limit``). A
+strategy that sizes its state by memory (the bounded E-steps) reads the budget left
+(:func:`clusterkit._data.memory.budget`) and states what it would then allocate.
+
 Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
 hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
 through one documented channel, ``state.channel`` (:class:`~clusterkit.Channel`): the step

@@ -94,6 +94,7 @@ class Driver:
         self.box = None  # a fit's bounding box of the given rows, (low, high)
         self.centers = None  # a stream's current centres
         self.chunked = None  # the steps of a fit on all the rows of data in chunks
+        self.memory_estimate = None  # (MemoryEstimate, shown when the fit starts)
         self._stream_display = None  # kept between a stream's batches (its bar)
 
     def __getstate__(self):
@@ -134,6 +135,8 @@ class Driver:
             return self._fit(X, sample_weight, x_mean, n_init, compute_labels, box)
 
     def _fit(self, X, sample_weight, x_mean, n_init, compute_labels, box):
+        if self.memory_estimate is not None:
+            self.say(1, f"Memory: {self.memory_estimate}")
         if isinstance(X, _chunked.ChunkedData):
             x_mean, box = self._scan(X)  # (moves given initial centres into the data's frame)
         self.x_mean, self.box = x_mean, box

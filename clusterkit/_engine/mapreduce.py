@@ -65,8 +65,8 @@ from functools import partial
 import numpy as np
 
 from .._data.chunked import ChunkedData
+from .._data.memory import memory_share
 from .._data.nearest import nearest, single_threaded_blas
-from .._estimator.validation import memory_share
 from .assignment import Assignment
 from .state import FitState
 

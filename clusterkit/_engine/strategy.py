@@ -139,6 +139,39 @@ class _Strategy(BaseEstimator):
         """
         self._check_parameters()
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Bytes of the large buffers this strategy allocates in a fit: its part of the
+        fit's memory estimate (``Clusterer.estimate_memory``), checked against the fit's
+        budget (``memory_limit``) before any work.
+
+        Count what grows with the data or the clusters (per-sample state, ``N x C``
+        arrays, copies of rows, neighbour lists), at its largest; leave out what is
+        ``O(n_clusters * n_features)`` (centres) or smaller. Which phase the bytes belong to
+        follows from the strategy's kind: a reducer's live during the reduction, a seeder's
+        during the seeding (the seeding's result, ``n_clusters`` centres, not counted), an
+        E-step's, M-step's, schedule's and refiner's during the iterations (their per-run
+        state and scratch) and the final labelling. The default, ``0``, is right for a
+        strategy whose buffers are that small.
+
+        Parameters
+        ----------
+        n_samples : int
+            The rows the strategy works on: the rows given to ``fit`` for a reducer, the rows
+            the fit runs on (at most :meth:`DataReducer.max_rows` of them) for the others.
+        n_features : int
+        n_clusters : int
+        dtype : numpy.dtype
+            The fit's dtype (float32 or float64).
+        composition : Composition
+            The six strategies of the fit, for buffers that depend on another strategy (a
+            soft M-step's responsibilities, the schedule's batch size).
+
+        Returns
+        -------
+        n_bytes : int
+        """
+        return 0
+
     def fitted_attributes(self, state):
         """Extra fitted attributes of the estimator, from the kept run's state.
 

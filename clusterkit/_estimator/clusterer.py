@@ -7,7 +7,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._data import chunked as _chunked
+from .._data import chunked as _chunked, memory
 from .._data.containers import chunked_data
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from .._engine.assignment import FREE_ENERGY
@@ -20,16 +20,17 @@ from .._kernels._openmp import effective_n_threads
 from ..seeding.seeders import GivenCenters
 from . import lazy as _lazy
 from .composition import check_composition
+from .memory_plan import MemoryMethods, copies_input
 from .mixture import GaussianMixtureMethods
 from .registry import AnswersUnknownKeywords, accepts_sparse, resolve, strategy_class
 from .streaming import StreamingMethods
-from .validation import (check_data, check_initial_centers, check_params, check_representable,
-                         check_sample_weight, unit_rows)
+from .validation import (check_data, check_initial_centers, check_memory_limit, check_params,
+                         check_representable, check_sample_weight, unit_rows)
 
 __all__ = ["Clusterer"]
 
 
-class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeaturesOutMixin,
+class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeaturesOutMixin,
                 ClusterMixin, TransformerMixin, BaseEstimator, AnswersUnknownKeywords):
     """k-means and isotropic Gaussian mixtures assembled from swappable strategies.
 
@@ -105,6 +106,17 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         Called after every iteration as ``callback(info)`` with the dictionary appended to
         ``history_`` plus ``"centers"`` (the current centres); a return value of ``True``
         (Python's or NumPy's) stops the fit, including the runs ``n_init`` has not started yet.
+    memory_limit : int or None, default=None
+        The fit's memory budget in bytes: what it may allocate beyond the data the caller
+        holds, its own copies of the data (validated, centred) included. ``None``: half the
+        memory available when ``fit`` starts. When ``fit`` starts, before any large
+        allocation, the fit's estimate (:meth:`estimate_memory`) is checked against it:
+        strategies that size their state by memory choose within it (:class:`BoundedEStep`
+        falls back from Elkan's to Yinyang's bounds), a numpy.memmap whose copy would
+        exceed it is read in row blocks instead of copied, and a fit that still does not
+        fit is refused with a :class:`FitMemoryError` that says what would (fewer clusters,
+        a lighter composition, data in row chunks, a larger limit). See the Memory page of
+        the documentation.
 
     Attributes
     ----------
@@ -220,7 +232,7 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
     def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
                  mstep="hard", schedule="full", refine=None, n_init=1, max_iter=200, tol=1e-4,
                  random_state=None, n_threads=None, compute_labels=True, verbose=0,
-                 callback=None):
+                 callback=None, memory_limit=None):
         self.n_clusters = n_clusters
         self.seed = seed
         self.reduce = reduce
@@ -236,6 +248,7 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
         self.compute_labels = compute_labels
         self.verbose = verbose
         self.callback = callback
+        self.memory_limit = memory_limit
 
     # -- validation --------------------------------------------------------------------------
 
@@ -256,27 +269,29 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
                                              "refine")))
         return check_composition(composition, X, self.n_clusters, streaming)
 
-    def _chunked_data(self, X, sample_weight):
+    def _chunked_data(self, X, sample_weight, fitting=True):
         """``X`` as :class:`~clusterkit._data.chunked.ChunkedData` if it is to be read in row
-        chunks, else ``None``.
+        chunks, else ``None`` (``fitting=False``: for an estimate, nothing set).
 
         A dask array always is (the composition check refuses it, before any work, for a
         composition that cannot read row chunks; one warning if its graph carries a large
         in-memory array, :func:`~clusterkit._estimator.lazy.check_graph_data`); a memmap is
         when the reducer is chunked and the model is not spherical, or when a fit's copy of
-        it would not fit in memory (:func:`~clusterkit._data.chunked.exceeds_memory`);
-        otherwise it is read like any array, scaled to unit rows in memory if the model is
-        spherical. Sets ``n_features_in_`` without reading the data.
+        it would exceed the fit's memory budget
+        (:func:`~clusterkit._data.chunked.exceeds_budget`); otherwise it is read like any
+        array, scaled to unit rows in memory if the model is spherical. Sets
+        ``n_features_in_`` without reading the data.
         """
         if not (_chunked.is_dask_array(X) or (isinstance(X, np.memmap) and (
                 (resolve("reduce", self.reduce).chunked and not self._is_spherical())
-                or _chunked.exceeds_memory(X)))):
+                or _chunked.exceeds_budget(X)))):
             return None
-        if _chunked.is_dask_array(X):
+        if fitting and _chunked.is_dask_array(X):
             _lazy.check_graph_data(X)
         data = chunked_data(X, sample_weight, effective_n_threads(self.n_threads),
                             unit_rows=self._is_spherical())
-        validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
+        if fitting:
+            validate_data(self, X, skip_check_array=True)  # n_features_in_, no feature names
         return data
 
     def _driver(self, composition, n_features):
@@ -303,8 +318,8 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             <clusterkit.presets.minibatch>`, :func:`presets.spherical_kmeans
             <clusterkit.presets.spherical_kmeans>`: every strategy declares
             ``accepts_sparse``) and is not centred; the centres are dense. A row-chunked
-            dask array, or a memmap when the reducer is chunked or the memmap exceeds the
-            memory, is never loaded as a whole: either the iterations run on all the rows
+            dask array, or a memmap when the reducer is chunked or its copy would exceed
+            ``memory_limit`` (or the default budget), is never loaded as a whole: either the iterations run on all the rows
             where they are (a map-reduce over the chunks per full batch, a mini-batch read
             from them; the compositions whose strategies declare it, as ``presets.lloyd``,
             ``elkan``, ``gmm``, ``spherical_kmeans``, ``minibatch``), or a chunked reducer
@@ -332,36 +347,49 @@ class Clusterer(GaussianMixtureMethods, StreamingMethods, ClassNamePrefixFeature
             M-step's objective, an M-step without the schedule's batch rule); if ``X`` is a
             dask array and the composition can neither run chunk by chunk nor reduce the
             chunks (the message says which can).
+        FitMemoryError
+            Before any large allocation, if the fit's memory estimate
+            (:meth:`estimate_memory`) exceeds its budget (``memory_limit``, or half the
+            memory available); the message says what would fit. It is also a
+            ``ValueError``.
         TypeError
             If ``X`` is sparse and a strategy of the composition does not take sparse data
-            (the message names the compositions that do).
+            (the message names the compositions that do), or ``memory_limit`` is not an
+            integer.
         ImportError
             If ``X`` is a dask array and dask is not installed (``pip install
             'clusterkit[dask]'``), or ``verbose="bar"`` and tqdm is not (``pip install
             'clusterkit[progress]'``).
         """
         self.__dict__.pop("_stream", None)  # a fit ends any partial_fit stream
-        chunked = self._chunked_data(X, sample_weight)
-        if chunked is None:
-            X = self._model_rows(check_data(self, X))
-            check_params(self, X.shape[0])
-            sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
-            box = check_representable(X, sample_weight=sample_weight)
-            x_mean = self._frame_mean(X)
-        else:
-            # Data in row chunks: the composition is checked before the first pass over them,
-            # which validates them and gives their mean and bounding box.
-            X, sample_weight, x_mean, box = chunked, None, None, None
-            check_params(self, X.shape[0])
-        composition = self._strategies(X, x_mean)
-        n_init = self.n_init
-        if composition.seed.given and n_init > 1:
-            warn(f"seed gives the initial centres: running once instead of "
-                 f"n_init={n_init} times.", RuntimeWarning)
-            n_init = 1
-        driver = self._driver(composition, X.shape[1])
-        with single_threaded_blas():
-            result = driver.fit(X, sample_weight, x_mean, n_init, self.compute_labels, box)
+        check_memory_limit(self)
+        with memory.fit_budget(self.memory_limit):
+            chunked = self._chunked_data(X, sample_weight)
+            if chunked is None:
+                copies = copies_input(X)
+                X = self._model_rows(check_data(self, X))
+                check_params(self, X.shape[0])
+                sample_weight = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+                box = check_representable(X, sample_weight=sample_weight)
+                x_mean = self._frame_mean(X)
+            else:
+                # Data in row chunks: the composition is checked before the first pass over
+                # them, which validates them and gives their mean and bounding box.
+                X, sample_weight, x_mean, box, copies = chunked, None, None, None, False
+                check_params(self, X.shape[0])
+            composition = self._strategies(X, x_mean)
+            n_init = self.n_init
+            if composition.seed.given and n_init > 1:
+                warn(f"seed gives the initial centres: running once instead of "
+                     f"n_init={n_init} times.", RuntimeWarning)
+                n_init = 1
+            estimate = self._memory_plan(composition, X, copies, n_init)
+            driver = self._driver(composition, X.shape[1])
+            driver.memory_estimate = estimate
+            # (what the strategies size by memory while they run is what the rest leaves)
+            with memory.reserve(estimate.reserved), single_threaded_blas():
+                result = driver.fit(X, sample_weight, x_mean, n_init, self.compute_labels,
+                                    box)
         if self.compute_labels and not _chunked.is_dask_array(result.labels):
             n_distinct = np.count_nonzero(np.bincount(result.labels,
                                                       minlength=self.n_clusters))

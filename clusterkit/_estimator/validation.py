@@ -1,17 +1,16 @@
 """Input checks shared by the public entry points (a thin layer over scikit-learn's)."""
-import contextlib
-import contextvars
 import numbers
-import sys
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 
 from .._data.sparse import bounding_rows, check_csr, is_sparse
+from .._engine.constraints import Interval, check_parameters
 from .._kernels._openmp import effective_n_threads
 
 __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
-           "check_n_clusters", "check_int", "check_range", "check_representable",
+           "check_n_clusters", "check_int", "check_memory_limit", "check_range", "check_representable",
            "bounding_box", "squared_diagonal",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts", "unit_rows", "nonfinite_rows",
@@ -132,6 +131,12 @@ def check_params(estimator, n_samples):
                         f"{estimator.compute_labels!r}.")
     if estimator.callback is not None and not callable(estimator.callback):
         raise TypeError(f"callback must be callable, got {type(estimator.callback).__name__}.")
+
+
+def check_memory_limit(estimator):
+    """The estimator's ``memory_limit``, checked by its declared constraint: ``None`` or an
+    integer number of bytes >= 1 (``TypeError`` or ``ValueError`` naming it)."""
+    check_parameters(estimator, {"memory_limit": [Interval(Integral, 1), None]})
 
 
 def check_initial_centers(seed, n_clusters, X):
@@ -515,82 +520,3 @@ def check_bandwidth(sigma2, dtype, name="sigma"):
                          f"and {name} together" + (" or pass X as float64"
                                                     if np.dtype(dtype) == np.float32 else "")
                          + ".")
-
-
-#: The share of this process' memory the work at hand may take: 1 but in a chunk's task of a
-#: fit on data in row chunks, where it is the chunk's share of the rows its process holds
-#: (:func:`memory_share`), so that per-chunk state sized to the memory available (bounds)
-#: adds up to what the process has.
-_MEMORY_SHARE = contextvars.ContextVar("memory_share", default=1.0)
-
-
-@contextlib.contextmanager
-def memory_share(share):
-    """Within the block, :func:`available_memory` is ``share`` (at most 1) of this process'."""
-    token = _MEMORY_SHARE.set(min(1.0, float(share)))
-    try:
-        yield
-    finally:
-        _MEMORY_SHARE.reset(token)
-
-
-def available_memory():
-    """Bytes of memory this process may still use for the work at hand, or ``None`` where
-    that is not known: what the system can still give it (``MemAvailable`` of
-    ``/proc/meminfo``), in a dask worker with a memory limit at most that limit less the
-    worker's resident memory, times the share of :func:`memory_share`."""
-    available = _system_available()
-    worker_left = _dask_worker_memory_left()
-    if worker_left is not None:
-        available = worker_left if available is None else min(available, worker_left)
-    return None if available is None else int(available * _MEMORY_SHARE.get())
-
-
-def _system_available():
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _dask_worker_memory_left():
-    """What the dask worker this code runs in may still hold before it starts spilling its
-    results to disk (its memory limit times its first threshold, ``target`` or ``spill``,
-    less its resident memory), or ``None`` (not in a worker, or no limit)."""
-    if "distributed" not in sys.modules:  # (a worker has imported it)
-        return None
-    from distributed import get_worker
-    try:
-        memory = get_worker().memory_manager
-    except (ValueError, AttributeError):  # not in a worker's task
-        return None
-    if not memory.memory_limit:
-        return None
-    thresholds = [f for f in (memory.memory_target_fraction, memory.memory_spill_fraction,
-                              memory.memory_pause_fraction) if f]
-    import psutil
-    return max(0, int(memory.memory_limit * min(thresholds, default=1.0))
-               - psutil.Process().memory_info().rss)
-
-
-def check_memory(need, what, instead):
-    """``ValueError`` when ``fit`` starts, before any work, if ``what`` needs more than the
-    memory available (the allocation would otherwise fail only after the seeding).
-
-    Parameters
-    ----------
-    need : int
-        Bytes ``what`` allocates.
-    what : str
-        E.g. ``"ElkanEStep's bounds for 10000000 samples and n_clusters=4096"``.
-    instead : str
-        What to use instead, one sentence.
-    """
-    available = available_memory()
-    if available is not None and need > available:
-        raise ValueError(f"{what} need {need / 2**30:.2f} GiB, but only "
-                         f"{available / 2**30:.2f} GiB of memory are available. {instead}")

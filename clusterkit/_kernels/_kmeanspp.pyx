@@ -13,9 +13,9 @@ from libc.stdlib cimport calloc, free
 
 from ._dist cimport CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, ck_prefetch_row
 from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BLOCK, _block_mass,
-                                _copy_row, _group_entries, _invert_cumsum, _may_overlap,
-                                _Neighbours, _prefix_sums, _push_neighbour, _score_group,
-                                _sort_members)
+                                _copy_row, _drop_neighbours, _group_entries, _invert_cumsum,
+                                _may_overlap, _Neighbours, _prefix_sums, _push_neighbour,
+                                _push_neighbour_within, _score_group, _sort_members)
 from ._chunks cimport _chunk_stop, _chunk_threads, _n_chunks
 from ._openmp cimport _threads_for
 
@@ -110,7 +110,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
              int[::1] labels,                      # OUT
              floating[::1] min_dist2,              # OUT
              int n_threads,
-             long long[::1] progress=None):        # OUT
+             long long[::1] progress=None,         # OUT
+             Py_ssize_t max_neighbours=-1):
     """Greedy k-means++ seeding, pruned by the triangle inequality.
 
     Centre 0 is row ``first``. For centre ``i`` (``1 <= i < n_clusters``), ``L`` candidate rows
@@ -142,6 +143,13 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     progress : ndarray of shape (1,), dtype=int64, or None, default=None
         Output, written while the kernel runs: the centres chosen so far, for another
         thread to read (a progress display); ``n_chosen`` at the end.
+    max_neighbours : int, default=-1
+        The most entries the groups' neighbour lists may hold together (12 bytes each; no
+        limit if negative). Where they would need more, they are dropped, and from then on
+        the list of a candidate's group is rebuilt when the candidate is scored, from its
+        centre's distances to all centres chosen so far, and freed after the step: the same
+        lists, hence the same result, in memory ``O(L n_clusters)`` instead of up to
+        ``O(n_clusters^2)``, for ``i`` more distances per rebuilt list at step ``i``.
 
     Returns
     -------
@@ -175,7 +183,7 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     scoring streams through them; longer rows are read from ``X``. The chosen centre's
     distances are computed in parallel, too; the sampling and the moves run on one thread.
     Results do not depend on ``n_threads``. Memory ``O(n_samples + L n_clusters + sum of list
-    lengths)``, plus, with short rows, room for three copies of them (the group-ordered rows
+    lengths)`` (the lists' total capped by ``max_neighbours``), plus, with short rows, room for three copies of them (the group-ordered rows
     with space to append, and a buffer to
     compact them). Pending signals are handled between centres (Ctrl-C raises
     ``KeyboardInterrupt`` within one step), without changing the result. Assumes valid
@@ -189,7 +197,9 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     cdef Py_ssize_t n_evals = n_samples, work
     cdef floating d, mass_old, mass_new
     cdef double target, best_gain, dist2
-    cdef bint out_of_memory = False
+    cdef bint out_of_memory = False, dropped = False
+    cdef int status
+    cdef Py_ssize_t n_capacity = 0, n_rebuilt = 0
     cdef _Neighbours* nb
     cdef _Neighbours* neighbours
     cdef long long unused_progress = 0
@@ -198,6 +208,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     dtype = np.float32 if floating is float else np.float64
     cdef floating[:, ::1] centers_T = np.empty((n_features, n_clusters), dtype=dtype)
     cdef floating[::1] new_center_dist2 = np.empty(n_clusters, dtype=dtype)
+    cdef floating[::1] group_dist2 = np.empty(n_clusters, dtype=dtype)
+    cdef Py_ssize_t[::1] rebuilt = np.empty(max(n_trials, 1), dtype=np.intp)
     cdef floating[::1] radius2 = np.zeros(n_clusters, dtype=dtype)  # r_j^2
     cdef double[::1] radius = np.zeros(n_clusters, dtype=np.float64)  # r_j
     cdef Py_ssize_t[::1] group_start = np.zeros(n_clusters, dtype=np.intp)
@@ -309,6 +321,25 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                     if thinned[g] != i:
                         thinned[g] = <int> i
                         nb = &neighbours[g]
+                        if dropped:
+                            # the list the group would have kept, thinned: radii only
+                            # shrink, so it is every earlier centre that still overlaps,
+                            # in centre order, at the same distances (_center_dist2's sums
+                            # run over the features in order, whichever centre leads)
+                            _center_dist2(&centers[g, 0], n_features, &centers_T[0, 0],
+                                          n_clusters, i, &group_dist2[0])
+                            n_evals += i
+                            rebuilt[n_rebuilt] = g
+                            n_rebuilt += 1
+                            for j in range(i):
+                                if j != g and _may_overlap(group_dist2[j], radius[g],
+                                                           radius[j]):
+                                    if not _push_neighbour(nb, <int> j, group_dist2[j]):
+                                        out_of_memory = True
+                                        break
+                            if out_of_memory:
+                                break
+                            continue
                         pos = 0
                         for t in range(nb.size):
                             if _may_overlap(nb.dist2[t], radius[g], radius[nb.index[t]]):
@@ -316,6 +347,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                                 nb.dist2[pos] = nb.dist2[t]
                                 pos += 1
                         nb.size = pos
+                if out_of_memory:
+                    break
                 best = 0
                 if n_trials > 1:
                     # score group by group, so that a group's leading rows, once in cache,
@@ -455,14 +488,29 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                     member_w[t] = sample_weight[members[t]]
                     if inline_rows:
                         _copy_row(&X[members[t], 0], &member_x[t, 0], n_features)
-                # the new group's neighbour lists, both ways
-                for j in range(i):
-                    dist2 = new_center_dist2[j]
-                    if _may_overlap(dist2, radius[i], radius[j]):
-                        if not (_push_neighbour(&neighbours[i], <int> j, dist2)
-                                and _push_neighbour(&neighbours[j], <int> i, dist2)):
-                            out_of_memory = True
-                            break
+                # the new group's neighbour lists, both ways, while they fit in
+                # max_neighbours; the lists rebuilt for this step are freed
+                for b in range(n_rebuilt):
+                    _drop_neighbours(&neighbours[rebuilt[b]])
+                n_rebuilt = 0
+                if not dropped:
+                    for j in range(i):
+                        dist2 = new_center_dist2[j]
+                        if _may_overlap(dist2, radius[i], radius[j]):
+                            status = _push_neighbour_within(&neighbours[i], <int> j, dist2,
+                                                            &n_capacity, max_neighbours)
+                            if status == 0:
+                                status = _push_neighbour_within(
+                                    &neighbours[j], <int> i, dist2, &n_capacity,
+                                    max_neighbours)
+                            if status == 1:
+                                dropped = True
+                                for t in range(i + 1):
+                                    _drop_neighbours(&neighbours[t])
+                                break
+                            if status == 2:
+                                out_of_memory = True
+                                break
                 if out_of_memory:
                     break
     finally:

@@ -3,7 +3,7 @@
 # of a candidate over one group; the two-level D^2 sampler.
 from cython cimport floating
 from libc.math cimport sqrt
-from libc.stdlib cimport realloc
+from libc.stdlib cimport free, realloc
 
 from ._dist cimport _sqdist_wide, ck_prefetch_row
 
@@ -165,6 +165,31 @@ cdef inline bint _push_neighbour(_Neighbours* nb, int j, double dist2) noexcept 
     nb.dist2[nb.size] = dist2
     nb.size += 1
     return True
+
+
+cdef inline int _push_neighbour_within(_Neighbours* nb, int j, double dist2,
+                                      Py_ssize_t* n_capacity, Py_ssize_t limit) noexcept nogil:
+    """:func:`_push_neighbour`, keeping ``n_capacity``, the entries all lists have room for,
+    within ``limit`` (none if negative): 0 when pushed, 1 when growing the list would pass
+    the limit (nothing changed), 2 when memory ran out."""
+    cdef Py_ssize_t before = nb.capacity
+    if (nb.size == nb.capacity and limit >= 0
+            and n_capacity[0] + max(8, 2 * nb.capacity) - nb.capacity > limit):
+        return 1
+    if not _push_neighbour(nb, j, dist2):
+        return 2
+    n_capacity[0] += nb.capacity - before
+    return 0
+
+
+cdef inline void _drop_neighbours(_Neighbours* nb) noexcept nogil:
+    """Free a list's entries; it is then empty."""
+    free(nb.index)
+    free(nb.dist2)
+    nb.index = NULL
+    nb.dist2 = NULL
+    nb.size = 0
+    nb.capacity = 0
 
 
 cdef inline bint _may_overlap(double dist2, double r_a, double r_b) noexcept nogil:

@@ -135,6 +135,12 @@ class BoundedEStep(EStep):
         estep = self._rule(n_rows, n_clusters, is_sparse(X), X.shape[1], budget)
         estep._check_fit(X, n_clusters, composition, budget)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Those of the E-step the rule picks for ``n_samples`` rows in the budget."""
+        return self._rule(n_samples, n_clusters, False, n_features,
+                          bounds_budget(self.max_bounds_bytes)).buffer_bytes(
+            n_samples, n_features, n_clusters, dtype, composition)
+
     def init_state(self, X, sample_weight, centers, state):
         """The state of the E-step the rule picks for this run's rows (:meth:`chosen`); it
         names that E-step, which :meth:`assign`, :meth:`final_labels` and

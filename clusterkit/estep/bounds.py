@@ -9,6 +9,8 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data import memory
+from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
@@ -24,15 +26,16 @@ __all__ = ["BoundsEStep", "bounds_budget", "check_bounds", "bounds_scale", "boun
 
 
 def bounds_budget(max_bounds_bytes):
-    """The bytes the bounds of a bounded E-step may take: the one budget policy of
+    """The bytes the bounds of a bounded E-step may take: the one budget rule of
     :class:`~clusterkit.ElkanEStep`, :class:`~clusterkit.YinyangEStep` and
     :class:`~clusterkit.BoundedEStep`.
 
     Parameters
     ----------
     max_bounds_bytes : int or None
-        The budget. ``None``: half the memory available when ``fit`` starts (the other half
-        is left for the data's centred copy, the centres and the kernels' tiles), or no limit
+        The budget. ``None``: what the fit's memory budget leaves for them
+        (:func:`clusterkit._data.memory.budget`: ``Clusterer(memory_limit=...)`` or half the
+        memory available when ``fit`` starts, less the fit's other buffers), or no limit
         where the available memory is not known.
 
     Returns
@@ -51,13 +54,12 @@ def bounds_budget(max_bounds_bytes):
         return validation.check_int(max_bounds_bytes, "max_bounds_bytes", minimum=0)
     # read through the module, so that one stand-in for the system (tests) reaches the
     # budget and check_memory alike
-    available = validation.available_memory()
-    return None if available is None else available // 2
+    return memory.budget()
 
 
 def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead):
-    """Refuse, when ``fit`` starts, bounds that need more than the memory available or than
-    the budget: the refusal of every bounded E-step.
+    """Refuse, when ``fit`` starts, bounds that need more than the fit's memory budget or
+    than their own budget: the refusal of every bounded E-step.
 
     Parameters
     ----------
@@ -77,16 +79,20 @@ def check_bounds(estep, need, n_rows, layout, max_bounds_bytes, budget, instead)
 
     Raises
     ------
-    ValueError
+    FitMemoryError
+        A :class:`MemoryError` and :class:`ValueError`.
     """
-    what = f"{estep}'s bounds for {n_rows} samples and {layout}"
-    validation.check_memory(need, what, instead[:1].upper() + instead[1:])
     if budget is not None and need > budget:
         given = (f"max_bounds_bytes={max_bounds_bytes}" if max_bounds_bytes is not None else
-                 "the default budget, half the memory available (max_bounds_bytes=None)")
-        raise ValueError(f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples "
-                         f"and {layout}, above {given} ({budget / 2**30:.2f} GiB). Raise "
-                         f"max_bounds_bytes, {instead}")
+                 f"{memory.describe_budget()} less the fit's other buffers "
+                 "(max_bounds_bytes=None)")
+        raise memory.FitMemoryError(
+            f"{estep} needs {need / 2**30:.2f} GiB of bounds for {n_rows} samples and "
+            f"{layout}, above {given} ({budget / 2**30:.2f} GiB). Raise max_bounds_bytes, "
+            f"{instead}")
+    # a given max_bounds_bytes is also held to the fit's budget
+    memory.check_memory(need, f"{estep}'s bounds for {n_rows} samples and {layout}",
+                        instead[:1].upper() + instead[1:])
 
 
 #: Data whose diagonal times this margin (for the centres' moves over many steps) reaches
@@ -280,6 +286,14 @@ class BoundsEStep(EStep):
         n_rows = run_rows(X, n_clusters, composition)
         need, layout = self._bounds_bytes(n_rows, n_clusters, budget)
         check_bounds(name, need, n_rows, layout, self.max_bounds_bytes, budget, self._instead)
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The bounds (as checked when ``fit`` starts), the step's labels and distances, and
+        the rows' projections when pruning."""
+        need, _ = self._bounds_bytes(n_samples, n_clusters, bounds_budget(self.max_bounds_bytes))
+        n_axes = resolve_prune(self.prune, n_features, n_clusters, self.auto_prune_min_features)
+        return (need + n_samples * (4 + dtype.itemsize)
+                + (0 if n_axes is None else n_samples * (n_axes + 1) * dtype.itemsize))
 
     def init_state(self, X, sample_weight, centers, state):
         """Allocate the bounds for all rows (set at each row's first visit).

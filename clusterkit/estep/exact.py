@@ -6,6 +6,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data.memory import budget, check_memory
 from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
                             is_sparse, row_sqnorms)
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
@@ -13,7 +14,6 @@ from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
 from .._estimator.mixture import free_energy
-from .._estimator.validation import available_memory, check_memory
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, bound_slack
 from .pruning import Projection, assign_pruned, resolve_prune
@@ -167,6 +167,24 @@ class FullEStep(EStep):
                          "(responsibilities over a few clusters), or reduce the data "
                          "(reduce=LWCS(...)).")
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Labels and distances; ``N x C`` responsibilities for a mixture; the float32 copy
+        of float64 rows for mixed-precision products, when the budget leaves room for it
+        (as :meth:`init_state` decides); the rows' projections when pruning."""
+        itemsize, mstep = dtype.itemsize, composition.mstep
+        n_bytes = n_samples * (4 + itemsize)
+        if mstep.needs_resp or mstep.objective == FREE_ENERGY:
+            return n_bytes + n_samples * (n_clusters + 1) * itemsize
+        n_axes = self._projections(n_features, n_clusters)
+        if n_axes is not None:
+            return n_bytes + n_samples * (n_axes + 1) * itemsize
+        mixed = n_samples * (n_features + 1) * 4
+        left = budget()
+        if dtype == np.float64 and n_features >= _assign.MIXED_MIN_FEATURES and (
+                left is None or mixed <= left):
+            n_bytes += mixed
+        return n_bytes
+
     def init_state(self, X, sample_weight, centers, state):
         """The output buffers, allocated once per run for the largest batch (all rows)."""
         x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
@@ -179,8 +197,8 @@ class FullEStep(EStep):
                             projection=Projection(X, n_axes))
         if (not (soft or is_sparse(X)) and X.dtype == np.float64
                 and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
-            available = available_memory()
-            if available is None or X.shape[0] * (X.shape[1] + 1) * 4 <= available // 2:
+            left = budget()
+            if left is None or X.shape[0] * (X.shape[1] + 1) * 4 <= left:
                 source = X
         return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft, x_sqnorms,
                         source)
@@ -495,6 +513,11 @@ class TruncatedEStep(EStep):
         """
         if self.n_winners > n_clusters:
             raise ValueError(f"n_winners={self.n_winners} must be <= n_clusters={n_clusters}.")
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Each step's winners, their distances and responsibilities (``N x C'``)."""
+        n_winners = min(int(self.n_winners), n_clusters)
+        return n_samples * (n_winners * (4 + 2 * dtype.itemsize) + 4 + dtype.itemsize)
 
     def assign(self, X, sample_weight, centers, state):
         """Return the assignment to each sample's ``n_winners`` nearest centres.

@@ -285,6 +285,23 @@ class PartialEStep(EStep):
                  "no sample can ever change its clusters; use G >= 2 or "
                  "n_explore >= 1.", RuntimeWarning)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Per sample: ``K(n)`` (and a copy) with its distances and responsibilities
+        (``C'``), the candidates and their distances (``C' G + n_explore``, at most ``C``),
+        the explored clusters, and with estimated neighbourhoods the pairs they are
+        estimated from (at most one per candidate)."""
+        G = min(int(self.G), n_clusters)
+        n_winners = ((G if composition.mstep.needs_resp else 1) if self.n_winners is None
+                     else min(int(self.n_winners), n_clusters))
+        n_cand = n_winners * G + int(self.n_explore)
+        itemsize = dtype.itemsize
+        per_sample = n_winners * (8 + 2 * itemsize) + 4 + itemsize
+        if G >= n_clusters or n_cand >= n_clusters:  # the exact search keeps no candidates
+            return n_samples * per_sample
+        pairs = n_cand if self.neighbourhoods == "estimated" else 0
+        return n_samples * ((n_cand + pairs) * (4 + itemsize) + 8 * int(self.n_explore) + 8
+                            + per_sample)
+
     def init_state(self, X, sample_weight, centers, state):
         """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.
 

@@ -266,6 +266,12 @@ class LWCS(DataReducer):
             warn(f"LWCS size={size} >= n_samples={X.shape[0]}; clustering the full "
                  "data instead.", RuntimeWarning)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The draws (sorted uniforms, rows, counts and distances, float64 or intp) and the
+        sampler's per-block distances and cumulative sums (float64)."""
+        size = min(n_samples, self._size(n_clusters))
+        return size * 4 * 8 + n_samples * 2 * 8
+
     def reduce(self, X, sample_weight, state):
         """Return the coreset and its weights (see :meth:`DataReducer.reduce`).
 

@@ -14,7 +14,7 @@ from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR
 from .._engine.constraints import InstanceOf, Interval
 from .._data.chunked import ChunkedData
 from .._data.nearest import single_threaded_blas
-from .._engine.contracts import Refiner
+from .._engine.contracts import EStep, Refiner
 from .._kernels import _topk
 from ..estep.exact import top_winners
 
@@ -212,6 +212,17 @@ class Breathing(Refiner):
             raise ValueError("Breathing places moved centres off the unit sphere, which "
                              f"{type(composition.mstep).__name__} refuses; use refine=None "
                              "for spherical k-means.")
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Each row's two nearest centres and their distances, and float64 copies of the
+        nearest distances and the weights; and a round's run's E-step state beside the
+        refined run's, unless the round carries it over (``carry`` with an E-step that
+        implements :meth:`~clusterkit.EStep.carry_state`)."""
+        estep = composition.estep
+        carried = self.carry and type(estep).carry_state is not EStep.carry_state
+        return n_samples * (2 * (4 + dtype.itemsize) + 16) + (
+            0 if carried else estep.buffer_bytes(n_samples, n_features, n_clusters, dtype,
+                                                 composition))
 
     def refine(self, X, sample_weight, run, iterate, state):
         centers = run.centers

@@ -114,6 +114,10 @@ class NestedDoubling(Schedule):
         first = self._initial(n_samples, n_clusters)
         return full if first >= n_samples else max(first, full)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The random order of the rows (intp) and the weights in that order."""
+        return n_samples * (8 + dtype.itemsize)
+
     def batches(self, n_samples, state):
         """Nested prefixes ``slice(0, b)`` of the run's order, doubled by the rule above."""
         size = self._initial(n_samples, state.n_clusters)

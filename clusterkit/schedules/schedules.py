@@ -282,6 +282,13 @@ class MiniBatch(Schedule):
         size = int(self.batch_size)
         return [slice(start, min(start + size, n_rows)) for start in range(0, n_rows, size)]
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The rows' cumulative weights (float64) for weighted sampling, and the batch's
+        rows (indices and a copy)."""
+        size = min(int(self.batch_size), n_samples)
+        return ((n_samples * 8 * 2 if self.sampling == "weighted" else 0)
+                + size * (8 + (n_features + 1) * dtype.itemsize))
+
     def init_state(self, X, sample_weight, centers, state):
         """The smoothed objective of the early stop, the starved rule's setting and, for
         weighted sampling, the rows' cumulative weights."""

@@ -135,6 +135,14 @@ class AFKMC2(Seeder):
             return None if n_samples <= size else size
         return int(self.potential_sample)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """``D^2`` to the first centre and the proposal ``q`` (with its weights and
+        cumulative sum, float64), and every chain's candidates and uniforms, drawn up
+        front."""
+        n_chains = self._n_chains(n_clusters)
+        draws = (n_clusters - 1) * n_chains * self._chain_length(n_chains)
+        return n_samples * (dtype.itemsize + 4 * 8) + draws * 12
+
     def seed(self, X, sample_weight, n_clusters, state):
         """Return AFK-MC^2 centres (see :meth:`Seeder.seed`)."""
         rs, n_threads = state.random_state, state.n_threads

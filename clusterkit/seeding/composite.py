@@ -116,6 +116,24 @@ class SampledSeeder(Seeder):
             size = self.size
         return min(max(int(size), n_clusters), n_samples)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The samples (two with ``n_candidates > 1``: the seeding's and the validation's,
+        in float32 too if asked) and the inner seeder's buffers on one."""
+        if self.size == "schedule":
+            size = composition.schedule.seeding_rows(n_samples, n_clusters, n_features)
+        else:
+            size = max(20 * n_clusters, 10_000) if self.size is None else self.size
+        size = min(max(int(size), n_clusters), n_samples)
+        inner = self._inner()
+        if size >= n_samples:
+            return inner.buffer_bytes(n_samples, n_features, n_clusters, dtype, composition)
+        float32 = self.float32 and dtype == np.float64
+        inner_dtype = np.dtype(np.float32) if float32 else dtype
+        copies = 1 if self.n_candidates == 1 else 2
+        return (copies * size * (n_features + 1) * dtype.itemsize
+                + (size * (n_features + 1) * 4 if float32 else 0)
+                + inner.buffer_bytes(size, n_features, n_clusters, inner_dtype, composition))
+
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the inner seeder's centres on a subsample (see :meth:`Seeder.seed`)."""
         return SampledSeeder.seeding(self, X, sample_weight, n_clusters, state).centers
@@ -273,6 +291,11 @@ class ByDimension(Seeder):
 
     def _validate(self, X, n_clusters, composition):
         self._chosen(X.shape[1])._validate(X, n_clusters, composition)
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The chosen seeder's."""
+        return self._chosen(n_features).buffer_bytes(n_samples, n_features, n_clusters, dtype,
+                                                     composition)
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the chosen seeder's centres (see :meth:`Seeder.seed`)."""

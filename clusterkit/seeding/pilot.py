@@ -1,6 +1,7 @@
 """Seeding by a pilot fit: the centres another clustering estimator fits on the same data."""
 from sklearn.base import clone
 
+from .._data.memory import budget
 from .._engine.constraints import Satisfies
 from .._engine.contracts import Seeder
 
@@ -55,6 +56,17 @@ class FittedSeeder(Seeder):
     def __init__(self, estimator):
         self.estimator = estimator
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The pilot fit's peak (its ``estimate_memory``, when it has one: its own copy of
+        the rows included), else 0."""
+        if not hasattr(self.estimator, "estimate_memory"):
+            return 0
+        pilot = clone(self.estimator)
+        known = pilot.get_params()
+        pilot.set_params(n_clusters=n_clusters,
+                         **({"compute_labels": False} if "compute_labels" in known else {}))
+        return int(pilot.estimate_memory((n_samples, n_features), dtype))
+
     def seed(self, X, sample_weight, n_clusters, state):
         pilot = clone(self.estimator)
         known = pilot.get_params()
@@ -64,6 +76,9 @@ class FittedSeeder(Seeder):
         if "callback" in known:  # a Clusterer: the fit's threads, quiet, only its centres
             params.update(n_threads=state.n_threads, compute_labels=False, verbose=0,
                           callback=None)
+        if "memory_limit" in known:  # within what the fit's budget leaves
+            left = budget()
+            params["memory_limit"] = None if left is None else max(1, left)
         pilot.set_params(**params)
         pilot.fit(X, sample_weight=sample_weight)
         # the pilot's distance evaluations are seeding work, where it counts them

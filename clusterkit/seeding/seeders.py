@@ -18,7 +18,7 @@ from .._engine.contracts import Seeder, Seeding
 from .._engine.warn import warn
 from .._kernels import _kmeanspp, _sparse as _sparse_kernels
 
-__all__ = ["RandomSeeder", "KMeansPlusPlus", "GivenCenters"]
+__all__ = ["RandomSeeder", "KMeansPlusPlus", "GivenCenters", "neighbour_entries"]
 
 
 def _invert(cumsum, values):
@@ -131,8 +131,10 @@ class KMeansPlusPlus(Seeder):
     n_samples`` sample distances (``(n_clusters - 1) n_samples`` for plain k-means++), plus
     each scored candidate's distances to the centres of nearby groups and each new centre's
     distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
-    counts exactly what was computed. Memory ``O(n_samples + L n_clusters)``, plus room for
-    three copies of ``X`` (kept in group order) when its rows have at most 128 bytes (32
+    counts exactly what was computed. Memory ``O(n_samples + L n_clusters)`` and the groups'
+    neighbour lists, at most as many bytes as ``X`` has (at least 16 MiB; beyond, a list is
+    rebuilt when a candidate needs it: the same result, more distances,
+    :func:`neighbour_entries`), plus room for three copies of ``X`` (kept in group order) when its rows have at most 128 bytes (32
     float32 or 16 float64 features). Reads ``state.random_state`` and
     ``state.n_threads`` (the candidates are scored in parallel; the result does not depend on
     the thread count). Its :meth:`seeding` also gives each sample's nearest centre, which
@@ -224,6 +226,19 @@ class KMeansPlusPlus(Seeder):
                 labels = None
         return Seeding(centers, labels)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The kernel's groups (see the Notes): per sample a label, ``D^2``, the members'
+        index, ``D^2`` and weight with room for twice the samples and a buffer to compact
+        them, short rows three times, and the neighbour lists (:func:`neighbour_entries`)."""
+        itemsize, n_trials = dtype.itemsize, self._n_trials(n_clusters)
+        per_sample = 4 + itemsize + 2 * (4 + 3 * itemsize) + 4 + 2 * itemsize
+        if n_features * itemsize <= _INLINE_MAX_ROW_BYTES:
+            per_sample += 3 * n_features * itemsize
+        # (the lists of all pairs of groups, with room to grow, unless the cap is lower)
+        lists = min(neighbour_entries(n_samples, n_features, itemsize),
+                    n_clusters * (n_clusters - 1) + 8 * n_clusters)
+        return n_samples * per_sample + 12 * lists + n_clusters * n_trials * (8 + 3 * 8 + itemsize)
+
     @staticmethod
     def _fallback_rows(sample_weight, chosen):
         """Rows not chosen yet: those with positive weight, or all of them if none is left."""
@@ -231,6 +246,22 @@ class KMeansPlusPlus(Seeder):
         free[chosen] = False
         positive = free & (sample_weight > 0)
         return np.flatnonzero(positive if positive.any() else free)
+
+
+#: The widest rows (bytes) the k-means++ kernel keeps in group order (``_kmeanspp_groups.pxd``).
+_INLINE_MAX_ROW_BYTES = 128
+
+#: The least memory the k-means++ kernel's neighbour lists may take, whatever the data.
+NEIGHBOUR_MIN_BYTES = 16 << 20
+
+
+def neighbour_entries(n_samples, n_features, itemsize):
+    """The most entries (12 bytes each) the k-means++ kernel's neighbour lists may hold
+    together: as many bytes as the rows take, at least :data:`NEIGHBOUR_MIN_BYTES`. Beyond,
+    the kernel rebuilds a candidate's list from the centre distances when it needs it (the
+    same result, more distances), so the seeding's memory stays ``O(n_samples n_features +
+    L n_clusters)`` instead of growing as ``n_clusters^2``."""
+    return max(n_samples * n_features * itemsize, NEIGHBOUR_MIN_BYTES) // 12
 
 
 def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, state, n_done):
@@ -251,7 +282,8 @@ def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, st
     min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
     uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
     n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers, chosen,
-                                          labels, min_dist2, state.n_threads, n_done)
+                                          labels, min_dist2, state.n_threads, n_done,
+                                          neighbour_entries(*X.shape, X.itemsize))
     state.count("seeding", n_evals)
     return centers, chosen, labels, min_dist2, n_chosen
 

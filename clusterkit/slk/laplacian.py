@@ -6,12 +6,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from .._data.memory import check_memory
 from .._data.nearest import all_dist2
 from .._engine.assignment import Assignment, Objective
 from .._engine.constraints import Interval, Options, Satisfies
 from .._engine.contracts import EStep, MStep
 from .._engine.state import weighted_sum
-from .._estimator.validation import check_bandwidth, check_memory
+from .._estimator.validation import check_bandwidth
 from .._kernels import _laplacian
 from .graph import knn_graph
 
@@ -169,6 +170,12 @@ class LaplacianEStep(EStep):
         check_memory(5 * n_samples * n_clusters * X.dtype.itemsize,
                      f"LaplacianEStep's soft assignments for {n_samples} samples and "
                      f"n_clusters={n_clusters}", "Use fewer clusters or fewer samples.")
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The soft assignments (five ``N x C`` arrays, as checked when ``fit`` starts) and
+        the kNN graph (its CSR arrays, twice while it is ordered)."""
+        return (5 * n_samples * n_clusters * dtype.itemsize
+                + 2 * n_samples * int(self.n_neighbors) * 12)
 
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""

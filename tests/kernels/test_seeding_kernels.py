@@ -59,7 +59,7 @@ def test_d2_update_first_centre_and_exact_zero(dtype):
     assert np.all(np.isfinite(min_dist2))
 
 
-def run_kmeanspp(X, w, first, uniforms, n_threads, report=True):
+def run_kmeanspp(X, w, first, uniforms, n_threads, report=True, max_neighbours=-1):
     n_clusters = uniforms.shape[0] + 1
     centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
     chosen = np.full(n_clusters, -1, dtype=np.int32)
@@ -67,7 +67,8 @@ def run_kmeanspp(X, w, first, uniforms, n_threads, report=True):
     min_dist2 = np.empty(len(X), dtype=X.dtype)
     progress = np.full(1, -1, dtype=np.int64) if report else None
     n_chosen, n_evals = _kmeanspp.kmeanspp(X, w, first, uniforms, centers, chosen, labels,
-                                          min_dist2, n_threads, progress)
+                                          min_dist2, n_threads, progress,
+                                          max_neighbours=max_neighbours)
     if report:  # the centres the kernel counted as it went
         assert progress[0] == n_chosen
     return centers[:n_chosen], chosen[:n_chosen], labels, min_dist2, n_chosen, n_evals
@@ -82,6 +83,23 @@ def test_kmeanspp_progress_counter_changes_no_result(dtype, n_threads):
     without = run_kmeanspp(X, w, 0, uniforms, n_threads, report=False)
     for a, b in zip(with_counter, without):
         assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("spread", [1.0, 50.0])  # overlapping groups, separated clusters
+def test_kmeanspp_neighbour_cap_changes_no_result(dtype, n_threads, spread):
+    # lists dropped at once (0), part-way (40 entries) or never (-1): the same seeding; the
+    # rebuilt lists cost distances, counted
+    rng, X, w = _data(3 * CHUNK + 17, 4, dtype)
+    X += spread * rng.randint(0, 30, size=(X.shape[0], 1)).astype(dtype)
+    uniforms = rng.uniform(size=(60, 4))
+    free = run_kmeanspp(X, w, 3, uniforms, n_threads)
+    for cap in (0, 40):
+        capped = run_kmeanspp(X, w, 3, uniforms, n_threads, max_neighbours=cap)
+        for a, b in zip(free[:5], capped[:5]):
+            assert_array_equal(a, b)
+        assert capped[5] > free[5]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
