@@ -1,4 +1,6 @@
 """Input checks shared by the public entry points (a thin layer over scikit-learn's)."""
+import contextlib
+import contextvars
 import numbers
 from numbers import Integral
 
@@ -10,8 +12,8 @@ from .._engine.constraints import Interval, check_parameters
 from .._kernels._openmp import effective_n_threads
 
 __all__ = ["check_data", "check_initial_centers", "check_params", "check_sample_weight",
-           "check_n_clusters", "check_int", "check_memory_limit", "check_range", "check_representable",
-           "bounding_box", "squared_diagonal",
+           "check_n_clusters", "check_int", "check_memory_limit", "check_range",
+           "check_representable", "bounding_box", "squared_diagonal",
            "check_finite_centers", "check_bandwidth",
            "count_weight_problems", "check_weight_counts", "unit_rows", "nonfinite_rows",
            "check_finite_rows", "check_unit_rows", "zero_norm_rows", "check_block_rows",
