@@ -10,7 +10,6 @@ from numbers import Integral
 import numpy as np
 
 from .._data import memory
-from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
