@@ -46,7 +46,7 @@ def auto_seeder():
 #: or a function in :data:`_BUILDS` that returns a configured strategy.
 SHORTCUTS = {
     "seed": (Seeder, auto_seeder,
-             {"auto": auto_seeder, "k-means++": KMeansPlusPlus, "afkmc2": AFKMC2,
+             {"k-means++": KMeansPlusPlus, "auto": auto_seeder, "afkmc2": AFKMC2,
               "random": RandomSeeder, "sampled": SampledSeeder, "by-dimension": ByDimension}),
     "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
     "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
@@ -128,8 +128,7 @@ def sparse_seeds():
 #: Keywords of scikit-learn's ``KMeans``, ``MiniBatchKMeans`` and ``GaussianMixture`` that
 #: ``Clusterer`` and the presets do not take, and what to pass instead.
 SKLEARN_NAMES = {
-    "init": "seed= ('auto', 'k-means++', 'random', an array of initial centres or a "
-            "Seeder)",
+    "init": "seed= ('k-means++', 'random', an array of initial centres or a Seeder)",
     "algorithm": "estep= (algorithm='lloyd' is estep='full', the default; algorithm='elkan' "
                  "is estep='elkan' or 'bounded', or presets.elkan)",
     "copy_x": "nothing (clusterkit never modifies X: it centres a copy)",
