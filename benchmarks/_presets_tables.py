@@ -34,9 +34,11 @@ def caption(n_seeds, n_threads):
     return (f"{GUIDE_SIZES} Time / error: the preset's fit time and quantization "
             "error (every row to its nearest centre) over those of scikit-learn's "
             "KMeans(n_init=1) with the same seed on the same rows, in the same process on "
-            f"{n_threads} threads, medians over {n_seeds} seed{'s' if n_seeds != 1 else ''}; below 1 is "
-            "faster or better. Where a cell names N, the preset and scikit-learn ran on a "
-            "random subset of that many rows. The machine, the command and the ranges are in "
+            f"{n_threads} threads, medians over {n_seeds} seed{'s' if n_seeds != 1 else ''}; "
+            "below 1 is faster or better. Where a cell names N, the preset and scikit-learn "
+            "ran on a random subset of that many rows. spherical_kmeans and scikit-learn ran "
+            "on the rows scaled to unit norm, both scored on them with unit centres (twice "
+            "the cosine dissimilarity). The machine, the command and the ranges are in "
             "benchmarks/RESULTS.md.")
 
 
@@ -49,6 +51,38 @@ def rst_table(columns, n_seeds, n_threads):
         lines.append(f"   * - {row[0]}")
         lines += [f"     - {cell}" for cell in row[1:]]
     return "\n".join(lines + ["", caption(n_seeds, n_threads), ""])
+
+
+def read_rst_columns(text):
+    """The measured columns of a ``docs/presets_table.inc`` that :func:`rst_table` wrote:
+    ``[(title, {preset: cell})]``, the cells it said "not measured" left out (the inverse
+    of :func:`rst_table` for the measured cells)."""
+    rows, row = [], None
+    for line in text.splitlines():
+        if line.startswith("   * - "):
+            row = [line[len("   * - "):]]
+            rows.append(row)
+        elif line.startswith("     - ") and row is not None:
+            row.append(line[len("     - "):])
+    head, *body = rows
+    suffix = ": time / error"
+    first = 1 + len(GUIDE_FIELDS)
+    columns = []
+    for i, title in enumerate(head[first:], start=first):
+        cells = {}
+        for row in body:
+            name = row[0].split("`")[1].split(" <")[0]
+            if row[i] != "not measured":
+                cells[name] = row[i]
+        columns.append((title[:-len(suffix)] if title.endswith(suffix) else title, cells))
+    return columns
+
+
+def merge_columns(old, new):
+    """``new``'s columns with the cells of ``old``'s same-titled columns that ``new`` has
+    not measured (the columns of ``new``, in its order)."""
+    kept = dict(old)
+    return [(title, {**kept.get(title, {}), **cells}) for title, cells in new]
 
 
 def markdown_table(columns, n_seeds, n_threads):

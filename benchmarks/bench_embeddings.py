@@ -43,9 +43,16 @@ queries, further rows of the same distribution), and for clusterkit's fits, from
 centres after each iteration, the time to reach the reference's recall within 0.005, its
 error within 0.3 % and SuperKMeans' error within 0.3 % (``time-to-recall`` next to
 ``time-to-objective``). They go to ``bench_index.json``; ``--index-table`` prints them.
+
+``--recipe`` measures the documentation's index-training recipe exactly as written,
+``Clusterer(C, schedule=IndexTraining())`` (its default seeding, labels of all rows
+included; ``random_state`` set), against ``faiss.Kmeans`` with its defaults, on
+:data:`RECIPE_ROW` in the same run: seconds, error and recall@10 (``--nprobe``, 5,000
+queries); ``--write`` replaces its RESULTS.md section and ``docs/embeddings_recipe_table.inc``.
 """
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -76,6 +83,11 @@ INDEX_ROWS = {"60k x 384, C=980": (60_000, 384, 980),
               "60k x 1024, C=980": (60_000, 1024, 980),
               "100k x 768, C=10000": (100_000, 768, 10_000)}
 INDEX_SAVED = HERE / "bench_index.json"
+#: ``--recipe``'s data: (rows, features, clusters)
+RECIPE_ROW = (200_000, 384, 2000)
+RECIPE_TITLE = ("The index-training recipe as the documentation writes it, against faiss "
+                "(bench_embeddings.py --recipe)")
+RECIPE_INCLUDE = HERE.parent / "docs" / "embeddings_recipe_table.inc"
 INDEX_INCLUDE = HERE.parent / "docs" / "embeddings_index_table.inc"
 #: ``--index``'s reference: Lloyd's iterations to the fixed point (the preset, tol=0)
 REFERENCE = "lloyd(tol=0)"
@@ -195,7 +207,7 @@ def _evaluated(steps):
 def measure_index_row(name, args):
     """One ``--index`` row: every side's fit, error, recall@10 and, for clusterkit's, the
     time to the reference's recall and error."""
-    from clusterkit import Clusterer, IndexTraining, KMeansPlusPlus, SampledSeeder
+    from clusterkit import Clusterer, IndexTraining
     from _ivf import ground_truth, recall as ivf_recall
     n, d, c = INDEX_ROWS[name]
     n, c = n // args.shrink, c // args.shrink
@@ -208,20 +220,18 @@ def measure_index_row(name, args):
         error = quantization_error(X, centers, n_threads=args.n_threads) / n
         return error, ivf_recall(X, centers, Q, truth, args.nprobe, args.n_threads)
 
-    def seed():
-        return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
-
     common = dict(random_state=args.seed, n_threads=args.n_threads, compute_labels=False)
     ours = {  # the presets with their defaults (exact pruning "auto"), and index training
         REFERENCE: presets.lloyd(c, tol=0, max_iter=500, **common),
         "lloyd": presets.lloyd(c, **common),
         "large_scale": presets.large_scale(c, **common),
-        "IndexTraining": Clusterer(c, seed=seed(), schedule=IndexTraining(), tol=0,
-                                   max_iter=25, **common),
+        # Clusterer's default seeding: greedy k-means++ on the schedule's seeding rows
+        "IndexTraining": Clusterer(c, schedule=IndexTraining(), tol=0, max_iter=25,
+                                   **common),
         # a tenth of the rows or so, as the SuperKMeans authors' sampling tables suggest
         f"IndexTraining(ppc={args.small_ppc})": Clusterer(
-            c, seed=seed(), schedule=IndexTraining(points_per_centroid=args.small_ppc),
-            tol=0, max_iter=25, **common),
+            c, schedule=IndexTraining(points_per_centroid=args.small_ppc), tol=0,
+            max_iter=25, **common),
     }
     fits = {}
     for method, model in ours.items():
@@ -265,6 +275,81 @@ def measure_index_row(name, args):
         if superkmeans is not None:
             f["time_to_superkmeans"] = first(lambda e, r: e <= 1.003 * superkmeans["error"])
     return {"rows": n, "features": d, "clusters": c, "nprobe": args.nprobe, "fits": fits}
+
+
+def measure_recipe(args):
+    """``--recipe``: the documented ``Clusterer(C, schedule=IndexTraining())`` and faiss
+    ``Kmeans`` with their defaults on :data:`RECIPE_ROW` (divided by ``--shrink``), one
+    after the other in this process; ``{fit: {seconds, error, recall, ...}}``."""
+    from clusterkit import Clusterer, IndexTraining
+    from _ivf import ground_truth, recall as ivf_recall
+    n, d, c = RECIPE_ROW
+    n, c = n // args.shrink, c // args.shrink
+    data = make_embeddings(n + args.queries, d, random_state=args.seed)
+    X, Q = data[:n], data[n:]
+    truth = ground_truth(X, Q)
+    print(f"{n:,} x {d}, C = {c:,}: data made", file=sys.stderr, flush=True)
+    fits = {}
+
+    def record(method, fit):
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        centers, extra = fit()
+        seconds = time.perf_counter() - t0
+        fits[method] = {"seconds": seconds,
+                        "error": quantization_error(X, centers, n_threads=args.n_threads) / n,
+                        "recall": ivf_recall(X, centers, Q, truth, args.nprobe,
+                                             args.n_threads), "load": load, **extra}
+        print(f"{method}: {fits[method]}", file=sys.stderr, flush=True)
+
+    def recipe():
+        model = Clusterer(c, schedule=IndexTraining(), random_state=args.seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X)
+        return model.cluster_centers_, {"seeding": model.seconds_["seeding"],
+                                        "n_iter": model.n_iter_}
+
+    record("Clusterer(C, schedule=IndexTraining())", recipe)
+    record("faiss Kmeans", lambda: (fit_faiss(X, c, args.n_threads, "kmeans")[0],
+                                    {"n_iter": 25}))
+    return {"rows": n, "features": d, "clusters": c, "fits": fits}
+
+
+def publish_recipe(row, args):
+    """Print ``--recipe``'s table and notes; with ``--write`` replace its RESULTS.md section
+    and ``docs/embeddings_recipe_table.inc``."""
+    fits = row["fits"]
+    faiss_s = fits["faiss Kmeans"]["seconds"]
+    best = min(f["error"] for f in fits.values())
+    headers = ["fit", "seconds (seeding)", "/ faiss Kmeans' time", "iterations",
+               "error vs faiss Kmeans'", "recall@10"]
+    table = [[method, f"{f['seconds']:.1f}" + (f" ({f['seeding']:.1f})" if "seeding" in f
+                                                else ""),
+              f"{f['seconds'] / faiss_s:.2f}", str(f["n_iter"]),
+              f"{100 * (f['error'] / fits['faiss Kmeans']['error'] - 1):+.2f} %",
+              f"{f['recall']:.4f}"] for method, f in fits.items()]
+    ours = fits["Clusterer(C, schedule=IndexTraining())"]
+    notes = [
+        f"{row['rows']:,} x {row['features']} embedding-like rows (make_embeddings), "
+        f"C = {row['clusters']:,}; one process on {args.n_threads} threads, one run each, "
+        "timed whole: clusterkit's fit includes its default seeding (greedy k-means++ on the "
+        "rows IndexTraining's schedule says a seeding is worth) and its labels of all rows; "
+        "faiss Kmeans with its defaults (25 iterations from random rows on at most 256 rows "
+        "per centre).",
+        f"At most faiss Kmeans' time: {'yes' if ours['seconds'] <= faiss_s else 'NO'}; "
+        f"lowest error: {'clusterkit' if ours['error'] == best else 'faiss'}. Load average "
+        "(1 min) at the start of each fit: " + ", ".join(
+            f"{method} {f['load']:.1f}" for method, f in fits.items()) + ".",
+        "Error: quantization error of all rows; recall@10 of an IVF index (exact distances "
+        f"within the probed lists) on the fit's centroids, {args.queries:,} queries from the "
+        f"same distribution, nprobe = {args.nprobe}.",
+        command_note()]
+    publish(RECIPE_TITLE, format_table(headers, table), notes, args.write)
+    if args.write:
+        RECIPE_INCLUDE.write_text(rst_list_table(headers, table,
+                                                 "bench_embeddings.py --recipe"),
+                                  encoding="utf-8")
 
 
 def index_rows(saved):
@@ -330,7 +415,8 @@ def publish_index(saved, write):
         "queries from the same distribution, nprobe = 2.",
         "clusterkit's presets with their defaults (exact dimension pruning \"auto\"); "
         "lloyd(tol=0) runs to the fixed point (the reference); IndexTraining: "
-        "Clusterer(C, schedule=IndexTraining()) with greedy k-means++ on 8 rows per centre; "
+        "Clusterer(C, schedule=IndexTraining()) with its default seeding, greedy k-means++ on "
+        "8 rows per centre; "
         "faiss Kmeans and SuperKMeans with their defaults.",
         "The 's to ...' columns: the first iteration whose centres reach that recall or "
         "error, from the fit's own iterations (time since the fit started).",
@@ -450,7 +536,14 @@ def main():
                         help="--index: rows per centroid of the second IndexTraining fit")
     parser.add_argument("--index-table", action="store_true",
                         help="print (and with --write publish) the saved --index rows")
+    parser.add_argument("--recipe", action="store_true",
+                        help="measure the documented Clusterer(C, schedule=IndexTraining()) "
+                        "against faiss Kmeans on 200,000 x 384, C = 2,000")
     args = parser.parse_args()
+    if args.recipe:
+        warn_openblas_overrides()
+        publish_recipe(measure_recipe(args), args)
+        return
     if args.index is not None or args.index_table:
         saved = (json.loads(INDEX_SAVED.read_text(encoding="utf-8"))
                  if INDEX_SAVED.exists() else {})

@@ -9,9 +9,11 @@ SLK included: the squared distance of every row to its nearest centre, summed ov
 (:func:`clusterkit.metrics.quantization_error`, for scikit-learn's centres too); times are
 whole ``fit`` calls, seeding, coreset, SLK's kNN graph and final labels included.
 
-Spherical k-means (``spherical_kmeans``) is not run: it clusters the rows' directions (cosine
-similarity of unit rows), so the quantization error of the raw rows measures something it does
-not optimise; its cells say "not measured".
+Spherical k-means (``spherical_kmeans``) clusters the rows' directions, so the quantization
+error of the raw rows measures something it does not optimise: it and scikit-learn's k-means
+run on the rows scaled to unit norm, and both are scored by the quantization error of those
+unit rows to unit centres (scikit-learn's centres scaled to unit norm), twice the cosine
+dissimilarity that spherical k-means minimises.
 
 Data kinds (float32):
 
@@ -26,7 +28,9 @@ Presets whose cost grows with ``N·C`` beyond the others run on a random subset 
 (the same for every preset of that seed, and scikit-learn is fitted on it too); the tables
 say so. With ``--write``: the RESULTS.md section, the table of the documentation's page
 "Choosing a preset" (``docs/presets_table.inc``) and the README's table between
-``<!-- presets:start -->`` and ``<!-- presets:end -->``. ``--quick``: tiny sizes and one
+``<!-- presets:start -->`` and ``<!-- presets:end -->``; with ``--presets`` too, only those
+presets' rows and cells are replaced, the others kept as the previous ``--write`` left them
+(the section's notes say which rows came from which run). ``--quick``: tiny sizes and one
 seed, to check the script end to end. Run with the OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_presets.py --write
@@ -48,17 +52,32 @@ from clusterkit.datasets import load_benchmark, make_birch_grid
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import GUIDE, PRESETS
 
-from _common import (command_note, data_home, format_table, machine_info, publish,
-                     warn_openblas_overrides)
-from _presets_tables import markdown_table, replace_between_markers, rst_table
+from _common import (RESULTS_PATH, command_note, data_home, format_table, machine_info,
+                     publish, warn_openblas_overrides)
+from _presets_tables import (markdown_table, merge_columns, read_rst_columns,
+                             replace_between_markers, rst_table)
 from bench_defaults import make_mixture, timed_fit
 
 TITLE = "Every preset against scikit-learn's k-means (bench_presets.py)"
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "docs" / "presets_table.inc"
 README = ROOT / "README.md"
-#: The presets compared with scikit-learn's k-means: those of a Euclidean model.
-COMPARED = [name for name in PRESETS if GUIDE[name].model != "spherical k-means"]
+#: The presets compared with scikit-learn's k-means: all of them.
+COMPARED = list(PRESETS)
+#: The header of the RESULTS.md table (one row per data kind and preset).
+HEADERS = ["data", "preset", "rows x features", "time / scikit-learn's", "range",
+           "error / scikit-learn's", "range", "fit s", "graph s", "scikit-learn s",
+           "iterations"]
+
+
+def spherical(name):
+    """Whether ``name`` fits a spherical model (compared on unit rows, see the notes)."""
+    return GUIDE[name].model == "spherical k-means"
+
+
+def unit(A):
+    """The rows of ``A`` scaled to unit Euclidean norm (float32 kept)."""
+    return A / np.linalg.norm(A, axis=1, keepdims=True).astype(A.dtype)
 
 
 @dataclass
@@ -132,19 +151,26 @@ def run_kind(kind, args):
         for name in args.presets:
             X = rows_for(kind, name, X_all, seed)
             shapes[name] = X.shape
-            if X.shape[0] not in refs:
+            key = (X.shape[0], spherical(name))
+            if key not in refs:
+                X_ref = unit(X) if spherical(name) else X
                 with threadpool_limits(args.n_threads):
                     ref, t_ref = timed_fit(KMeans(kind.n_clusters, n_init=1,
-                                                  random_state=seed), X)
-                qe_ref = quantization_error(X, ref.cluster_centers_, n_threads=args.n_threads)
-                refs[X.shape[0]] = (t_ref, qe_ref)
-                print(f"{kind.describe(X.shape)}, seed {seed}: scikit-learn {t_ref:.2f} s, "
-                      f"{ref.n_iter_} iterations", flush=True)
-            t_ref, qe_ref = refs[X.shape[0]]
+                                                  random_state=seed), X_ref)
+                centers = ref.cluster_centers_
+                qe_ref = quantization_error(X_ref, unit(centers) if spherical(name) else
+                                            centers, n_threads=args.n_threads)
+                refs[key] = (t_ref, qe_ref)
+                print(f"{kind.describe(X.shape)}{', unit rows' if spherical(name) else ''}, "
+                      f"seed {seed}: scikit-learn {t_ref:.2f} s, {ref.n_iter_} iterations",
+                      flush=True)
+            t_ref, qe_ref = refs[key]
             build = getattr(presets, name)
             model, t = timed_fit(build(kind.n_clusters, random_state=seed,
                                        n_threads=args.n_threads), X)
-            qe = quantization_error(X, model.cluster_centers_, n_threads=args.n_threads)
+            # a spherical model's centres are unit: the error of the unit rows
+            qe = quantization_error(unit(X) if spherical(name) else X, model.cluster_centers_,
+                                    n_threads=args.n_threads)
             runs[name].append(dict(time=t / t_ref, error=qe / qe_ref, seconds=t,
                                    t_ref=t_ref, iters=model.n_iter_,
                                    graph=model.seconds_.get("graph", 0.0)))
@@ -186,6 +212,37 @@ def results_rows(kind, runs, shapes, full_shape):
     return rows
 
 
+def previous_section():
+    """The date, table rows and notes of this benchmark's RESULTS.md section as the last
+    ``--write`` left it."""
+    text = RESULTS_PATH.read_text(encoding="utf-8")
+    section = text.split(f"\n## {TITLE} (", 1)[1].split("\n## ", 1)[0]
+    stamp = section.split(")", 1)[0]
+    lines = section.splitlines()
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines
+            if line.startswith("| ") and not line.startswith("| data ")]
+    notes = [line[2:] for line in section.split("**Notes**", 1)[1].splitlines()
+             if line.startswith("- ")]
+    return stamp, rows, notes
+
+
+def merge_previous(table, notes, measured):
+    """The rows of ``table`` (this run, presets ``measured``) merged with the previous
+    section's rows of the other presets, in the order of the data kinds and
+    :data:`PRESETS`; the notes of both runs, saying which rows come from which."""
+    stamp, old_rows, old_notes = previous_section()
+    kept = [row for row in old_rows if row[1] not in measured]
+    kinds_order = ["mixture", "mnist", "grid"]
+    merged = sorted(kept + table, key=lambda row: (kinds_order.index(row[0]),
+                                                   PRESETS.index(row[1])))
+    generic = len(notes) - 1  # this run's notes up to its command
+    names = ", ".join(measured)
+    return merged, [*notes[:generic], f"Rows of {names}: this run, on the machine above; "
+                    f"{notes[-1]}. The other rows were kept from the section as written "
+                    f"on {stamp}, whose notes follow.",
+                    *(note for note in old_notes[2:] if not note.startswith("spherical_"))]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=data_home(), help="folder with mnist.npz "
@@ -193,7 +250,8 @@ def main():
     parser.add_argument("--kinds", nargs="+", default=["mixture", "mnist", "grid"],
                         choices=["mixture", "mnist", "grid"])
     parser.add_argument("--presets", nargs="+", default=COMPARED, choices=COMPARED,
-                        help="a subset of the presets (--write needs all)")
+                        help="a subset of the presets (with --write: replace only their "
+                        "rows and cells)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true",
@@ -203,8 +261,8 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.seeds = 1
-    if args.write and list(args.presets) != COMPARED:
-        parser.error("--write needs every preset; leave out --presets")
+    if args.write and list(args.kinds) != ["mixture", "mnist", "grid"]:
+        parser.error("--write needs every data kind; leave out --kinds")
     warn_openblas_overrides()
     compile_seconds = None
     if any(name.startswith("slk") for name in args.presets):
@@ -218,9 +276,6 @@ def main():
         columns.append((kind.describe(full_shape),
                         {name: ratio_cell(runs[name], shapes[name], full_shape)
                          for name in runs}))
-    markdown = format_table(["data", "preset", "rows x features", "time / scikit-learn's",
-                             "range", "error / scikit-learn's", "range", "fit s",
-                             "graph s", "scikit-learn s", "iterations"], table)
     notes = [
         f"{args.seeds} seed(s) per data kind; medians over the seeds (ranges: smallest and "
         "largest). time: the preset's whole fit over scikit-learn's KMeans(n_init=1) with "
@@ -232,12 +287,21 @@ def main():
         "Presets whose rows x features differ from the others' ran on a random subset of "
         "the rows (scikit-learn too): SLK's N x C soft assignments and z-updates would cost "
         "far more than every other fit.",
+        "spherical_kmeans: it and scikit-learn ran on the rows scaled to unit norm; both "
+        "errors are those of the unit rows to unit centres (scikit-learn's scaled to unit "
+        "norm), twice the cosine dissimilarity spherical k-means minimises.",
         command_note(),
     ]
     if compile_seconds is not None:
-        notes.insert(2, "pynndescent compiles its numba code at its first call in a process: "
+        notes.insert(3, "pynndescent compiles its numba code at its first call in a process: "
                      f"{compile_seconds:.0f} s in this run, spent before the timed fits.")
-    publish(TITLE, markdown, notes, args.write, machine_info(args.n_threads))
+    if args.write and list(args.presets) != COMPARED:
+        # a subset run: the other presets' rows, notes and cells as the last --write left them
+        table, notes = merge_previous(table, notes, args.presets)
+        columns = merge_columns(read_rst_columns(INCLUDE.read_text(encoding="utf-8")),
+                                columns)
+    publish(TITLE, format_table(HEADERS, table), notes, args.write,
+            machine_info(args.n_threads))
     if args.write:
         INCLUDE.write_text(rst_table(columns, args.seeds, args.n_threads), encoding="utf-8")
         block = markdown_table(columns, args.seeds, args.n_threads)

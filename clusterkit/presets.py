@@ -95,7 +95,7 @@ from ._engine.constraints import check_value
 from ._estimator import guide as _preset_guide
 from ._estimator.clusterer import Clusterer
 from ._estimator.guide import PresetGuide
-from ._estimator.registry import did_you_mean, keywords, unknown_keyword
+from ._estimator.registry import auto_seeder, did_you_mean, keywords, unknown_keyword
 from .estep.bounded import BoundedEStep
 from .estep.exact import ElkanEStep, FullEStep
 from .estep.variational import PartialEStep
@@ -163,8 +163,8 @@ def _greedy_where_affordable(n_local_trials, chain_length):
 def _scheduled_seed():
     """The seeding of the exact, mini-batch and mixture presets: greedy k-means++ on as many
     rows as the schedule says a seeding is worth (:meth:`~clusterkit.Schedule.seeding_rows`;
-    see the module notes)."""
-    return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
+    see the module notes): ``Clusterer``'s default, ``seed="auto"``."""
+    return auto_seeder()
 
 
 def _default_seed():

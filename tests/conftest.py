@@ -5,6 +5,12 @@ DTYPES = [np.float32, np.float64]
 THREADS = [1, 2]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--write-outputs", action="store_true",
+                     help="rewrite the printed outputs that README.md and docs/*.rst show "
+                     "with what their examples print now (tests/test_docs_examples.py)")
+
+
 @pytest.fixture(params=DTYPES, ids=["float32", "float64"])
 def dtype(request):
     return request.param

@@ -7,12 +7,19 @@ Shell examples are checked without installing or building anything: a ``clusterk
 command must name an existing command, options and presets (read from its ``--help``); the
 other commands are reported as skipped, each with the reason.
 
+What an example prints, where a page shows it, is checked against what it prints now: a
+text block preceded by ``.. printed-output`` (rst) or ``<!-- printed-output -->`` (Markdown)
+holds the standard output of the Python block before it (:func:`output_differences` says how
+the two are compared). ``python -m pytest tests/test_docs_examples.py --write-outputs``
+rewrites those blocks with what the examples print; they are never edited by hand.
+
 An example that cannot run here (a remote cluster, data of the reader's own) is preceded by
 ``.. skip-example: <reason>`` (an rst comment) or ``<!-- skip-example: <reason> -->`` (in
 Markdown) and is reported as skipped with that reason. Examples that need an optional extra
 (dask, matplotlib) are skipped, with the extra named, when it is not installed.
 """
 import ast
+import contextlib
 import doctest
 import importlib.util
 import io
@@ -60,6 +67,8 @@ CLAIMS = {
         ("in the ablation the composed variant with breathing and best_quality end below "
          "Lloyd's error", lambda ns: (ns["table"].groupby("variant")["eta"].mean()
                                       [["mine", "best_quality"]] < 0).all()),
+        ("in the ablation vc_gmm ends above Lloyd's error",
+         lambda ns: ns["table"].groupby("variant")["eta"].mean()["vc_gmm"] > 0),
     ],
     "strategies.rst": [
         ("the mini-batch run spends its budget of 3 passes and converges",
@@ -84,6 +93,7 @@ class Block:
     kind: str          # "python", "doctest", "shell", "text" or "unknown: <why>"
     source: str
     skip: str = None   # the reason given in a skip-example comment
+    printed: bool = False  # a printed-output block: what the Python block before it prints
 
     @property
     def where(self):
@@ -124,20 +134,24 @@ def _literal_kind(source):
 
 _RST_CODE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*(\S*)\s*$")
 _RST_SKIP = re.compile(r"^\s*\.\.\s+skip-example:\s*(.*?)\s*$")
+_RST_PRINTED = re.compile(r"^\s*\.\.\s+printed-output\s*$")
 _MD_FENCE = re.compile(r"^```\s*(\S*)\s*$")
 _MD_SKIP = re.compile(r"^\s*<!--\s*skip-example:\s*(.*?)\s*-->\s*$")
+_MD_PRINTED = re.compile(r"^\s*<!--\s*printed-output\s*-->\s*$")
 
 
 def rst_blocks(path):
     """The code blocks of an rst file, in order."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    blocks, skip, i = [], None, 0
+    blocks, skip, printed, i = [], None, False, 0
     while i < len(lines):
         line = lines[i]
         match_skip, match_code = _RST_SKIP.match(line), _RST_CODE.match(line)
         if match_skip:
             skip = match_skip.group(1) or "(no reason given)"
             i += 1
+        elif _RST_PRINTED.match(line):
+            printed, i = True, i + 1
         elif match_code:
             indent, language = len(match_code.group(1)), match_code.group(2).lower()
             start = i + 1
@@ -146,8 +160,8 @@ def rst_blocks(path):
                 start += 1
             first, source, i = _indented_body(lines, start, indent)
             kind = LANGUAGES.get(language, f"unknown: code-block language {language!r}")
-            blocks.append(Block(path, first + 1, kind, source, skip))
-            skip = None
+            blocks.append(Block(path, first + 1, kind, source, skip, printed))
+            skip, printed = None, False
         elif line.rstrip().endswith("::") and not line.lstrip().startswith(".."):
             first, source, i = _indented_body(lines, i + 1, _indent(line))
             blocks.append(Block(path, first + 1, _literal_kind(source), source, skip))
@@ -167,19 +181,22 @@ def rst_blocks(path):
 def markdown_blocks(path):
     """The fenced code blocks of a Markdown file, in order."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    blocks, skip, i = [], None, 0
+    blocks, skip, printed, i = [], None, False, 0
     while i < len(lines):
         match_skip, match_fence = _MD_SKIP.match(lines[i]), _MD_FENCE.match(lines[i])
         if match_skip:
             skip = match_skip.group(1) or "(no reason given)"
+        elif _MD_PRINTED.match(lines[i]):
+            printed = True
         elif match_fence:
             language = match_fence.group(1).lower()
             end = i + 1
             while end < len(lines) and not lines[end].startswith("```"):
                 end += 1
             kind = LANGUAGES.get(language, f"unknown: fence language {language!r}")
-            blocks.append(Block(path, i + 2, kind, "\n".join(lines[i + 1:end]) + "\n", skip))
-            skip, i = None, end
+            blocks.append(Block(path, i + 2, kind, "\n".join(lines[i + 1:end]) + "\n", skip,
+                                printed))
+            skip, printed, i = None, False, end
         i += 1
     return blocks
 
@@ -313,6 +330,73 @@ def _run_python(block, namespace):
     exec(code, namespace)
 
 
+#: A number as printed: sign, digits (thousands commas), decimals, exponent.
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", re.I)
+
+
+def _speed_figures(lines):
+    """The places ``(line, token)`` of the speed figures in printed ``lines`` split at
+    whitespace: a number followed by the unit ``s`` (``2.0 s``, ``(0.455 s)``), a
+    speed-up (``5.7x``), and in a table with a column headed ``seconds``, that column's
+    numbers (a row is its label, then one cell per header)."""
+    speed, column = set(), None
+    for i, line in enumerate(lines):
+        tokens = line.split()
+        if "seconds" in tokens:
+            column = (len(tokens), tokens.index("seconds"))
+            continue
+        if not tokens:
+            column = None
+        for j, token in enumerate(tokens):
+            unit = tokens[j + 1] if j + 1 < len(tokens) else ""
+            if _NUMBER.search(token) and (re.fullmatch(r"s\W*", unit)
+                                          or re.fullmatch(r"\W*[\d.]+x\W*", token)):
+                speed.add((i, j))
+        if column and len(tokens) == column[0] + 1:
+            speed.add((i, column[1] + 1))
+    return speed
+
+
+def output_differences(shown, printed):
+    """The lines where the output a page ``shown`` differs from what its example
+    ``printed``, as ``"shown: ... / printed: ..."`` texts (none: they agree).
+
+    Lines are compared token by token (split at whitespace, so a table column that widens
+    is no difference). Every word and number must be exactly as printed, except the speed
+    figures (:func:`_speed_figures`: seconds and speed-ups), which vary with the machine
+    and its load: those are compared by structure, a number in the same place, of any
+    value.
+    """
+    shown, printed = shown.rstrip("\n").splitlines(), printed.rstrip("\n").splitlines()
+    if len(shown) != len(printed):
+        return [f"{len(shown)} lines shown, {len(printed)} printed:\n" + "\n".join(printed)]
+    speed = _speed_figures(shown)
+
+    def agree(i, j, a, b):
+        return a == b or ((i, j) in speed and _NUMBER.search(b) is not None
+                          and _NUMBER.sub("#", a) == _NUMBER.sub("#", b))
+
+    return [f"shown:   {a}\nprinted: {b}" for i, (a, b) in enumerate(zip(shown, printed))
+            if len(a.split()) != len(b.split())
+            or not all(agree(i, j, x, y) for j, (x, y) in enumerate(zip(a.split(), b.split())))]
+
+
+def _printed_pairs(path):
+    """The printed-output blocks of ``path``, each with the Python block before it."""
+    blocks = [b for b in BLOCKS if b.path == path]
+    return [(blocks[i - 1] if i else None, b) for i, b in enumerate(blocks) if b.printed]
+
+
+def _write_output(block, printed):
+    """Replace the printed-output ``block`` in its file by ``printed`` (same indentation)."""
+    lines = block.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start, end = block.line - 1, block.line - 1 + len(block.source.rstrip("\n").splitlines())
+    indent = " " * min(_indent(line) for line in lines[start:end] if line.strip())
+    lines[start:end] = [(indent + line.rstrip() if line.strip() else "") + "\n"
+                        for line in printed.rstrip("\n").splitlines()]
+    block.path.write_text("".join(lines), encoding="utf-8")
+
+
 def _close_resources(namespace):
     """Close what the examples opened: dask clients and clusters, matplotlib figures."""
     for value in namespace.values():
@@ -326,15 +410,17 @@ def _close_resources(namespace):
 @pytest.mark.parametrize("path", [
     pytest.param(path, marks=[pytest.mark.slow] if path.name in SLOW else [],
                  id=str(path.relative_to(ROOT))) for path in PYTHON_FILES])
-def test_python_examples_run(path, tmp_path, monkeypatch):
+def test_python_examples_run(path, tmp_path, monkeypatch, request):
     """The file's Python examples run in order in one namespace, without a clusterkit
-    warning, and what the page claims about their results holds."""
+    warning, what the page claims about their results holds, and the outputs it shows are
+    what they print now (:func:`output_differences`; ``--write-outputs`` rewrites them)."""
     if importlib.util.find_spec("matplotlib") is not None:
         import matplotlib
         matplotlib.use("Agg")  # files only, never a window
     monkeypatch.chdir(tmp_path)  # examples may write files
     namespace = {"__name__": "__main__"}
     package = str(Path(clusterkit.__file__).resolve().parent)
+    printed = {}  # what each Python block printed, by its line
     try:
         for block in (b for b in BLOCKS if b.path == path):
             if block.kind not in ("python", "doctest") or block.skip:
@@ -342,17 +428,75 @@ def test_python_examples_run(path, tmp_path, monkeypatch):
             missing = _missing_extra(block.source)
             if missing:
                 pytest.skip(f"{block.where} and the examples after it: {missing}")
-            with warnings.catch_warnings(record=True) as caught:
+            out = io.StringIO()
+            with warnings.catch_warnings(record=True) as caught, \
+                    contextlib.redirect_stdout(out if block.kind == "python" else sys.stdout):
                 warnings.simplefilter("always")
                 (_run_doctest if block.kind == "doctest" else _run_python)(block, namespace)
+            printed[block.line] = out.getvalue()
             ours = [w for w in caught if w.filename == str(path)
                     or str(Path(w.filename).resolve()).startswith(package)]
             assert not ours, f"{block.where} warns: " + "; ".join(
                 f"{w.category.__name__}: {w.message}" for w in ours)
         for claim, holds in CLAIMS.get(path.name, []):
             assert holds(namespace), f"{path.name}: {claim}"
+        stale = []
+        for example, shown in reversed(_printed_pairs(path)):  # rewritten from the end
+            now = printed[example.line]
+            if request.config.getoption("--write-outputs"):
+                _write_output(shown, now)
+            elif output_differences(shown.source, now):
+                stale.append(f"{shown.where}:\n" + "\n".join(
+                    output_differences(shown.source, now)))
+        assert not stale, ("the printed output shown is not what the example prints now "
+                           "(rewrite it with --write-outputs):\n" + "\n".join(stale))
     finally:
         _close_resources(namespace)
+
+
+@pytest.mark.parametrize("path", sorted({b.path for b in BLOCKS if b.printed}),
+                         ids=lambda path: str(path.relative_to(ROOT)))
+def test_printed_outputs_follow_an_example_that_runs(path):
+    """A printed-output block is a text block right after a Python block that runs here."""
+    for example, shown in _printed_pairs(path):
+        assert shown.kind == "text", f"{shown.where}: a printed output is a text block"
+        assert example is not None and example.kind == "python" and not example.skip, (
+            f"{shown.where}: a printed output follows the Python example that prints it")
+
+
+def test_printed_outputs_are_compared_exactly_but_speed_figures():
+    shown = textwrap.dedent("""\
+                     seconds        qe       eta
+        variant
+        lloyd       0.223408  87918.22  0.000000
+        Seeding: 100 centres, 603390 distance evaluations, 0.0964 s
+        Iteration 1: objective=34098.2 (0.455 s), 5.7x faster
+        """)
+    timing = (shown.replace("0.223408", "10.5").replace("0.0964", "0.102")
+              .replace("0.455", "1.5").replace("5.7x", "12x"))
+    assert output_differences(shown, timing) == []
+    for exact in ("87918.22", "603390", "34098.2", "100 centres", "variant"):
+        changed = shown.replace(exact, exact.replace("2", "3").replace("0", "1")
+                                .replace("variant", "Variant"))
+        assert len(output_differences(shown, changed)) == 1, exact
+    assert output_differences(shown, shown + "one more line\n")
+    assert output_differences(shown, shown.replace("0.0964 s", "s"))
+
+
+def test_printed_output_is_rewritten_in_place(tmp_path):
+    page = tmp_path / "page.rst"
+    page.write_text("Title\n\n.. code-block:: python\n\n   print(1)\n\n.. printed-output\n\n"
+                    ".. code-block:: text\n\n   0\n   stale\n\nAfter.\n")
+    example, shown = rst_blocks(page)
+    assert shown.printed and not example.printed and shown.source == "0\nstale\n"
+    _write_output(shown, "1\n")
+    assert page.read_text().endswith(".. code-block:: text\n\n   1\n\nAfter.\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("```python\nprint(2)\n```\n\n<!-- printed-output -->\n```text\n  1\n0\n```\n")
+    example, shown = markdown_blocks(readme)
+    assert shown.printed and shown.source == "  1\n0\n"
+    _write_output(shown, "  2\n3\n")
+    assert readme.read_text().endswith("```text\n  2\n3\n```\n")
 
 
 def test_an_example_needing_a_missing_extra_is_skipped_with_the_extra_named(monkeypatch):

@@ -1,5 +1,6 @@
-"""Seeding sized by the schedule (issue 51): Schedule.seeding_rows, state.seeding_rows,
-SampledSeeder(size="schedule", n_candidates=...) and the presets that seed this way."""
+"""Seeding sized by the schedule: Schedule.seeding_rows, state.seeding_rows,
+SampledSeeder(size="schedule", n_candidates=...), Clusterer's default and the presets, which
+seed this way."""
 import math
 
 import numpy as np
@@ -204,3 +205,31 @@ def test_float32_centres_that_are_no_rows_are_cast():
     state = FitState(n_clusters=3, n_features=3, random_state=np.random.RandomState(0))
     centers = SampledSeeder(Means(), size=500, float32=True).seed(X, np.ones(1000), 3, state)
     assert centers.dtype == np.float64 and np.all(np.isfinite(centers))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_clusterer_seeds_by_the_schedule_by_default(sample_always):
+    """Clusterer's default seeding (seed="auto", also None) is the presets': greedy
+    k-means++ on the schedule's seeding rows; seed="k-means++" seeds on all rows."""
+    X, k = _blobs(n_samples=20000, n_features=8), 20
+    presets_seed = SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
+    for seed in ("auto", None):
+        assert Clusterer(k, seed=seed)._strategies(X, X.mean(axis=0)).seed == presets_seed
+    assert Clusterer().seed == "auto"
+    trials = 2 + int(math.log(k))
+    auto = Clusterer(k, max_iter=1, random_state=0).fit(X)
+    rows = FullBatch().seeding_rows(20000, k, 8)
+    assert rows < 20000
+    assert 0 < auto.cost_["seeding"] <= (k - 1) * (trials + 1) * rows
+    full = Clusterer(k, seed="k-means++", max_iter=1, random_state=0).fit(X)
+    assert full.cost_["seeding"] > auto.cost_["seeding"] * 2
+
+
+def test_clusterer_default_seeds_on_all_rows_of_small_data():
+    """For little work (N C D <= 2^27) the default is greedy k-means++ on all rows."""
+    X = _blobs(n_samples=8192)
+    for schedule in ("full", "minibatch", "nmbatch"):
+        new = Clusterer(10, schedule=schedule, random_state=0).fit(X)
+        old = Clusterer(10, schedule=schedule, seed="k-means++", random_state=0).fit(X)
+        assert_array_equal(new.cluster_centers_, old.cluster_centers_)
+        assert new.cost_ == old.cost_

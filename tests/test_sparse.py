@@ -439,7 +439,8 @@ def test_refusal_of_a_pilot_seeding_says_which_seeding_to_pass():
                                         r"input is taken by presets\.lloyd, presets\.elkan, "
                                         r"presets\.minibatch or presets\.spherical_kmeans "
                                         r"\(and by the rest of this composition with seed= one "
-                                        r"of 'k-means\+\+', 'random', 'sampled' or initial "
+                                        r"of 'k-means\+\+', 'auto', 'random', 'sampled' or "
+                                        r"initial "
                                         r"centres; presets "
                                         r"take seed= too\); or pass X\.toarray\(\)\.$"):
         presets.large_scale(3).fit(X)

@@ -43,12 +43,16 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
     ----------
     n_clusters : int, default=8
         Number of clusters ``C``.
-    seed : str, Seeder or array-like of shape (n_clusters, n_features), default="k-means++"
-        How to choose the initial centres: a string shortcut (``"k-means++"``
-        :class:`KMeansPlusPlus`, ``"afkmc2"`` :class:`AFKMC2`, ``"random"``
+    seed : str, Seeder or array-like of shape (n_clusters, n_features), default="auto"
+        How to choose the initial centres: a string shortcut, any :class:`Seeder`, or the
+        initial centres themselves. ``"auto"`` (or ``None``): greedy k-means++ on as many
+        rows as the schedule says a seeding is worth (:meth:`Schedule.seeding_rows`: all
+        rows when ``N C D <= 2^27``, else about ``8 C`` to ``64 C`` rows for full batches),
+        ``SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)``, as the presets
+        seed; ``"k-means++"``: :class:`KMeansPlusPlus`, greedy k-means++ on all rows (as
+        scikit-learn's ``KMeans``); ``"afkmc2"`` :class:`AFKMC2`, ``"random"``
         :class:`RandomSeeder`, ``"sampled"`` :class:`SampledSeeder`, ``"by-dimension"``
-        :class:`ByDimension`, all with default parameters), any :class:`Seeder`, or the
-        initial centres themselves.
+        :class:`ByDimension`, each with its default parameters.
     reduce : None, str or DataReducer, default=None
         Data reduction before clustering: ``None`` or ``"none"`` :class:`NoReduction`,
         ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).
@@ -229,7 +233,7 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
     array([ True,  True])
     """
 
-    def __init__(self, n_clusters=8, *, seed="k-means++", reduce=None, estep="full",
+    def __init__(self, n_clusters=8, *, seed="auto", reduce=None, estep="full",
                  mstep="hard", schedule="full", refine=None, n_init=1, max_iter=200, tol=1e-4,
                  random_state=None, n_threads=None, compute_labels=True, verbose=0,
                  callback=None, memory_limit=None):

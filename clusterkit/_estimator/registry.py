@@ -3,7 +3,8 @@ clusterkit does not take.
 
 One table per strategy kind maps a string shortcut of :class:`~clusterkit.Clusterer`'s
 parameters to the strategy class (built with its defaults; listed in the documentation's
-composing page); :func:`sparse_seeds` names the seeding shortcuts that take sparse data.
+composing page), or to a function that builds a configured strategy (``seed="auto"``,
+:func:`auto_seeder`); :func:`sparse_seeds` names the seeding shortcuts that take sparse data.
 :data:`SKLEARN_NAMES` and :func:`unknown_keyword` answer the names users bring that
 clusterkit does not take: scikit-learn's (``init``, ``algorithm``, ...) with clusterkit's
 equivalent, a typo with the closest name (for ``Clusterer``, the presets and the command line
@@ -28,15 +29,26 @@ from ..seeding.composite import ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
 
 __all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
-           "close_name", "did_you_mean", "keywords", "resolve", "sparse_seeds",
+           "auto_seeder", "close_name", "did_you_mean", "keywords", "resolve", "sparse_seeds",
            "strategy_class", "unknown_keyword"]
 
-#: For each strategy parameter of ``Clusterer``: its base class, the strategy ``None`` stands
-#: for, and the string shortcuts.
+
+def auto_seeder():
+    """``Clusterer``'s default seeding, ``seed="auto"``: greedy k-means++ on as many rows as
+    the fit's schedule says a seeding is worth (:meth:`Schedule.seeding_rows
+    <clusterkit.Schedule.seeding_rows>`; all rows when ``N C D <= 2^27``), in float32
+    (:class:`~clusterkit.SampledSeeder`); the seeding of the exact, mini-batch and mixture
+    presets too. ``seed="k-means++"`` seeds on all rows."""
+    return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
+
+
+#: For each strategy parameter of ``Clusterer``: its base class, what ``None`` stands for
+#: (the default), and the string shortcuts; each a strategy class (built with its defaults)
+#: or a function in :data:`_BUILDS` that returns a configured strategy.
 SHORTCUTS = {
-    "seed": (Seeder, KMeansPlusPlus,
-             {"k-means++": KMeansPlusPlus, "afkmc2": AFKMC2, "random": RandomSeeder,
-              "sampled": SampledSeeder, "by-dimension": ByDimension}),
+    "seed": (Seeder, auto_seeder,
+             {"k-means++": KMeansPlusPlus, "auto": auto_seeder, "afkmc2": AFKMC2,
+              "random": RandomSeeder, "sampled": SampledSeeder, "by-dimension": ByDimension}),
     "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
     "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
                                  "yinyang": YinyangEStep, "bounded": BoundedEStep,
@@ -49,16 +61,27 @@ SHORTCUTS = {
 }
 
 
+#: The strategy class each building function of :data:`SHORTCUTS` returns an instance of.
+_BUILDS = {auto_seeder: SampledSeeder}
+
+
+def _builder(name, value):
+    """What builds the strategy ``value`` names as parameter ``name`` (a shortcut, or
+    ``None`` for the default): a class or a function of :data:`_BUILDS`; else ``None``."""
+    _, default, aliases = SHORTCUTS[name]
+    if value is None:
+        return default
+    return aliases.get(value) if isinstance(value, str) else None
+
+
 def strategy_class(name, value):
     """The class ``value`` stands for as ``Clusterer``'s parameter ``name`` (an instance's
     class, a shortcut's class, the default for ``None``), or ``None`` if it is neither;
     never raises, never builds anything."""
-    base, default, aliases = SHORTCUTS[name]
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return aliases.get(value)
-    return type(value) if isinstance(value, base) else None
+    if isinstance(value, SHORTCUTS[name][0]):
+        return type(value)
+    builder = _builder(name, value)
+    return _BUILDS.get(builder, builder)
 
 
 def accepts_sparse(clusterer):
@@ -86,9 +109,9 @@ def resolve(name, value):
     base, _, aliases = SHORTCUTS[name]
     if isinstance(value, base):
         return value
-    cls = strategy_class(name, value)
-    if cls is not None:
-        return cls()
+    builder = _builder(name, value)
+    if builder is not None:
+        return builder()
     if isinstance(value, str):
         expected = ", ".join(repr(a) for a in aliases)
         raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "
@@ -99,7 +122,8 @@ def resolve(name, value):
 
 def sparse_seeds():
     """The seeding shortcuts whose seeder takes sparse data."""
-    return tuple(alias for alias, cls in SHORTCUTS["seed"][2].items() if cls.accepts_sparse)
+    return tuple(alias for alias in SHORTCUTS["seed"][2]
+                 if strategy_class("seed", alias).accepts_sparse)
 
 
 #: Keywords of scikit-learn's ``KMeans``, ``MiniBatchKMeans`` and ``GaussianMixture`` that
