@@ -148,6 +148,20 @@ class HierarchicalKMeansPlusPlus(Seeder):
             return max(1, int(round(math.sqrt(n_clusters))))
         return int(self.n_cells)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Greedy k-means++'s buffers on all rows (the coarse level and every cell's run
+        take at most those), a copy of one cell's rows and weights (at most all rows), a
+        cell's potentials after each of its centres (about ``2 N C / n_cells^2`` float64
+        entries, ``oversampling`` times more with more candidates) and, with
+        ``oversampling > 1``, every row's nearest candidate."""
+        n_cells = max(1, min(self._n_cells(n_clusters), n_clusters))
+        n_wanted = max(n_clusters, int(round(float(self.oversampling) * n_clusters)))
+        potentials = 2 * n_samples * n_wanted // n_cells ** 2 * 8
+        nearest_rows = n_samples * (4 + dtype.itemsize) if n_wanted > n_clusters else 0
+        return (KMeansPlusPlus(self.n_local_trials).buffer_bytes(
+                    n_samples, n_features, n_clusters, dtype, composition)
+                + n_samples * (n_features + 1) * dtype.itemsize + potentials + nearest_rows)
+
     def seed(self, X, sample_weight, n_clusters, state):
         """Return two-level k-means++ centres (see :meth:`Seeder.seed`)."""
         return HierarchicalKMeansPlusPlus.seeding(self, X, sample_weight, n_clusters,
@@ -330,6 +344,18 @@ class KMeansParallel(Seeder):
 
     def _validate(self, X, n_clusters, composition):
         self._inner()._validate(X, n_clusters, composition)
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Per row its nearest candidate and distance, its mass, uniform and weight
+        (float64), a new round's nearest candidate and distance; the candidates' rows, at
+        most ``n_rounds oversampling C`` of them (all rows at most), and the inner seeder's
+        buffers on them."""
+        n_candidates = min(n_samples, 1 + int(self.n_rounds * float(self.oversampling)
+                                              * n_clusters))
+        per_row = 2 * (8 + dtype.itemsize) + 3 * 8 + 1
+        return (n_samples * per_row + n_candidates * (n_features + 1) * dtype.itemsize
+                + self._inner().buffer_bytes(n_candidates, n_features, n_clusters, dtype,
+                                             composition))
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return k-means|| centres (see :meth:`Seeder.seed`)."""
