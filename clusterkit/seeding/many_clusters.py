@@ -136,7 +136,8 @@ class HierarchicalKMeansPlusPlus(Seeder):
 
     _parameter_constraints = {"n_cells": [Interval(Integral, 1), None],
                               "n_local_trials": [Interval(Integral, 1), None],
-                              "oversampling": [Interval(Real, 1, None, closed="left")]}
+                              "oversampling": [Interval(Real, 1, None, closed="left",
+                                                        finite=True)]}
 
     def __init__(self, n_cells=None, n_local_trials=None, oversampling=1.0):
         self.n_cells = n_cells
@@ -332,7 +333,7 @@ class KMeansParallel(Seeder):
 
     _parameter_constraints = {"seeder": [InstanceOf(Seeder), None],
                               "n_rounds": [Interval(Integral, 1)],
-                              "oversampling": [Interval(Real, 0, closed="neither")]}
+                              "oversampling": [Interval(Real, 0, closed="neither", finite=True)]}
 
     def __init__(self, seeder=None, n_rounds=5, oversampling=2.0):
         self.seeder = seeder
