@@ -20,7 +20,7 @@ time.
 ``--defaults`` instead times default ``fit`` calls at large k (``--large-k``, 1024 and 4096)
 on a 2000-Gaussian mixture and MNIST, seeding included: the ``lloyd``, ``elkan``,
 ``minibatch`` and ``nmbatch`` presets and scikit-learn's ``MiniBatchKMeans`` with their
-defaults, ``lloyd`` seeded with greedy k-means++ on all rows (the default before issue 51),
+defaults, ``lloyd`` seeded with greedy k-means++ on all rows (the former default),
 and, labelled "given start", the same defaults from one k-means++ start per seed (not timed).
 Targets: minibatch within 2 % of scikit-learn's energy in no more of its time; nmbatch within
 1 % of lloyd's energy in at most 40 % of lloyd's time; the exact fits' seeding at most a
@@ -258,7 +258,7 @@ def run(args):
 
 DEFAULTS_TITLE = "Mini-batch k-means: default fits at large k (bench_minibatch.py --defaults)"
 DEFAULT_METHODS = ("lloyd", "elkan", "sklearn MBK", "minibatch", "nmbatch")
-#: Today's default before issue 51: greedy k-means++ on all rows (the baseline of the exact
+#: The former default: greedy k-means++ on all rows (the baseline of the exact
 #: fits' final error), and the given-start rows (one k-means++ start per seed, not timed).
 BASELINE_METHODS = ("lloyd, all-rows seeding",)
 GIVEN_METHODS = ("lloyd, given start", "sklearn MBK, given start", "minibatch, given start",
@@ -369,7 +369,7 @@ def run_defaults(args):
                 line = f"{name}, k = {k}: {m}'s seeding takes {share:.2f} of its fit"
                 if "lloyd, all-rows seeding" in runs:
                     line += (f"; its energy is {ratio[m]['lloyd, all-rows seeding', 'energy']:.4f}"
-                             " x that of lloyd seeded on all rows (before issue 51) in "
+                             " x that of lloyd seeded on all rows (the former default) in "
                              f"{ratio[m]['lloyd, all-rows seeding', 'time']:.3f} x its time")
                 verdicts.append(line + " (targets <= 0.25 and <= 1.005).")
     headers = ["data", "k", "method", "seconds", "seeding share", "energy", "steps",
@@ -385,7 +385,7 @@ def run_defaults(args):
         "share: `seconds_['seeding']` over it. lloyd, elkan, minibatch, nmbatch: "
         "`presets.<name>(k, random_state=seed)`; sklearn MBK: `MiniBatchKMeans(k, "
         "random_state=seed)`; lloyd, all-rows seeding: `presets.lloyd(k, "
-        "seed=KMeansPlusPlus())`, the default before issue 51. Rows 'given start': the same "
+        "seed=KMeansPlusPlus())`, the former default. Rows 'given start': the same "
         "defaults from one greedy k-means++ seeding on all rows per seed (not timed; "
         "scikit-learn with `init=start, n_init=1`). Steps: batches for the mini-batch "
         "methods (`n_steps_`), iterations otherwise.",

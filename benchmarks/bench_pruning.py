@@ -1,4 +1,4 @@
-"""How much exact dimension pruning could save in the exact E-steps (issue 53's first step).
+"""How much exact dimension pruning could save in the exact E-steps.
 
 After a PCA rotation (distances unchanged), the squared distance of a row ``x`` to a centre
 ``c`` is at least ``||x_p - c_p||^2 + (||x_r|| - ||c_r||)^2`` (``p`` the first dimensions,
