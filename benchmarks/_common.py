@@ -153,28 +153,28 @@ def machine_info(n_threads=None):
 
 
 def format_machine_info(info):
-    """Markdown bullet list of :func:`machine_info`'s output."""
+    """:func:`machine_info`'s output as one paragraph (its facts separated by semicolons)."""
     v = info["versions"]
-    lines = [
-        f"- CPU: {info['cpu']}, {info['cores']} cores, {info['memory_gib']:.1f} GiB memory",
-        f"- OS: {info['os']}; Python {info['python']}",
-        "- Versions: " + ", ".join(f"{name} {version}" for name, version in v.items()),
-        f"- clusterkit source: {info['clusterkit_commit']}",
-        f"- clusterkit OpenMP: {'on' if info['openmp'] else 'OFF (serial kernels)'}",
-        "- Threads: " + ", ".join(f"{k} = {val}" for k, val in info["threads"].items()),
+    facts = [
+        f"{info['cpu']}, {info['cores']} cores, {info['memory_gib']:.1f} GiB memory",
+        f"{info['os']}; Python {info['python']}",
+        ", ".join(f"{name} {version}" for name, version in v.items()),
+        f"clusterkit source {info['clusterkit_commit']}, OpenMP "
+        + ("on" if info["openmp"] else "OFF (serial kernels)"),
+        "threads: " + ", ".join(f"{k} = {val}" for k, val in info["threads"].items()),
     ]
     if info["load_average"] is not None:
-        lines.append("- Load average (1, 5, 15 min) at start: "
+        facts.append("load average (1, 5, 15 min) at start: "
                      + ", ".join(f"{x:.2f}" for x in info["load_average"]))
-    lines.append("- BLAS / OpenMP runtimes (threadpoolctl): " + "; ".join(info["runtimes"]))
+    facts.append("BLAS / OpenMP runtimes (threadpoolctl): " + "; ".join(info["runtimes"]))
     overrides = info["openblas_overrides"]
     if overrides:
-        lines.append("- **WARNING: " + ", ".join(f"{k}={val}" for k, val in overrides.items())
+        facts.append("**WARNING: " + ", ".join(f"{k}={val}" for k, val in overrides.items())
                      + " was set: OpenBLAS ran other kernels than it would on this CPU; these "
                      "numbers are not representative.**")
     else:
-        lines.append("- OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE: unset")
-    return "\n".join(lines)
+        facts.append("OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset")
+    return "; ".join(facts) + "."
 
 
 def median_time(fn, repeats, cpu_times=None):
@@ -255,7 +255,7 @@ def write_results(path, title, markdown_table, notes, info=None):
     if not isinstance(notes, str):
         notes = "\n".join(f"- {note}" for note in notes)
     stamp = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    section = (f"## {title} ({stamp})\n\n**Machine**\n\n{format_machine_info(info)}\n\n"
+    section = (f"## {title} ({stamp})\n\n**Machine:** {format_machine_info(info)}\n\n"
                f"{markdown_table.strip()}\n\n**Notes**\n\n{notes.strip()}\n")
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
