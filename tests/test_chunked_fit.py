@@ -511,6 +511,18 @@ def test_variational_e_step_on_chunks_ends_where_it_ends_in_memory(da, client, t
     assert getattr(whole, "sigma2_", None) == getattr(in_memory, "sigma2_", None)
     first_variance = 6_000 * 30 if preset in (var_gmm_s, var_gmm_x) else 0
     assert whole.cost_["estep"] == in_memory.cost_["estep"] + first_variance
+    # also for tiny rows far from the origin, with weights: the first variance divides by
+    # the weights summed as in memory
+    rng = np.random.RandomState(245476750)
+    small = (rng.normal(size=(400, 9)) + 10.0) * 1e-6
+    weights = rng.exponential(size=400)
+    start = small[rng.choice(400, 20, replace=False)]
+    pair = [preset(20, seed=start, random_state=518, n_threads=1).fit(
+        data, sample_weight=w) for data, w in ((small, weights),
+                                               (da.from_array(small, chunks=(400, 9)),
+                                                da.from_array(weights, chunks=400)))]
+    np.testing.assert_array_equal(pair[1].cluster_centers_, pair[0].cluster_centers_)
+    assert getattr(pair[1], "sigma2_", None) == getattr(pair[0], "sigma2_", None)
     fits = [fit(da.from_array(X, chunks=(rows, 4))) for rows in (1_100, 2_500)]
     with dask.config.set(scheduler="synchronous"):  # one worker: this process
         one_worker = fit(da.from_array(X, chunks=(1_100, 4)))

@@ -68,7 +68,7 @@ from .._data.chunked import ChunkedData
 from .._data.memory import memory_share
 from .._data.nearest import nearest, single_threaded_blas
 from .assignment import Assignment
-from .state import FitState
+from .state import FitState, weighted_sum
 
 __all__ = ["ChunkedSteps", "FarRows", "SEEDING_BYTES", "full_data_chunks",
            "seeding_rows_of_chunks"]
@@ -264,12 +264,14 @@ def _chunk_labels(chunk):
 
 
 def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
-    """The weighted squared distance of the chunk's rows to their nearest centres, and the
-    distance evaluations (the state passes through)."""
+    """The weighted squared distance of the chunk's rows to their nearest centres, the
+    distance evaluations and the chunk's weight, both sums as the fit in memory takes them
+    (:meth:`FitState.init_sigma2 <clusterkit._engine.state.FitState.init_sigma2>`; the
+    state passes through)."""
     with single_threaded_blas():
         _, dist2, n_evals = nearest(X, None, centers, n_threads)
-    return (float(np.dot(sample_weight.astype(np.float64), dist2.astype(np.float64))),
-            n_evals), chunk
+    return (weighted_sum(dist2, sample_weight), n_evals,
+            float(sample_weight.sum(dtype=np.float64))), chunk
 
 
 def _far_chunk(X, sample_weight, chunk, k, n_threads):
@@ -436,15 +438,15 @@ class ChunkedSteps:
 
     def _init_sigma2(self, centers):
         """A soft fit's first variance from all rows' nearest distances (vc-GMM eq. 12),
-        one pass before the first E-step (in memory the first E-step finds it)."""
+        one pass before the first E-step (in memory the first E-step finds it): the chunks'
+        weighted distances and weights, each chunk's summed as in memory, added up (on one
+        chunk the variance in memory, bit for bit)."""
         state = self.state
         with state.timed("estep"):
             results = self._map(_nearest_chunk, centers, self.data.n_threads,
                                 progress=self._progress("estep"))
         state.count("estep", sum(r[1] for r in results))
-        total = sum(r[0] for r in results)
-        weight = self.data.scan().total_weight
-        state.sigma2 = max(total / (state.n_features * weight), float(state.sigma2_floor))
+        state.first_variance(sum(r[0] for r in results), sum(r[2] for r in results))
 
     def batch(self, rows):
         """The rows of a mini-batch (a slice or increasing row numbers, repeats allowed), in

@@ -311,8 +311,26 @@ class FitState:
         sigma2 : float
             The new ``run.sigma2`` (at least ``config.sigma2_floor``).
         """
-        total = weighted_sum(dist2, sample_weight)
-        weight = float(sample_weight.sum(dtype=np.float64))
+        return self.first_variance(weighted_sum(dist2, sample_weight),
+                                   float(sample_weight.sum(dtype=np.float64)))
+
+    def first_variance(self, total, weight):
+        """Set the run's initial variance from the sums of :meth:`init_sigma2` (of the rows
+        in memory, or added up over row chunks).
+
+        Parameters
+        ----------
+        total : float
+            ``sum_n w_n min_c d2_nc``.
+        weight : float
+            ``sum_n w_n``.
+
+        Returns
+        -------
+        sigma2 : float
+            The new ``run.sigma2``, ``total / (D weight)`` (at least
+            ``config.sigma2_floor``).
+        """
         self.run.sigma2 = max(total / (self.config.n_features * weight),
                               float(self.config.sigma2_floor))
         return self.run.sigma2
