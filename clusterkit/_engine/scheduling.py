@@ -188,9 +188,9 @@ class Schedule(_RunStrategy, ABC):
         of the objective between the last two steps is at most ``tol``. Before it, exact hard
         fits (``state.strict_convergence``, see :attr:`EStep.exact`) stop as soon as a step
         over all rows changed no label, as scikit-learn's ``KMeans`` does. A quantization error
-        (:data:`QUANTIZATION_ERROR`) counts as at least ``state.qe_resolution`` here, so a fit
-        with more clusters than distinct points stops once the error is down to rounding
-        noise.
+        (:data:`QUANTIZATION_ERROR`) counts as at least ``state.qe_resolution`` here, and two
+        errors both at most it count as equal, so a fit with more clusters than distinct points
+        stops once the error is down to rounding noise, whichever E-step rounded it.
 
         Parameters
         ----------
@@ -213,6 +213,11 @@ class Schedule(_RunStrategy, ABC):
         scale = abs(f_new)
         if state.objective == QUANTIZATION_ERROR:
             # At rounding level (more clusters than distinct points) the quantization error
-            # counts as zero: its changes are noise, which can cycle forever.
+            # counts as zero: its changes are noise, which can cycle forever, and differ
+            # between E-steps that round distances differently (an expanded distance of a row
+            # on its centre is a few eps times its norm, a direct one is 0), so two errors
+            # both at most the resolution are equal, whatever their difference.
+            if max(f_new, f_old) <= state.qe_resolution:
+                return True
             scale = max(scale, state.qe_resolution)
         return abs(f_new - f_old) <= tol * scale
