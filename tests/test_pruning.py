@@ -206,3 +206,18 @@ def test_pruning_stops_where_lloyd_does_at_rounding_level():
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     np.testing.assert_allclose(fits[0].cluster_centers_, fits[1].cluster_centers_,
                                rtol=0, atol=1e-12)
+
+
+def test_pruned_minibatches_stop_where_unpruned_ones_do_at_rounding_level():
+    """With more clusters than distinct rows every batch error is rounding noise, 0 by the
+    pruned E-step's direct distances and a few eps by the expanded ones: the mini-batch
+    early stop counts both as zero, so both fits stop at the same step."""
+    rng = np.random.RandomState(3)
+    X = np.repeat(rng.normal(size=(40, 64)), 3, axis=0)
+    weights = rng.randint(1, 4, size=len(X)).astype(float)
+    fits = [Clusterer(60, estep=FullEStep(prune=prune), schedule=MiniBatch(batch_size=32),
+                      random_state=0).fit(X, sample_weight=weights)
+            for prune in (None, 8)]
+    assert fits[0].n_steps_ == fits[1].n_steps_
+    assert fits[0].n_steps_ < 10 * len(X) // 32  # the early stop ended both
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)

@@ -277,9 +277,10 @@ class Driver:
         bounding box (see :func:`variance_floor`)."""
         n_samples, n_features = X.shape
         variance = sum_of_squares / (n_samples * n_features)  # mean per-feature variance
-        self.state.configure(
-            sigma2_floor=variance_floor(diagonal2, n_features, X.dtype),
-            qe_resolution=float(np.finfo(X.dtype).eps) * variance * n_features * total_weight)
+        per_weight = float(np.finfo(X.dtype).eps) * variance * n_features
+        self.state.configure(sigma2_floor=variance_floor(diagonal2, n_features, X.dtype),
+                             qe_resolution=per_weight * total_weight,
+                             qe_resolution_per_weight=per_weight)
 
     def seed(self, X, sample_weight):
         """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1); the

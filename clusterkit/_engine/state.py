@@ -59,6 +59,9 @@ class FitConfig:
         machine epsilon times the total sample weight times the mean squared norm of the
         (centred) data the fit runs on. A quantization error below it is rounding noise
         (see ``Schedule.should_stop``).
+    qe_resolution_per_weight : float
+        The same per unit of sample weight: the resolution of a batch's mean error
+        (``MiniBatch``'s early stop).
     seeding_rows : int or None
         How many of the fit's rows its seeding is worth, as the schedule declares it
         (``Schedule.seeding_rows``); ``None`` (a stream, or a state built by hand): all rows.
@@ -76,6 +79,7 @@ class FitConfig:
     fuse_sums: bool = False
     sigma2_floor: float = 0.0
     qe_resolution: float = 0.0
+    qe_resolution_per_weight: float = 0.0
     seeding_rows: object = None
 
 

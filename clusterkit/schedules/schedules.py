@@ -156,7 +156,8 @@ class MiniBatch(Schedule):
         than the estimator's ``tol`` relative to it. The smoothed objective is an
         exponentially weighted average of the batch objective per unit of weight, weight
         ``min(1, 2 batch_size / (n_samples + 1))`` on the newest batch (the first step,
-        whose objective is at the seeds, is left out). ``None`` disables it.
+        whose objective is at the seeds, is left out); a batch objective at rounding level
+        (at most ``state.qe_resolution_per_weight``) counts as zero. ``None`` disables it.
     center_tol : float or None, default=None
         Also stop when a step moved the centres by at most this fraction of their norm,
         ``||C_t - C_{t-1}||_F <= center_tol ||C_{t-1}||_F`` (as :class:`FullBatch`).
@@ -347,6 +348,10 @@ class MiniBatch(Schedule):
         if len(state.history) < 2 or self.max_no_improvement is None or entry["weight"] <= 0:
             return False  # the first step's objective is at the seeds
         value = entry["objective"] / entry["weight"]
+        if state.objective == QUANTIZATION_ERROR and value <= state.qe_resolution_per_weight:
+            # (rounding noise, which E-steps that round distances differently make unequal:
+            # it counts as zero, as in Schedule.should_stop)
+            value = 0.0
         run.smoothed = (value if run.smoothed is None
                         else run.smoothed + run.smoothing * (value - run.smoothed))
         if run.lowest is None or run.smoothed < run.lowest - tol * abs(run.lowest):
