@@ -22,7 +22,10 @@ Six kinds of input, each drawn as a plain dict (it prints as a reproducer):
     not above the unrefined run's, no rounds after a run stopped by ``max_iter``, a
     ``refinement_log_`` that tells the rounds as they went (numbers, kept rounds lower the
     error by ``tol``, the chain of errors, the budget rule, the polish last) and, from given
-    centres on chunks, the in-memory rounds.
+    centres on chunks, the in-memory rounds. With ``n_init=2`` these are checked on the
+    first run alone (``n_init=1``; the rounds draw from the fit's random state, so later
+    runs start elsewhere than unrefined, docs/quality.rst), and the fit's final objective
+    must be no worse than that run's.
 ``index``
     ``IndexTraining``: a consistent fit that stops at the first step where at most
     ``change_tol`` of the held-out rows changed cell.

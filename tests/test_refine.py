@@ -373,3 +373,21 @@ def test_best_quality_defaults_follow_n_clusters_and_the_budget(blobs):
     again = presets.best_quality(40, coreset_size=1024, random_state=0, budget=0.5).fit(blobs)
     np.testing.assert_array_equal(model.cluster_centers_, again.cluster_centers_)
     assert _rounds(model) == _rounds(again)
+
+
+def test_n_init_refines_every_run_before_the_runs_compete():
+    """With ``n_init > 1`` each run is refined, then the runs compete on their final
+    objective: the fit is no worse than its first run refined, and that run no worse than
+    itself unrefined. The rounds draw from the fit's random state, so the second run starts
+    elsewhere than without a refiner (here the unrefined fit's second run is the better)."""
+    X = np.random.RandomState(0).normal(size=(120, 40)).astype(np.float32)
+
+    def fit(refine, n_init):
+        return Clusterer(2, estep="elkan", refine=refine, n_init=n_init,
+                         random_state=0).fit(X)
+
+    refined, refined_first = fit(Breathing(m=1), 2), fit(Breathing(m=1), 1)
+    plain_first = fit(None, 1)
+    assert refined.objective_ <= refined_first.objective_
+    assert quantization_error(X, refined_first.cluster_centers_) <= quantization_error(
+        X, plain_first.cluster_centers_) * (1 + 1e-6)

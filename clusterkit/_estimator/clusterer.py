@@ -77,7 +77,9 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
         energy for soft ones). ``cost_`` counts the work of all runs. With initial centres
-        given in ``seed`` there is one run (with a warning), as in scikit-learn.
+        given in ``seed`` there is one run (with a warning), as in scikit-learn. With a
+        refiner each run is refined before the runs compete; its rounds draw from the fit's
+        ``random_state``, so the runs after the first start from other seeds than without it.
     max_iter : int, default=200
         Maximum number of iterations (E-step plus M-step) per run (the budget Forster & Lücke
         used for BIRCH and KDD); for a mini-batch schedule (:class:`MiniBatch`) passes over
