@@ -186,3 +186,19 @@ def test_subclass_with_its_own_init_does_not_prune():
     ref = Clusterer(3, estep=FullEStep(), random_state=0).fit(X)
     np.testing.assert_array_equal(km.labels_, ref.labels_)
     assert km.cost_ == ref.cost_
+
+
+def test_pruned_mini_batch_on_duplicates_stops_with_lloyd():
+    """Rows on their centres (duplicates, more clusters than distinct rows): both E-steps
+    report the direct distances, so the early stop reads the same batch objectives and both
+    fits take the same steps."""
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((150, 64)).astype(np.float32)[rng.randint(150, size=600)]
+    fits = [Clusterer(260, estep=FullEStep(prune=p), mstep="spherical",
+                      schedule=MiniBatch(batch_size=64), random_state=0).fit(X)
+            for p in ("auto", None)]
+    assert [h["objective"] for h in fits[0].history_] == \
+        [h["objective"] for h in fits[1].history_]
+    assert fits[0].n_steps_ == fits[1].n_steps_ < 20  # stopped early, at the same step
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
