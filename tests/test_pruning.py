@@ -32,6 +32,8 @@ def _fit(X, estep, init, w=None, n_threads=2, **kwargs):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_threads", [1, 2])
+
+
 def test_pruned_fit_gives_lloyds_iterates(dtype, weighted, n_threads):
     X = _embeddings(2501, 40, 30, dtype, seed=1)
     w = np.random.RandomState(2).uniform(0.5, 2, len(X)).astype(dtype) if weighted else None
@@ -50,6 +52,8 @@ def test_pruned_fit_gives_lloyds_iterates(dtype, weighted, n_threads):
 
 
 @fixed_iterations
+
+
 def test_pruned_minibatches_give_the_same_iterates():
     """Batches of rows of the data use the projections made once per run."""
     X = _embeddings(3000, 24, 12, seed=4)
@@ -109,6 +113,8 @@ def test_prune_auto_is_off_below_its_thresholds():
 
 
 @fixed_iterations
+
+
 def test_prune_ignored_for_soft_assignments():
     X = _embeddings(400, 12, 4, seed=6)
     init = X[:4].copy()
@@ -144,6 +150,8 @@ def test_prune_refuses_more_axes_than_features():
 
 
 @pytest.mark.parametrize("prune", [0, "all", True, 2.5])
+
+
 def test_prune_refuses_bad_values(prune):
     X = _embeddings(100, 6, 3, seed=8)
     with pytest.raises((ValueError, TypeError), match="prune"):
@@ -151,6 +159,8 @@ def test_prune_refuses_bad_values(prune):
 
 
 @fixed_iterations
+
+
 def test_prune_auto_prunes_from_its_thresholds():
     X = _embeddings(3000, 64, 40, np.float32, seed=9)
     init = X[np.random.RandomState(9).choice(len(X), 300, replace=False)]
@@ -162,6 +172,8 @@ def test_prune_auto_prunes_from_its_thresholds():
 
 
 @fixed_iterations
+
+
 def test_pruned_spherical_fit_gives_the_same_iterates():
     X = _embeddings(1500, 32, 20, seed=10)
     init = X[:20].copy()
@@ -189,6 +201,8 @@ def test_subclass_with_its_own_init_does_not_prune():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (duplicates, empty clusters)
+
+
 def test_pruning_stops_where_lloyd_does_at_rounding_level():
     # More clusters than distinct points: every row sits on a centre, and the error is
     # rounding, 0 by pruning's direct distances and a few eps per row by Lloyd's expanded
@@ -220,4 +234,19 @@ def test_pruned_minibatches_stop_where_unpruned_ones_do_at_rounding_level():
             for prune in (None, 8)]
     assert fits[0].n_steps_ == fits[1].n_steps_
     assert fits[0].n_steps_ < 10 * len(X) // 32  # the early stop ended both
+
+
+def test_pruned_mini_batch_on_duplicates_stops_with_lloyd():
+    """Rows on their centres (duplicates, more clusters than distinct rows): both E-steps
+    report the direct distances, so the early stop reads the same batch objectives and both
+    fits take the same steps."""
+    rng = np.random.RandomState(0)
+    X = rng.standard_normal((150, 64)).astype(np.float32)[rng.randint(150, size=600)]
+    fits = [Clusterer(260, estep=FullEStep(prune=p), mstep="spherical",
+                      schedule=MiniBatch(batch_size=64), random_state=0).fit(X)
+            for p in ("auto", None)]
+    assert [h["objective"] for h in fits[0].history_] == \
+        [h["objective"] for h in fits[1].history_]
+    assert fits[0].n_steps_ == fits[1].n_steps_ < 20  # stopped early, at the same step
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
     np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)

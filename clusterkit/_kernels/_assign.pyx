@@ -161,7 +161,8 @@ def assign_full(const floating[:, ::1] X,        # IN
     labels : ndarray of shape (n_samples,), dtype=int32
         Output: index of the nearest centre (ties go to the lowest index).
     min_dist2 : ndarray of shape (n_samples,), dtype=floating
-        Output: squared distance to the nearest centre, clamped at zero.
+        Output: the direct squared distance to the nearest centre, as every exact E-step
+        reports it.
     n_threads : int
         Number of OpenMP threads.
     X32 : ndarray of shape (n_samples, n_features + 1), dtype=float32, or None
@@ -225,7 +226,8 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
     labels : ndarray of shape (n_samples,), dtype=int32
         Output: index of the nearest centre (ties go to the lowest index).
     min_dist2 : ndarray of shape (n_samples,), dtype=floating
-        Output: squared distance to the nearest centre, clamped at zero.
+        Output: the direct squared distance to the nearest centre, as every exact E-step
+        reports it.
     centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
         Output: ``sum_{n: labels_n = c} w_n x_n``.
     weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating

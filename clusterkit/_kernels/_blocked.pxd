@@ -93,9 +93,10 @@ cdef inline void _nearest_blocked(const floating* X,          # IN  (n_rows, n_f
     block's two smallest entries. Across blocks each row keeps its smallest entry and the
     centres within ``_tie_window`` of it (its near-ties, up to MAX_NEAR). A row without
     near-ties has its label; the others (rare) are ranked by direct distances, as
-    ``_settle_near_ties`` ranks them. With ``tile_t`` float32 and float64 data, the distance
-    is computed directly in float64 (``D`` flops a row); otherwise it is the tile entry
-    plus ``||x||^2``, clamped at 0.
+    ``_settle_near_ties`` ranks them. The distance written is the direct one to the label
+    (``_sqdist_wide``, ``D`` flops a row), as the pruned and bounded E-steps write it: a
+    tile entry plus ``||x||^2`` errs by up to the window, which is all of the distance of a
+    row on its centre.
     """
     cdef Py_ssize_t width = _block_width(n_clusters, sizeof(tile_t))
     cdef Py_ssize_t i, j, j0, n_block, k, m, n_keep
@@ -108,7 +109,6 @@ cdef inline void _nearest_blocked(const floating* X,          # IN  (n_rows, n_f
     cdef Py_ssize_t n_near[CHUNK_SIZE]                 # -1: more than MAX_NEAR
     cdef Py_ssize_t near_idx[CHUNK_SIZE][MAX_NEAR]
     cdef double near_val[CHUNK_SIZE][MAX_NEAR]
-    cdef bint mixed = sizeof(tile_t) != sizeof(floating)
     cdef floating d, d_best
     cdef double xn
     for i in range(n_rows):
@@ -180,16 +180,9 @@ cdef inline void _nearest_blocked(const floating* X,          # IN  (n_rows, n_f
             continue
         k = best_idx[i]
         limit = best_val[i] + window[i]
-        n_keep = 0
-        for m in range(n_near[i]):
-            if near_val[i][m] <= limit:
-                n_keep += 1
-        if n_keep == 0 and not mixed:
-            d = <floating> best_val[i] + _sqnorm(X + i * n_features, n_features)
-            min_dist2[i] = d if d > 0 else 0
-            labels[i] = <int> k
-            continue
-        # rank the near-ties by direct distances on the data's dtype, ties to the lower index
+        # the direct distance, as the pruned and bounded E-steps report it (an entry plus
+        # ||x||^2 errs by up to the window: all of the distance of a row on its centre); the
+        # near-ties ranked by direct distances on the data's dtype, ties to the lower index
         d_best = _sqdist_wide(X + i * n_features, centers + k * n_features, n_features)
         for m in range(n_near[i]):
             if near_val[i][m] <= limit:

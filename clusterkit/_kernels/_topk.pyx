@@ -3,8 +3,8 @@ from cython cimport floating
 from cython.parallel cimport parallel, prange
 
 from ._chunks cimport _chunk_len, _TilePlan
-from ._dist cimport (CHUNK_SIZE, _chunk_tile, _prepare_tiles, _settle_near_ties, _sqnorm,
-                     _tile_row, _use_gemm)
+from ._dist cimport (CHUNK_SIZE, _chunk_tile, _prepare_tiles, _settle_near_ties, _sqdist_wide,
+                     _sqnorm, _tile_row, _use_gemm)
 from ._select cimport _select_row
 
 
@@ -29,10 +29,14 @@ cdef void _topk_chunk(const _TilePlan* plan,
         if gemm:
             xn = _sqnorm(X + i * n_features, n_features)
             if n_winners == 1:
-                # the nearest centre exactly as the full E-step finds it (near-ties settled)
+                # the nearest centre exactly as the full E-step finds it (near-ties settled),
+                # and the direct distance to it, which the full E-step reports
                 winners[i] = <int> _settle_near_ties(
                     row, plan.n_clusters, winners[i], X + i * n_features, n_features,
                     <const floating*> plan.centers, xn, plan.max_sqnorm, vals)
+                vals[0] = _sqdist_wide(X + i * n_features,
+                                       <const floating*> plan.centers + winners[i] * n_features,
+                                       n_features)
                 continue
             for j in range(n_winners):
                 vals[j] += xn
@@ -76,7 +80,8 @@ def assign_topk(const floating[:, ::1] X,        # IN
     selection runs on ``||c||^2 - 2 x.c`` (the row's ``||x||^2`` does not change the order)
     and ``||x||^2`` is added to the winners only; with ``n_winners = 1`` the near-ties of
     that order are settled by direct distances as in :func:`~._assign.assign_full`, so the
-    winner is the full E-step's label, ties to the lower index. Every output row is written by one thread,
+    winner is the full E-step's label, ties to the lower index, and its distance the direct
+    one that E-step reports. Every output row is written by one thread,
     so results do not depend on ``n_threads``. Assumes valid input.
 
     References

@@ -167,3 +167,18 @@ def test_assign_full_accumulate_with_mixed_products():
     np.testing.assert_array_equal(sums, sums_ref)
     np.testing.assert_array_equal(weight, weight_ref)
     np.testing.assert_array_equal(sse, sse_ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_clusters", [3, 300, 5000])
+def test_distance_is_direct_for_rows_without_near_ties(dtype, n_clusters):
+    """Rows within a thousandth of their centres, away from the origin: the distance is the
+    direct one to the label, not ``||x||^2 - 2 x.c + ||c||^2``, whose rounding is larger
+    than the distance itself."""
+    rng = np.random.default_rng(5)
+    centers = (rng.normal(size=(n_clusters, 64)) + 10).astype(dtype)
+    X = (centers[:3] + rng.normal(size=(3, 64)) * 1e-3).astype(dtype)
+    labels, dist2, _ = _assign_full(X, centers, 1)
+    np.testing.assert_array_equal(labels, [0, 1, 2])
+    direct = ((X.astype(np.float64) - centers[:3]) ** 2).sum(axis=1)
+    np.testing.assert_allclose(dist2, direct, rtol=rtol_for(dtype) * 10)
