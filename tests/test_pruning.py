@@ -32,8 +32,6 @@ def _fit(X, estep, init, w=None, n_threads=2, **kwargs):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_threads", [1, 2])
-
-
 def test_pruned_fit_gives_lloyds_iterates(dtype, weighted, n_threads):
     X = _embeddings(2501, 40, 30, dtype, seed=1)
     w = np.random.RandomState(2).uniform(0.5, 2, len(X)).astype(dtype) if weighted else None
@@ -52,8 +50,6 @@ def test_pruned_fit_gives_lloyds_iterates(dtype, weighted, n_threads):
 
 
 @fixed_iterations
-
-
 def test_pruned_minibatches_give_the_same_iterates():
     """Batches of rows of the data use the projections made once per run."""
     X = _embeddings(3000, 24, 12, seed=4)
@@ -113,8 +109,6 @@ def test_prune_auto_is_off_below_its_thresholds():
 
 
 @fixed_iterations
-
-
 def test_prune_ignored_for_soft_assignments():
     X = _embeddings(400, 12, 4, seed=6)
     init = X[:4].copy()
@@ -150,8 +144,6 @@ def test_prune_refuses_more_axes_than_features():
 
 
 @pytest.mark.parametrize("prune", [0, "all", True, 2.5])
-
-
 def test_prune_refuses_bad_values(prune):
     X = _embeddings(100, 6, 3, seed=8)
     with pytest.raises((ValueError, TypeError), match="prune"):
@@ -159,8 +151,6 @@ def test_prune_refuses_bad_values(prune):
 
 
 @fixed_iterations
-
-
 def test_prune_auto_prunes_from_its_thresholds():
     X = _embeddings(3000, 64, 40, np.float32, seed=9)
     init = X[np.random.RandomState(9).choice(len(X), 300, replace=False)]
@@ -172,8 +162,6 @@ def test_prune_auto_prunes_from_its_thresholds():
 
 
 @fixed_iterations
-
-
 def test_pruned_spherical_fit_gives_the_same_iterates():
     X = _embeddings(1500, 32, 20, seed=10)
     init = X[:20].copy()
@@ -201,8 +189,6 @@ def test_subclass_with_its_own_init_does_not_prune():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (duplicates, empty clusters)
-
-
 def test_pruning_stops_where_lloyd_does_at_rounding_level():
     # More clusters than distinct points: every row sits on a centre, and the error is
     # rounding, 0 by pruning's direct distances and a few eps per row by Lloyd's expanded
