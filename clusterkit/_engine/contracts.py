@@ -232,6 +232,12 @@ class DataReducer(_Strategy, ABC):
         bounds). The default, ``n_samples``, is right for any reducer."""
         return n_samples
 
+    def expected_rows(self, n_samples, n_clusters):
+        """The rows :meth:`reduce` returns for ``n_samples`` input rows, as the memory
+        estimate (``Clusterer.estimate_memory``) counts them: at most :meth:`max_rows`. The
+        default is :meth:`max_rows`; a reducer whose draws coincide says how many remain."""
+        return self.max_rows(n_samples, n_clusters)
+
 
 class EStep(_RunStrategy, ABC):
     """Assigns samples to clusters (hard) or computes responsibilities.
@@ -263,6 +269,11 @@ class EStep(_RunStrategy, ABC):
         (:meth:`FitState.row_integers`, the same numbers for a row in memory and in any row
         chunk), not from ``state.random_state``, which a chunk's task does not have; its key
         is then drawn here before the first step on chunks. ``False`` by default.
+    truncated : bool
+        Class attribute: whether its assignments carry ``winners``, responsibilities over a
+        few clusters per sample, rather than over all ``n_clusters`` (a soft M-step's
+        scratch follows from it, :meth:`~clusterkit._engine.strategy._Strategy.buffer_bytes`).
+        ``False`` by default.
 
     Notes
     -----
@@ -279,6 +290,7 @@ class EStep(_RunStrategy, ABC):
     chunks = False
     per_sample_state = True
     row_stream = False
+    truncated = False
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):

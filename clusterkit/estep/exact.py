@@ -492,6 +492,7 @@ class TruncatedEStep(EStep):
     """
 
     exact = True  # the labels are the nearest centres, whatever n_winners
+    truncated = True
     objectives = MIXTURE_OBJECTIVES
     chunks = True  # (each chunk's winners; the M-steps sum their statistics per chunk)
     per_sample_state = False

@@ -324,6 +324,23 @@ class SoftMStep(MStep):
     objective = FREE_ENERGY
     chunk_rules = ("replace",)
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The float64 scratch of its statistics, a chunk of rows at a time. Full
+        responsibilities: ``r = min(N, 4096, max(256, 2^20 / (8 C)))`` rows of the
+        right-hand side, ``8 r (D + 2)``, and for float32 data the rows' and the
+        responsibilities' float64 copies, ``8 r (D + C)``. Truncated ones (the E-step is
+        :attr:`~clusterkit.EStep.truncated`): for float32 data rows copied to float64 with
+        their weights, norms and ``C' <= C`` responsibilities, ``min(4 MiB, 8 N (D + 2 +
+        C))``; for float64 data only the norms, ``8 N``."""
+        if composition.estep.truncated:
+            if dtype == np.float64:
+                return 8 * n_samples
+            return min(_TRUNCATED_CHUNK_BYTES, 8 * n_samples * (n_features + 2 + n_clusters))
+        rows = min(n_samples, _DENSE_MAX_ROWS,
+                   max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
+        copies = 0 if dtype == np.float64 else n_features + n_clusters
+        return 8 * rows * (n_features + 2 + copies)
+
     def update(self, X, sample_weight, assignment, centers, state):
         # the step on data in row chunks, on one chunk: the same statistics and arithmetic
         statistics = self.statistics(X, sample_weight, assignment, centers, state)
