@@ -269,11 +269,6 @@ class EStep(_RunStrategy, ABC):
         (:meth:`FitState.row_integers`, the same numbers for a row in memory and in any row
         chunk), not from ``state.random_state``, which a chunk's task does not have; its key
         is then drawn here before the first step on chunks. ``False`` by default.
-    truncated : bool
-        Class attribute: whether its assignments carry ``winners``, responsibilities over a
-        few clusters per sample, rather than over all ``n_clusters`` (a soft M-step's
-        scratch follows from it, :meth:`~clusterkit._engine.strategy._Strategy.buffer_bytes`).
-        ``False`` by default.
 
     Notes
     -----
@@ -290,7 +285,13 @@ class EStep(_RunStrategy, ABC):
     chunks = False
     per_sample_state = True
     row_stream = False
-    truncated = False
+
+    def winners_per_sample(self, n_clusters, composition):
+        """``C'``, the clusters per sample its assignments carry (``winners`` with their
+        responsibilities) in a fit of ``composition``, or ``None`` (the default) if they
+        carry none. A soft M-step's scratch follows from it (its
+        :meth:`~clusterkit._engine.strategy._Strategy.buffer_bytes`)."""
+        return None
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):

@@ -328,14 +328,18 @@ class SoftMStep(MStep):
         """The float64 scratch of its statistics, a chunk of rows at a time. Full
         responsibilities: ``r = min(N, 4096, max(256, 2^20 / (8 C)))`` rows of the
         right-hand side, ``8 r (D + 2)``, and for float32 data the rows' and the
-        responsibilities' float64 copies, ``8 r (D + C)``. Truncated ones (the E-step is
-        :attr:`~clusterkit.EStep.truncated`): for float32 data rows copied to float64 with
-        their weights, norms and ``C' <= C`` responsibilities, ``min(4 MiB, 8 N (D + 2 +
-        C))``; for float64 data only the norms, ``8 N``."""
-        if composition.estep.truncated:
+        responsibilities' float64 copies, ``8 r (D + C)``. Truncated ones over ``C'``
+        clusters per sample (:meth:`~clusterkit.EStep.winners_per_sample`): for float32
+        data rows copied to float64 with their weights, norms and responsibilities, ``8 r
+        (D + 3 + C')`` for ``r = min(N, max(C, 4 MiB / (8 (D + 2 + C'))))`` rows; for
+        float64 data only the norms, ``8 N``."""
+        n_winners = composition.estep.winners_per_sample(n_clusters, composition)
+        if n_winners is not None:
             if dtype == np.float64:
                 return 8 * n_samples
-            return min(_TRUNCATED_CHUNK_BYTES, 8 * n_samples * (n_features + 2 + n_clusters))
+            rows = min(n_samples, max(n_clusters, _TRUNCATED_CHUNK_BYTES
+                                      // (8 * (n_features + 2 + n_winners))))
+            return 8 * rows * (n_features + 3 + n_winners)
         rows = min(n_samples, _DENSE_MAX_ROWS,
                    max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
         copies = 0 if dtype == np.float64 else n_features + n_clusters
