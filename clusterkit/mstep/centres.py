@@ -89,6 +89,18 @@ class HardMStep(MStep):
         :meth:`MStep.reads_batch_sums`)."""
         return HARD_RULES[center_update].reads_batch_sums
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Under the nested schedule's rule ``"latest"``: each sample's last squared
+        distance, kept (float64, ``8 N``), and in a step over up to ``N`` rows their float64
+        distances and row numbers (``16 N``), previous labels (``4 N``) and the larger of
+        the unmoved rows' terms (indices, float64 weights, differences and products,
+        ``32 N``) and the moved rows' copies with their counting-sort order (``N (D itemsize
+        + 16)``). Other rules: the counting sort's order over at most ``N`` rows, ``8 N``."""
+        if composition.schedule.center_update == "latest":
+            moved = n_features * dtype.itemsize + 16
+            return n_samples * (8 + 16 + 4 + max(32, moved))
+        return 8 * n_samples
+
     def init_state(self, X, sample_weight, centers, state):
         """The rule object for the schedule's ``center_update``, chosen once per run."""
         return HARD_RULES[state.center_update](X.shape[0], centers)
