@@ -166,8 +166,9 @@ class LaplacianEStep(EStep):
             raise ValueError("LaplacianEStep updates every sample from its graph neighbours: "
                              "it needs a full-batch schedule, got "
                              f"{type(composition.schedule).__name__}.")
-        # distances, kernel values, two z buffers and the kept z: N x L each
-        check_memory(5 * n_samples * n_clusters * X.dtype.itemsize,
+        # distances, kernel values and their copy in the graph's order, two z buffers and
+        # the previous step's z: N x L each
+        check_memory(6 * n_samples * n_clusters * X.dtype.itemsize,
                      f"LaplacianEStep's soft assignments for {n_samples} samples and "
                      f"n_clusters={n_clusters}", "Use fewer clusters or fewer samples.")
 
@@ -179,9 +180,9 @@ class LaplacianEStep(EStep):
         if larger, the graph's sparse copies while it is built and ordered (``32 E``: COO
         rows and values, 8 bytes each, and columns, 4, beside a CSR copy, 12). The
         iterations keep the ordered graph (``E (8 + itemsize) + 12 N``: int32 indptr and
-        indices, the weights, the rows' order) and the soft assignments: five ``N x C``
-        arrays (distances, kernel values, two z buffers and the kept z), as checked when
-        ``fit`` starts."""
+        indices, the weights, the rows' order) and the soft assignments: six ``N x C``
+        arrays (distances, kernel values and their copy in the graph's order, two z buffers
+        and the previous step's z), as checked when ``fit`` starts."""
         n_edges = n_samples * (int(self.n_neighbors) if self.graph is None
                                else max(1, self.graph.nnz // max(1, n_samples)))
         build = 32 * n_edges
@@ -189,7 +190,7 @@ class LaplacianEStep(EStep):
             build = max(build, knn_graph_bytes(n_samples, n_features, int(self.n_neighbors),
                                                dtype))
         kept = n_edges * (8 + dtype.itemsize) + 12 * n_samples
-        return max(build, kept + 5 * n_samples * n_clusters * dtype.itemsize)
+        return max(build, kept + 6 * n_samples * n_clusters * dtype.itemsize)
 
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""
