@@ -1,6 +1,8 @@
 """A fit's memory: the budget (``memory_limit``), the estimate before it runs, the refusal
 that says what would fit, and memmaps read in blocks when their copy would not fit."""
 import re
+import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from clusterkit import (BoundedEStep, Clusterer, ElkanEStep, FitMemoryError, KMeansPlusPlus,
                         MemoryEstimate, Seeder, YinyangEStep)
 from clusterkit._data import chunked as _chunked
-from clusterkit.presets import lloyd
+from clusterkit.presets import PRESETS, build_preset, lloyd
 
 
 def _blobs(n=3_000, d=4, c=6, seed=0, dtype=np.float64):
@@ -140,3 +142,22 @@ def test_a_memmap_whose_copy_exceeds_memory_limit_is_read_in_blocks(tmp_path, mo
     np.testing.assert_allclose(blocked.inertia_, in_memory.inertia_, rtol=1e-5)
     # without the limit the same memmap is copied, as any array
     assert "scan" not in lloyd(5, seed=init).fit(X_mm).seconds_
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_each_presets_estimate_is_near_the_peak_of_its_traced_allocations(name):
+    # NumPy's allocations as tracemalloc sees them, on a small fit run to its end (the
+    # exact kNN search of the SLK presets below EXACT_BELOW rows: no numba); generous,
+    # since fixed costs weigh more on small data (the benchmark holds the real peak to 25 %)
+    X = _blobs(n=4_000, d=8, c=10, dtype=np.float32)
+    model = build_preset(name, 20, random_state=0)
+    estimate = int(model.estimate_memory(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        tracemalloc.start()
+        try:
+            model.fit(X)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert estimate / 3 <= peak <= 3 * estimate, (peak, estimate)

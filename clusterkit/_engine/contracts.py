@@ -232,6 +232,12 @@ class DataReducer(_Strategy, ABC):
         bounds). The default, ``n_samples``, is right for any reducer."""
         return n_samples
 
+    def expected_rows(self, n_samples, n_clusters):
+        """The rows :meth:`reduce` returns for ``n_samples`` input rows, as the memory
+        estimate (``Clusterer.estimate_memory``) counts them: at most :meth:`max_rows`. The
+        default is :meth:`max_rows`; a reducer whose draws coincide says how many remain."""
+        return self.max_rows(n_samples, n_clusters)
+
 
 class EStep(_RunStrategy, ABC):
     """Assigns samples to clusters (hard) or computes responsibilities.
@@ -279,6 +285,13 @@ class EStep(_RunStrategy, ABC):
     chunks = False
     per_sample_state = True
     row_stream = False
+
+    def winners_per_sample(self, n_clusters, composition):
+        """``C'``, the clusters per sample its assignments carry (``winners`` with their
+        responsibilities) in a fit of ``composition``, or ``None`` (the default) if they
+        carry none. A soft M-step's scratch follows from it (its
+        :meth:`~clusterkit._engine.strategy._Strategy.buffer_bytes`)."""
+        return None
 
     @abstractmethod
     def assign(self, X, sample_weight, centers, state):

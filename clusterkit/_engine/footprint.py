@@ -141,8 +141,10 @@ def estimate_memory(composition, n_samples, n_features, n_clusters, dtype, *, n_
     itemsize = dtype.itemsize
     chunked_steps = chunk_rows is not None and not reducer.chunked
     n_fit = n_samples if chunked_steps else min(n_samples,
-                                               reducer.max_rows(n_samples, n_clusters))
-    reduced = reducer.reduces and not chunked_steps
+                                               reducer.expected_rows(n_samples, n_clusters))
+    # (a reducer that cannot return fewer rows returns the data as they are)
+    reduced = (reducer.reduces and not chunked_steps
+               and reducer.max_rows(n_samples, n_clusters) < n_samples)
     phases = dict.fromkeys(PHASES, 0)
     phases["data"] = _data_phase(n_samples, n_fit, n_features, itemsize, copies_input,
                                  reduced, chunk_rows)

@@ -514,9 +514,13 @@ class TruncatedEStep(EStep):
         if self.n_winners > n_clusters:
             raise ValueError(f"n_winners={self.n_winners} must be <= n_clusters={n_clusters}.")
 
+    def winners_per_sample(self, n_clusters, composition):
+        """``n_winners``, at most ``n_clusters``."""
+        return min(int(self.n_winners), n_clusters)
+
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """Each step's winners, their distances and responsibilities (``N x C'``)."""
-        n_winners = min(int(self.n_winners), n_clusters)
+        n_winners = self.winners_per_sample(n_clusters, composition)
         return n_samples * (n_winners * (4 + 2 * dtype.itemsize) + 4 + dtype.itemsize)
 
     def assign(self, X, sample_weight, centers, state):

@@ -285,14 +285,19 @@ class PartialEStep(EStep):
                  "no sample can ever change its clusters; use G >= 2 or "
                  "n_explore >= 1.", RuntimeWarning)
 
+    def winners_per_sample(self, n_clusters, composition):
+        """``C' = n_winners``; by default ``G`` for a soft M-step, 1 for a hard one."""
+        if self.n_winners is not None:
+            return min(int(self.n_winners), n_clusters)
+        return min(int(self.G), n_clusters) if composition.mstep.needs_resp else 1
+
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """Per sample: ``K(n)`` (and a copy) with its distances and responsibilities
         (``C'``), the candidates and their distances (``C' G + n_explore``, at most ``C``),
         the explored clusters, and with estimated neighbourhoods the pairs they are
         estimated from (at most one per candidate)."""
         G = min(int(self.G), n_clusters)
-        n_winners = ((G if composition.mstep.needs_resp else 1) if self.n_winners is None
-                     else min(int(self.n_winners), n_clusters))
+        n_winners = self.winners_per_sample(n_clusters, composition)
         n_cand = n_winners * G + int(self.n_explore)
         itemsize = dtype.itemsize
         per_sample = n_winners * (8 + 2 * itemsize) + 4 + itemsize

@@ -89,6 +89,18 @@ class HardMStep(MStep):
         :meth:`MStep.reads_batch_sums`)."""
         return HARD_RULES[center_update].reads_batch_sums
 
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """Under the nested schedule's rule ``"latest"``: each sample's last squared
+        distance, kept (float64, ``8 N``), and in a step over up to ``N`` rows their float64
+        distances and row numbers (``16 N``), previous labels (``4 N``) and the larger of
+        the unmoved rows' terms (indices, float64 weights, differences and products,
+        ``32 N``) and the moved rows' copies with their counting-sort order (``N (D itemsize
+        + 16)``). Other rules: the counting sort's order over at most ``N`` rows, ``8 N``."""
+        if composition.schedule.center_update == "latest":
+            moved = n_features * dtype.itemsize + 16
+            return n_samples * (8 + 16 + 4 + max(32, moved))
+        return 8 * n_samples
+
     def init_state(self, X, sample_weight, centers, state):
         """The rule object for the schedule's ``center_update``, chosen once per run."""
         return HARD_RULES[state.center_update](X.shape[0], centers)
@@ -323,6 +335,27 @@ class SoftMStep(MStep):
     needs_resp = True
     objective = FREE_ENERGY
     chunk_rules = ("replace",)
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The float64 scratch of its statistics, a chunk of rows at a time. Full
+        responsibilities: ``r = min(N, 4096, max(256, 2^20 / (8 C)))`` rows of the
+        right-hand side, ``8 r (D + 2)``, and for float32 data the rows' and the
+        responsibilities' float64 copies, ``8 r (D + C)``. Truncated ones over ``C'``
+        clusters per sample (:meth:`~clusterkit.EStep.winners_per_sample`): for float32
+        data rows copied to float64 with their weights, norms and responsibilities, ``8 r
+        (D + 3 + C')`` for ``r = min(N, max(C, 4 MiB / (8 (D + 2 + C'))))`` rows; for
+        float64 data only the norms, ``8 N``."""
+        n_winners = composition.estep.winners_per_sample(n_clusters, composition)
+        if n_winners is not None:
+            if dtype == np.float64:
+                return 8 * n_samples
+            rows = min(n_samples, max(n_clusters, _TRUNCATED_CHUNK_BYTES
+                                      // (8 * (n_features + 2 + n_winners))))
+            return 8 * rows * (n_features + 3 + n_winners)
+        rows = min(n_samples, _DENSE_MAX_ROWS,
+                   max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
+        copies = 0 if dtype == np.float64 else n_features + n_clusters
+        return 8 * rows * (n_features + 2 + copies)
 
     def update(self, X, sample_weight, assignment, centers, state):
         # the step on data in row chunks, on one chunk: the same statistics and arithmetic

@@ -247,6 +247,16 @@ class LWCS(DataReducer):
         """At most ``size`` rows (fewer when draws coincide), or all if ``size >= n_samples``."""
         return min(n_samples, self._size(n_clusters))
 
+    def expected_rows(self, n_samples, n_clusters):
+        """The distinct rows of ``m = size`` draws with replacement, at most ``N (1 - (1 -
+        1/N)^m)``: a row drawn with probability ``q`` is drawn at least once with probability
+        ``1 - (1 - q)^m``, concave in ``q``, so for any sampling distribution uniform draws
+        give the most distinct rows. All ``N`` rows when ``size >= N`` (no reduction)."""
+        size = self._size(n_clusters)
+        if size >= n_samples:
+            return n_samples
+        return min(size, int(np.ceil(-n_samples * np.expm1(size * np.log1p(-1 / n_samples)))))
+
     def _validate(self, X, n_clusters, composition):
         """Check ``n_clusters <= size``; warn if ``size >= n_samples`` (no reduction then).
 
@@ -268,8 +278,11 @@ class LWCS(DataReducer):
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """The draws (sorted uniforms, rows, counts and distances, float64 or intp) and the
-        sampler's per-block distances and cumulative sums (float64)."""
-        size = min(n_samples, self._size(n_clusters))
+        sampler's per-block distances and cumulative sums (float64); none when ``size >=
+        n_samples`` (no reduction)."""
+        size = self._size(n_clusters)
+        if size >= n_samples:
+            return 0
         return size * 4 * 8 + n_samples * 2 * 8
 
     def reduce(self, X, sample_weight, state):

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_array
 from .._estimator.validation import check_int
 from .._kernels._openmp import effective_n_threads
 
-__all__ = ["knn_graph", "EXACT_BELOW"]
+__all__ = ["knn_graph", "knn_graph_bytes", "EXACT_BELOW"]
 
 #: Below this many samples :func:`knn_graph` finds the neighbours exactly (brute force, about
 #: ``N^2 D / 2`` flops, under a second); from it on approximately with pynndescent.
@@ -122,6 +122,28 @@ def knn_graph(X, n_neighbors=5, *, exact=None, random_state=None, n_threads=None
     rows = np.repeat(np.arange(n_samples), n_neighbors)
     return sp.csr_matrix((np.ones(rows.size), (rows, neighbours.ravel())),
                          shape=(n_samples, n_samples))
+
+
+def knn_graph_bytes(n_samples, n_features, n_neighbors, dtype):
+    """Bytes :func:`knn_graph`'s search allocates at its peak, for ``n_samples`` x
+    ``n_features`` rows of ``dtype`` (its result, the sparse graph, not included).
+
+    With ``k = n_neighbors + 1`` (the row itself is found too): below :data:`EXACT_BELOW`
+    rows, scikit-learn's exact search keeps a heap of indices (intp) and distances
+    (float64) per row, ``16 N k``. From it on, pynndescent's (with its defaults): its rows
+    in float32 (a copy, ``4 N D``, unless they are float32 already); the graph's heap,
+    indices, distances (4 bytes each) and flags (1), ``9 N k``; the new and the old
+    candidates of each row, indices and priorities, ``16 N min(60, k)``; its random
+    projection forest's leaves, ``t = max(3, min(12, round(2 log10 N)))`` trees whose
+    leaves hold at most ``l = max(60, min(256, 5 k))`` rows and are at least half full,
+    ``8 N t`` as int32; and the neighbours and distances it returns, ``8 N k``.
+    """
+    k = n_neighbors + 1
+    if n_samples < EXACT_BELOW:
+        return 16 * n_samples * k
+    n_trees = max(3, min(12, int(round(2.0 * np.log10(n_samples)))))
+    copy = 0 if np.dtype(dtype) == np.float32 else 4 * n_samples * n_features
+    return copy + n_samples * (9 * k + 16 * min(60, k) + 8 * n_trees + 8 * k)
 
 
 def _without_self(found, n_neighbors):

@@ -14,7 +14,7 @@ from .._engine.contracts import EStep, MStep
 from .._engine.state import weighted_sum
 from .._estimator.validation import check_bandwidth
 from .._kernels import _laplacian
-from .graph import knn_graph
+from .graph import knn_graph, knn_graph_bytes
 
 __all__ = ["LaplacianEStep", "ModeMStep", "SLK_ENERGY"]
 
@@ -166,16 +166,31 @@ class LaplacianEStep(EStep):
             raise ValueError("LaplacianEStep updates every sample from its graph neighbours: "
                              "it needs a full-batch schedule, got "
                              f"{type(composition.schedule).__name__}.")
-        # distances, kernel values, two z buffers and the kept z: N x L each
-        check_memory(5 * n_samples * n_clusters * X.dtype.itemsize,
+        # distances, kernel values and their copy in the graph's order, two z buffers and
+        # the previous step's z: N x L each
+        check_memory(6 * n_samples * n_clusters * X.dtype.itemsize,
                      f"LaplacianEStep's soft assignments for {n_samples} samples and "
                      f"n_clusters={n_clusters}", "Use fewer clusters or fewer samples.")
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
-        """The soft assignments (five ``N x C`` arrays, as checked when ``fit`` starts) and
-        the kNN graph (its CSR arrays, twice while it is ordered)."""
-        return (5 * n_samples * n_clusters * dtype.itemsize
-                + 2 * n_samples * int(self.n_neighbors) * 12)
+        """The larger of the graph's construction and the iterations, which follow it.
+
+        With ``E = N n_neighbors`` edges: the construction is the search
+        (:func:`~clusterkit.slk.graph.knn_graph_bytes`, none for a given ``graph``) or,
+        if larger, the graph's sparse copies while it is built and ordered (``32 E``: COO
+        rows and values, 8 bytes each, and columns, 4, beside a CSR copy, 12). The
+        iterations keep the ordered graph (``E (8 + itemsize) + 12 N``: int32 indptr and
+        indices, the weights, the rows' order) and the soft assignments: six ``N x C``
+        arrays (distances, kernel values and their copy in the graph's order, two z buffers
+        and the previous step's z), as checked when ``fit`` starts."""
+        n_edges = n_samples * (int(self.n_neighbors) if self.graph is None
+                               else max(1, self.graph.nnz // max(1, n_samples)))
+        build = 32 * n_edges
+        if self.graph is None:
+            build = max(build, knn_graph_bytes(n_samples, n_features, int(self.n_neighbors),
+                                               dtype))
+        kept = n_edges * (8 + dtype.itemsize) + 12 * n_samples
+        return max(build, kept + 6 * n_samples * n_clusters * dtype.itemsize)
 
     def init_state(self, X, sample_weight, centers, state):
         """The graph (built unless given) and the kernel's squared bandwidth."""
@@ -280,6 +295,10 @@ class LaplacianEStep(EStep):
 #: Members of a cluster that the first SLK-BO modes are chosen among and estimated from.
 MODE_SAMPLE = 2000
 
+#: Members whose kernel densities are summed at a time (a ``MODE_BLOCK x MODE_SAMPLE``
+#: block of distances, not all ``MODE_SAMPLE^2``).
+MODE_BLOCK = 64
+
 
 def _kernel_modes(X, labels, n_clusters, sigma2, random_state):
     """Each cluster's discrete kernel mode, ``argmax_p sum_q k(x_p, x_q)`` over its members
@@ -296,8 +315,11 @@ def _kernel_modes(X, labels, n_clusters, sigma2, random_state):
             members = np.sort(random_state.choice(members, MODE_SAMPLE, replace=False))
         Xc = X[members].astype(np.float64)
         sqnorm = np.einsum("ij,ij->i", Xc, Xc)
-        dist2 = np.maximum(sqnorm[:, None] - 2 * Xc @ Xc.T + sqnorm, 0)
-        density = np.exp(dist2 / (-2 * sigma2)).sum(axis=1)
+        density = np.empty(members.size)
+        for start in range(0, members.size, MODE_BLOCK):
+            block = slice(start, start + MODE_BLOCK)
+            dist2 = np.maximum(sqnorm[block, None] - 2 * Xc[block] @ Xc.T + sqnorm, 0)
+            density[block] = np.exp(dist2 / (-2 * sigma2)).sum(axis=1)
         rows[cluster] = members[density.argmax()]
     return rows
 
@@ -358,6 +380,17 @@ class ModeMStep(MStep):
 
     def init_state(self, X, sample_weight, centers, state):
         return _Modes()
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """SLK-BO's first modes: at most ``m = min(MODE_SAMPLE, N)`` members of a cluster
+        in float64 (``8 m (D + 1)``) and their kernel densities summed a block of ``b =
+        min(MODE_BLOCK, m)`` rows at a time (three ``b x m`` float64 temporaries, ``24 b
+        m``). SLK-MS's mean-shift holds a cluster's rows and their differences to the mode,
+        ``O(N D / C)`` on average, not counted."""
+        if self.method != "bo":
+            return 0
+        sample = min(MODE_SAMPLE, n_samples)
+        return 8 * sample * (n_features + 1 + 3 * min(MODE_BLOCK, sample))
 
     def update(self, X, sample_weight, assignment, centers, state):
         if self.method == "bo":
