@@ -151,8 +151,8 @@ def test_bad_coreset_sizes():
     X = _birch(n_side=4)
     with pytest.raises(ValueError, match=r"^LWCS size=10 must be >= n_clusters=16\.$"):
         vc_gmm(16, coreset_size=10).fit(X)
-    with pytest.raises(ValueError, match=r"^LWCS: size must be an integer >= 1 or None; "
-                                         r"got 0\.$"):
+    with pytest.raises(ValueError, match=r"^presets.vc_gmm: coreset_size must be an integer "
+                                         r">= 1 or None; got 0\.$"):
         vc_gmm(16, coreset_size=0).fit(X)
     with pytest.warns(RuntimeWarning, match=r"LWCS size=5000 >= n_samples=1600; clustering "
                                             r"the full data instead\."):
