@@ -177,7 +177,7 @@ def test_on_dask_chunks_as_in_memory(seeder):
                                rtol=1e-5, atol=1e-4)
 
 
-OVERSAMPLING = "HierarchicalKMeansPlusPlus: oversampling must be a number >= 1; got "
+OVERSAMPLING = "HierarchicalKMeansPlusPlus: oversampling must be a finite number >= 1; got "
 
 
 @pytest.mark.parametrize("seeder, error, match", [
@@ -190,7 +190,9 @@ OVERSAMPLING = "HierarchicalKMeansPlusPlus: oversampling must be a number >= 1; 
     (KMeansParallel(n_rounds=0), ValueError,
      r"^KMeansParallel: n_rounds must be an integer >= 1; got 0\.$"),
     (KMeansParallel(oversampling=0), ValueError,
-     r"^KMeansParallel: oversampling must be a number > 0; got 0\.$"),
+     r"^KMeansParallel: oversampling must be a finite number > 0; got 0\.$"),
+    (KMeansParallel(oversampling=float("inf")), ValueError,
+     r"^KMeansParallel: oversampling must be a finite number > 0; got inf\.$"),
     (KMeansParallel(seeder="greedy"), TypeError,
      r"^KMeansParallel: seeder must be a Seeder or None; got 'greedy'\.$"),
     (KMeansParallel(HierarchicalKMeansPlusPlus(n_cells=0)), ValueError,
