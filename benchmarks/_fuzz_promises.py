@@ -4,6 +4,7 @@ differs where the result breaks their promise."""
 import contextlib
 import os
 import traceback
+import types
 import warnings
 
 import numpy as np
@@ -304,7 +305,7 @@ def _check_refine(case, X, weights, init, folder):
         len(X) if weights is None else weights.sum()) * eps)
     if qe > qe0 + slack:
         return "wrong", f"refined error {qe:.10g} above the unrefined run's {qe0:.10g}"
-    problem = _log_problem(first, fit1, unrefined, qe0, qe, eps, init)
+    problem = _log_problem(first, fit1, unrefined, qe0, qe, eps, slack)
     if problem:
         return "wrong", f"refinement_log_: {problem}"
     options = case["refiner"]
@@ -315,6 +316,8 @@ def _check_refine(case, X, weights, init, folder):
             return "wrong", f"{case['container']}: {chunked[0]} {chunked[1]!r}"
         other = chunked[2]
         problem = _same_fit(other, model, X, weights)
+        if problem:  # (two centres of one cluster tie in utility: either moves, see docs)
+            problem = _same_fit(_in_order_of(other, model), model, X, weights) and problem
         log, ref_log = other.refinement_log_, model.refinement_log_
         if problem is None and [r["kept"] for r in log] != [r["kept"] for r in ref_log]:
             problem = (f"rounds kept {[r['kept'] for r in log]}, in memory "
@@ -328,8 +331,25 @@ def _check_refine(case, X, weights, init, folder):
     return "ok", ""
 
 
-def _log_problem(case, model, unrefined, qe0, qe, eps, init):
-    """What in the refinement log does not tell the rounds as the docs say, or None."""
+def _in_order_of(fit, reference):
+    """``fit`` with its centres in the order of ``reference``'s nearest ones (labels renamed
+    to match), or ``fit`` itself where that order is not a permutation."""
+    a = np.asarray(fit.cluster_centers_, np.float64)
+    b = np.asarray(reference.cluster_centers_, np.float64)
+    order = ((b[:, None, :] - a[None]) ** 2).sum(-1).argmin(1)  # fit's centre for each of b
+    if len(set(order.tolist())) != len(order):
+        return fit
+    rename = np.empty_like(order)
+    rename[order] = np.arange(len(order))
+    return types.SimpleNamespace(n_iter_=fit.n_iter_, history_=fit.history_,
+                                 inertia_=fit.inertia_, mstep=fit.mstep,
+                                 cluster_centers_=np.asarray(fit.cluster_centers_)[order],
+                                 labels_=rename[_computed(fit.labels_)])
+
+
+def _log_problem(case, model, unrefined, qe0, qe, eps, slack):
+    """What in the refinement log does not tell the rounds as the docs say, or None (errors
+    compared to ``1e3 eps`` relative and the rounding ``slack`` of an error, absolute)."""
     options = case["refiner"]
     log = list(model.refinement_log_)
     if unrefined.stopped_ and log:
@@ -348,7 +368,7 @@ def _log_problem(case, model, unrefined, qe0, qe, eps, init):
     rtol = 1e3 * eps
     current = qe0
     for r in log + ([polish] if polish else []):
-        if abs(r["objective_before"] - current) > rtol * max(current, 1e-300):
+        if abs(r["objective_before"] - current) > rtol * current + slack:
             return (f"round {r['round']} starts from {r['objective_before']!r}, the error "
                     f"kept so far is {current!r}")
         if r["kept"] and r is not polish and not r["objective"] < r["objective_before"] * (
@@ -356,7 +376,7 @@ def _log_problem(case, model, unrefined, qe0, qe, eps, init):
             return f"round {r['round']} kept without lowering the error by tol={tol}"
         if r["kept"]:
             current = r["objective"]
-    if abs(current - qe) > rtol * max(qe, 1e-300):
+    if abs(current - qe) > rtol * qe + slack:
         return f"the last kept error {current!r}, the final centres' {qe!r}"
     for key in ("seconds", "distance_evals"):
         values = [r[key] for r in log]

@@ -68,7 +68,7 @@ from .._data.chunked import ChunkedData
 from .._data.memory import memory_share
 from .._data.nearest import nearest, single_threaded_blas
 from .assignment import Assignment
-from .state import FitState, weighted_sum
+from .state import FitState, first_variance_sums
 
 __all__ = ["ChunkedSteps", "FarRows", "SEEDING_BYTES", "full_data_chunks",
            "seeding_rows_of_chunks"]
@@ -263,15 +263,14 @@ def _chunk_labels(chunk):
     return chunk.labels
 
 
-def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
-    """The weighted squared distance of the chunk's rows to their nearest centres, the
-    distance evaluations and the chunk's weight, both sums as the fit in memory takes them
-    (:meth:`FitState.init_sigma2 <clusterkit._engine.state.FitState.init_sigma2>`; the
-    state passes through)."""
+def _first_variance_chunk(X, sample_weight, chunk, centers, n_threads):
+    """The chunk's sums of the first variance: each row's direct distance to its nearest
+    centre, weighted, the evaluations and the chunk's weight, as the fit in memory takes them
+    (:func:`~clusterkit._engine.state.first_variance_sums`; the state passes through)."""
     with single_threaded_blas():
-        _, dist2, n_evals = nearest(X, None, centers, n_threads)
-    return (weighted_sum(dist2, sample_weight), n_evals,
-            float(sample_weight.sum(dtype=np.float64))), chunk
+        labels, _, n_evals = nearest(X, None, centers, n_threads)
+    total, n_direct, weight = first_variance_sums(X, sample_weight, centers, labels, n_threads)
+    return (total, n_evals + n_direct, weight), chunk
 
 
 def _far_chunk(X, sample_weight, chunk, k, n_threads):
@@ -443,7 +442,7 @@ class ChunkedSteps:
         chunk the variance in memory, bit for bit)."""
         state = self.state
         with state.timed("estep"):
-            results = self._map(_nearest_chunk, centers, self.data.n_threads,
+            results = self._map(_first_variance_chunk, centers, self.data.n_threads,
                                 progress=self._progress("estep"))
         state.count("estep", sum(r[1] for r in results))
         state.first_variance(sum(r[0] for r in results), sum(r[2] for r in results))
@@ -460,7 +459,7 @@ class ChunkedSteps:
         """The quantization error of all rows at ``run``'s centres (``n_init`` compares
         mini-batch runs by it): one pass, counted under ``"estep"``."""
         with self.state.phase("objective"):
-            results = self._map(_nearest_chunk, run.centers, self.data.n_threads,
+            results = self._map(_first_variance_chunk, run.centers, self.data.n_threads,
                                 progress=self._progress("objective"))
         self.state.count("estep", sum(r[1] for r in results))
         return sum(r[0] for r in results)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from .._data.nearest import dist2_to_labels
 from .assignment import QUANTIZATION_ERROR
 from .progress import QUIET
 from .run import Run
@@ -298,25 +299,32 @@ class FitState:
         bits = _mix64(_mix64(counter ^ base[0]) + base[1]) >> np.uint64(32)
         return ((bits * np.uint64(high)) >> np.uint64(32)).astype(np.int32)
 
-    def init_sigma2(self, dist2, sample_weight):
-        """Set the run's initial variance from the first E-step's distances (vc-GMM eq. 12).
+    def init_sigma2(self, X, sample_weight, centers, labels):
+        """Set the run's initial variance from the first E-step's nearest centres (vc-GMM
+        eq. 12).
 
-        ``sigma2 = sum_n w_n min_c d2_nc / (D sum_n w_n)``, where the minimum runs over the
-        clusters the E-step evaluated for sample ``n``.
+        ``sigma2 = sum_n w_n ||x_n - c_{l_n}||^2 / (D sum_n w_n)``, with ``l_n`` the nearest
+        of the clusters the E-step evaluated for sample ``n`` and the distances computed
+        directly (``N`` evaluations, counted under ``"estep"``): the numbers a fit on row
+        chunks adds up in its pass before the first E-step (:func:`first_variance_sums`).
 
         Parameters
         ----------
-        dist2 : ndarray of shape (n_samples,)
-            Squared distance of each sample to the nearest cluster the E-step evaluated.
+        X : ndarray or CSR matrix of shape (n_samples, n_features)
+            The rows in the fit's frame.
         sample_weight : ndarray of shape (n_samples,)
+        centers : ndarray of shape (n_clusters, n_features)
+        labels : ndarray of shape (n_samples,), dtype=int32
 
         Returns
         -------
         sigma2 : float
             The new ``run.sigma2`` (at least ``config.sigma2_floor``).
         """
-        return self.first_variance(weighted_sum(dist2, sample_weight),
-                                   float(sample_weight.sum(dtype=np.float64)))
+        total, n_evals, weight = first_variance_sums(X, sample_weight, centers, labels,
+                                                     self.n_threads)
+        self.count("estep", n_evals)
+        return self.first_variance(total, weight)
 
     def first_variance(self, total, weight):
         """Set the run's initial variance from the sums of :meth:`init_sigma2` (of the rows
@@ -415,3 +423,12 @@ def weighted_sum(values, sample_weight):
     """``sum_n w_n values_n`` accumulated in float64 (the one place this is written)."""
     return float(np.dot(sample_weight.astype(np.float64, copy=False),
                         values.astype(np.float64, copy=False)))
+
+
+def first_variance_sums(X, sample_weight, centers, labels, n_threads):
+    """The sums of the first variance (:meth:`FitState.init_sigma2`) over the rows ``X``:
+    ``sum_n w_n ||x_n - c_{l_n}||^2`` (direct distances, summed as :func:`weighted_sum`
+    does), the evaluations and ``sum_n w_n``; one chunk's, or all rows' in memory."""
+    dist2, n_evals = dist2_to_labels(X, centers, labels, n_threads)
+    return (weighted_sum(dist2, sample_weight), n_evals,
+            float(sample_weight.sum(dtype=np.float64)))

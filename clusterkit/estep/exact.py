@@ -242,7 +242,7 @@ class FullEStep(EStep):
         state.count("estep", _assign.responsibilities_full(
             X, centers, sigma2, resp, labels, dist2, log_norm, state.n_threads))
         if state.sigma2 is None:  # resp holds distances: set eq. 12's variance, then normalise
-            state.init_sigma2(dist2, sample_weight)
+            state.init_sigma2(X, sample_weight, centers, labels)
             _assign.responsibilities_truncated(resp, state.sigma2, resp, log_norm, state.n_threads)
         qe = weighted_sum(dist2, sample_weight)
         objective = (qe if state.objective == QUANTIZATION_ERROR else
@@ -428,8 +428,8 @@ def winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
     qe = weighted_sum(dist2, sample_weight)
     if not soft_fit(state):
         return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe, winners=winners)
-    if state.sigma2 is None:  # vc-GMM eq. 12 from the best distances just found
-        state.init_sigma2(dist2, sample_weight)
+    if state.sigma2 is None:  # vc-GMM eq. 12 from the nearest centres just found
+        state.init_sigma2(X, sample_weight, centers, labels)
     log_norm = np.empty(X.shape[0], dtype=X.dtype)
     _assign.responsibilities_truncated(win_dist2, state.sigma2, win_dist2, log_norm,
                                        state.n_threads)
