@@ -121,14 +121,15 @@ def _same_fit(a, b, X, weights=None, bits=False):
             return f"{np.count_nonzero(la != lb)} labels differ"
         return None
     rtol = 1e-4 if X.dtype == np.float32 else 1e-9  # ten times the tests' tolerance
-    scale = max(float(np.abs(X).max()), 1e-300)
+    # (spherical centres are unit vectors: their scale is the unit rows', not the data's)
+    rows = X / np.linalg.norm(X, axis=1, keepdims=True) if is_spherical(a) else X
+    scale = max(float(np.abs(rows).max()), 1e-300)
     gap = float(np.abs(ca.astype(np.float64) - cb).max(initial=0))
     if gap > rtol * scale:
         return f"centres differ by {gap:.3g} (data scale {scale:.3g})"
     ia, ib = float(a.inertia_), float(b.inertia_)
     # to 1e-6, or where the distances themselves are rounding (||x||^2 - 2 x.c + ||c||^2
     # of unit rows, float32), to their rounding
-    rows = X / np.linalg.norm(X, axis=1, keepdims=True) if is_spherical(a) else X
     slack = float(rounding_slack(rows, cb) @ (np.ones(len(X)) if weights is None else weights))
     if abs(ia - ib) > 1e-6 * max(abs(ia), abs(ib)) + slack + 1e-300:
         return f"inertia {ia!r} and {ib!r} (rounding {slack:.3g})"

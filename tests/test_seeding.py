@@ -203,6 +203,33 @@ def test_kmeans_plus_plus_gives_nearest_seed_labels():
     assert_array_equal(whole.labels, ((X[:, None] - whole.centers) ** 2).sum(-1).argmin(1))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kmeans_plus_plus_in_the_principal_frame_chooses_the_same_rows(dtype, monkeypatch):
+    """From ROTATE_MIN_FEATURES features greedy k-means++ runs on the rows turned to their
+    principal axes: the same distances up to rounding, so the same rows (here no near-tie),
+    and the centres are those rows as given, with each sample's nearest centre."""
+    from clusterkit.seeding import seeders
+    rng = np.random.RandomState(3)
+    means = rng.normal(scale=4, size=(12, 70))
+    X = (means[rng.randint(12, size=900)] + rng.normal(size=(900, 70))).astype(dtype)
+    w = rng.uniform(0.5, 2, size=900).astype(dtype)
+    assert X.shape[1] >= seeders.ROTATE_MIN_FEATURES
+
+    def seeding():
+        state = FitState(n_clusters=20, n_features=70, random_state=np.random.RandomState(0),
+                         n_threads=2, needs_resp=False)
+        return KMeansPlusPlus().seeding(X, w, 20, state), state.cost["seeding"]
+
+    (rotated, labels), cost = seeding()
+    monkeypatch.setattr(seeders, "ROTATE_MIN_FEATURES", 10 ** 9)
+    (plain, plain_labels), plain_cost = seeding()
+    assert_array_equal(rotated, plain)
+    assert rotated.dtype == dtype and set(_row_indices(X, rotated)) <= set(range(900))
+    assert_array_equal(labels, plain_labels)
+    assert_array_equal(labels, ((X[:, None] - rotated) ** 2).sum(-1).argmin(1))
+    assert cost == plain_cost  # (a sum stopped early counts as one evaluation)
+
+
 @pytest.mark.parametrize("n_clusters", [1, 2, 7])
 @pytest.mark.parametrize("chain_length", [1, 20])
 @pytest.mark.parametrize("n_candidates", [1, 3, "auto"])

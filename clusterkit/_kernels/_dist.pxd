@@ -32,6 +32,10 @@ cdef extern from "_sqdist.h" nogil:
     float ck_sqdist_wide_float(const float* a, const float* b, Py_ssize_t n)
     double ck_sqnorm_wide_double(const double* a, const double* b, Py_ssize_t n)
     float ck_sqnorm_wide_float(const float* a, const float* b, Py_ssize_t n)
+    double ck_sqdist_wide_below_double(const double* a, const double* b, Py_ssize_t n,
+                                       double limit)
+    float ck_sqdist_wide_below_float(const float* a, const float* b, Py_ssize_t n,
+                                     float limit)
     void ck_prefetch_row(const void* row, Py_ssize_t n_bytes)
 
 
@@ -62,6 +66,19 @@ cdef inline floating _sqdist_wide(const floating* a, const floating* b,
         return ck_sqdist_wide_float(a, b, n_features)
     else:
         return ck_sqdist_wide_double(a, b, n_features)
+
+
+cdef inline floating _sqdist_wide_below(const floating* a, const floating* b,
+                                        Py_ssize_t n_features, floating limit) noexcept nogil:
+    """``_sqdist_wide`` for a caller that only asks whether it is below ``limit``: the same
+    value where it is, otherwise a value in ``[limit, the distance]``, its partial sums
+    stopped where they reach ``limit`` (_sqdist.h)."""
+    if not _sums_wide(n_features, sizeof(floating)):
+        return _sqdist(a, b, n_features)
+    if floating is float:
+        return ck_sqdist_wide_below_float(a, b, n_features, limit)
+    else:
+        return ck_sqdist_wide_below_double(a, b, n_features, limit)
 
 
 cdef inline floating _sqnorm(const floating* a, Py_ssize_t n_features) noexcept nogil:

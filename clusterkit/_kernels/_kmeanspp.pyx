@@ -11,7 +11,8 @@ from cython.parallel cimport parallel, prange
 from libc.math cimport sqrt
 from libc.stdlib cimport calloc, free
 
-from ._dist cimport CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, ck_prefetch_row
+from ._dist cimport (CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, _sqdist_wide_below,
+                     ck_prefetch_row)
 from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BLOCK, _block_mass,
                                 _copy_row, _drop_neighbours, _group_entries, _invert_cumsum,
                                 _may_overlap, _Neighbours, _prefix_sums, _push_neighbour,
@@ -362,8 +363,11 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                             g = labels[cand[l]]
                             for t in range(-1, neighbours[g].size):
                                 j = g if t < 0 else neighbours[g].index[t]
-                                quarters[l, t + 1] = <floating> 0.25 * _sqdist_wide(
-                                    &X[cand[l], 0], &centers[j, 0], n_features)
+                                # (a group is scanned only if its quarter is below r_j^2:
+                                # the sum may stop at 4 r_j^2, both scalings exact)
+                                quarters[l, t + 1] = <floating> 0.25 * _sqdist_wide_below(
+                                    &X[cand[l], 0], &centers[j, 0], n_features,
+                                    <floating> 4 * radius2[j])
                     n_entries = _group_entries(
                         i, cand, labels, neighbours, &quarters[0, 0], n_clusters, radius2,
                         slot_stamp, slot_of_group, touched, slot_start, slot_entries, entry_cand,
@@ -444,12 +448,15 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                             if not inline_rows and k + PREFETCH_AHEAD < scan_end[j]:
                                 ck_prefetch_row(&X[members[k + PREFETCH_AHEAD], 0],
                                                 n_features * sizeof(floating))
+                            # (only a distance below D^2 moves the sample: the sums may
+                            # stop there)
                             if inline_rows:
-                                member_new_d2[k] = _sqdist_wide(
-                                    &member_x[k, 0], &centers[i, 0], n_features)
+                                member_new_d2[k] = _sqdist_wide_below(
+                                    &member_x[k, 0], &centers[i, 0], n_features, member_d2[k])
                             else:
-                                member_new_d2[k] = _sqdist_wide(
-                                    &X[members[k], 0], &centers[i, 0], n_features)
+                                member_new_d2[k] = _sqdist_wide_below(
+                                    &X[members[k], 0], &centers[i, 0], n_features,
+                                    member_d2[k])
                 for t in range(-1, nb.size):
                     j = g if t < 0 else nb.index[t]
                     pos = scan_end[j]

@@ -5,7 +5,7 @@ from cython cimport floating
 from libc.math cimport sqrt
 from libc.stdlib cimport free, realloc
 
-from ._dist cimport _sqdist_wide, ck_prefetch_row
+from ._dist cimport _sqdist_wide_below, ck_prefetch_row
 
 
 # Rows per block of the two-level D^2 sampler: the block sums are kept up to date as D^2
@@ -249,14 +249,17 @@ cdef inline double _group_gain(const floating* X,            # IN  (n_samples, n
             delta = <double> member_d2[t + 3] - <double> d3
             g3 += <double> member_w[t + 3] * (delta if delta > 0 else 0)
             t += 4
+    # (a distance at or above the member's D^2 gains nothing: its sums may stop there)
     while t < end:
         if member_x != NULL:
-            d0 = _sqdist_wide(member_x + t * n_features, candidate, n_features)
+            d0 = _sqdist_wide_below(member_x + t * n_features, candidate, n_features,
+                                    member_d2[t])
         else:
             if t + PREFETCH_AHEAD < end:
                 ck_prefetch_row(X + members[t + PREFETCH_AHEAD] * n_features,
                                 n_features * sizeof(floating))
-            d0 = _sqdist_wide(X + members[t] * n_features, candidate, n_features)
+            d0 = _sqdist_wide_below(X + members[t] * n_features, candidate, n_features,
+                                    member_d2[t])
         delta = <double> member_d2[t] - <double> d0
         g0 += <double> member_w[t] * (delta if delta > 0 else 0)
         t += 1

@@ -97,6 +97,59 @@ CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_float, float, ck_vec_float, 1)
 CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_double, double, ck_vec_double, 0)
 CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_float, float, ck_vec_float, 0)
 
+/* The same sums, stopped early where they reach `limit`: after 1, 2, 4, 8, ... pairs of
+ * vectors (rows rotated to their principal axes gather most of a distance in the first
+ * ones) the two vectors are added and folded as at the end. Every term is >= 0 and every
+ * addition rounds monotonically, so that fold is at most the full result: once it reaches
+ * `limit` it is returned (a value in [limit, the distance]); otherwise the result is
+ * ck_sqdist_wide's, bit for bit. A caller that only asks whether the distance is below
+ * `limit` gets the same answer for less work (greedy k-means++ scoring far rows). */
+#define CK_DEFINE_SQDIST_WIDE_BELOW(NAME, T, V)                                             \
+CK_SQDIST_CLONES                                                                            \
+static T NAME(const T* a, const T* b, ptrdiff_t n, T limit)                                 \
+{                                                                                           \
+    enum { L = sizeof(V) / sizeof(T) };                                                     \
+    V s0 = {0}, s1 = {0}, va, vb, t, f;                                                     \
+    T tail = 0;                                                                             \
+    ptrdiff_t k = 0;                                                                        \
+    int pairs = 0;                                                                          \
+    for (; k + 2 * L <= n; k += 2 * L) {                                                    \
+        memcpy(&va, a + k, sizeof va);                                                      \
+        memcpy(&vb, b + k, sizeof vb);                                                      \
+        t = va - vb;                                                                        \
+        s0 += t * t;                                                                        \
+        memcpy(&va, a + k + L, sizeof va);                                                  \
+        memcpy(&vb, b + k + L, sizeof vb);                                                  \
+        t = va - vb;                                                                        \
+        s1 += t * t;                                                                        \
+        pairs++;                                                                            \
+        if ((pairs & (pairs - 1)) == 0) {                                                   \
+            f = s0 + s1;                                                                    \
+            for (int w = L / 2; w >= 1; w /= 2)                                             \
+                for (int l = 0; l < w; l++)                                                 \
+                    f[l] += f[l + w];                                                       \
+            if (f[0] >= limit)                                                              \
+                return f[0];                                                                \
+        }                                                                                   \
+    }                                                                                       \
+    if (k + L <= n) {                                                                       \
+        memcpy(&va, a + k, sizeof va);                                                      \
+        memcpy(&vb, b + k, sizeof vb);                                                      \
+        t = va - vb;                                                                        \
+        s0 += t * t;                                                                        \
+        k += L;                                                                             \
+    }                                                                                       \
+    CK_SQDIST_TAIL(T, 1)                                                                    \
+    s0 += s1;                                                                               \
+    for (int w = L / 2; w >= 1; w /= 2)                                                     \
+        for (int l = 0; l < w; l++)                                                         \
+            s0[l] += s0[l + w];                                                             \
+    return s0[0] + tail;                                                                    \
+}
+
+CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_double, double, ck_vec_double)
+CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_float, float, ck_vec_float)
+
 #else
 /* Without GCC vector types: the same sums in the same order, one scalar at a time. */
 #define CK_DEFINE_SQDIST_WIDE(NAME, T, SUB)                                                 \
@@ -133,6 +186,51 @@ CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double, 1)
 CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_float, float, 1)
 CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_double, double, 0)
 CK_DEFINE_SQDIST_WIDE(ck_sqnorm_wide_float, float, 0)
+
+/* Stopped early where the sums reach `limit`, as above. */
+#define CK_DEFINE_SQDIST_WIDE_BELOW(NAME, T)                                                \
+static T NAME(const T* a, const T* b, ptrdiff_t n, T limit)                                 \
+{                                                                                           \
+    enum { L = 64 / sizeof(T) };                                                            \
+    T s0[L] = {0}, s1[L] = {0}, f[L], tail = 0;                                             \
+    ptrdiff_t k = 0;                                                                        \
+    int l, w, pairs = 0;                                                                    \
+    for (; k + 2 * L <= n; k += 2 * L) {                                                    \
+        for (l = 0; l < L; l++) {                                                           \
+            T d0 = a[k + l] - b[k + l];                                                     \
+            T d1 = a[k + L + l] - b[k + L + l];                                             \
+            s0[l] += d0 * d0;                                                               \
+            s1[l] += d1 * d1;                                                               \
+        }                                                                                   \
+        pairs++;                                                                            \
+        if ((pairs & (pairs - 1)) == 0) {                                                   \
+            for (l = 0; l < L; l++)                                                         \
+                f[l] = s0[l] + s1[l];                                                       \
+            for (w = L / 2; w >= 1; w /= 2)                                                 \
+                for (l = 0; l < w; l++)                                                     \
+                    f[l] += f[l + w];                                                       \
+            if (f[0] >= limit)                                                              \
+                return f[0];                                                                \
+        }                                                                                   \
+    }                                                                                       \
+    if (k + L <= n) {                                                                       \
+        for (l = 0; l < L; l++) {                                                           \
+            T d = a[k + l] - b[k + l];                                                      \
+            s0[l] += d * d;                                                                 \
+        }                                                                                   \
+        k += L;                                                                             \
+    }                                                                                       \
+    CK_SQDIST_TAIL(T, 1)                                                                    \
+    for (l = 0; l < L; l++)                                                                 \
+        s0[l] += s1[l];                                                                     \
+    for (w = L / 2; w >= 1; w /= 2)                                                         \
+        for (l = 0; l < w; l++)                                                             \
+            s0[l] += s0[l + w];                                                             \
+    return s0[0] + tail;                                                                    \
+}
+
+CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_double, double)
+CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_float, float)
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -16,6 +16,7 @@ from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
 from .._engine.constraints import Interval
 from .._engine.contracts import Seeder, Seeding
 from .._engine.warn import warn
+from ..estep.pruning import principal_axes
 from .._kernels import _kmeanspp, _sparse as _sparse_kernels
 
 __all__ = ["RandomSeeder", "KMeansPlusPlus", "GivenCenters", "neighbour_entries"]
@@ -125,13 +126,18 @@ class KMeansPlusPlus(Seeder):
     of the few groups near it (Raff, 2021). The result is that of unpruned greedy k-means++
     with the same random draws (up to distances that tie within rounding); only the work
     shrinks. On well-separated clusters it shrinks by orders of magnitude, on
-    high-dimensional data with little structure hardly at all.
+    high-dimensional data with little structure hardly at all. There, what remains is
+    cheaper: a distance is only needed where it is below the sample's ``D^2``, so its sum
+    stops once it reaches it, and rows of 64 features or more are seeded in a copy turned
+    to their principal axes (the same distances up to rounding), where the first axes
+    carry most of a distance (:func:`greedy_dense`).
 
     Cost per call with ``L`` candidates per step: at most ``(n_clusters - 1) (L + 1)
     n_samples`` sample distances (``(n_clusters - 1) n_samples`` for plain k-means++), plus
     each scored candidate's distances to the centres of nearby groups and each new centre's
     distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
-    counts exactly what was computed. Memory ``O(n_samples + L n_clusters)`` and the groups'
+    counts exactly what was computed, a distance whose sum stopped early as one. Memory
+    ``O(n_samples + L n_clusters)`` (and from 64 features a copy of the rows) and the groups'
     neighbour lists, at most as many bytes as ``X`` has (at least 16 MiB; beyond, a list is
     rebuilt when a candidate needs it: the same result, more distances,
     :func:`neighbour_entries`), plus room for three copies of ``X`` (kept in group order) when its rows have at most 128 bytes (32
@@ -229,11 +235,14 @@ class KMeansPlusPlus(Seeder):
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """The kernel's groups (see the Notes): per sample a label, ``D^2``, the members'
         index, ``D^2`` and weight with room for twice the samples and a buffer to compact
-        them, short rows three times, and the neighbour lists (:func:`neighbour_entries`)."""
+        them, short rows three times, from :data:`ROTATE_MIN_FEATURES` features on the
+        rows in their principal frame, and the neighbour lists (:func:`neighbour_entries`)."""
         itemsize, n_trials = dtype.itemsize, self._n_trials(n_clusters)
         per_sample = 4 + itemsize + 2 * (4 + 3 * itemsize) + 4 + 2 * itemsize
         if n_features * itemsize <= _INLINE_MAX_ROW_BYTES:
             per_sample += 3 * n_features * itemsize
+        if n_features >= ROTATE_MIN_FEATURES:  # (the rows in their principal frame)
+            per_sample += n_features * itemsize
         # (the lists of all pairs of groups, with room to grow, unless the cap is lower)
         lists = min(neighbour_entries(n_samples, n_features, itemsize),
                     n_clusters * (n_clusters - 1) + 8 * n_clusters)
@@ -271,21 +280,42 @@ def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, st
     the distance evaluations are counted under
     ``state.cost["seeding"]`` and the centres chosen so far written in ``n_done[0]``.
 
+    Rows of :data:`ROTATE_MIN_FEATURES` features or more are seeded in a copy turned to
+    their principal axes (:func:`principal_frame`): the same distances up to rounding, and
+    the kernel's sums, which stop once a row cannot come closer, stop after the first axes.
+
     Returns ``(centers, chosen, labels, min_dist2, n_chosen)``: the centres (rows
-    ``chosen``), each sample's nearest centre and squared distance to it, and the number of
-    centres chosen (fewer than ``n_clusters`` if every ``w D^2`` became zero; only the first
-    ``n_chosen`` centres are set). Assumes valid input.
+    ``chosen`` of ``X``), each sample's nearest centre and squared distance to it, and the
+    number of centres chosen (fewer than ``n_clusters`` if every ``w D^2`` became zero; only
+    the first ``n_chosen`` centres are set). Assumes valid input.
     """
+    rows = principal_frame(X) if X.shape[1] >= ROTATE_MIN_FEATURES else X
     centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
     chosen = np.empty(n_clusters, dtype=np.int32)
     labels = np.empty(X.shape[0], dtype=np.int32)
     min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
     uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
-    n_chosen, n_evals = _kmeanspp.kmeanspp(X, sample_weight, first, uniforms, centers, chosen,
-                                          labels, min_dist2, state.n_threads, n_done,
+    n_chosen, n_evals = _kmeanspp.kmeanspp(rows, sample_weight, first, uniforms, centers,
+                                          chosen, labels, min_dist2, state.n_threads, n_done,
                                           neighbour_entries(*X.shape, X.itemsize))
     state.count("seeding", n_evals)
+    if rows is not X:  # (the centres are the chosen rows as given)
+        centers[:n_chosen] = X[chosen[:n_chosen]]
     return centers, chosen, labels, min_dist2, n_chosen
+
+
+#: Greedy k-means++ seeds rows with this many features or more in their principal axes'
+#: frame (:func:`greedy_dense`); below, the kernel's sums are too short to stop early.
+ROTATE_MIN_FEATURES = 64
+
+
+def principal_frame(X):
+    """A copy of the dense rows ``X`` in the frame of their principal axes (leading axes
+    first, :func:`~clusterkit.estep.pruning.principal_axes`): an orthogonal map, so every
+    distance is the same up to rounding, while most of a distance between distant rows lies
+    in its first coordinates. Costs a sample's covariance, ``D^3`` and ``N D^2`` flops."""
+    axes = principal_axes(X, X.shape[1]).astype(X.dtype)
+    return np.ascontiguousarray(X @ axes)
 
 
 def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threads, n_done):

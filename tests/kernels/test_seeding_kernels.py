@@ -105,8 +105,9 @@ def test_kmeanspp_neighbour_cap_changes_no_result(dtype, n_threads, spread):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n_trials", [1, 5])
 # rows of up to 128 bytes are copied in group order (20 features: float32 only), 40 features
-# read X in both dtypes; 12 uses the 4-sum distance
-@pytest.mark.parametrize("n_features", FEATURES + [20, 40])
+# read X in both dtypes; 12 uses the 4-sum distance; 130 features stop sums early (after 1,
+# 2, 4 and 8 pairs of 64-byte vectors) and end with a scalar tail
+@pytest.mark.parametrize("n_features", FEATURES + [20, 40, 130])
 @pytest.mark.parametrize("n_samples, n_clusters", [(1, 1), (CHUNK - 1, 7), (CHUNK + 1, 40),
                                                    (3 * CHUNK + 17, 25)])
 def test_kmeanspp_matches_unpruned_reference(dtype, n_trials, n_features, n_samples,
