@@ -304,21 +304,21 @@ def fewer_moves(m):
 class _Limits:
     """Breathing's budgets: whether the next round, costing what the last one did, would take
     the refinement past ``budget`` (times the fit's distance evaluations before it) or
-    ``time_budget`` (seconds). Distance evaluations between centres are not counted: on data
-    in row chunks every chunk computes its own (:attr:`Meter.n_row_evals
-    <clusterkit._engine.state.Meter.n_row_evals>`)."""
+    ``time_budget`` (seconds). Distance evaluations whose number depends on the row chunks
+    (between centres: every chunk computes its own) are not counted
+    (:attr:`Meter.n_budget_evals <clusterkit._engine.state.Meter.n_budget_evals>`)."""
 
     def __init__(self, refiner, state):
         self.state = state
         self.evals = (None if refiner.budget is None
-                      else refiner.budget * state.n_row_evals)
+                      else refiner.budget * state.n_budget_evals)
         self.seconds = refiner.time_budget
-        self.start = (state.n_row_evals, state.seconds)
+        self.start = (state.n_budget_evals, state.seconds)
         self.last = self.start
         self.round_cost = (0, 0.0)
 
     def round_ended(self):
-        now = (self.state.n_row_evals, self.state.seconds)
+        now = (self.state.n_budget_evals, self.state.seconds)
         self.round_cost = (now[0] - self.last[0], now[1] - self.last[1])
         self.last = now
 
