@@ -122,10 +122,12 @@ class Breathing(Refiner):
         before it started (seeding, reduction, the run's iterations; with ``n_init > 1`` the
         earlier runs' too). A round is not started if the last round's evaluations would
         take the refinement past it (zero: no round). Counted, not timed: the same on every
-        machine. Only distances that involve a row of the data count (between rows and
-        centres, or rows and rows); those between centres, which the bounded and partial
-        E-steps compute at every step (on data in row chunks, every chunk its own), do not,
-        so the same budget buys the same rounds in memory and on any row chunks.
+        machine. Distances whose number depends on the data's row chunks do not count
+        (:attr:`Meter.chunk_evals <clusterkit._engine.state.Meter.chunk_evals>`: those
+        between centres, which the bounded and partial E-steps compute at every step, on
+        row chunks every chunk its own), so the same budget buys the same rounds in memory
+        and on any row chunks (with bounded E-steps, to the few evaluations by which their
+        counts differ where the centres differ by rounding: :doc:`dask`).
         ``None``: no such limit.
     time_budget : float or None, default=None
         Most seconds of the refinement, judged the same way with the last round's seconds.
