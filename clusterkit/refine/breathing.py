@@ -127,7 +127,7 @@ class Breathing(Refiner):
         between centres, which the bounded and partial E-steps compute at every step, on
         row chunks every chunk its own), so the same budget buys the same rounds in memory
         and on any row chunks (with bounded E-steps, to the few evaluations by which their
-        counts differ where the centres differ by rounding: :doc:`dask`).
+        counts differ where the centres differ by rounding; see the Dask page).
         ``None``: no such limit.
     time_budget : float or None, default=None
         Most seconds of the refinement, judged the same way with the last round's seconds.
