@@ -102,7 +102,7 @@ class _ChunkResult:
     weight: float
     n_rows: int
     n_evals: int
-    n_chunk_evals: int  # (of n_evals, those between centres: each chunk computes its own)
+    n_chunk_evals: int  # (of n_evals, those that depend on the chunks: Meter.chunk_evals)
     n_changed: int
     label_weight: np.ndarray
     summary: object = None  # (what the chunk adds to its E-step's shared state)
@@ -263,12 +263,12 @@ def _chunk_labels(chunk):
     return chunk.labels
 
 
-def _first_variance_chunk(X, sample_weight, chunk, centers, n_threads):
-    """The chunk's sums of the first variance, as the fit in memory takes them
-    (:func:`~clusterkit._engine.state.first_variance_sums`): each row's direct distance to
-    its nearest centre, weighted, the chunk's weight and those evaluations; and the
-    evaluations that found the nearest centres (in memory the first E-step finds them). The
-    state passes through."""
+def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
+    """The chunk's rows at their nearest centres: the sums of the first variance as the fit
+    in memory takes them (:func:`~clusterkit._engine.state.first_variance_sums`: the
+    weighted direct distances, their evaluations, the chunk's weight), and the evaluations
+    that found the nearest centres (in memory a mixture's first E-step finds them). The state
+    passes through."""
     with single_threaded_blas():
         labels, _, n_search = nearest(X, None, centers, n_threads)
     total, n_direct, weight = first_variance_sums(X, sample_weight, centers, labels, n_threads)
@@ -444,7 +444,7 @@ class ChunkedSteps:
         chunk the variance in memory, bit for bit)."""
         state = self.state
         with state.timed("estep"):
-            results = self._map(_first_variance_chunk, centers, self.data.n_threads,
+            results = self._map(_nearest_chunk, centers, self.data.n_threads,
                                 progress=self._progress("estep"))
         state.count("estep", sum(r[1] for r in results))
         # (the search for the nearest centres is the chunks' own: budgets leave it out)
@@ -463,9 +463,9 @@ class ChunkedSteps:
         """The quantization error of all rows at ``run``'s centres (``n_init`` compares
         mini-batch runs by it): one pass, counted under ``"estep"``."""
         with self.state.phase("objective"):
-            results = self._map(_first_variance_chunk, run.centers, self.data.n_threads,
+            results = self._map(_nearest_chunk, run.centers, self.data.n_threads,
                                 progress=self._progress("objective"))
-        self.state.count("estep", sum(r[1] for r in results))
+        self.state.count("estep", sum(r[1] + r[3] for r in results))
         return sum(r[0] for r in results)
 
     def cluster_weight(self, run):

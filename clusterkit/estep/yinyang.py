@@ -313,8 +313,8 @@ class YinyangEStep(BoundsEStep):
                                           state.n_threads)
             state.count_per_chunk("estep", n_evals)
         elif bounds.separated:  # Hamerly's test at low dimension (see the class notes)
-            state.count_per_chunk("estep", _centers.center_half_min(centers, bounds.half_min,
-                                                          state.n_threads))
+            state.count_per_chunk("estep", _centers.center_half_min(
+                centers, bounds.half_min, state.n_threads))
 
     def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
         return _yinyang.yinyang_init_bounds(
