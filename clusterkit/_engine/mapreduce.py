@@ -102,7 +102,7 @@ class _ChunkResult:
     weight: float
     n_rows: int
     n_evals: int
-    n_center_evals: int  # (of n_evals, those between centres: each chunk computes its own)
+    n_chunk_evals: int  # (of n_evals, those that depend on the chunks: Meter.chunk_evals)
     n_changed: int
     label_weight: np.ndarray
     summary: object = None  # (what the chunk adds to its E-step's shared state)
@@ -119,7 +119,7 @@ def _add_results(estep, first, second):
         objective=first.objective + second.objective, qe=first.qe + second.qe,
         weight=first.weight + second.weight, n_rows=first.n_rows + second.n_rows,
         n_evals=first.n_evals + second.n_evals,
-        n_center_evals=first.n_center_evals + second.n_center_evals,
+        n_chunk_evals=first.n_chunk_evals + second.n_chunk_evals,
         n_changed=first.n_changed + second.n_changed,
         label_weight=first.label_weight + second.label_weight,
         summary=(estep.combine_summaries(summaries) if len(summaries) == 2
@@ -234,7 +234,7 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
                     for name, value in statistics.items()},
         objective=float(assignment.objective), qe=float(assignment.qe),
         weight=float(sample_weight.sum(dtype=np.float64)), n_rows=X.shape[0],
-        n_evals=state.cost["estep"], n_center_evals=state.center_evals,
+        n_evals=state.cost["estep"], n_chunk_evals=state.chunk_evals,
         n_changed=int(np.count_nonzero(labels != previous)),
         label_weight=np.bincount(labels, sample_weight.astype(np.float64),
                                  minlength=centers.shape[0]),
@@ -263,14 +263,16 @@ def _chunk_labels(chunk):
     return chunk.labels
 
 
-def _first_variance_chunk(X, sample_weight, chunk, centers, n_threads):
-    """The chunk's sums of the first variance: each row's direct distance to its nearest
-    centre, weighted, the evaluations and the chunk's weight, as the fit in memory takes them
-    (:func:`~clusterkit._engine.state.first_variance_sums`; the state passes through)."""
+def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
+    """The chunk's rows at their nearest centres: the sums of the first variance as the fit
+    in memory takes them (:func:`~clusterkit._engine.state.first_variance_sums`: the
+    weighted direct distances, their evaluations, the chunk's weight), and the evaluations
+    that found the nearest centres (in memory a mixture's first E-step finds them). The state
+    passes through."""
     with single_threaded_blas():
-        labels, _, n_evals = nearest(X, None, centers, n_threads)
+        labels, _, n_search = nearest(X, None, centers, n_threads)
     total, n_direct, weight = first_variance_sums(X, sample_weight, centers, labels, n_threads)
-    return (total, n_evals + n_direct, weight), chunk
+    return (total, n_direct, weight, n_search), chunk
 
 
 def _far_chunk(X, sample_weight, chunk, k, n_threads):
@@ -423,8 +425,8 @@ class ChunkedSteps:
             if total.shared is not None:  # (else the last step's stays)
                 self.shared = total.shared
         self.carry = False
-        state.count("estep", total.n_evals - total.n_center_evals)
-        state.count_centers("estep", total.n_center_evals)
+        state.count("estep", total.n_evals - total.n_chunk_evals)
+        state.count_per_chunk("estep", total.n_chunk_evals)
         state.run.cluster_weight = total.label_weight
         state.run.rows = rows  # (the M-step's rule may ask whether they are all rows)
         assignment = Assignment(labels=None, dist2=None, objective=total.objective, qe=total.qe)
@@ -442,9 +444,11 @@ class ChunkedSteps:
         chunk the variance in memory, bit for bit)."""
         state = self.state
         with state.timed("estep"):
-            results = self._map(_first_variance_chunk, centers, self.data.n_threads,
+            results = self._map(_nearest_chunk, centers, self.data.n_threads,
                                 progress=self._progress("estep"))
         state.count("estep", sum(r[1] for r in results))
+        # (the search for the nearest centres is the chunks' own: budgets leave it out)
+        state.count_per_chunk("estep", sum(r[3] for r in results))
         state.first_variance(sum(r[0] for r in results), sum(r[2] for r in results))
 
     def batch(self, rows):
@@ -459,9 +463,9 @@ class ChunkedSteps:
         """The quantization error of all rows at ``run``'s centres (``n_init`` compares
         mini-batch runs by it): one pass, counted under ``"estep"``."""
         with self.state.phase("objective"):
-            results = self._map(_first_variance_chunk, run.centers, self.data.n_threads,
+            results = self._map(_nearest_chunk, run.centers, self.data.n_threads,
                                 progress=self._progress("objective"))
-        self.state.count("estep", sum(r[1] for r in results))
+        self.state.count("estep", sum(r[1] + r[3] for r in results))
         return sum(r[0] for r in results)
 
     def cluster_weight(self, run):

@@ -93,10 +93,12 @@ class Meter:
     cost : dict
         Distance evaluations per phase, keys ``"seeding"``, ``"reduction"``, ``"estep"``,
         ``"labels"``, and ``"refinement"`` once a refiner counted some.
-    center_evals : int
-        Of those, the distance evaluations between centres (no row of the data involved,
-        :meth:`count_centers`): the bounded and partial E-steps compute them at each step,
-        on data in row chunks once per chunk.
+    chunk_evals : int
+        Of those, the distance evaluations whose number depends on the data's row chunks
+        (:meth:`count_per_chunk`): those between centres, which the bounded and partial
+        E-steps compute at each step, on data in row chunks once per chunk; and, on row
+        chunks, the pass that finds every row's nearest centre before a mixture's first
+        E-step (in memory the first E-step finds them).
     seconds_by_phase : dict
         Wall time per phase, keys ``"reduction"``, ``"seeding"``, ``"estep"``, ``"mstep"``,
         ``"labels"``, and any other phase :meth:`timed` measured.
@@ -108,7 +110,7 @@ class Meter:
 
     def __init__(self):
         self.cost = dict.fromkeys(COST_PHASES, 0)
-        self.center_evals = 0
+        self.chunk_evals = 0
         self.seconds_by_phase = dict.fromkeys(TIME_PHASES, 0.0)
         self.display = QUIET
         self._start = time.perf_counter()
@@ -172,11 +174,12 @@ class Meter:
         """
         self.cost[phase] = self.cost.get(phase, 0) + int(n_evals)
 
-    def count_centers(self, phase, n_evals):
-        """Record distance evaluations between centres, as :meth:`count` does (under
-        ``cost[phase]``), and also in :attr:`center_evals`."""
+    def count_per_chunk(self, phase, n_evals):
+        """Record distance evaluations whose number depends on the row chunks (see
+        :attr:`chunk_evals`), as :meth:`count` does (under ``cost[phase]``), and also in
+        :attr:`chunk_evals`."""
         self.count(phase, n_evals)
-        self.center_evals += int(n_evals)
+        self.chunk_evals += int(n_evals)
 
     @property
     def n_distance_evals(self):
@@ -184,10 +187,10 @@ class Meter:
         return sum(self.cost.values())
 
     @property
-    def n_row_evals(self):
-        """Distance evaluations so far that involve a row of the data: all but those
-        between centres (:attr:`center_evals`). The same whatever the data's row chunks."""
-        return self.n_distance_evals - self.center_evals
+    def n_budget_evals(self):
+        """Distance evaluations so far that budgets count: all but :attr:`chunk_evals`. The
+        same whatever the data's row chunks, in memory too."""
+        return self.n_distance_evals - self.chunk_evals
 
     @property
     def seconds(self):
@@ -383,9 +386,9 @@ for _field in fields(FitConfig):
                                          f"``config.{_field.name}`` (read-only)."))
 for _name in ("cost", "seconds_by_phase", "display"):
     setattr(FitState, _name, _part("meter", _name, True, f"``meter.{_name}``."))
-for _name in ("n_distance_evals", "n_row_evals", "center_evals", "seconds"):
+for _name in ("n_distance_evals", "n_budget_evals", "chunk_evals", "seconds"):
     setattr(FitState, _name, _part("meter", _name, False, f"``meter.{_name}``."))
-for _name in ("timed", "phase", "progress", "count", "count_centers"):
+for _name in ("timed", "phase", "progress", "count", "count_per_chunk"):
     setattr(FitState, _name, _part("meter", _name, False, f"``meter.{_name}``."))
 for _name in ("centers", "end", "round", "sigma2", "seed_labels", "estep_state",
               "mstep_state", "schedule_state", "channel", "history", "refinement_log",

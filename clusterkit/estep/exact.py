@@ -383,8 +383,8 @@ class ElkanEStep(BoundsEStep):
         # (centres fitted to sparse data are mostly zeros: their distances cost less as CSR)
         half_distances = (sparse_center_half_distances if is_sparse(X)
                           else _elkan.center_half_distances)
-        state.count_centers("estep", half_distances(centers, bounds.half_cc, bounds.half_min,
-                                            state.n_threads))
+        state.count_per_chunk("estep", half_distances(centers, bounds.half_cc,
+                                                      bounds.half_min, state.n_threads))
 
     @staticmethod
     def _tiled_first_visits(X):

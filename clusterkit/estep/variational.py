@@ -330,7 +330,7 @@ class PartialEStep(EStep):
             # one pass over the C^2 centre distances gives G_c and, as K(n) may be wider
             # (C' > G), each seed's C' nearest centres
             nearest = np.empty((n_clusters, max(G, n_winners)), dtype=np.int32)
-            state.count_centers("estep", _partial.neighbourhoods_exhaustive(
+            state.count_per_chunk("estep", _partial.neighbourhoods_exhaustive(
                 centers, nearest, state.n_threads))
             st.neighbourhoods = np.ascontiguousarray(nearest[:, :G])
             st.neighbourhood_centers = centers.copy()
@@ -365,7 +365,7 @@ class PartialEStep(EStep):
                 st.neighbourhood_centers is not None
                 and np.array_equal(st.neighbourhood_centers, centers)):
             # Alg. 1, first block: exact neighbourhoods from all C^2 centre distances
-            state.count_centers("estep", _partial.neighbourhoods_exhaustive(
+            state.count_per_chunk("estep", _partial.neighbourhoods_exhaustive(
                 centers, st.neighbourhoods, state.n_threads))
             st.neighbourhood_centers = centers.copy()
         # the same candidates for a row whoever holds it (the run's row stream)

@@ -294,7 +294,7 @@ class YinyangEStep(BoundsEStep):
                   else None)
         n_groups = self._resolved_groups(X.shape[0], centers.shape[0], budget)
         group_of, n_evals = center_groups(centers, n_groups, state.n_threads)
-        state.count_centers("estep", n_evals)
+        state.count_per_chunk("estep", n_evals)
         return _YinyangBounds(X.shape[0], group_of, X.dtype, scale,
                               X.shape[1] <= SEPARATION_MAX_FEATURES)
 
@@ -311,10 +311,10 @@ class YinyangEStep(BoundsEStep):
             (bounds.neighbours, bounds.neighbour_dist, bounds.half_min,
              n_evals) = center_neighbours(centers, min(NEIGHBOURS, centers.shape[0] - 1),
                                           state.n_threads)
-            state.count_centers("estep", n_evals)
+            state.count_per_chunk("estep", n_evals)
         elif bounds.separated:  # Hamerly's test at low dimension (see the class notes)
-            state.count_centers("estep", _centers.center_half_min(centers, bounds.half_min,
-                                                          state.n_threads))
+            state.count_per_chunk("estep", _centers.center_half_min(
+                centers, bounds.half_min, state.n_threads))
 
     def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
         return _yinyang.yinyang_init_bounds(

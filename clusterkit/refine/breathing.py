@@ -122,10 +122,12 @@ class Breathing(Refiner):
         before it started (seeding, reduction, the run's iterations; with ``n_init > 1`` the
         earlier runs' too). A round is not started if the last round's evaluations would
         take the refinement past it (zero: no round). Counted, not timed: the same on every
-        machine. Only distances that involve a row of the data count (between rows and
-        centres, or rows and rows); those between centres, which the bounded and partial
-        E-steps compute at every step (on data in row chunks, every chunk its own), do not,
-        so the same budget buys the same rounds in memory and on any row chunks.
+        machine. Distances whose number depends on the data's row chunks do not count
+        (:attr:`Meter.chunk_evals <clusterkit._engine.state.Meter.chunk_evals>`: those
+        between centres, which the bounded and partial E-steps compute at every step, on
+        row chunks every chunk its own), so the same budget buys the same rounds in memory
+        and on any row chunks (with bounded E-steps, to the few evaluations by which their
+        counts differ where the centres differ by rounding; see the Dask page).
         ``None``: no such limit.
     time_budget : float or None, default=None
         Most seconds of the refinement, judged the same way with the last round's seconds.
@@ -304,21 +306,21 @@ def fewer_moves(m):
 class _Limits:
     """Breathing's budgets: whether the next round, costing what the last one did, would take
     the refinement past ``budget`` (times the fit's distance evaluations before it) or
-    ``time_budget`` (seconds). Distance evaluations between centres are not counted: on data
-    in row chunks every chunk computes its own (:attr:`Meter.n_row_evals
-    <clusterkit._engine.state.Meter.n_row_evals>`)."""
+    ``time_budget`` (seconds). Distance evaluations whose number depends on the row chunks
+    (between centres: every chunk computes its own) are not counted
+    (:attr:`Meter.n_budget_evals <clusterkit._engine.state.Meter.n_budget_evals>`)."""
 
     def __init__(self, refiner, state):
         self.state = state
         self.evals = (None if refiner.budget is None
-                      else refiner.budget * state.n_row_evals)
+                      else refiner.budget * state.n_budget_evals)
         self.seconds = refiner.time_budget
-        self.start = (state.n_row_evals, state.seconds)
+        self.start = (state.n_budget_evals, state.seconds)
         self.last = self.start
         self.round_cost = (0, 0.0)
 
     def round_ended(self):
-        now = (self.state.n_row_evals, self.state.seconds)
+        now = (self.state.n_budget_evals, self.state.seconds)
         self.round_cost = (now[0] - self.last[0], now[1] - self.last[1])
         self.last = now
 
