@@ -116,9 +116,6 @@ LAYERS = [("_kernels", "_reference"), ("_data",), ("_engine",),
 #: The imports from a higher layer that remain (input checks and the mixture's free energy
 #: read from the estimator's modules, a batch rule from the M-steps); no new one may come.
 KNOWN_UPWARD = {
-    ("clusterkit._data.chunked", "clusterkit._estimator.validation"),
-    ("clusterkit._data.dask_chunks", "clusterkit._estimator.validation"),
-    ("clusterkit._data.moments", "clusterkit._estimator.validation"),
     ("clusterkit._engine.driver", "clusterkit._estimator.validation"),
     ("clusterkit._engine.mapreduce", "clusterkit._estimator.validation"),
     ("clusterkit._engine.mapreduce", "clusterkit.mstep.batch_rules"),
@@ -126,7 +123,6 @@ KNOWN_UPWARD = {
     ("clusterkit.estep.exact", "clusterkit._estimator.validation"),
     ("clusterkit.estep.exact", "clusterkit._estimator.mixture"),
     ("clusterkit.slk.graph", "clusterkit._estimator.validation"),
-    ("clusterkit.slk.laplacian", "clusterkit._estimator.validation"),
 }
 
 

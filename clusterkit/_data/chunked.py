@@ -19,8 +19,8 @@ import numbers
 
 import numpy as np
 
-from .._estimator.validation import (check_block_rows, check_range, check_weight_counts,
-                                     check_weight_shape, unit_rows)
+from .checks import (check_block_rows, check_range, check_weight_counts, check_weight_shape,
+                     unit_rows)
 from .memory import budget
 from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
 from .nearest import centred_copy, nearest

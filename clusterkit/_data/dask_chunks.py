@@ -2,7 +2,7 @@
 task on the dask scheduler in use (see :mod:`clusterkit._data.chunked`)."""
 import numpy as np
 
-from .._estimator.validation import unit_rows
+from .checks import unit_rows
 from .chunked import (ChunkedData, _call_on_block, _fit_dtype, import_dask, map_rows,
                       row_weights, tree_reduce)
 from .nearest import nearest, single_threaded_blas

@@ -4,9 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._estimator.validation import (count_weight_problems, nonfinite_rows, unit_rows,
-                                     zero_norm_rows)
 from .._kernels._lwcs import moments_weighted
+from .checks import count_weight_problems, nonfinite_rows, unit_rows, zero_norm_rows
 
 __all__ = ["ChunkMoments", "fit_weights"]
 

@@ -12,7 +12,7 @@ from .._engine.assignment import Assignment, Objective
 from .._engine.constraints import Interval, Options, Satisfies
 from .._engine.contracts import EStep, MStep
 from .._engine.state import weighted_sum
-from .._estimator.validation import check_bandwidth
+from .._data.checks import check_bandwidth
 from .._kernels import _laplacian
 from .graph import knn_graph, knn_graph_bytes
 
