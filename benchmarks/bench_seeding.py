@@ -1,28 +1,29 @@
-"""Seeding many clusters: two-level k-means++ and k-means|| against greedy k-means++.
+"""Seeding many clusters: the default seeding against greedy k-means++, two-level k-means++ and
+k-means||.
 
-Greedy k-means++ takes ``C`` steps over its seeding sample (``r C`` rows, ``r`` from
-:meth:`clusterkit.FullBatch.seeding_rows`), each for ``2 + ln C`` candidates: ``r C^2 (2 + ln
-C)`` distances, most of a default fit at ``C >= 4,096``. This script seeds the same sample
-(``SampledSeeder(seeder, size="schedule", float32=True)``: the sample is drawn first from the
-fit's stream, so every seeder sees the same rows) with
+Greedy k-means++ takes ``C`` steps over its seeding sample, each for ``2 + ln C`` candidates:
+``r C^2 (2 + ln C)`` distances on ``r C`` rows, most of a default fit at ``C >= 4,096``. This
+script fits the same data from
 
-* greedy k-means++ (``KMeansPlusPlus()``, the presets' seeding today, the reference);
-* two-level k-means++ (``HierarchicalKMeansPlusPlus()``);
-* two-level k-means++ whose ``2 C`` centres are merged by weighted greedy k-means++
-  (``HierarchicalKMeansPlusPlus(oversampling=2)``);
-* k-means|| with ``l = C / 2`` per round, 5 rounds, then weighted greedy k-means++ on the
-  candidates (``KMeansParallel(oversampling=0.5)``; the paper's ``l = 2 C`` finds more
-  candidates than the ``8 C``-row samples of wide data hold),
+* greedy k-means++ on the rows the default sampled before k-means|| became the default at many
+  clusters (``r = 64 (32 / D)^1.5`` rows per centre, between 8 and 64, at least 8,192 rows;
+  ``SampledSeeder(KMeansPlusPlus(), size=r C, float32=True)``): the reference;
+* the default, ``seed="auto"`` (``SampledSeeder(ByClusters(), size="schedule",
+  float32=True)``: from 1,000 clusters on, k-means|| with ``l = C / 2`` per round, 5 rounds,
+  then weighted greedy k-means++ on the candidates, on at least 32 rows per centre);
+* two-level k-means++ (``HierarchicalKMeansPlusPlus()``) and two-level k-means++ whose ``2 C``
+  centres are merged by weighted greedy k-means++ (``HierarchicalKMeansPlusPlus(
+  oversampling=2)``), on the default's rows,
 
 then runs Lloyd (``estep="bounded"``) to convergence from the seeds, and reports the seeding's
 seconds and distance evaluations (the machine is shared: the counts do not depend on it), its
-share of the whole fit, the iterations, and the final error (``inertia_``) over greedy
-k-means++'s from the same sample, each a median over the seeds (``random_state``).
+share of the whole fit, the iterations, and the final error (``inertia_``) over the reference's,
+each a median over the seeds (``random_state``).
 
 Data: a mixture of ``C`` Gaussians in 32 features (``clusterkit.datasets.make_gaussian_blobs``,
 unit spread, centres in a box of side 20), and unit-norm embeddings with a power-law spectrum
-(``bench_embeddings.make_embeddings``) in 128 and 384 features. Run with the OpenBLAS
-override variables unset::
+(``bench_embeddings.make_embeddings``) in 128 and 384 features, 32 rows per centre. Run with the
+OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py --write
 """
@@ -34,21 +35,37 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from clusterkit import (Clusterer, HierarchicalKMeansPlusPlus, KMeansParallel, KMeansPlusPlus,
-                        SampledSeeder)
+from clusterkit import Clusterer, HierarchicalKMeansPlusPlus, KMeansPlusPlus, SampledSeeder
 from clusterkit.datasets import make_gaussian_blobs
 from clusterkit.schedules.schedules import FullBatch
 
 from _common import command_note, format_table, machine_info, publish, warn_openblas_overrides
 from bench_embeddings import make_embeddings
 
-TITLE = "Seeding many clusters: two-level k-means++ and k-means|| (bench_seeding.py)"
+TITLE = "Seeding many clusters: the default against greedy k-means++ (bench_seeding.py)"
 
-SEEDERS = [("greedy k-means++", KMeansPlusPlus()),
-           ("two-level", HierarchicalKMeansPlusPlus()),
-           ("two-level, 2C merged", HierarchicalKMeansPlusPlus(oversampling=2.0)),
-           # (pipes escaped: the label goes into a Markdown table)
-           (r"k-means\|\| (l = C/2)", KMeansParallel(oversampling=0.5))]
+REFERENCE = "greedy k-means++, r C rows (before)"
+
+
+def before_rows(n_samples, n_clusters, n_features):
+    """The rows the default seeded on before k-means|| at many clusters: ``max(8192, r C)``,
+    ``r = 64 (32 / D)^1.5`` between 8 and 64, all rows for ``N C D <= 2^27``."""
+    if n_samples * n_clusters * n_features <= 2**27:
+        return n_samples
+    per_centre = min(64, max(8, int(64 * (32 / n_features) ** 1.5)))
+    return min(n_samples, max(8192, per_centre * n_clusters))
+
+
+def seeders(n_samples, n_clusters, n_features):
+    """``(label, seed)`` of every row, the reference first."""
+    def on_schedule_rows(seeder):
+        return SampledSeeder(seeder, size="schedule", float32=True)
+    return [(REFERENCE, SampledSeeder(KMeansPlusPlus(), float32=True,
+                                      size=before_rows(n_samples, n_clusters, n_features))),
+            ("default (seed=\"auto\")", "auto"),
+            ("two-level", on_schedule_rows(HierarchicalKMeansPlusPlus())),
+            ("two-level, 2C merged",
+             on_schedule_rows(HierarchicalKMeansPlusPlus(oversampling=2.0)))]
 
 
 def cases(scale):
@@ -61,17 +78,17 @@ def cases(scale):
     def embeddings(n_samples, n_features):
         return lambda: make_embeddings(int(scale * n_samples), n_features)
 
-    return [("mixture {:,} x 32", mixture(50_000, 1000), 1000, (0, 1, 2)),
-            ("embeddings {:,} x 128", embeddings(30_000, 128), 1000, (0, 1, 2)),
-            ("embeddings {:,} x 384", embeddings(20_000, 384), 1000, (0, 1, 2)),
-            ("mixture {:,} x 32", mixture(60_000, 4096), 4096, (0,)),
-            ("embeddings {:,} x 128", embeddings(33_000, 128), 4096, (0,))]
+    return [("mixture {:,} x 32", mixture(32_768, 1024), 1024, (0, 1, 2)),
+            ("embeddings {:,} x 128", embeddings(32_768, 128), 1024, (0, 1, 2)),
+            ("embeddings {:,} x 384", embeddings(32_768, 384), 1024, (0, 1, 2)),
+            ("mixture {:,} x 32", mixture(131_072, 4096), 4096, (0,)),
+            ("embeddings {:,} x 128", embeddings(131_072, 128), 4096, (0,))]
 
 
-def fit(X, n_clusters, seeder, random_state, n_threads):
+def fit(X, n_clusters, seed, random_state, n_threads):
     """``(seeding seconds, fit seconds, seeding evaluations, error, iterations)``."""
-    model = Clusterer(n_clusters, seed=SampledSeeder(seeder, size="schedule", float32=True),
-                      estep="bounded", n_threads=n_threads, random_state=random_state)
+    model = Clusterer(n_clusters, seed=seed, estep="bounded", n_threads=n_threads,
+                      random_state=random_state)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(X)
@@ -89,30 +106,34 @@ def main():
                         help="write the RESULTS.md section (after every case)")
     args = parser.parse_args()
     warn_openblas_overrides()
-    headers = ["data", "C", "seeding rows", "seeder", "seeding s", "share of fit",
-               "seeding distances", "error / greedy's", "iterations"]
+    headers = ["data", "C", "seeding rows before / now", "seeder", "seeding s", "share of fit",
+               "seeding distances", "error / before", "iterations"]
     table, case_notes = [], []
     notes = [
-        f"{args.n_threads} threads, float32 data, seeding on the sample `FullBatch.seeding_rows` "
-        "gives (the same rows for every seeder), Lloyd (`estep=\"bounded\"`, tol 1e-4) to "
+        f"{args.n_threads} threads, float32 data. The reference seeds on the rows the default "
+        "sampled before (`seeding rows`, before), the others on the rows `FullBatch.seeding_rows` "
+        "gives now (at least 32 per centre from 1,000 clusters on); then Lloyd "
+        "(`estep=\"bounded\"`, tol 1e-4) to "
         "convergence from the seeds. Medians over the seeds listed (`random_state`); the error "
-        "is `inertia_` over greedy k-means++'s with the same `random_state`, median of those "
-        "ratios. Distances: `cost_[\"seeding\"]` (both levels and the merge; k-means||'s passes "
-        "count one per row and candidate, at matrix-product speed).",
+        "is `inertia_` over the reference's (greedy k-means++ on the rows the default sampled "
+        "before) with the same `random_state`, median of those ratios. Distances: "
+        "`cost_[\"seeding\"]` (both levels and the merge; k-means||'s passes count one per row "
+        "and candidate, at matrix-product speed).",
         command_note()]
     with threadpool_limits(limits=args.n_threads):
         for name, make, n_clusters, seeds in cases(args.scale):
             if n_clusters > args.max_clusters:
                 continue
             X = make()
-            rows = FullBatch().seeding_rows(X.shape[0], n_clusters, X.shape[1])
-            runs = {label: [fit(X, n_clusters, seeder, s, args.n_threads) for s in seeds]
-                    for label, seeder in SEEDERS}
-            reference = [run[3] for run in runs["greedy k-means++"]]
+            rows = (f"{before_rows(X.shape[0], n_clusters, X.shape[1]):,} / "
+                    f"{FullBatch().seeding_rows(X.shape[0], n_clusters, X.shape[1]):,}")
+            runs = {label: [fit(X, n_clusters, seed, s, args.n_threads) for s in seeds]
+                    for label, seed in seeders(X.shape[0], n_clusters, X.shape[1])}
+            reference = [run[3] for run in runs[REFERENCE]]
             for label, results in runs.items():
                 seeding, total, evals, error, n_iter = zip(*results)
                 table.append([
-                    name.format(X.shape[0]), f"{n_clusters:,}", f"{rows:,}",
+                    name.format(X.shape[0]), f"{n_clusters:,}", rows,
                     label, f"{statistics.median(seeding):.2f}",
                     f"{statistics.median(s / t for s, t in zip(seeding, total)):.2f}",
                     f"{statistics.median(evals):.3g}",

@@ -40,7 +40,7 @@ from ._kernels._openmp import effective_n_threads, openmp_enabled
 # the strategies, by kind
 from .seeding.seeders import KMeansPlusPlus, RandomSeeder
 from .seeding.afkmc2 import AFKMC2
-from .seeding.composite import ByDimension, SampledSeeder
+from .seeding.composite import ByClusters, ByDimension, SampledSeeder
 from .seeding.many_clusters import HierarchicalKMeansPlusPlus, KMeansParallel
 from .seeding.pilot import FittedSeeder
 from .reduction.lwcs import LWCS, NoReduction
@@ -65,7 +65,7 @@ __all__ = [
     "Seeder", "DataReducer", "EStep", "MStep", "Schedule", "Refiner", "Assignment",
     "Seeding", "FitState", "FitConfig", "Meter", "Run", "Channel",
     "Objective", "QUANTIZATION_ERROR", "FREE_ENERGY", "Composition",
-    "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension",
+    "KMeansPlusPlus", "AFKMC2", "RandomSeeder", "SampledSeeder", "ByDimension", "ByClusters",
     "FittedSeeder", "HierarchicalKMeansPlusPlus", "KMeansParallel",
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "YinyangEStep", "BoundedEStep", "yinyang_groups",

@@ -62,10 +62,11 @@ and the documentation's page on the defaults), not as in the papers:
 * the full-data exact, mini-batch and mixture presets (:func:`lloyd`, :func:`elkan`,
   :func:`minibatch`, :func:`nmbatch`, :func:`gmm`, :func:`spherical_kmeans`) seed with
   greedy k-means++ (``2 + ln C`` candidates per step, as scikit-learn's ``KMeans``) on as
-  many rows as their schedule says a seeding is worth
-  (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(KMeansPlusPlus(),
+  many rows as their schedule says a seeding is worth, and with k-means|| from 1,000
+  clusters on (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(ByClusters(),
   size="schedule", float32=True)``): full batches on ``max(8192, r C)`` rows (``r = 64``
-  up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on), mini-batches on
+  up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on, at least 32 from
+  1,000 clusters on), mini-batches on
   ``max(3 b, r C / 4)`` (at least ``3 C``), nested mini-batches on a prefix of their order of at least their
   first batch and the full batches' rows; all rows when the data have no more or
   ``N C D <= 2^27``. On all rows of large data the seeding took most of the fit (at

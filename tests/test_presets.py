@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from clusterkit import (AFKMC2, Clusterer, FullEStep, HardMStep, KMeansPlusPlus, PartialEStep,
-                        SampledSeeder, SoftMStep, presets)
+from clusterkit import (AFKMC2, ByClusters, Clusterer, FullEStep, HardMStep, KMeansPlusPlus,
+                        PartialEStep, SampledSeeder, SoftMStep, presets)
 from clusterkit.datasets import make_birch_grid
 
 VARIATIONAL = {
@@ -50,8 +50,9 @@ def test_exact_presets_defaults(name):
     est = getattr(presets, name)(5)
     assert isinstance(est.estep, FullEStep)
     assert isinstance(est.mstep, SoftMStep if name == "gmm" else HardMStep)
-    # greedy k-means++ on as many rows as the schedule says the seeding is worth
-    assert repr(est.seed) == repr(SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True))
+    # greedy k-means++ (k-means|| from 1,000 clusters on) on as many rows as the schedule
+    # says the seeding is worth
+    assert repr(est.seed) == repr(SampledSeeder(ByClusters(), size="schedule", float32=True))
 
 
 @pytest.mark.parametrize("name", list(VARIATIONAL))

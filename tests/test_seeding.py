@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from clusterkit import (AFKMC2, ByDimension, Clusterer, HierarchicalKMeansPlusPlus, KMeansParallel,
-                        KMeansPlusPlus, RandomSeeder, SampledSeeder, _reference as ref)
+from clusterkit import (AFKMC2, ByClusters, ByDimension, Clusterer, HierarchicalKMeansPlusPlus,
+                        KMeansParallel, KMeansPlusPlus, RandomSeeder, SampledSeeder, _reference as ref)
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
 from clusterkit._engine.state import FitState
@@ -28,6 +28,8 @@ SEEDERS = [
     SampledSeeder(AFKMC2(chain_length=5), size=150),
     ByDimension(),
     ByDimension(high=AFKMC2(chain_length=20), max_features=1),
+    ByClusters(min_clusters=2),
+    ByClusters(high=AFKMC2(chain_length=20), min_clusters=1000),
     HierarchicalKMeansPlusPlus(),
     HierarchicalKMeansPlusPlus(n_cells=2, oversampling=2.0),
     KMeansParallel(),
@@ -412,6 +414,13 @@ POTENTIAL = ("AFKMC2: potential_sample must be an integer in [1, 922337203685477
      "^" + re.escape(CHAIN + "'x'.") + "$"),
     (ByDimension(high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials=0)))),
      ValueError, "^" + re.escape(TRIALS + "0.") + "$"),
+    (ByClusters(min_clusters=0), ValueError,
+     r"^ByClusters: min_clusters must be an integer >= 1; got 0\.$"),
+    (ByClusters(high="kmeans||"), TypeError,
+     r"^ByClusters: high must be a Seeder or None; got 'kmeans\|\|'\.$"),
+    # (10 clusters run low; high is checked all the same)
+    (ByClusters(high=KMeansPlusPlus(n_local_trials=0)), ValueError,
+     "^" + re.escape(TRIALS + "0.") + "$"),
 ])
 def test_validation_messages(seeder, error, match):
     with pytest.raises(error, match=match):
@@ -494,8 +503,28 @@ def test_by_dimension_refuses_a_bad_value_in_the_seeder_it_does_not_run(make):
 
 def test_by_dimension_defaults():
     assert ByDimension().max_features == 16
-    assert ByDimension()._chosen(16) == KMeansPlusPlus()
-    assert ByDimension()._chosen(17) == AFKMC2(chain_length=2, n_candidates=1)
+    assert ByDimension()._chosen(16, 5) == KMeansPlusPlus()
+    assert ByDimension()._chosen(17, 5) == AFKMC2(chain_length=2, n_candidates=1)
+
+
+def test_by_clusters_defaults():
+    assert ByClusters().min_clusters == 1000
+    assert ByClusters()._chosen(784, 999) == KMeansPlusPlus()
+    assert ByClusters()._chosen(2, 1000) == KMeansParallel(oversampling=0.5)
+
+
+def test_by_clusters_is_the_chosen_seeder():
+    """Below min_clusters the low seeder's seeding (labels too), from there on the high one's,
+    with the same draws and counts."""
+    X = _blobs(600, 3)
+    switch = ByClusters(low=KMeansPlusPlus(), high=KMeansParallel(), min_clusters=8)
+    for n_clusters, alone in ((7, KMeansPlusPlus()), (8, KMeansParallel())):
+        state, state_alone = _state(X, n_clusters), _state(X, n_clusters)
+        got = switch.seeding(X, np.ones(600), n_clusters, state)
+        want = alone.seeding(X, np.ones(600), n_clusters, state_alone)
+        assert_array_equal(got.centers, want.centers)
+        assert (got.labels is None) == (want.labels is None)
+        assert state.cost == state_alone.cost
 
 
 @pytest.mark.parametrize("n_candidates", [1, 2])

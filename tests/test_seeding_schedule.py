@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from clusterkit import (Clusterer, FullBatch, KMeansPlusPlus, MiniBatch, NestedDoubling,
-                        RandomSeeder, SampledSeeder, presets)
+from clusterkit import (ByClusters, Clusterer, FullBatch, KMeansPlusPlus, MiniBatch,
+                        NestedDoubling, RandomSeeder, SampledSeeder, presets)
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.state import FitState
 from clusterkit.schedules import schedules
@@ -45,26 +45,29 @@ def _sized(rows):
 def _nested(first):
     """A nested schedule's seeding rows: its first prefix, at least a full batch's rows; a
     full batch's alone when the first prefix is all the rows."""
-    full = _sized(lambda k, d: max(2**13, _per_centre(d) * k))
+    full = _sized(lambda k, d: max(2**13, _per_centre(k, d) * k))
     return lambda n, k, d: full(n, k, d) if first(k) >= n else _sized(
-        lambda k, d: max(first(k), 2**13, _per_centre(d) * k))(n, k, d)
+        lambda k, d: max(first(k), 2**13, _per_centre(k, d) * k))(n, k, d)
 
 
-def _per_centre(d):
-    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 128 on."""
-    return {2: 64, 3: 64, 8: 64, 32: 64, 64: 22, 128: 8, 384: 8, 784: 8}[d]
+def _per_centre(k, d):
+    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 128 on; at least
+    32 from 1,000 clusters on (the default seeding there is k-means||)."""
+    per_centre = {2: 64, 3: 64, 8: 64, 32: 64, 64: 22, 128: 8, 384: 8, 784: 8}[d]
+    return max(per_centre, 32) if k >= 1000 else per_centre
 
 
 @pytest.mark.parametrize("schedule, expected", [
-    (FullBatch(), _sized(lambda k, d: max(2**13, _per_centre(d) * k))),
-    (MiniBatch(batch_size=100), _sized(lambda k, d: max(300, max(3, _per_centre(d) // 4) * k))),
+    (FullBatch(), _sized(lambda k, d: max(2**13, _per_centre(k, d) * k))),
+    (MiniBatch(batch_size=100),
+     _sized(lambda k, d: max(300, max(3, _per_centre(k, d) // 4) * k))),
     (NestedDoubling(), _nested(lambda k: max(5000, 20 * k))),
     (NestedDoubling(initial_batch=9000), _nested(lambda k: 9000)),
 ])
 @pytest.mark.parametrize("n_samples, n_clusters, n_features",
                          [(1000, 10, 3), (30000, 100, 2), (10**6, 50, 8), (10**6, 4096, 32),
                           (10**6, 1000, 64), (10**6, 1000, 128), (70000, 1024, 784),
-                          (10**5, 2000, 384), (70000, 4096, 784)])
+                          (10**5, 2000, 384), (70000, 4096, 784), (10**6, 999, 384)])
 def test_schedule_declares_the_rows_its_seeding_is_worth(schedule, expected, n_samples,
                                                          n_clusters, n_features):
     assert (schedule.seeding_rows(n_samples, n_clusters, n_features)
@@ -210,9 +213,10 @@ def test_float32_centres_that_are_no_rows_are_cast():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_clusterer_seeds_by_the_schedule_by_default(sample_always):
     """Clusterer's default seeding (seed="auto", also None) is the presets': greedy
-    k-means++ on the schedule's seeding rows; seed="k-means++" seeds on all rows."""
+    k-means++ (k-means|| from 1,000 clusters on) on the schedule's seeding rows;
+    seed="k-means++" seeds on all rows."""
     X, k = _blobs(n_samples=20000, n_features=8), 20
-    presets_seed = SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
+    presets_seed = SampledSeeder(ByClusters(), size="schedule", float32=True)
     for seed in ("auto", None):
         assert Clusterer(k, seed=seed)._strategies(X, X.mean(axis=0)).seed == presets_seed
     assert Clusterer().seed == "auto"

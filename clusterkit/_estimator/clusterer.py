@@ -45,14 +45,15 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
         Number of clusters ``C``.
     seed : str, Seeder or array-like of shape (n_clusters, n_features), default="auto"
         How to choose the initial centres: a string shortcut, any :class:`Seeder`, or the
-        initial centres themselves. ``"auto"`` (or ``None``): greedy k-means++ on as many
-        rows as the schedule says a seeding is worth (:meth:`Schedule.seeding_rows`: all
-        rows when ``N C D <= 2^27``, else about ``8 C`` to ``64 C`` rows for full batches),
-        ``SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)``, as the presets
-        seed; ``"k-means++"``: :class:`KMeansPlusPlus`, greedy k-means++ on all rows (as
-        scikit-learn's ``KMeans``); ``"afkmc2"`` :class:`AFKMC2`, ``"random"``
-        :class:`RandomSeeder`, ``"sampled"`` :class:`SampledSeeder`, ``"by-dimension"``
-        :class:`ByDimension`, each with its default parameters.
+        initial centres themselves. ``"auto"`` (or ``None``): greedy k-means++ (k-means||
+        from 1,000 clusters on) on as many rows as the schedule says a seeding is worth
+        (:meth:`Schedule.seeding_rows`: all rows when ``N C D <= 2^27``, else about ``8 C``
+        to ``64 C`` rows for full batches), ``SampledSeeder(ByClusters(), size="schedule",
+        float32=True)``, as the presets seed; ``"k-means++"``: :class:`KMeansPlusPlus`,
+        greedy k-means++ on all rows (as scikit-learn's ``KMeans``); ``"afkmc2"``
+        :class:`AFKMC2`, ``"random"`` :class:`RandomSeeder`, ``"sampled"``
+        :class:`SampledSeeder`, ``"by-dimension"`` :class:`ByDimension`, ``"by-clusters"``
+        :class:`ByClusters`, each with its default parameters.
     reduce : None, str or DataReducer, default=None
         Data reduction before clustering: ``None`` or ``"none"`` :class:`NoReduction`,
         ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).

@@ -25,7 +25,7 @@ from ..refine.breathing import Breathing, NoRefinement
 from ..schedules.nested import NestedDoubling
 from ..schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from ..seeding.afkmc2 import AFKMC2
-from ..seeding.composite import ByDimension, SampledSeeder
+from ..seeding.composite import ByClusters, ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
 
 __all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
@@ -34,12 +34,13 @@ __all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_spar
 
 
 def auto_seeder():
-    """``Clusterer``'s default seeding, ``seed="auto"``: greedy k-means++ on as many rows as
-    the fit's schedule says a seeding is worth (:meth:`Schedule.seeding_rows
+    """``Clusterer``'s default seeding, ``seed="auto"``: on as many rows as the fit's
+    schedule says a seeding is worth (:meth:`Schedule.seeding_rows
     <clusterkit.Schedule.seeding_rows>`; all rows when ``N C D <= 2^27``), in float32
-    (:class:`~clusterkit.SampledSeeder`); the seeding of the exact, mini-batch and mixture
-    presets too. ``seed="k-means++"`` seeds on all rows."""
-    return SampledSeeder(KMeansPlusPlus(), size="schedule", float32=True)
+    (:class:`~clusterkit.SampledSeeder`), greedy k-means++ below a thousand clusters and
+    k-means|| from there on (:class:`~clusterkit.ByClusters`); the seeding of the exact,
+    mini-batch and mixture presets too. ``seed="k-means++"`` seeds on all rows."""
+    return SampledSeeder(ByClusters(), size="schedule", float32=True)
 
 
 #: For each strategy parameter of ``Clusterer``: its base class, what ``None`` stands for
@@ -48,7 +49,8 @@ def auto_seeder():
 SHORTCUTS = {
     "seed": (Seeder, auto_seeder,
              {"k-means++": KMeansPlusPlus, "auto": auto_seeder, "afkmc2": AFKMC2,
-              "random": RandomSeeder, "sampled": SampledSeeder, "by-dimension": ByDimension}),
+              "random": RandomSeeder, "sampled": SampledSeeder, "by-dimension": ByDimension,
+              "by-clusters": ByClusters}),
     "reduce": (DataReducer, NoReduction, {"none": NoReduction, "lwcs": LWCS}),
     "estep": (EStep, FullEStep, {"full": FullEStep, "elkan": ElkanEStep,
                                  "yinyang": YinyangEStep, "bounded": BoundedEStep,

@@ -7,6 +7,7 @@ import numpy as np
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import Schedule
+from ..seeding.many_clusters import MANY_CLUSTERS
 
 __all__ = ["FullBatch", "MiniBatch", "SBEDecay"]
 
@@ -15,7 +16,7 @@ __all__ = ["FullBatch", "MiniBatch", "SBEDecay"]
 _CENTER_TOL = Interval(Real, 0, finite=True)
 
 #: A full-batch fit's seeding looks at ``max(_FULL_SEEDING_ROWS, r C)`` rows at most, with
-#: ``r = _full_seeding_per_centre(D)`` (:meth:`FullBatch.seeding_rows`; the defaults page has
+#: ``r = _full_seeding_per_centre(D, C)`` (:meth:`FullBatch.seeding_rows`; the defaults page has
 #: the measurements).
 _FULL_SEEDING_ROWS = 2**13
 #: Below this ``N C D`` every schedule's seeding looks at all rows: it takes well under a
@@ -23,13 +24,18 @@ _FULL_SEEDING_ROWS = 2**13
 _ALL_ROWS_WORK = 2**27
 
 
-def _full_seeding_per_centre(n_features):
+def _full_seeding_per_centre(n_features, n_clusters):
     """Rows per centre of a full-batch seeding: 64 up to 32 features, ``64 (32 / D)^1.5``
-    above, 8 from 128 on. Wide rows make a k-means++ step cost more against an iteration's
-    matrix products, and on wide data the seeds decide less of the final error (8 rows per
-    centre ended within 0.25 % of all rows on MNIST and on embeddings with 128 and 384
-    features, where 32 features needed 64)."""
-    return min(64, max(8, int(64 * (32 / max(1, n_features)) ** 1.5)))
+    above, 8 from 128 on; at least 32 from :data:`MANY_CLUSTERS` clusters on. Wide rows make
+    a k-means++ step cost more against an iteration's matrix products, and on wide data the
+    seeds decide less of the final error (8 rows per centre ended within 0.25 % of all rows
+    on MNIST and on embeddings with 128 and 384 features, where 32 features needed 64). With
+    many clusters the default seeding is k-means|| (:class:`~clusterkit.ByClusters`), whose
+    passes over the rows run at a matrix product's speed and whose candidates need more rows
+    behind their weights (on 8 per centre it ended 0.7-0.9 % above greedy k-means++ at 384
+    features, on 32 within 0.2 %)."""
+    per_centre = min(64, max(8, int(64 * (32 / max(1, n_features)) ** 1.5)))
+    return max(per_centre, 32) if n_clusters >= MANY_CLUSTERS else per_centre
 
 
 def _seeding_rows(n_samples, n_clusters, n_features, rows):
@@ -95,7 +101,7 @@ class FullBatch(Schedule):
         with 128 and 384 features (the defaults page has the measurements)."""
         return _seeding_rows(n_samples, n_clusters, n_features,
                              max(_FULL_SEEDING_ROWS,
-                                 _full_seeding_per_centre(n_features) * n_clusters))
+                                 _full_seeding_per_centre(n_features, n_clusters) * n_clusters))
 
     def stream_schedule(self):
         """A stream of full batches is mini-batch k-means: :class:`MiniBatch` with its
@@ -273,7 +279,7 @@ class MiniBatch(Schedule):
         of :meth:`FullBatch.seeding_rows`' per centre, at least 3 (scikit-learn's
         ``init_size``): 16 up to 32 features, where 3 end about 8 % higher, 3 from 128 on,
         where wide rows cost more and decide less (the defaults page has the numbers)."""
-        per_centre = max(3, _full_seeding_per_centre(n_features) // 4)
+        per_centre = max(3, _full_seeding_per_centre(n_features, n_clusters) // 4)
         return _seeding_rows(n_samples, n_clusters, n_features,
                              max(3 * int(self.batch_size), per_centre * n_clusters))
 

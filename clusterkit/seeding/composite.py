@@ -1,5 +1,6 @@
 """Seeders that choose another seeder's work: on a sample of the rows (:class:`SampledSeeder`),
-or by the number of features (:class:`ByDimension`)."""
+by the number of features (:class:`ByDimension`) or by the number of clusters
+(:class:`ByClusters`)."""
 from numbers import Integral
 
 import numpy as np
@@ -10,9 +11,10 @@ from .._engine.constraints import InstanceOf, Interval, Options
 from .._engine.contracts import Seeder, Seeding
 from .._engine.state import weighted_sum
 from .afkmc2 import AFKMC2
+from .many_clusters import MANY_CLUSTERS, KMeansParallel
 from .seeders import KMeansPlusPlus, _sample_rows
 
-__all__ = ["SampledSeeder", "ByDimension"]
+__all__ = ["SampledSeeder", "ByDimension", "ByClusters"]
 
 
 class SampledSeeder(Seeder):
@@ -235,7 +237,32 @@ def _rows_of(centers32, X32, X):
     return centers
 
 
-class ByDimension(Seeder):
+class _Switch(Seeder):
+    """One of two seeders, ``low`` or ``high``, chosen by the data's shape and the number of
+    clusters (:meth:`_chosen`); everything else is the chosen seeder's."""
+
+    def _chosen(self, n_features, n_clusters):
+        raise NotImplementedError
+
+    def _validate(self, X, n_clusters, composition):
+        self._chosen(X.shape[1], n_clusters)._validate(X, n_clusters, composition)
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The chosen seeder's."""
+        return self._chosen(n_features, n_clusters).buffer_bytes(
+            n_samples, n_features, n_clusters, dtype, composition)
+
+    def seed(self, X, sample_weight, n_clusters, state):
+        """Return the chosen seeder's centres (see :meth:`Seeder.seed`)."""
+        return self._chosen(X.shape[1], n_clusters).seed(X, sample_weight, n_clusters, state)
+
+    def seeding(self, X, sample_weight, n_clusters, state):
+        """The chosen seeder's seeding, labels included (see :meth:`Seeder.seeding`)."""
+        return self._chosen(X.shape[1], n_clusters).seeding(X, sample_weight, n_clusters,
+                                                             state)
+
+
+class ByDimension(_Switch):
     """One seeder for data with few features, another for data with many.
 
     Greedy k-means++ prunes most of its distances by the triangle inequality when the data
@@ -284,23 +311,65 @@ class ByDimension(Seeder):
         self.high = high
         self.max_features = max_features
 
-    def _chosen(self, n_features):
+    def _chosen(self, n_features, n_clusters):
         if n_features <= self.max_features:
             return KMeansPlusPlus() if self.low is None else self.low
         return AFKMC2(chain_length=2, n_candidates=1) if self.high is None else self.high
 
-    def _validate(self, X, n_clusters, composition):
-        self._chosen(X.shape[1])._validate(X, n_clusters, composition)
 
-    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
-        """The chosen seeder's."""
-        return self._chosen(n_features).buffer_bytes(n_samples, n_features, n_clusters, dtype,
-                                                     composition)
+class ByClusters(_Switch):
+    """One seeder for a few clusters, another for many.
 
-    def seed(self, X, sample_weight, n_clusters, state):
-        """Return the chosen seeder's centres (see :meth:`Seeder.seed`)."""
-        return self._chosen(X.shape[1]).seed(X, sample_weight, n_clusters, state)
+    Greedy k-means++ takes ``C`` steps, each a pass over the rows it seeds on, so its work
+    grows as ``C^2`` times the rows per centre, and from about a thousand clusters on it is
+    most of a default fit. k-means|| (:class:`KMeansParallel`) finds its candidates in a few
+    passes at the speed of a matrix product and leaves greedy k-means++ only the weighted
+    candidates, about ``2.5 C`` of them. This seeder runs ``low`` below ``min_clusters``
+    clusters and ``high`` from there on; ``Clusterer``'s default seeding (``seed="auto"``)
+    nests it in a :class:`SampledSeeder`.
 
-    def seeding(self, X, sample_weight, n_clusters, state):
-        """The chosen seeder's seeding, labels included (see :meth:`Seeder.seeding`)."""
-        return self._chosen(X.shape[1]).seeding(X, sample_weight, n_clusters, state)
+    Parameters
+    ----------
+    low : Seeder or None, default=None
+        Seeder for fewer than ``min_clusters`` clusters; ``None`` means ``KMeansPlusPlus()``.
+    high : Seeder or None, default=None
+        Seeder for ``min_clusters`` clusters or more; ``None`` means
+        ``KMeansParallel(oversampling=0.5)`` (five rounds of ``C / 2`` expected candidates,
+        then greedy k-means++ on the weighted candidates).
+    min_clusters : int, default=1000
+        The fewest clusters ``high`` is used for.
+
+    Notes
+    -----
+    Cost, memory and state are those of the seeder that runs (its labels too: k-means||
+    gives none). When ``fit`` starts, the declared constraints of both seeders' parameters
+    are checked whatever the number of clusters; the checks against the data only for the
+    one that runs. The documentation's page on the defaults has the measurements behind the
+    split at a thousand clusters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import ByClusters, FitState
+    >>> X = np.random.RandomState(0).normal(size=(300, 2))
+    >>> seeder = ByClusters(min_clusters=5)
+    >>> type(seeder._chosen(2, 4)).__name__, type(seeder._chosen(2, 5)).__name__
+    ('KMeansPlusPlus', 'KMeansParallel')
+    >>> state = FitState(n_clusters=5, n_features=2, random_state=np.random.RandomState(0))
+    >>> seeder.seed(X, np.ones(300), 5, state).shape
+    (5, 2)
+    """
+
+    _parameter_constraints = {"low": [InstanceOf(Seeder), None],
+                              "high": [InstanceOf(Seeder), None],
+                              "min_clusters": [Interval(Integral, 1)]}
+
+    def __init__(self, low=None, high=None, min_clusters=MANY_CLUSTERS):
+        self.low = low
+        self.high = high
+        self.min_clusters = min_clusters
+
+    def _chosen(self, n_features, n_clusters):
+        if n_clusters < self.min_clusters:
+            return KMeansPlusPlus() if self.low is None else self.low
+        return KMeansParallel(oversampling=0.5) if self.high is None else self.high

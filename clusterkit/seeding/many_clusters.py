@@ -11,7 +11,12 @@ from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
 from .seeders import KMeansPlusPlus, _first_index, greedy_dense
 
-__all__ = ["HierarchicalKMeansPlusPlus", "KMeansParallel"]
+__all__ = ["HierarchicalKMeansPlusPlus", "KMeansParallel", "MANY_CLUSTERS"]
+
+#: From this many clusters on the default seeding is k-means|| (:class:`KMeansParallel`
+#: inside :class:`~clusterkit.ByClusters`), and a full batch seeds on at least 32 rows per
+#: centre (:meth:`FullBatch.seeding_rows <clusterkit.FullBatch.seeding_rows>`).
+MANY_CLUSTERS = 1000
 
 
 def cell_budgets(cost, caps, n_clusters):
