@@ -113,8 +113,8 @@ def test_large_scale_polishes_its_variational_pilot():
     model = presets.large_scale(64, random_state=0, tol=0, max_iter=300).fit(X)
     assert isinstance(model.seed, FittedSeeder)
     assert isinstance(model.seed.estimator.estep, PartialEStep)
-    assert isinstance(model.seed.estimator.seed.high.high, AFKMC2)  # 72 features
-    assert model.seed.estimator.seed.high.high.chain_length == 20
+    assert isinstance(model.seed.estimator.seed.low.high.high, AFKMC2)  # 72 features
+    assert model.seed.estimator.seed.low.high.high.chain_length == 20
     qe = [entry["qe"] for entry in model.history_]
     assert all(b <= a * (1 + 1e-6) for a, b in zip(qe, qe[1:]))
     assert model.inertia_ <= qe[0] * (1 + 1e-6)
