@@ -11,12 +11,12 @@ from cython.parallel cimport parallel, prange
 from libc.math cimport sqrt
 from libc.stdlib cimport calloc, free
 
-from ._dist cimport CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, _sqdist_wide_below
-from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, SAMPLER_BLOCK, _below_with_prefix,
-                                _block_mass, _copy_row, _drop_neighbours, _group_entries,
-                                _invert_cumsum, _may_overlap, _Neighbours, _prefix_sums,
-                                _push_neighbour, _push_neighbour_within, _score_group,
-                                _sort_members)
+from ._dist cimport (CHUNK_SIZE, _center_dist2, _sqdist, _sqdist_wide, _sqdist_wide_below,
+                     ck_prefetch_row)
+from ._kmeanspp_groups cimport (INLINE_MAX_ROW_BYTES, PREFETCH_AHEAD, SAMPLER_BLOCK, _block_mass,
+                                _copy_row, _drop_neighbours, _group_entries, _invert_cumsum,
+                                _may_overlap, _Neighbours, _prefix_sums, _push_neighbour,
+                                _push_neighbour_within, _score_group, _sort_members)
 from ._chunks cimport _chunk_stop, _chunk_threads, _n_chunks
 from ._openmp cimport _threads_for
 
@@ -182,13 +182,11 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     The candidates are scored group by group in parallel: each group's candidates one after
     the other, while its leading rows are in cache. Short rows (``n_features * itemsize <=
     INLINE_MAX_ROW_BYTES``, 128 bytes) are kept in group order next to the members, so that
-    scoring streams through them; of longer rows the first 128 bytes are kept so, and a row
-    is read from ``X`` only if the sum over them is below its ``D^2`` (the sum
-    ``_sqdist_wide_below`` checks first: the same results). The chosen centre's distances
-    are computed in parallel, too; the sampling and the moves run on one thread. Results do
-    not depend on ``n_threads``. Memory ``O(n_samples + L n_clusters + sum of list
-    lengths)`` (the lists' total capped by ``max_neighbours``), plus room for three copies
-    of the kept rows or first bytes (in group order with space to append, and a buffer to
+    scoring streams through them; longer rows are read from ``X``. The chosen centre's
+    distances are computed in parallel, too; the sampling and the moves run on one thread.
+    Results do not depend on ``n_threads``. Memory ``O(n_samples + L n_clusters + sum of list
+    lengths)`` (the lists' total capped by ``max_neighbours``), plus, with short rows, room for three copies of them (the group-ordered rows
+    with space to append, and a buffer to
     compact them). Pending signals are handled between centres (Ctrl-C raises
     ``KeyboardInterrupt`` within one step), without changing the result. Assumes valid
     input.
@@ -230,12 +228,11 @@ def kmeanspp(const floating[:, ::1] X,             # IN
     # short rows are kept in the members' order, so that scoring a candidate streams through
     # memory instead of gathering rows of X
     cdef bint inline_rows = n_features * sizeof(floating) <= INLINE_MAX_ROW_BYTES
-    # short rows whole, of longer rows their first INLINE_MAX_ROW_BYTES (see _group_gain)
-    cdef Py_ssize_t width = min(n_features, INLINE_MAX_ROW_BYTES // sizeof(floating))
-    cdef floating[:, ::1] member_x = np.empty((capacity, width), dtype=dtype)
-    cdef floating[:, ::1] member_x_tmp = np.empty((n_samples, width), dtype=dtype)
+    cdef floating[:, ::1] member_x = np.empty(
+        (capacity if inline_rows else 1, n_features), dtype=dtype)
+    cdef floating[:, ::1] member_x_tmp = np.empty(
+        (n_samples if inline_rows else 1, n_features), dtype=dtype)
     cdef floating* member_x_ptr = &member_x[0, 0] if inline_rows else NULL
-    cdef floating* prefix_ptr = NULL if inline_rows else &member_x[0, 0]
     cdef double[::1] block_cumsum = np.empty(n_blocks, dtype=np.float64)
     cdef double[::1] block_sum = np.empty(n_blocks, dtype=np.float64)
     cdef double[::1] row_cumsum = np.empty(SAMPLER_BLOCK, dtype=np.float64)
@@ -286,7 +283,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
             radius[0] = sqrt(<double> radius2[0])
             for t in range(n_samples):
                 member_w[t] = sample_weight[members[t]]
-                _copy_row(&X[members[t], 0], &member_x[t, 0], width)
+                if inline_rows:
+                    _copy_row(&X[members[t], 0], &member_x[t, 0], n_features)
             group_size[0] = n_samples
             end = n_samples
             for b in range(n_blocks):
@@ -379,7 +377,6 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                             _score_group(&X[0, 0], n_features, &cand[0], group_start[touched[b]],
                                          group_start[touched[b]] + group_size[touched[b]],
                                          &members[0], &member_d2[0], &member_w[0], member_x_ptr,
-                                         prefix_ptr,
                                          &slot_entries[slot_start[b]],
                                          slot_start[b + 1] - slot_start[b], &entry_cand[0],
                                          &entry_q[0], &entry_gain[0], &entry_evals[0])
@@ -425,7 +422,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                             members_tmp[pos] = members[t]
                             member_d2_tmp[pos] = member_d2[t]
                             member_w_tmp[pos] = member_w[t]
-                            _copy_row(&member_x[t, 0], &member_x_tmp[pos, 0], width)
+                            if inline_rows:
+                                _copy_row(&member_x[t, 0], &member_x_tmp[pos, 0], n_features)
                             pos += 1
                         scan_end[j] += pos - group_size[j] - group_start[j]
                         group_start[j] = pos - group_size[j]
@@ -433,7 +431,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                         members[t] = members_tmp[t]
                         member_d2[t] = member_d2_tmp[t]
                         member_w[t] = member_w_tmp[t]
-                        _copy_row(&member_x_tmp[t, 0], &member_x[t, 0], width)
+                        if inline_rows:
+                            _copy_row(&member_x_tmp[t, 0], &member_x[t, 0], n_features)
                     end = pos
                 # move the samples the new centre is nearer to into its group; each group's
                 # scanned members are walked backwards, so that those kept close up in order
@@ -443,16 +442,18 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                     for t in prange(-1, nb.size, schedule="dynamic"):
                         j = g if t < 0 else nb.index[t]
                         for k in range(group_start[j], scan_end[j]):
+                            if not inline_rows and k + PREFETCH_AHEAD < scan_end[j]:
+                                ck_prefetch_row(&X[members[k + PREFETCH_AHEAD], 0],
+                                                n_features * sizeof(floating))
                             # (only a distance below D^2 moves the sample: the sums may
-                            # stop there, and rows ruled out by their first bytes are not
-                            # read from X)
+                            # stop there)
                             if inline_rows:
                                 member_new_d2[k] = _sqdist_wide_below(
                                     &member_x[k, 0], &centers[i, 0], n_features, member_d2[k])
                             else:
-                                member_new_d2[k] = _below_with_prefix(
-                                    &X[members[k], 0], &member_x[k, 0], &centers[i, 0],
-                                    n_features, member_d2[k])
+                                member_new_d2[k] = _sqdist_wide_below(
+                                    &X[members[k], 0], &centers[i, 0], n_features,
+                                    member_d2[k])
                 for t in range(-1, nb.size):
                     j = g if t < 0 else nb.index[t]
                     pos = scan_end[j]
@@ -475,8 +476,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                             members[pos] = <int> m
                             member_d2[pos] = member_d2[k]
                             member_w[pos] = member_w[k]
-                            if pos != k:
-                                _copy_row(&member_x[k, 0], &member_x[pos, 0], width)
+                            if inline_rows and pos != k:
+                                _copy_row(&member_x[k, 0], &member_x[pos, 0], n_features)
                         k -= 1
                     group_size[j] -= pos - group_start[j]
                     group_start[j] = pos
@@ -489,7 +490,8 @@ def kmeanspp(const floating[:, ::1] X,             # IN
                 radius[i] = sqrt(<double> radius2[i])
                 for t in range(group_start[i], end):
                     member_w[t] = sample_weight[members[t]]
-                    _copy_row(&X[members[t], 0], &member_x[t, 0], width)
+                    if inline_rows:
+                        _copy_row(&X[members[t], 0], &member_x[t, 0], n_features)
                 # the new group's neighbour lists, both ways, while they fit in
                 # max_neighbours; the lists rebuilt for this step are freed
                 for b in range(n_rebuilt):

@@ -22,29 +22,9 @@ cdef enum:
 # Rows of up to this many bytes (32 float32 or 16 float64 features) kmeanspp keeps in group
 # order next to the members: streaming that copy beats gathering such short rows from X
 # (float32 with 20-32 features: seeding 1.6-2 times faster), while longer rows are scored
-# faster group by group from X (64 float64 features: 1.7 times). Of longer rows it keeps
-# the first this many bytes, one pair of vectors of _sqdist_wide_below: the sum over them
-# is the one that function checks first, so a member it rules out is never read from X.
+# faster group by group from X (64 float64 features: 1.7 times).
 cdef enum:
     INLINE_MAX_ROW_BYTES = 128
-
-
-cdef inline floating _below_with_prefix(const floating* row,      # IN  (n_features,)
-                                        const floating* row_prefix,  # IN  its first bytes
-                                        const floating* center,   # IN  (n_features,)
-                                        Py_ssize_t n_features,
-                                        floating limit) noexcept nogil:
-    """``_sqdist_wide_below(row, center, n_features, limit)``, bit for bit, reading ``row``
-    only when the sum over its copied first bytes is below ``limit``: that sum, over one
-    pair of vectors, is exactly the one ``_sqdist_wide_below`` checks first (and returns if
-    it reaches ``limit``), so the copy in member order spares the gather from ``X`` for every
-    member a candidate cannot come closer to. Assumes ``n_features`` spans more than the
-    copy."""
-    cdef floating d = _sqdist_wide_below(row_prefix, center,
-                                         INLINE_MAX_ROW_BYTES // sizeof(floating), limit)
-    if d >= limit:
-        return d
-    return _sqdist_wide_below(row, center, n_features, limit)
 
 
 cdef inline void _copy_row(const floating* src, floating* dst,
@@ -229,7 +209,6 @@ cdef inline double _group_gain(const floating* X,            # IN  (n_samples, n
                         const floating* member_d2,    # IN
                         const floating* member_w,     # IN
                         const floating* member_x,     # IN  (rows in member order, or NULL)
-                        const floating* prefix,       # IN  (rows' first bytes, or NULL)
                         Py_ssize_t* n_evals) noexcept nogil:
     """Decrease of ``sum w D^2`` over one group's members if ``candidate`` became a centre.
 
@@ -237,9 +216,7 @@ cdef inline double _group_gain(const floating* X,            # IN  (n_samples, n
     if ``d(c, c_j)^2 / 4 < D^2(x)`` (triangle inequality); members are sorted by decreasing
     ``D^2``, so the scan stops at the first one that fails the test. The rows are read from
     ``member_x`` (short rows kept in member order: streamed, four members at a time) or, if it
-    is NULL, gathered from ``X``; then, if ``prefix`` holds the rows' first
-    ``INLINE_MAX_ROW_BYTES`` in member order, only the members those do not rule out
-    (:func:`_below_with_prefix`).
+    is NULL, gathered from ``X``.
     """
     cdef Py_ssize_t t = start, end = start, k
     cdef floating d0, d1, d2, d3, t0, t1, t2, t3, ck
@@ -277,10 +254,6 @@ cdef inline double _group_gain(const floating* X,            # IN  (n_samples, n
         if member_x != NULL:
             d0 = _sqdist_wide_below(member_x + t * n_features, candidate, n_features,
                                     member_d2[t])
-        elif prefix != NULL:
-            d0 = _below_with_prefix(X + members[t] * n_features,
-                                    prefix + t * (INLINE_MAX_ROW_BYTES // sizeof(floating)),
-                                    candidate, n_features, member_d2[t])
         else:
             if t + PREFETCH_AHEAD < end:
                 ck_prefetch_row(X + members[t + PREFETCH_AHEAD] * n_features,
@@ -364,7 +337,6 @@ cdef inline void _score_group(const floating* X,             # IN  (n_samples, n
                               const floating* member_d2,
                               const floating* member_w,
                               const floating* member_x,      # IN  (or NULL)
-                              const floating* prefix,        # IN  (or NULL)
                               const Py_ssize_t* entries,     # IN  this group's entries
                               Py_ssize_t n_group_entries,
                               const Py_ssize_t* entry_cand,
@@ -379,4 +351,4 @@ cdef inline void _score_group(const floating* X,             # IN  (n_samples, n
         entry_evals[e] = 0
         entry_gain[e] = _group_gain(X, n_features, X + cand[entry_cand[e]] * n_features,
                                     entry_q[e], start, stop, members, member_d2, member_w,
-                                    member_x, prefix, &entry_evals[e])
+                                    member_x, &entry_evals[e])

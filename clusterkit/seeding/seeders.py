@@ -235,12 +235,12 @@ class KMeansPlusPlus(Seeder):
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """The kernel's groups (see the Notes): per sample a label, ``D^2``, the members'
         index, ``D^2`` and weight with room for twice the samples and a buffer to compact
-        them, short rows (of longer rows their first 128 bytes) three times, from
-        :data:`ROTATE_MIN_FEATURES` features on the rows in their principal frame, and the
-        neighbour lists (:func:`neighbour_entries`)."""
+        them, short rows three times, from :data:`ROTATE_MIN_FEATURES` features on the
+        rows in their principal frame, and the neighbour lists (:func:`neighbour_entries`)."""
         itemsize, n_trials = dtype.itemsize, self._n_trials(n_clusters)
         per_sample = 4 + itemsize + 2 * (4 + 3 * itemsize) + 4 + 2 * itemsize
-        per_sample += 3 * min(n_features * itemsize, _INLINE_MAX_ROW_BYTES)
+        if n_features * itemsize <= _INLINE_MAX_ROW_BYTES:
+            per_sample += 3 * n_features * itemsize
         if n_features >= ROTATE_MIN_FEATURES:  # (the rows in their principal frame)
             per_sample += n_features * itemsize
         # (the lists of all pairs of groups, with room to grow, unless the cap is lower)
@@ -257,8 +257,7 @@ class KMeansPlusPlus(Seeder):
         return np.flatnonzero(positive if positive.any() else free)
 
 
-#: The widest rows (bytes) the k-means++ kernel keeps in group order, and of longer rows the
-#: bytes it keeps (``_kmeanspp_groups.pxd``).
+#: The widest rows (bytes) the k-means++ kernel keeps in group order (``_kmeanspp_groups.pxd``).
 _INLINE_MAX_ROW_BYTES = 128
 
 #: The least memory the k-means++ kernel's neighbour lists may take, whatever the data.
