@@ -22,20 +22,31 @@ each a median over the seeds (``random_state``).
 
 Data: a mixture of ``C`` Gaussians in 32 features (``clusterkit.datasets.make_gaussian_blobs``,
 unit spread, centres in a box of side 20), and unit-norm embeddings with a power-law spectrum
-(``bench_embeddings.make_embeddings``) in 128 and 384 features, 32 rows per centre. Run with the
-OpenBLAS override variables unset::
+(``bench_embeddings.make_embeddings``) in 128 and 384 features, 32 rows per centre.
+
+``--variational`` fits ``presets.var_kmeans_s`` instead, with its default seeding (from 1,000
+clusters on the exact presets', k-means||) and with the one it used before at every ``C``
+(greedy k-means++ with 15 candidates on all rows up to 16 features, on ``max(20 C, 10000)``
+rows up to 64, AFK-MC² with chains of 200 above), on a mixture, embeddings and MNIST
+(``--data`` or ``CLUSTERKIT_DATA``; skipped if absent). Run with the OpenBLAS override
+variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py --write
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py \
+        --variational --data "$CLUSTERKIT_DATA" --write
 """
 import argparse
+import os
 import statistics
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from clusterkit import Clusterer, HierarchicalKMeansPlusPlus, KMeansPlusPlus, SampledSeeder
+from clusterkit import (AFKMC2, ByDimension, Clusterer, HierarchicalKMeansPlusPlus,
+                        KMeansPlusPlus, SampledSeeder, presets)
 from clusterkit.datasets import make_gaussian_blobs
 from clusterkit.schedules.schedules import FullBatch
 
@@ -43,6 +54,8 @@ from _common import command_note, format_table, machine_info, publish, warn_open
 from bench_embeddings import make_embeddings
 
 TITLE = "Seeding many clusters: the default against greedy k-means++ (bench_seeding.py)"
+VARIATIONAL_TITLE = ("Seeding many clusters: var_kmeans_s, its seeding before and now "
+                     "(bench_seeding.py --variational)")
 
 REFERENCE = "greedy k-means++, r C rows (before)"
 
@@ -96,6 +109,54 @@ def fit(X, n_clusters, seed, random_state, n_threads):
             model.inertia_, model.n_iter_)
 
 
+def variational_seeding_before():
+    """``var_kmeans_s``'s seeding before k-means|| at many clusters."""
+    return ByDimension(low=KMeansPlusPlus(n_local_trials=15),
+                       high=ByDimension(low=SampledSeeder(KMeansPlusPlus(15)),
+                                        high=AFKMC2(chain_length=200, n_candidates=1),
+                                        max_features=64))
+
+
+def variational(args):
+    """``--variational``: ``var_kmeans_s`` with its seeding before and now, one seed."""
+    cases = [("mixture {:,} x 32", lambda: make_gaussian_blobs(
+                 50_000, 32, 5000, dtype=np.float32, random_state=0)[0], 5000),
+             ("embeddings {:,} x 128", lambda: make_embeddings(65_536, 128), 2048)]
+    mnist = Path(args.data or os.environ.get("CLUSTERKIT_DATA", "")) / "mnist.npz"
+    if mnist.exists():
+        cases.append(("MNIST {:,} x 784",
+                      lambda: np.ascontiguousarray(np.load(mnist)["X"], dtype=np.float32), 2048))
+    else:
+        print(f"{mnist} not found: no MNIST row", file=sys.stderr)
+    headers = ["data", "C", "seeding", "fit s", "seeding s", "iterations", "error / before"]
+    table = []
+    for name, make, n_clusters in cases:
+        X = make()
+        runs = {}
+        for label, seed in (("before", variational_seeding_before()), ("now", None)):
+            kwargs = {} if seed is None else {"seed": seed}
+            model = presets.var_kmeans_s(n_clusters, random_state=args.seed,
+                                         n_threads=args.n_threads, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(X)
+            runs[label] = model
+        for label, model in runs.items():
+            table.append([name.format(X.shape[0]), f"{n_clusters:,}", label,
+                          f"{model.seconds_['total']:.1f}", f"{model.seconds_['seeding']:.1f}",
+                          f"{model.n_iter_}",
+                          f"{model.inertia_ / runs['before'].inertia_:.4f}"])
+            print(table[-1], file=sys.stderr, flush=True)
+    notes = [f"{args.n_threads} threads, float32 data, `random_state={args.seed}`, "
+             "`presets.var_kmeans_s(C)` with its default seeding (now: from 1,000 clusters on "
+             "k-means|| on the schedule's seeding rows, as the exact presets) and with the one "
+             "it used before (greedy k-means++ with 15 candidates on all rows up to 16 features, "
+             "on max(20 C, 10000) rows up to 64, AFK-MC² with chains of 200 above); error: "
+             "`inertia_` over the fit's before.", command_note()]
+    publish(VARIATIONAL_TITLE, format_table(headers, table), notes, args.write,
+            machine_info(args.n_threads))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-threads", type=int, default=2)
@@ -104,8 +165,15 @@ def main():
                         help="skip the cases with more clusters")
     parser.add_argument("--write", action="store_true",
                         help="write the RESULTS.md section (after every case)")
+    parser.add_argument("--variational", action="store_true",
+                        help="fit var_kmeans_s with its seeding before and now")
+    parser.add_argument("--data", default=None, help="folder of mnist.npz (--variational)")
+    parser.add_argument("--seed", type=int, default=0, help="random_state (--variational)")
     args = parser.parse_args()
     warn_openblas_overrides()
+    if args.variational:
+        variational(args)
+        return
     headers = ["data", "C", "seeding rows before / now", "seeder", "seeding s", "share of fit",
                "seeding distances", "error / before", "iterations"]
     table, case_notes = [], []

@@ -9,7 +9,8 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from clusterkit import (AFKMC2, ByClusters, ByDimension, Clusterer, HierarchicalKMeansPlusPlus,
-                        KMeansParallel, KMeansPlusPlus, RandomSeeder, SampledSeeder, _reference as ref)
+                        KMeansParallel, KMeansPlusPlus, RandomSeeder, SampledSeeder)
+from clusterkit import _reference as ref
 from clusterkit._engine.contracts import Seeder
 from clusterkit._engine.progress import QuietDisplay
 from clusterkit._engine.state import FitState
@@ -416,6 +417,8 @@ POTENTIAL = ("AFKMC2: potential_sample must be an integer in [1, 922337203685477
      ValueError, "^" + re.escape(TRIALS + "0.") + "$"),
     (ByClusters(min_clusters=0), ValueError,
      r"^ByClusters: min_clusters must be an integer >= 1; got 0\.$"),
+    (ByClusters(min_rows_per_cluster=-1), ValueError,
+     r"^ByClusters: min_rows_per_cluster must be an integer >= 0; got -1\.$"),
     (ByClusters(high="kmeans||"), TypeError,
      r"^ByClusters: high must be a Seeder or None; got 'kmeans\|\|'\.$"),
     # (10 clusters run low; high is checked all the same)
@@ -503,22 +506,26 @@ def test_by_dimension_refuses_a_bad_value_in_the_seeder_it_does_not_run(make):
 
 def test_by_dimension_defaults():
     assert ByDimension().max_features == 16
-    assert ByDimension()._chosen(16, 5) == KMeansPlusPlus()
-    assert ByDimension()._chosen(17, 5) == AFKMC2(chain_length=2, n_candidates=1)
+    assert ByDimension()._chosen(100, 16, 5) == KMeansPlusPlus()
+    assert ByDimension()._chosen(100, 17, 5) == AFKMC2(chain_length=2, n_candidates=1)
 
 
 def test_by_clusters_defaults():
-    assert ByClusters().min_clusters == 1000
-    assert ByClusters()._chosen(784, 999) == KMeansPlusPlus()
-    assert ByClusters()._chosen(2, 1000) == KMeansParallel(oversampling=0.5)
+    assert (ByClusters().min_clusters, ByClusters().min_rows_per_cluster) == (1000, 32)
+    assert ByClusters()._chosen(10**6, 784, 999) == KMeansPlusPlus()
+    assert ByClusters()._chosen(32000, 2, 1000) == KMeansParallel(oversampling=0.5)
+    # (too few rows per cluster behind k-means||'s candidates)
+    assert ByClusters()._chosen(31999, 2, 1000) == KMeansPlusPlus()
 
 
 def test_by_clusters_is_the_chosen_seeder():
-    """Below min_clusters the low seeder's seeding (labels too), from there on the high one's,
-    with the same draws and counts."""
+    """Below min_clusters (or min_rows_per_cluster) the low seeder's seeding (labels too),
+    else the high one's, with the same draws and counts."""
     X = _blobs(600, 3)
-    switch = ByClusters(low=KMeansPlusPlus(), high=KMeansParallel(), min_clusters=8)
-    for n_clusters, alone in ((7, KMeansPlusPlus()), (8, KMeansParallel())):
+    switch = ByClusters(low=KMeansPlusPlus(), high=KMeansParallel(), min_clusters=8,
+                        min_rows_per_cluster=60)
+    for n_clusters, alone in ((7, KMeansPlusPlus()), (8, KMeansParallel()),
+                              (11, KMeansPlusPlus())):
         state, state_alone = _state(X, n_clusters), _state(X, n_clusters)
         got = switch.seeding(X, np.ones(600), n_clusters, state)
         want = alone.seeding(X, np.ones(600), n_clusters, state_alone)

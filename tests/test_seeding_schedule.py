@@ -42,32 +42,41 @@ def _sized(rows):
     return lambda n, k, d: n if n * k * d <= 2**27 else min(n, rows(k, d))
 
 
+def _full(n, k, d):
+    """A full batch's seeding rows."""
+    return n if n * k * d <= 2**27 else min(n, max(2**13, _full_per_centre(n, k, d) * k))
+
+
 def _nested(first):
     """A nested schedule's seeding rows: its first prefix, at least a full batch's rows; a
     full batch's alone when the first prefix is all the rows."""
-    full = _sized(lambda k, d: max(2**13, _per_centre(k, d) * k))
-    return lambda n, k, d: full(n, k, d) if first(k) >= n else _sized(
-        lambda k, d: max(first(k), 2**13, _per_centre(k, d) * k))(n, k, d)
+    return lambda n, k, d: _full(n, k, d) if first(k) >= n else _sized(
+        lambda k, d: max(first(k), 2**13, _full_per_centre(n, k, d) * k))(n, k, d)
 
 
-def _per_centre(k, d):
-    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 128 on; at least
-    32 from 1,000 clusters on (the default seeding there is k-means||)."""
-    per_centre = {2: 64, 3: 64, 8: 64, 32: 64, 64: 22, 128: 8, 384: 8, 784: 8}[d]
-    return max(per_centre, 32) if k >= 1000 else per_centre
+def _per_centre(d):
+    """A full batch's seeding rows per centre: 64 up to 32 features, 8 from 128 on."""
+    return {2: 64, 3: 64, 8: 64, 32: 64, 64: 22, 128: 8, 384: 8, 784: 8}[d]
+
+
+def _full_per_centre(n, k, d):
+    """A full batch's seeding rows per centre with ``n`` rows: at least 32 from 1,000 clusters
+    on where the data have 32 rows per cluster (the default seeding is then k-means||)."""
+    return max(_per_centre(d), 32) if k >= 1000 and n >= 32 * k else _per_centre(d)
 
 
 @pytest.mark.parametrize("schedule, expected", [
-    (FullBatch(), _sized(lambda k, d: max(2**13, _per_centre(k, d) * k))),
+    (FullBatch(), _full),
     (MiniBatch(batch_size=100),
-     _sized(lambda k, d: max(300, max(3, _per_centre(k, d) // 4) * k))),
+     _sized(lambda k, d: max(300, max(3, _per_centre(d) // 4) * k))),
     (NestedDoubling(), _nested(lambda k: max(5000, 20 * k))),
     (NestedDoubling(initial_batch=9000), _nested(lambda k: 9000)),
 ])
 @pytest.mark.parametrize("n_samples, n_clusters, n_features",
                          [(1000, 10, 3), (30000, 100, 2), (10**6, 50, 8), (10**6, 4096, 32),
                           (10**6, 1000, 64), (10**6, 1000, 128), (70000, 1024, 784),
-                          (10**5, 2000, 384), (70000, 4096, 784), (10**6, 999, 384)])
+                          (10**5, 2000, 384), (70000, 4096, 784), (10**6, 999, 384),
+                          (31999, 1000, 384), (32000, 1000, 384)])
 def test_schedule_declares_the_rows_its_seeding_is_worth(schedule, expected, n_samples,
                                                          n_clusters, n_features):
     assert (schedule.seeding_rows(n_samples, n_clusters, n_features)

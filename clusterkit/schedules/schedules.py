@@ -7,7 +7,7 @@ import numpy as np
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import Schedule
-from ..seeding.many_clusters import MANY_CLUSTERS
+from ..seeding.many_clusters import MANY_CLUSTERS, PARALLEL_ROWS_PER_CLUSTER
 
 __all__ = ["FullBatch", "MiniBatch", "SBEDecay"]
 
@@ -16,7 +16,7 @@ __all__ = ["FullBatch", "MiniBatch", "SBEDecay"]
 _CENTER_TOL = Interval(Real, 0, finite=True)
 
 #: A full-batch fit's seeding looks at ``max(_FULL_SEEDING_ROWS, r C)`` rows at most, with
-#: ``r = _full_seeding_per_centre(D, C)`` (:meth:`FullBatch.seeding_rows`; the defaults page has
+#: ``r = _full_seeding_per_centre(D)`` (:meth:`FullBatch.seeding_rows`; the defaults page has
 #: the measurements).
 _FULL_SEEDING_ROWS = 2**13
 #: Below this ``N C D`` every schedule's seeding looks at all rows: it takes well under a
@@ -24,18 +24,13 @@ _FULL_SEEDING_ROWS = 2**13
 _ALL_ROWS_WORK = 2**27
 
 
-def _full_seeding_per_centre(n_features, n_clusters):
+def _full_seeding_per_centre(n_features):
     """Rows per centre of a full-batch seeding: 64 up to 32 features, ``64 (32 / D)^1.5``
-    above, 8 from 128 on; at least 32 from :data:`MANY_CLUSTERS` clusters on. Wide rows make
-    a k-means++ step cost more against an iteration's matrix products, and on wide data the
-    seeds decide less of the final error (8 rows per centre ended within 0.25 % of all rows
-    on MNIST and on embeddings with 128 and 384 features, where 32 features needed 64). With
-    many clusters the default seeding is k-means|| (:class:`~clusterkit.ByClusters`), whose
-    passes over the rows run at a matrix product's speed and whose candidates need more rows
-    behind their weights (on 8 per centre it ended 0.7-0.9 % above greedy k-means++ at 384
-    features, on 32 within 0.2 %)."""
-    per_centre = min(64, max(8, int(64 * (32 / max(1, n_features)) ** 1.5)))
-    return max(per_centre, 32) if n_clusters >= MANY_CLUSTERS else per_centre
+    above, 8 from 128 on. Wide rows make a k-means++ step cost more against an iteration's
+    matrix products, and on wide data the seeds decide less of the final error (8 rows per
+    centre ended within 0.25 % of all rows on MNIST and on embeddings with 128 and 384
+    features, where 32 features needed 64)."""
+    return min(64, max(8, int(64 * (32 / max(1, n_features)) ** 1.5)))
 
 
 def _seeding_rows(n_samples, n_clusters, n_features, rows):
@@ -93,15 +88,21 @@ class FullBatch(Schedule):
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
         """``max(8192, r n_clusters)`` rows, all of them if ``N C D <= 2^27``, with ``r``
-        rows per centre: 64 up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 on.
-        Greedy k-means++ costs ``2 + ln C`` passes over what it seeds on, at a slower rate
-        than an iteration's products, so on all rows of large data it takes longer than all
-        the iterations; on 64 rows per centre the iterations end within about 0.3 % of a
-        seeding of all rows at 32 features, on 8 within 0.25 % on MNIST and on embeddings
-        with 128 and 384 features (the defaults page has the measurements)."""
+        rows per centre: 64 up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 on; at
+        least 32 from 1,000 clusters on where the data have 32 rows per cluster (the default
+        seeding is then k-means||, :class:`~clusterkit.ByClusters`). Greedy k-means++ costs
+        ``2 + ln C`` passes over what it seeds on, at a slower rate than an iteration's
+        products, so on all rows of large data it takes longer than all the iterations; on
+        64 rows per centre the iterations end within about 0.3 % of a seeding of all rows at
+        32 features, on 8 within 0.25 % on MNIST and on embeddings with 128 and 384 features
+        (the defaults page has the measurements)."""
+        per_centre = _full_seeding_per_centre(n_features)
+        if n_clusters >= MANY_CLUSTERS and n_samples >= PARALLEL_ROWS_PER_CLUSTER * n_clusters:
+            # (k-means||'s passes run at a matrix product's speed, and its candidates need
+            # these rows behind their weights)
+            per_centre = max(per_centre, PARALLEL_ROWS_PER_CLUSTER)
         return _seeding_rows(n_samples, n_clusters, n_features,
-                             max(_FULL_SEEDING_ROWS,
-                                 _full_seeding_per_centre(n_features, n_clusters) * n_clusters))
+                             max(_FULL_SEEDING_ROWS, per_centre * n_clusters))
 
     def stream_schedule(self):
         """A stream of full batches is mini-batch k-means: :class:`MiniBatch` with its
@@ -279,7 +280,7 @@ class MiniBatch(Schedule):
         of :meth:`FullBatch.seeding_rows`' per centre, at least 3 (scikit-learn's
         ``init_size``): 16 up to 32 features, where 3 end about 8 % higher, 3 from 128 on,
         where wide rows cost more and decide less (the defaults page has the numbers)."""
-        per_centre = max(3, _full_seeding_per_centre(n_features, n_clusters) // 4)
+        per_centre = max(3, _full_seeding_per_centre(n_features) // 4)
         return _seeding_rows(n_samples, n_clusters, n_features,
                              max(3 * int(self.batch_size), per_centre * n_clusters))
 

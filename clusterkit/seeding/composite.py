@@ -11,7 +11,7 @@ from .._engine.constraints import InstanceOf, Interval, Options
 from .._engine.contracts import Seeder, Seeding
 from .._engine.state import weighted_sum
 from .afkmc2 import AFKMC2
-from .many_clusters import MANY_CLUSTERS, KMeansParallel
+from .many_clusters import MANY_CLUSTERS, PARALLEL_ROWS_PER_CLUSTER, KMeansParallel
 from .seeders import KMeansPlusPlus, _sample_rows
 
 __all__ = ["SampledSeeder", "ByDimension", "ByClusters"]
@@ -241,25 +241,24 @@ class _Switch(Seeder):
     """One of two seeders, ``low`` or ``high``, chosen by the data's shape and the number of
     clusters (:meth:`_chosen`); everything else is the chosen seeder's."""
 
-    def _chosen(self, n_features, n_clusters):
+    def _chosen(self, n_samples, n_features, n_clusters):
         raise NotImplementedError
 
     def _validate(self, X, n_clusters, composition):
-        self._chosen(X.shape[1], n_clusters)._validate(X, n_clusters, composition)
+        self._chosen(*X.shape, n_clusters)._validate(X, n_clusters, composition)
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """The chosen seeder's."""
-        return self._chosen(n_features, n_clusters).buffer_bytes(
+        return self._chosen(n_samples, n_features, n_clusters).buffer_bytes(
             n_samples, n_features, n_clusters, dtype, composition)
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return the chosen seeder's centres (see :meth:`Seeder.seed`)."""
-        return self._chosen(X.shape[1], n_clusters).seed(X, sample_weight, n_clusters, state)
+        return self._chosen(*X.shape, n_clusters).seed(X, sample_weight, n_clusters, state)
 
     def seeding(self, X, sample_weight, n_clusters, state):
         """The chosen seeder's seeding, labels included (see :meth:`Seeder.seeding`)."""
-        return self._chosen(X.shape[1], n_clusters).seeding(X, sample_weight, n_clusters,
-                                                             state)
+        return self._chosen(*X.shape, n_clusters).seeding(X, sample_weight, n_clusters, state)
 
 
 class ByDimension(_Switch):
@@ -311,7 +310,7 @@ class ByDimension(_Switch):
         self.high = high
         self.max_features = max_features
 
-    def _chosen(self, n_features, n_clusters):
+    def _chosen(self, n_samples, n_features, n_clusters):
         if n_features <= self.max_features:
             return KMeansPlusPlus() if self.low is None else self.low
         return AFKMC2(chain_length=2, n_candidates=1) if self.high is None else self.high
@@ -324,20 +323,25 @@ class ByClusters(_Switch):
     grows as ``C^2`` times the rows per centre, and from about a thousand clusters on it is
     most of a default fit. k-means|| (:class:`KMeansParallel`) finds its candidates in a few
     passes at the speed of a matrix product and leaves greedy k-means++ only the weighted
-    candidates, about ``2.5 C`` of them. This seeder runs ``low`` below ``min_clusters``
-    clusters and ``high`` from there on; ``Clusterer``'s default seeding (``seed="auto"``)
-    nests it in a :class:`SampledSeeder`.
+    candidates, about ``2.5 C`` of them; with few rows per cluster those weights stand for
+    too few rows and its seeds end worse. This seeder runs ``high`` from ``min_clusters``
+    clusters on where it seeds at least ``min_rows_per_cluster`` rows per cluster, and
+    ``low`` otherwise; ``Clusterer``'s default seeding (``seed="auto"``) nests it in a
+    :class:`SampledSeeder`, whose schedule gives the rows.
 
     Parameters
     ----------
     low : Seeder or None, default=None
-        Seeder for fewer than ``min_clusters`` clusters; ``None`` means ``KMeansPlusPlus()``.
+        Seeder for fewer than ``min_clusters`` clusters or ``min_rows_per_cluster`` rows per
+        cluster; ``None`` means ``KMeansPlusPlus()``.
     high : Seeder or None, default=None
-        Seeder for ``min_clusters`` clusters or more; ``None`` means
+        Seeder for the others; ``None`` means
         ``KMeansParallel(oversampling=0.5)`` (five rounds of ``C / 2`` expected candidates,
         then greedy k-means++ on the weighted candidates).
     min_clusters : int, default=1000
         The fewest clusters ``high`` is used for.
+    min_rows_per_cluster : int, default=32
+        The fewest rows per cluster ``high`` is used for.
 
     Notes
     -----
@@ -345,7 +349,7 @@ class ByClusters(_Switch):
     gives none). When ``fit`` starts, the declared constraints of both seeders' parameters
     are checked whatever the number of clusters; the checks against the data only for the
     one that runs. The documentation's page on the defaults has the measurements behind the
-    split at a thousand clusters.
+    split at a thousand clusters and 32 rows per cluster.
 
     Examples
     --------
@@ -353,8 +357,8 @@ class ByClusters(_Switch):
     >>> from clusterkit import ByClusters, FitState
     >>> X = np.random.RandomState(0).normal(size=(300, 2))
     >>> seeder = ByClusters(min_clusters=5)
-    >>> type(seeder._chosen(2, 4)).__name__, type(seeder._chosen(2, 5)).__name__
-    ('KMeansPlusPlus', 'KMeansParallel')
+    >>> [type(seeder._chosen(300, 2, c)).__name__ for c in (4, 5, 10)]
+    ['KMeansPlusPlus', 'KMeansParallel', 'KMeansPlusPlus']
     >>> state = FitState(n_clusters=5, n_features=2, random_state=np.random.RandomState(0))
     >>> seeder.seed(X, np.ones(300), 5, state).shape
     (5, 2)
@@ -362,14 +366,18 @@ class ByClusters(_Switch):
 
     _parameter_constraints = {"low": [InstanceOf(Seeder), None],
                               "high": [InstanceOf(Seeder), None],
-                              "min_clusters": [Interval(Integral, 1)]}
+                              "min_clusters": [Interval(Integral, 1)],
+                              "min_rows_per_cluster": [Interval(Integral, 0)]}
 
-    def __init__(self, low=None, high=None, min_clusters=MANY_CLUSTERS):
+    def __init__(self, low=None, high=None, min_clusters=MANY_CLUSTERS,
+                 min_rows_per_cluster=PARALLEL_ROWS_PER_CLUSTER):
         self.low = low
         self.high = high
         self.min_clusters = min_clusters
+        self.min_rows_per_cluster = min_rows_per_cluster
 
-    def _chosen(self, n_features, n_clusters):
-        if n_clusters < self.min_clusters:
+    def _chosen(self, n_samples, n_features, n_clusters):
+        if (n_clusters < self.min_clusters
+                or n_samples < self.min_rows_per_cluster * n_clusters):
             return KMeansPlusPlus() if self.low is None else self.low
         return KMeansParallel(oversampling=0.5) if self.high is None else self.high
