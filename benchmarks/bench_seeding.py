@@ -149,7 +149,9 @@ def variational(args):
             print(table[-1], file=sys.stderr, flush=True)
     notes = [f"{args.n_threads} threads, float32 data, `random_state={args.seed}`, "
              "`presets.var_kmeans_s(C)` with its default seeding (now: from 1,000 clusters on "
-             "k-means|| on the schedule's seeding rows, as the exact presets) and with the one "
+             "the exact presets', k-means|| on the schedule's seeding rows where the data have "
+             "32 rows per cluster, greedy k-means++ with 2 + ln C candidates otherwise, as on "
+             "the mixture's 10) and with the one "
              "it used before (greedy k-means++ with 15 candidates on all rows up to 16 features, "
              "on max(20 C, 10000) rows up to 64, AFK-MC² with chains of 200 above); error: "
              "`inertia_` over the fit's before.", command_note()]

@@ -59,17 +59,17 @@ and the documentation's page on the defaults), not as in the papers:
   to 64 features (:class:`~clusterkit.ByDimension`, :class:`~clusterkit.SampledSeeder`),
   and with AFK-MC² (chains of 200) on all the data above, where greedy seeding even of the
   sample costs more than the rest of the fit for little less error; from 1,000 clusters on
-  as the exact presets, with k-means|| (``var_kmeans_s`` on a 32-feature mixture with
-  ``C = 5000``: 16 s instead of 41 s and 1.8 % lower error; on MNIST with ``C = 2048``:
-  34 s instead of 38 s, 0.5 % lower);
+  as the exact presets, with k-means|| where the data have 32 rows per cluster
+  (``var_kmeans_s`` on MNIST with ``C = 2048``: 29 s instead of 33 s, 0.5 % lower error;
+  on 128-feature embeddings 1.9 % lower);
 * the full-data exact, mini-batch and mixture presets (:func:`lloyd`, :func:`elkan`,
   :func:`minibatch`, :func:`nmbatch`, :func:`gmm`, :func:`spherical_kmeans`) seed with
   greedy k-means++ (``2 + ln C`` candidates per step, as scikit-learn's ``KMeans``) on as
   many rows as their schedule says a seeding is worth, and with k-means|| from 1,000
-  clusters on (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(ByClusters(),
+  clusters on where the data have 32 rows per cluster (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(ByClusters(),
   size="schedule", float32=True)``): full batches on ``max(8192, r C)`` rows (``r = 64``
-  up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on, at least 32 from
-  1,000 clusters on), mini-batches on
+  up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on, 32 where
+  k-means|| seeds), mini-batches on
   ``max(3 b, r C / 4)`` (at least ``3 C``), nested mini-batches on a prefix of their order of at least their
   first batch and the full batches' rows; all rows when the data have no more or
   ``N C D <= 2^27``. On all rows of large data the seeding took most of the fit (at

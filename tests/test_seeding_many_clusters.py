@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from clusterkit import (Clusterer, FitState, HierarchicalKMeansPlusPlus, KMeansParallel,
-                        KMeansPlusPlus, RandomSeeder, SampledSeeder)
+from clusterkit import (ByClusters, Clusterer, FitState, HierarchicalKMeansPlusPlus,
+                        KMeansParallel, KMeansPlusPlus, RandomSeeder, SampledSeeder)
 from clusterkit._engine.progress import QuietDisplay
 from clusterkit.metrics import quantization_error
 
@@ -201,3 +201,27 @@ OVERSAMPLING = "HierarchicalKMeansPlusPlus: oversampling must be a finite number
 def test_validation_messages(seeder, error, match):
     with pytest.raises(error, match=match):
         seeder._validate(np.zeros((50, 2)), 10, composition())
+
+
+def test_kmeans_parallel_on_csr_chooses_the_dense_rows_choice():
+    """On CSR rows k-means|| draws the same candidates (the rounds' distances by the sparse
+    kernel) and greedy k-means++ on them chooses the same rows; a composition that reaches it
+    through the default seeder's ByClusters fits CSR data."""
+    sparse = pytest.importorskip("scipy.sparse")
+    X, _ = _separated_blobs(n_blobs=30, n_features=6, n_per_blob=40)
+    X = np.maximum(X, 0)  # (a third of the entries zero)
+    dense, _ = _seed(KMeansParallel(oversampling=0.5), X, np.ones(len(X)), 30)
+    rows, _ = _seed(KMeansParallel(oversampling=0.5), sparse.csr_matrix(X), np.ones(len(X)), 30)
+    assert_array_equal(rows, dense)
+    model = Clusterer(30, seed=ByClusters(min_clusters=2), random_state=0)
+    assert model.fit(sparse.csr_matrix(X)).cluster_centers_.shape == (30, 6)
+
+
+def test_by_clusters_refuses_csr_for_a_dense_only_choice():
+    sparse = pytest.importorskip("scipy.sparse")
+    X = sparse.csr_matrix(np.eye(200, 3))
+    seeder = ByClusters(high=KMeansParallel(HierarchicalKMeansPlusPlus()), min_clusters=2,
+                        min_rows_per_cluster=1)
+    with pytest.raises(TypeError, match=r"^KMeansParallel's seeder HierarchicalKMeansPlusPlus "
+                                        r"cannot take sparse X"):
+        seeder._validate(X, 3, composition())

@@ -439,10 +439,9 @@ def test_refusal_of_a_pilot_seeding_says_which_seeding_to_pass():
                                         r"input is taken by presets\.lloyd, presets\.elkan, "
                                         r"presets\.minibatch or presets\.spherical_kmeans "
                                         r"\(and by the rest of this composition with seed= one "
-                                        r"of 'k-means\+\+', 'auto', 'random', 'sampled' or "
-                                        r"initial "
-                                        r"centres; presets "
-                                        r"take seed= too\); or pass X\.toarray\(\)\.$"):
+                                        r"of 'k-means\+\+', 'auto', 'random', 'sampled', "
+                                        r"'by-clusters' or initial centres; presets take seed= "
+                                        r"too\); or pass X\.toarray\(\)\.$"):
         presets.large_scale(3).fit(X)
     assert presets.large_scale(3, seed="k-means++", random_state=0).fit(X).labels_.shape == (50,)
 

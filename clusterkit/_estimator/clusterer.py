@@ -46,9 +46,9 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
     seed : str, Seeder or array-like of shape (n_clusters, n_features), default="auto"
         How to choose the initial centres: a string shortcut, any :class:`Seeder`, or the
         initial centres themselves. ``"auto"`` (or ``None``): greedy k-means++ (k-means||
-        from 1,000 clusters on) on as many rows as the schedule says a seeding is worth
-        (:meth:`Schedule.seeding_rows`: all rows when ``N C D <= 2^27``, else about ``8 C``
-        to ``64 C`` rows for full batches), ``SampledSeeder(ByClusters(), size="schedule",
+        from 1,000 clusters on where the data have 32 rows per cluster) on as many rows as
+        the schedule says a seeding is worth (:meth:`Schedule.seeding_rows`: all rows when
+        ``N C D <= 2^27``, else about ``8 C`` to ``64 C`` rows for full batches), ``SampledSeeder(ByClusters(), size="schedule",
         float32=True)``, as the presets seed; ``"k-means++"``: :class:`KMeansPlusPlus`,
         greedy k-means++ on all rows (as scikit-learn's ``KMeans``); ``"afkmc2"``
         :class:`AFKMC2`, ``"random"`` :class:`RandomSeeder`, ``"sampled"``

@@ -38,8 +38,9 @@ def auto_seeder():
     schedule says a seeding is worth (:meth:`Schedule.seeding_rows
     <clusterkit.Schedule.seeding_rows>`; all rows when ``N C D <= 2^27``), in float32
     (:class:`~clusterkit.SampledSeeder`), greedy k-means++ below a thousand clusters and
-    k-means|| from there on (:class:`~clusterkit.ByClusters`); the seeding of the exact,
-    mini-batch and mixture presets too. ``seed="k-means++"`` seeds on all rows."""
+    k-means|| from there on where the data have 32 rows per cluster
+    (:class:`~clusterkit.ByClusters`); the seeding of the exact, mini-batch and mixture
+    presets too. ``seed="k-means++"`` seeds on all rows."""
     return SampledSeeder(ByClusters(), size="schedule", float32=True)
 
 

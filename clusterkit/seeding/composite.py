@@ -245,7 +245,11 @@ class _Switch(Seeder):
         raise NotImplementedError
 
     def _validate(self, X, n_clusters, composition):
-        self._chosen(*X.shape, n_clusters)._validate(X, n_clusters, composition)
+        chosen = self._chosen(*X.shape, n_clusters)
+        if is_sparse(X) and not chosen.accepts_sparse:
+            raise TypeError(f"{type(self).__name__} chose {type(chosen).__name__}, which "
+                            "cannot take sparse X; pass X.toarray().")
+        chosen._validate(X, n_clusters, composition)
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """The chosen seeder's."""
@@ -364,6 +368,7 @@ class ByClusters(_Switch):
     (5, 2)
     """
 
+    accepts_sparse = True  # if the seeder the data choose does (see _validate)
     _parameter_constraints = {"low": [InstanceOf(Seeder), None],
                               "high": [InstanceOf(Seeder), None],
                               "min_clusters": [Interval(Integral, 1)],

@@ -7,6 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._data.nearest import all_dist2, nearest, single_threaded_blas
+from .._data.sparse import dense_rows, is_sparse
 from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
 from .seeders import KMeansPlusPlus, _first_index, greedy_dense
@@ -320,6 +321,9 @@ class KMeansParallel(Seeder):
     uniform per row and round, then the inner seeder's draws) and ``state.n_threads``;
     reports the rounds done as progress; keeps no state between fits.
 
+    CSR rows are taken if the inner seeder takes them (:class:`KMeansPlusPlus` does): the
+    rounds' distances then come from the sparse kernel, the candidates stay sparse rows.
+
     Deviations from the paper: no Lloyd steps on the candidates (the fit runs its own
     iterations from the seeds); a row that is already a candidate is never drawn again (its
     ``D`` is zero). If the rounds find fewer candidates than ``n_clusters``, the inner seeder
@@ -343,6 +347,7 @@ class KMeansParallel(Seeder):
     9
     """
 
+    accepts_sparse = True  # if its inner seeder does (see _validate)
     _parameter_constraints = {"seeder": [InstanceOf(Seeder), None],
                               "n_rounds": [Interval(Integral, 1)],
                               "oversampling": [Interval(Real, 0, closed="neither", finite=True)]}
@@ -356,7 +361,11 @@ class KMeansParallel(Seeder):
         return KMeansPlusPlus() if self.seeder is None else self.seeder
 
     def _validate(self, X, n_clusters, composition):
-        self._inner()._validate(X, n_clusters, composition)
+        inner = self._inner()
+        if is_sparse(X) and not inner.accepts_sparse:
+            raise TypeError(f"KMeansParallel's seeder {type(inner).__name__} cannot take "
+                            "sparse X; use KMeansPlusPlus, or pass X.toarray().")
+        inner._validate(X, n_clusters, composition)
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """Per row its nearest candidate and distance, its mass, uniform and weight
@@ -384,7 +393,8 @@ class KMeansParallel(Seeder):
         candidates = [np.array([_first_index(sample_weight, rs)])]
         state.progress("seeding", 0, int(self.n_rounds), "rounds")
         with single_threaded_blas():
-            labels, dist2, n_evals = nearest(X, None, X[candidates[0]], state.n_threads)
+            labels, dist2, n_evals = nearest(X, None, dense_rows(X, candidates[0]),
+                                             state.n_threads)
             dist2[candidates[0]] = 0
             n_found = 1
             for r in range(int(self.n_rounds)):
@@ -395,7 +405,7 @@ class KMeansParallel(Seeder):
                     break
                 new = np.flatnonzero(u * phi < rate * mass)
                 if len(new):
-                    new_labels, new_dist2, evals = nearest(X, None, np.ascontiguousarray(X[new]),
+                    new_labels, new_dist2, evals = nearest(X, None, dense_rows(X, new),
                                                            state.n_threads)
                     n_evals += evals
                     new_dist2[new] = 0  # (the products may leave a rounding residue)
@@ -411,6 +421,6 @@ class KMeansParallel(Seeder):
             return Seeding(inner.seed(X, sample_weight, n_clusters, state), None)
         rows = np.concatenate(candidates)
         cand_weight = np.bincount(labels, weights=weight, minlength=n_found)
-        centers = inner.seed(np.ascontiguousarray(X[rows]), cand_weight.astype(X.dtype),
-                             n_clusters, state)
+        X_rows = X[rows] if is_sparse(X) else np.ascontiguousarray(X[rows])
+        centers = inner.seed(X_rows, cand_weight.astype(X.dtype), n_clusters, state)
         return Seeding(centers, None)
