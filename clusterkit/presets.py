@@ -66,12 +66,13 @@ and the documentation's page on the defaults), not as in the papers:
   :func:`minibatch`, :func:`nmbatch`, :func:`gmm`, :func:`spherical_kmeans`) seed with
   greedy k-means++ (``2 + ln C`` candidates per step, as scikit-learn's ``KMeans``) on as
   many rows as their schedule says a seeding is worth, and with k-means|| from 1,000
-  clusters on where the data have 32 rows per cluster (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(ByClusters(),
+  clusters on where the data have 32 rows per cluster
+  (:meth:`~clusterkit.Schedule.seeding_rows`, ``SampledSeeder(ByClusters(),
   size="schedule", float32=True)``): full batches on ``max(8192, r C)`` rows (``r = 64``
   up to 32 features, ``64 (32 / D)^1.5`` above, 8 from 128 features on, 32 where
-  k-means|| seeds), mini-batches on
-  ``max(3 b, r C / 4)`` (at least ``3 C``), nested mini-batches on a prefix of their order of at least their
-  first batch and the full batches' rows; all rows when the data have no more or
+  k-means|| seeds), mini-batches on ``max(3 b, r C / 4)`` (at least ``3 C``), nested
+  mini-batches on a prefix of their order of at least their first batch and the full
+  batches' rows; all rows when the data have no more or
   ``N C D <= 2^27``. On all rows of large data the seeding took most of the fit (at
   300,000 x 32 and ``C = 1024``, 45-50 s of Lloyd's 55-60 s); on 64 rows per centre Lloyd's
   iterations end within 0.3 % of that there, within 2 % on a mixture with very small

@@ -48,12 +48,13 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
         initial centres themselves. ``"auto"`` (or ``None``): greedy k-means++ (k-means||
         from 1,000 clusters on where the data have 32 rows per cluster) on as many rows as
         the schedule says a seeding is worth (:meth:`Schedule.seeding_rows`: all rows when
-        ``N C D <= 2^27``, else about ``8 C`` to ``64 C`` rows for full batches), ``SampledSeeder(ByClusters(), size="schedule",
-        float32=True)``, as the presets seed; ``"k-means++"``: :class:`KMeansPlusPlus`,
-        greedy k-means++ on all rows (as scikit-learn's ``KMeans``); ``"afkmc2"``
-        :class:`AFKMC2`, ``"random"`` :class:`RandomSeeder`, ``"sampled"``
-        :class:`SampledSeeder`, ``"by-dimension"`` :class:`ByDimension`, ``"by-clusters"``
-        :class:`ByClusters`, each with its default parameters.
+        ``N C D <= 2^27``, else about ``8 C`` to ``64 C`` rows for full batches),
+        ``SampledSeeder(ByClusters(), size="schedule", float32=True)``, as the presets seed;
+        ``"k-means++"``: :class:`KMeansPlusPlus`, greedy k-means++ on all rows (as
+        scikit-learn's ``KMeans``); ``"afkmc2"`` :class:`AFKMC2`, ``"random"``
+        :class:`RandomSeeder`, ``"sampled"`` :class:`SampledSeeder`, ``"by-dimension"``
+        :class:`ByDimension`, ``"by-clusters"`` :class:`ByClusters`, each with its default
+        parameters.
     reduce : None, str or DataReducer, default=None
         Data reduction before clustering: ``None`` or ``"none"`` :class:`NoReduction`,
         ``"lwcs"`` :class:`LWCS` (its default size grows with ``n_clusters``).
