@@ -24,6 +24,12 @@ Data: a mixture of ``C`` Gaussians in 32 features (``clusterkit.datasets.make_ga
 unit spread, centres in a box of side 20), and unit-norm embeddings with a power-law spectrum
 (``bench_embeddings.make_embeddings``) in 128 and 384 features, 32 rows per centre.
 
+``--large`` fits the default ``lloyd``, ``elkan``, ``minibatch`` and ``large_scale`` on
+1,000,000 x 24 rows with
+``C = 16,384`` (a mixture of 2,000 overlapping Gaussians of unequal weights and spreads, as
+``bench_minibatch.py``'s, in float32) next to faiss ``Kmeans`` with its defaults, in the same
+run: seconds, seeding seconds and the error of every row to its nearest centre.
+
 ``--variational`` fits ``presets.var_kmeans_s`` instead, with its default seeding (from 1,000
 clusters on the exact presets', k-means||) and with the one it used before at every ``C``
 (greedy k-means++ with 15 candidates on all rows up to 16 features, on ``max(20 C, 10000)``
@@ -34,6 +40,7 @@ variables unset::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py --write
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py \
         --variational --data "$CLUSTERKIT_DATA" --write
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_seeding.py --large --write
 """
 import argparse
 import os
@@ -54,6 +61,8 @@ from _common import command_note, format_table, machine_info, publish, warn_open
 from bench_embeddings import make_embeddings
 
 TITLE = "Seeding many clusters: the default against greedy k-means++ (bench_seeding.py)"
+LARGE_TITLE = ("Seeding many clusters: default fits at 1,000,000 x 24, C = 16,384, against faiss "
+               "(bench_seeding.py --large)")
 VARIATIONAL_TITLE = ("Seeding many clusters: var_kmeans_s, its seeding before and now "
                      "(bench_seeding.py --variational)")
 
@@ -107,6 +116,59 @@ def fit(X, n_clusters, seed, random_state, n_threads):
         model.fit(X)
     return (model.seconds_["seeding"], model.seconds_["total"], model.cost_["seeding"],
             model.inertia_, model.n_iter_)
+
+
+def large_mixture(n_samples, n_features, n_components=2000, random_state=1):
+    """Overlapping Gaussians of unequal weights and spreads (``bench_minibatch.py``'s
+    recipe), float32."""
+    rng = np.random.RandomState(random_state)
+    means = rng.normal(size=(n_components, n_features))
+    weights = rng.lognormal(sigma=1.0, size=n_components)
+    component = rng.choice(n_components, size=n_samples, p=weights / weights.sum())
+    spreads = rng.uniform(0.1, 0.4, size=n_components).astype(np.float32)
+    X = rng.standard_normal((n_samples, n_features)).astype(np.float32)
+    X *= spreads[component, None]
+    X += means[component].astype(np.float32)
+    return X
+
+
+def large(args):
+    """``--large``: default fits against faiss Kmeans at low D, large C."""
+    from clusterkit.metrics import quantization_error
+    from bench_embeddings import fit_faiss
+    n_samples, n_features, n_clusters = int(args.scale * 1_000_000), 24, args.clusters
+    X = large_mixture(n_samples, n_features)
+    results = []
+    for name in ("lloyd", "elkan", "minibatch", "large_scale"):
+        model = getattr(presets, name)(n_clusters, random_state=args.seed,
+                                       n_threads=args.n_threads, compute_labels=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X)
+        error = quantization_error(X, model.cluster_centers_, n_threads=args.n_threads)
+        results.append([f"{name} (default)", model.seconds_["total"], model.seconds_["seeding"],
+                        model.n_iter_, error])
+        print(results[-1], file=sys.stderr, flush=True)
+    try:
+        import time
+        start = time.perf_counter()
+        centers, _ = fit_faiss(X, n_clusters, args.n_threads, "kmeans")
+        seconds = time.perf_counter() - start
+        error = quantization_error(X, centers, n_threads=args.n_threads)
+        results.append(["faiss Kmeans (defaults)", seconds, None, None, error])
+    except ImportError:
+        print("faiss is not installed: no faiss row", file=sys.stderr)
+    faiss = results[-1] if results[-1][0].startswith("faiss") else None
+    headers = ["fit", "seconds", "seeding s", "iterations", "error / faiss'", "time / faiss'"]
+    table = [[name, f"{t:.1f}", "" if s is None else f"{s:.1f}", "" if n is None else f"{n}",
+              f"{e / faiss[4]:.4f}" if faiss else "", f"{t / faiss[1]:.2f}" if faiss else ""]
+             for name, t, s, n, e in results]
+    notes = [f"{n_samples:,} x {n_features} float32 rows, C = {n_clusters:,}, "
+             f"{args.n_threads} threads, `random_state={args.seed}`, one run each in one "
+             "process, timed whole (seeding included); error: quantization error of every "
+             "row to its nearest centre.", command_note()]
+    publish(LARGE_TITLE, format_table(headers, table), notes, args.write,
+            machine_info(args.n_threads))
 
 
 def variational_seeding_before():
@@ -167,6 +229,9 @@ def main():
                         help="skip the cases with more clusters")
     parser.add_argument("--write", action="store_true",
                         help="write the RESULTS.md section (after every case)")
+    parser.add_argument("--large", action="store_true",
+                        help="default fits at 1,000,000 x 24, C = 16,384, and faiss Kmeans")
+    parser.add_argument("--clusters", type=int, default=16_384, help="C of --large")
     parser.add_argument("--variational", action="store_true",
                         help="fit var_kmeans_s with its seeding before and now")
     parser.add_argument("--data", default=None, help="folder of mnist.npz (--variational)")
@@ -175,6 +240,9 @@ def main():
     warn_openblas_overrides()
     if args.variational:
         variational(args)
+        return
+    if args.large:
+        large(args)
         return
     headers = ["data", "C", "seeding rows before / now", "seeder", "seeding s", "share of fit",
                "seeding distances", "error / before", "iterations"]
