@@ -25,10 +25,10 @@ unit spread, centres in a box of side 20), and unit-norm embeddings with a power
 (``bench_embeddings.make_embeddings``) in 128 and 384 features, 32 rows per centre.
 
 ``--large`` fits the default ``lloyd``, ``elkan``, ``minibatch`` and ``large_scale`` on
-1,000,000 x 24 rows with
-``C = 16,384`` (a mixture of 2,000 overlapping Gaussians of unequal weights and spreads, as
-``bench_minibatch.py``'s, in float32) next to faiss ``Kmeans`` with its defaults, in the same
-run: seconds, seeding seconds and the error of every row to its nearest centre.
+1,000,000 x 24 rows with ``C = 16,384`` (a mixture of 2,000 overlapping Gaussians of unequal
+weights and spreads, as ``bench_minibatch.py``'s, in float32) next to faiss ``Kmeans`` with
+its defaults, in the same run: seconds, seeding seconds and the error of every row to its
+nearest centre.
 
 ``--variational`` fits ``presets.var_kmeans_s`` instead, with its default seeding (from 1,000
 clusters on the exact presets', k-means||) and with the one it used before at every ``C``
