@@ -157,13 +157,20 @@ def _preset(function):
 
 def _greedy_where_affordable(n_local_trials, chain_length):
     """Greedy k-means++ on all the data up to 16 features, on a sample up to 64, AFK-MC²
-    above; from 1,000 clusters on ``Clusterer``'s default seeding (k-means||). See the
-    module notes for why and the measurements."""
-    few = ByDimension(low=KMeansPlusPlus(n_local_trials=n_local_trials),
-                      high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials)),
-                                       high=AFKMC2(chain_length=chain_length, n_candidates=1),
-                                       max_features=64))
-    return ByClusters(low=few, high=auto_seeder())
+    above (see the module notes for why and the measurements)."""
+    return ByDimension(low=KMeansPlusPlus(n_local_trials=n_local_trials),
+                       high=ByDimension(low=SampledSeeder(KMeansPlusPlus(n_local_trials)),
+                                        high=AFKMC2(chain_length=chain_length,
+                                                    n_candidates=1),
+                                        max_features=64))
+
+
+def _variational_seed(n_local_trials, chain_length):
+    """The full-data variational seeding: :func:`_greedy_where_affordable`, and from 1,000
+    clusters on ``Clusterer``'s default seeding (k-means|| where the data have 32 rows per
+    cluster; see the module notes)."""
+    return ByClusters(low=_greedy_where_affordable(n_local_trials, chain_length),
+                      high=auto_seeder())
 
 
 def _scheduled_seed():
@@ -175,7 +182,7 @@ def _scheduled_seed():
 
 def _default_seed():
     """The seeding of the full-data variational presets."""
-    return _greedy_where_affordable(n_local_trials=15, chain_length=200)
+    return _variational_seed(n_local_trials=15, chain_length=200)
 
 
 def _coreset_seed(chain_length=2):
@@ -795,8 +802,8 @@ def large_scale(n_clusters, G=5, chain_length=20, **kwargs):
     """
     kwargs.setdefault("tol", 3e-3)
     pilot = var_kmeans_s(n_clusters, G=G,
-                         seed=_greedy_where_affordable(n_local_trials=15,
-                                                       chain_length=chain_length))
+                         seed=_variational_seed(n_local_trials=15,
+                                                chain_length=chain_length))
     kwargs.setdefault("seed", FittedSeeder(pilot))
     return _clusterer(n_clusters, kwargs, estep=FullEStep(), mstep=HardMStep())
 

@@ -181,8 +181,8 @@ def test_wrong_feature_count_at_predict():
     ({"n_threads": 0}, ValueError, "n_threads=0 must be a positive number"),
     ({"callback": 3}, TypeError, "callback must be callable"),
     ({"seed": "kmeans"}, ValueError, r"Unknown seed='kmeans'; expected one of 'k-means\+\+', "
-                                     r"'auto', 'afkmc2', 'random', 'sampled', 'by-dimension' or "
-                                     r"an instance of Seeder\."),
+                                     r"'auto', 'afkmc2', 'random', 'sampled', 'by-dimension', "
+                                     r"'by-clusters' or an instance of Seeder\."),
     ({"estep": "partial-ish"}, ValueError, r"Unknown estep='partial-ish'"),
     ({"estep": "elkna"}, ValueError, r"instance of EStep\. Did you mean 'elkan'\?$"),
     ({"seed": "kmeans++"}, ValueError, r"Seeder\. Did you mean 'k-means\+\+'\?$"),
