@@ -113,16 +113,10 @@ LAYERS = [("_kernels", "_reference"), ("_data",), ("_engine",),
           ("_estimator",),
           ("presets", "metrics", "datasets", "ablation", "__main__", "_demo", "")]
 
-#: The imports from a higher layer that remain (input checks and the mixture's free energy
-#: read from the estimator's modules, a batch rule from the M-steps); no new one may come.
+#: The imports from a higher layer that remain (a batch rule from the M-steps); no new one
+#: may come.
 KNOWN_UPWARD = {
-    ("clusterkit._engine.driver", "clusterkit._estimator.validation"),
-    ("clusterkit._engine.mapreduce", "clusterkit._estimator.validation"),
     ("clusterkit._engine.mapreduce", "clusterkit.mstep.batch_rules"),
-    ("clusterkit.estep.bounds", "clusterkit._estimator.validation"),
-    ("clusterkit.estep.exact", "clusterkit._estimator.validation"),
-    ("clusterkit.estep.exact", "clusterkit._estimator.mixture"),
-    ("clusterkit.slk.graph", "clusterkit._estimator.validation"),
 }
 
 

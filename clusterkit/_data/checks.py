@@ -438,3 +438,23 @@ def check_bandwidth(sigma2, dtype, name="sigma"):
                          f"and {name} together" + (" or pass X as float64"
                                                     if np.dtype(dtype) == np.float32 else "")
                          + ".")
+
+
+def check_int(value, name, minimum=None, allow_none=False):
+    """Return ``value`` as an int (or None, if allowed); ``TypeError`` for non-integers,
+    ``ValueError`` if too small."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer{' or None' if allow_none else ''}, "
+                        f"got {value!r}.")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}={value} must be >= {minimum}.")
+    return int(value)
+
+
+def check_n_clusters(n_clusters, n_samples):
+    """Check ``1 <= n_clusters <= n_samples``."""
+    check_int(n_clusters, "n_clusters", minimum=1)
+    if n_clusters > n_samples:
+        raise ValueError(f"n_clusters={n_clusters} must be <= n_samples={n_samples}.")

@@ -15,9 +15,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._data import chunked as _chunked
-from .._data.checks import check_representable, squared_diagonal
+from .._data.checks import check_n_clusters, check_representable, squared_diagonal
 from .._data.nearest import centred_copy, dist2_to_labels, in_frame, nearest, single_threaded_blas
-from .._estimator.validation import check_n_clusters
 from .assignment import Assignment
 from .mapreduce import ChunkedSteps, full_data_chunks, seeding_rows_of_chunks
 from .progress import QUIET, make_display

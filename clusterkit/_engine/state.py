@@ -2,6 +2,7 @@
 (:class:`FitConfig`, fixed before the first run), its meter (:class:`Meter`: distance
 evaluations, seconds, progress) and the current :class:`~clusterkit.Run`, each with its own
 lifetime."""
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -13,7 +14,7 @@ from .assignment import QUANTIZATION_ERROR
 from .progress import QUIET
 from .run import Run
 
-__all__ = ["FitConfig", "FitState", "Meter"]
+__all__ = ["FitConfig", "FitState", "Meter", "free_energy", "log_joint_offset"]
 
 COST_PHASES = ("seeding", "reduction", "estep", "labels")
 TIME_PHASES = ("reduction", "seeding", "estep", "mstep", "labels")
@@ -435,3 +436,22 @@ def first_variance_sums(X, sample_weight, centers, labels, n_threads):
     dist2, n_evals = dist2_to_labels(X, centers, labels, n_threads)
     return (weighted_sum(dist2, sample_weight), n_evals,
             float(sample_weight.sum(dtype=np.float64)))
+
+
+def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
+    """Truncated free energy of an isotropic, equal-weight GMM (Forster & Lücke 2018, eq. 10).
+
+    ``F = sum_n w_n log sum_{c in K(n)} p(c, x_n)`` with
+    ``log p(c, x) = -log C - (D/2) log(2 pi sigma2) - d2(x, mu_c) / (2 sigma2)``; ``log_norm``
+    holds ``log sum_{c in K(n)} exp(-d2_nc / (2 sigma2))`` per sample. With ``K(n)`` all clusters
+    this is the weighted log-likelihood.
+    """
+    w = sample_weight.astype(np.float64, copy=False)
+    const = log_joint_offset(sigma2, n_clusters, n_features)
+    return weighted_sum(log_norm, w) - const * float(w.sum())
+
+
+def log_joint_offset(sigma2, n_clusters, n_features):
+    """``log C + (D/2) log(2 pi sigma2)``: ``log p(c, x) = -d2(x, mu_c) / (2 sigma2)`` minus
+    this, for the isotropic, equal-weight GMM."""
+    return math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * sigma2)

@@ -11,30 +11,11 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from .._engine.state import weighted_sum
+from .._engine.state import free_energy, log_joint_offset  # noqa: F401
 from . import lazy as _lazy
 from .available import available_if
 
 __all__ = ["GaussianMixtureMethods", "free_energy", "log_joint_offset"]
-
-
-def free_energy(log_norm, sample_weight, sigma2, n_clusters, n_features):
-    """Truncated free energy of an isotropic, equal-weight GMM (Forster & Lücke 2018, eq. 10).
-
-    ``F = sum_n w_n log sum_{c in K(n)} p(c, x_n)`` with
-    ``log p(c, x) = -log C - (D/2) log(2 pi sigma2) - d2(x, mu_c) / (2 sigma2)``; ``log_norm``
-    holds ``log sum_{c in K(n)} exp(-d2_nc / (2 sigma2))`` per sample. With ``K(n)`` all clusters
-    this is the weighted log-likelihood.
-    """
-    w = sample_weight.astype(np.float64, copy=False)
-    const = log_joint_offset(sigma2, n_clusters, n_features)
-    return weighted_sum(log_norm, w) - const * float(w.sum())
-
-
-def log_joint_offset(sigma2, n_clusters, n_features):
-    """``log C + (D/2) log(2 pi sigma2)``: ``log p(c, x) = -d2(x, mu_c) / (2 sigma2)`` minus
-    this, for the isotropic, equal-weight GMM."""
-    return math.log(n_clusters) + 0.5 * n_features * math.log(2.0 * math.pi * sigma2)
 
 
 def _is_gmm(estimator):

@@ -7,7 +7,8 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from .._data.checks import (bounding_box, check_bandwidth, check_block_rows,  # noqa: F401
-                            check_finite_centers, check_finite_rows, check_range,
+                            check_finite_centers, check_finite_rows, check_int,
+                            check_n_clusters, check_range,
                             check_representable, check_sample_weight, check_unit_rows,
                             check_weight_counts, count_weight_problems, nonfinite_rows, rows_from, squared_diagonal, unit_rows,
                             zero_norm_rows)
@@ -37,26 +38,6 @@ def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
 
 
 #: Rows per block of :func:`nonfinite_rows` and :func:`unit_rows` (bounds their temporaries).
-def check_int(value, name, minimum=None, allow_none=False):
-    """Return ``value`` as an int (or None, if allowed); ``TypeError`` for non-integers,
-    ``ValueError`` if too small."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer{' or None' if allow_none else ''}, "
-                        f"got {value!r}.")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name}={value} must be >= {minimum}.")
-    return int(value)
-
-
-def check_n_clusters(n_clusters, n_samples):
-    """Check ``1 <= n_clusters <= n_samples``."""
-    check_int(n_clusters, "n_clusters", minimum=1)
-    if n_clusters > n_samples:
-        raise ValueError(f"n_clusters={n_clusters} must be <= n_samples={n_samples}.")
-
-
 def check_params(estimator, n_samples):
     """The hyper-parameters of a ``Clusterer`` that no strategy checks, against the data's
     ``n_samples``: clear ``ValueError``/``TypeError`` messages."""

@@ -10,12 +10,12 @@ from numbers import Integral
 import numpy as np
 
 from .._data import memory
+from .._data.checks import check_int
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.state import weighted_sum
-from .._estimator import validation
 from .._kernels import _mstep, _pruned
 from .pruning import CenterProjection, Projection, dimension_count, resolve_prune
 from .rows import batch_rows, run_rows
@@ -50,7 +50,7 @@ def bounds_budget(max_bounds_bytes):
         If ``max_bounds_bytes`` is negative.
     """
     if max_bounds_bytes is not None:
-        return validation.check_int(max_bounds_bytes, "max_bounds_bytes", minimum=0)
+        return check_int(max_bounds_bytes, "max_bounds_bytes", minimum=0)
     # read through the module, so that one stand-in for the system (tests) reaches the
     # budget and check_memory alike
     return memory.budget()

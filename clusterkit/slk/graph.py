@@ -7,7 +7,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from .._estimator.validation import check_int
+from .._data.checks import check_int
 from .._kernels._openmp import effective_n_threads
 
 __all__ = ["knn_graph", "knn_graph_bytes", "EXACT_BELOW"]
