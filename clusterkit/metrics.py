@@ -4,8 +4,8 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score
 from sklearn.utils.validation import check_array
 
+from ._data.moments import weighted_sum
 from ._data.nearest import data_mean, nearest, single_threaded_blas
-from ._engine.state import weighted_sum
 from ._estimator.validation import check_representable, check_sample_weight
 from ._kernels import _openmp
 

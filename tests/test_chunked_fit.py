@@ -9,12 +9,11 @@ from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanESt
 from clusterkit._data import chunked as _chunked
 from clusterkit._data import memory as _memory
 from clusterkit._engine import mapreduce as _mapreduce
-from clusterkit._engine.mapreduce import FarRows
+from clusterkit._engine.far_rows import FarRows, batch_far_rows, far_scores
 from clusterkit._kernels import _partial
 from clusterkit.estep.neighbourhood_sums import (choose_neighbourhoods, combine_pair_sums,
                                                  pair_sums)
-from clusterkit.mstep.batch_rules import (far_scores, relocate_empty_chunked,
-                                          relocate_empty_clusters)
+from clusterkit.mstep.batch_rules import relocate_empty
 from clusterkit.metrics import quantization_error
 from clusterkit.presets import (best_quality, gmm, large_scale, lloyd, minibatch,
                                 spherical_kmeans, var_gmm_s, var_gmm_x, var_kmeans_s,
@@ -175,8 +174,9 @@ def test_empty_clusters_are_relocated_as_in_memory(da, client):
     assert not np.any(np.abs(chunked.cluster_centers_) > 100)  # both moved onto rows
 
 
-class _InMemoryFarRows:
-    """``far_rows(k)`` over rows in memory, counting its calls."""
+class _SortedFarRows:
+    """``far_rows(k)`` by a full stable sort of the scores (as chunks find them: each
+    call a new pass), counting its calls."""
 
     def __init__(self, X, w, labels, dist2):
         self.score = far_scores(X, w, dist2, 1)
@@ -192,7 +192,7 @@ class _InMemoryFarRows:
 
 
 @pytest.mark.parametrize("withdraw", [False, True])
-def test_chunked_relocation_follows_the_in_memory_rule(withdraw):
+def test_relocation_on_rows_found_in_passes_is_the_batch_relocation(withdraw):
     rng = np.random.RandomState(11)
     X = rng.normal(size=(60, 3))
     w = rng.uniform(0.5, 2.0, size=60)
@@ -212,12 +212,13 @@ def test_chunked_relocation_follows_the_in_memory_rule(withdraw):
         centers[j] = X[labels == j][0]
     expected, expected_weight = centers.copy(), weight.copy()
     state = FitState(n_clusters=n_clusters, n_features=3, random_state=None)
-    relocate_empty_clusters(expected, expected_weight, X, w,
-                            Assignment(labels, dist2, 0.0, 0.0), state, withdraw=withdraw)
+    relocate_empty(expected, expected_weight,
+                   batch_far_rows(X, w, Assignment(labels, dist2, 0.0, 0.0), 1), state,
+                   withdraw=withdraw)
     expected_moved = state.n_relocated
     got, got_weight = centers.copy(), weight.copy()
-    far = _InMemoryFarRows(X, w, labels, dist2)
-    relocate_empty_chunked(got, got_weight, far, state, withdraw=withdraw)
+    far = _SortedFarRows(X, w, labels, dist2)
+    relocate_empty(got, got_weight, far, state, withdraw=withdraw)
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(got_weight, expected_weight)
     assert state.n_relocated == expected_moved == 3

@@ -4,7 +4,8 @@ import pytest
 
 from clusterkit import Assignment, Clusterer, FitState, SoftMStep, TruncatedEStep
 from clusterkit.mstep import centres as _mstep
-from clusterkit.mstep.batch_rules import _largest, relocate_empty_clusters
+from clusterkit._engine.far_rows import batch_far_rows, largest
+from clusterkit.mstep.batch_rules import relocate_empty
 
 from .conftest import make_state
 
@@ -15,7 +16,7 @@ def test_largest_equals_a_stable_full_sort(seed):
     n = int(rng.integers(1, 60))
     score = rng.integers(0, 5, n).astype(float)  # many ties
     for k in range(n + 1):
-        np.testing.assert_array_equal(_largest(score, k),
+        np.testing.assert_array_equal(largest(score, k),
                                       np.argsort(-score, kind="stable")[:k])
 
 
@@ -32,7 +33,8 @@ def _relocate(X, centers, weight=None):
     has = weight_in > 0
     new[has, 0] = np.bincount(labels, w * X[:, 0], minlength=len(centers))[has] / weight_in[has]
     state = make_state(X, len(centers))
-    n = relocate_empty_clusters(new, weight_in, X, w, assignment, state, withdraw=True)
+    n = relocate_empty(new, weight_in, batch_far_rows(X, w, assignment, 1), state,
+                       withdraw=True)
     return n, new[:, 0], weight_in
 
 

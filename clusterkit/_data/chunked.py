@@ -22,10 +22,10 @@ import numpy as np
 from .checks import (check_block_rows, check_range, check_weight_counts, check_weight_shape,
                      unit_rows)
 from .memory import budget
-from .moments import ChunkMoments, _block_moments, fit_weights  # noqa: F401 (re-exported)
+from .moments import ChunkMoments, _block_moments, fit_weights, weighted_sum
 from .nearest import centred_copy, nearest
 
-__all__ = ["ChunkMoments", "ChunkedData", "MemmapChunks", "exceeds_budget", "import_dask",
+__all__ = ["ChunkedData", "MemmapChunks", "exceeds_budget", "import_dask",
            "is_dask_array", "map_rows", "row_weights"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
@@ -448,8 +448,7 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     """Labels, weighted quantization error and distance evaluations of one block (see
     :func:`~clusterkit._data.nearest.nearest`)."""
     labels, dist2, n_evals = nearest(X, x_mean, centers, n_threads)
-    dist2 = dist2.astype(np.float64)
-    return labels, float(dist2.sum() if sample_weight is None else sample_weight @ dist2), n_evals
+    return labels, weighted_sum(dist2, sample_weight), n_evals
 
 
 def tree_reduce(items, combine):

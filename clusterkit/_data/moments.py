@@ -1,5 +1,6 @@
 """What the first pass over data in row chunks finds in every chunk (:class:`ChunkMoments`),
-and the weights a block of rows gets in a fit (:func:`fit_weights`)."""
+the weights a block of rows gets in a fit (:func:`fit_weights`), and the weighted sums every
+path of a fit adds up the same way (:func:`weighted_sum`, :func:`label_weight`)."""
 from dataclasses import dataclass
 
 import numpy as np
@@ -7,7 +8,7 @@ import numpy as np
 from .._kernels._lwcs import moments_weighted
 from .checks import count_weight_problems, nonfinite_rows, unit_rows, zero_norm_rows
 
-__all__ = ["ChunkMoments", "fit_weights"]
+__all__ = ["ChunkMoments", "fit_weights", "label_weight", "weighted_sum"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,25 @@ class ChunkMoments:
     def spread(self):
         """``S = sum_n w_n ||x_n - mu||^2 = sum_c S_c``."""
         return float(self.chunk_spread.sum())
+
+
+def weighted_sum(values, sample_weight):
+    """``sum_n w_n values_n`` accumulated in float64 (the one place this is written; no
+    weights: the plain sum)."""
+    if sample_weight is None:
+        return float(values.astype(np.float64, copy=False).sum())
+    return float(np.dot(sample_weight.astype(np.float64, copy=False),
+                        values.astype(np.float64, copy=False)))
+
+
+def label_weight(labels, sample_weight, n_clusters):
+    """The weight of the rows of each label, in float64 (rows never labelled, ``-1``, left
+    out; no weights: the counts)."""
+    seen = labels >= 0
+    if sample_weight is None:
+        return np.bincount(labels[seen], minlength=n_clusters).astype(np.float64)
+    return np.bincount(labels[seen], sample_weight[seen].astype(np.float64),
+                       minlength=n_clusters)
 
 
 def fit_weights(sample_weight, n_rows, dtype):

@@ -53,6 +53,7 @@ from abc import ABC, abstractmethod
 from collections import namedtuple
 
 from .assignment import QUANTIZATION_ERROR
+from .far_rows import batch_far_rows
 from .refining import Refiner
 from .scheduling import Schedule
 from .strategy import _RunStrategy, _Strategy
@@ -399,6 +400,10 @@ class MStep(_RunStrategy, ABC):
         Class attribute: the batch rules under which the M-step can update from sufficient
         statistics summed over row chunks (:meth:`statistics`, :meth:`update_statistics`),
         as a fit on all the rows of data in chunks needs. Empty by default.
+
+    A new M-step implements :meth:`statistics` and :meth:`update_statistics` (then
+    :meth:`update` follows, and with ``chunk_rules = ("replace",)`` it runs on row chunks
+    too), or :meth:`update` alone.
     """
 
     needs_resp = False
@@ -414,9 +419,15 @@ class MStep(_RunStrategy, ABC):
         once per fit and tells the E-step (``state.fuse_sums``). ``False`` by default."""
         return False
 
-    @abstractmethod
     def update(self, X, sample_weight, assignment, centers, state):
         """Return new centres.
+
+        By default the batch's :meth:`statistics` turned into centres by
+        :meth:`update_statistics` (empty clusters move onto the batch's farthest rows,
+        :func:`~clusterkit._engine.far_rows.batch_far_rows`): the one update of an M-step
+        whose centres are a function of sums over the rows, which steps in memory, on
+        mini-batches, on row chunks and in refinement alike. An M-step that keeps running
+        state between batches (a mini-batch rule) overrides it.
 
         Parameters
         ----------
@@ -435,16 +446,21 @@ class MStep(_RunStrategy, ABC):
             A new array (not ``centers``). Never NaN: clusters without weight are relocated
             (see the M-step's Notes).
         """
+        return self.update_statistics(
+            self.statistics(X, sample_weight, assignment, centers, state), centers,
+            batch_far_rows(X, sample_weight, assignment, state.n_threads), state)
 
     def statistics(self, X, sample_weight, assignment, centers, state):
-        """The sufficient statistics of one row chunk (:attr:`chunk_rules`), parameters as
-        :meth:`update`: a dict of arrays (float64 when summed), each a sum over the chunk's
-        rows, so that the statistics of all the data are the chunks' added up."""
-        raise NotImplementedError(f"{type(self).__name__} cannot update from row chunks.")
+        """The sufficient statistics of a batch or a row chunk, parameters as :meth:`update`:
+        a dict of arrays, each a sum over the rows, so that the statistics of all the data are
+        the chunks' added up (in float64, :attr:`chunk_rules`)."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither update nor "
+                                  "statistics.")
 
     def update_statistics(self, statistics, centers, far_rows, state):
-        """New centres from the statistics of all the data (the chunks' :meth:`statistics`
-        added up in a tree fixed by the chunking), as :meth:`update` would return them;
-        ``far_rows(k)`` gives the rows an empty cluster may move to
-        (:class:`~clusterkit._engine.mapreduce.FarRows`, one more pass over the chunks)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot update from row chunks.")
+        """New centres from the :meth:`statistics` of a batch or of all the data (the
+        chunks' added up in a tree fixed by the chunking); ``far_rows(k)`` gives the ``k``
+        rows an empty cluster may move to (:class:`~clusterkit._engine.far_rows.FarRows`:
+        of the batch, or one more pass over the chunks)."""
+        raise NotImplementedError(f"{type(self).__name__} defines neither update nor "
+                                  "update_statistics.")

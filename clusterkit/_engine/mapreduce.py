@@ -28,7 +28,8 @@ memmap), and only a few numbers per cluster come back:
 * **M-step** (in this process): :meth:`MStep.update_statistics
   <clusterkit.MStep.update_statistics>` turns the combined statistics into the new centres
   (``O(C D)``); a cluster left without weight asks for the rows farthest from their centres
-  (:meth:`ChunkedSteps.far_rows`, one more pass, only then).
+  (:meth:`ChunkedSteps.far_rows`, one more pass, only then; the relocation rule is the
+  one of memory, :func:`~clusterkit.mstep.batch_rules.relocate_empty`).
 
 The per-chunk state stays with its chunk: a future held on the worker that computed it (a
 ``dask.distributed`` cluster), or an object in this process (a memmap, or another dask
@@ -66,11 +67,14 @@ import numpy as np
 
 from .._data.chunked import ChunkedData
 from .._data.memory import memory_share
+from .._data.moments import label_weight
 from .._data.nearest import nearest, single_threaded_blas
 from .assignment import Assignment
+from .far_rows import FarRows, far_scores
 from .state import FitState, first_variance_sums
+from .steps import Steps, step_batches
 
-__all__ = ["ChunkedSteps", "FarRows", "SEEDING_BYTES", "full_data_chunks",
+__all__ = ["ChunkedSteps", "SEEDING_BYTES", "full_data_chunks",
            "seeding_rows_of_chunks"]
 
 #: The most bytes of rows a seeding of data in row chunks reads into this process: the
@@ -236,8 +240,7 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         weight=float(sample_weight.sum(dtype=np.float64)), n_rows=X.shape[0],
         n_evals=state.cost["estep"], n_chunk_evals=state.chunk_evals,
         n_changed=int(np.count_nonzero(labels != previous)),
-        label_weight=np.bincount(labels, sample_weight.astype(np.float64),
-                                 minlength=centers.shape[0]),
+        label_weight=label_weight(labels, sample_weight, centers.shape[0]),
         summary=plan.estep.chunk_summary(state.run.estep_state))
     if rows is None:
         labels, dist2 = labels.copy(), assignment.dist2.copy()
@@ -263,6 +266,11 @@ def _chunk_labels(chunk):
     return chunk.labels
 
 
+def _chunk_label_weight(X, sample_weight, labels, n_clusters):
+    """The chunk's weight per label (:func:`~clusterkit._data.moments.label_weight`)."""
+    return label_weight(labels, sample_weight, n_clusters)
+
+
 def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
     """The chunk's rows at their nearest centres: the sums of the first variance as the fit
     in memory takes them (:func:`~clusterkit._engine.state.first_variance_sums`: the
@@ -276,50 +284,15 @@ def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
 
 
 def _far_chunk(X, sample_weight, chunk, k, n_threads):
-    """The chunk's ``k`` rows of largest relocation score (``far_scores`` of the last
-    E-step's distances), largest first: scores, rows, labels, weights, row numbers in the
-    chunk, and how many of the chunk's rows have a positive score."""
-    from ..mstep.batch_rules import _largest, far_scores
+    """The chunk's ``k`` rows of largest relocation score (of the last E-step's distances),
+    largest first, and their row numbers in the chunk."""
     score = far_scores(X, sample_weight, chunk.dist2, n_threads)
-    n_positive = int(np.count_nonzero(score > 0))
-    top = _largest(score, min(k, n_positive))
-    return (score[top], X[top], chunk.labels[top], sample_weight[top], top,
-            n_positive), chunk
+    return FarRows.top(score, X, sample_weight, chunk.labels, k), chunk
 
 
-def _label_weight(X, sample_weight, labels, n_clusters):
-    """The chunk's weight per label (rows never labelled, ``-1``, left out)."""
-    seen = labels >= 0
-    return np.bincount(labels[seen], sample_weight[seen].astype(np.float64),
-                       minlength=n_clusters)
-
-
-@dataclass
-class FarRows:
-    """The rows of all the data with the largest relocation scores, largest first (ties to
-    the lower row number), only positive scores: what a relocation of empty clusters reads
-    (:func:`~clusterkit.mstep.batch_rules.relocate_empty_chunked`).
-
-    Attributes
-    ----------
-    score : ndarray of shape (k,), dtype=float64
-    rows : ndarray of shape (k, n_features)
-    labels : ndarray of shape (k,), dtype=int32
-    sample_weight : ndarray of shape (k,)
-    n_positive : int
-        Rows of all the data with a positive score (there are more candidates when it
-        exceeds ``k``).
-    """
-
-    score: np.ndarray
-    rows: np.ndarray
-    labels: np.ndarray
-    sample_weight: np.ndarray
-    n_positive: int
-
-
-class ChunkedSteps:
-    """A run's steps on data in row chunks (see the module notes).
+class ChunkedSteps(Steps):
+    """A run's steps on data in row chunks (see the module notes and
+    :class:`~clusterkit._engine.steps.Steps`).
 
     Parameters
     ----------
@@ -331,7 +304,8 @@ class ChunkedSteps:
     """
 
     def __init__(self, data, composition, state):
-        self.data, self.composition, self.state = data, composition, state
+        super().__init__(data, None, composition, state)
+        self.data = data
         self.chunks = self._first_states()
         self.shared = None
         self.run = None  # the run the chunks' states belong to
@@ -340,6 +314,7 @@ class ChunkedSteps:
         #: Whether every step is a map-reduce over the chunks (all their rows, or their rows
         #: in a nested schedule's prefix), else one on a mini-batch's rows read from them.
         self.mapped = schedule.full_batch or schedule.nested
+        self.per_sample = not self.mapped  # (else the chunks hold the labels)
         #: A nested schedule's order of the rows, each chunk's positions found in its task
         #: (drawn once per fit, as the order of data in memory).
         self.order = (schedule.row_order(data.shape[0], state) if schedule.nested
@@ -401,11 +376,25 @@ class ChunkedSteps:
                          "(slice(0, n_samples)) or, for a nested schedule, a prefix "
                          "slice(0, b) of its order.")
 
+    def seeding(self, n_clusters):
+        """The seeder's seeding of the chunks' rows (:meth:`Seeder.seeding_chunked
+        <clusterkit.Seeder.seeding_chunked>`: a sample of them, read where they are)."""
+        return self.composition.seed.seeding_chunked(self.data, n_clusters, self.state)
+
     def step(self, centers, rows):
-        """One step from ``centers`` on the batch ``rows``, all rows or a nested schedule's
-        prefix (:meth:`_prefix`): returns the new centres, the step's
-        :class:`~clusterkit._engine.assignment.Assignment` (its objective and quantization
-        error; no per-row arrays), the rows and their weight."""
+        """One step from ``centers`` on the batch ``rows``: a map-reduce over the chunks
+        (:meth:`mapped`), or the step in memory on a mini-batch's rows read from them
+        (:meth:`batch`)."""
+        if not self.mapped:
+            return step_batches(self.composition, self.state, centers,
+                                rows if isinstance(rows, list) else [rows], self.batch)
+        return self._map_step(centers, rows)
+
+    def _map_step(self, centers, rows):
+        """The map-reduce step on all rows or a nested schedule's prefix (:meth:`_prefix`):
+        returns the new centres, the step's :class:`~clusterkit._engine.assignment.Assignment`
+        (its objective and quantization error; no per-row arrays), and the rows and their
+        weight."""
         state, estep, mstep = self.state, self.composition.estep, self.composition.mstep
         data = self.data
         prefix = self._prefix(rows)
@@ -435,7 +424,7 @@ class ChunkedSteps:
                                                   state)
         state.record_step(None, centers, centers_new, n_changed=total.n_changed,
                           n_rows=total.n_rows)
-        return centers_new, assignment, total.n_rows, total.weight
+        return centers_new, assignment, (total.n_rows, total.weight)
 
     def _init_sigma2(self, centers):
         """A soft fit's first variance from all rows' nearest distances (vc-GMM eq. 12),
@@ -476,22 +465,35 @@ class ChunkedSteps:
             return run.cluster_weight
         n_clusters = self.state.n_clusters
         if not self.data.weighted:
-            seen = run.labels[run.labels >= 0]
-            return np.bincount(seen, minlength=n_clusters).astype(np.float64)
+            return label_weight(run.labels, None, n_clusters)
         starts, rows = self.data.chunk_starts, self.data.chunk_rows
-        parts = self.data.map_chunks(_label_weight, [(run.labels[s:s + n], n_clusters)
-                                                     for s, n in zip(starts, rows)])
+        parts = self.data.map_chunks(_chunk_label_weight,
+                                     [(run.labels[s:s + n], n_clusters)
+                                      for s, n in zip(starts, rows)])
         return np.sum(parts, axis=0)
+
+    def labels(self, given, sample_weight, x_mean, run, progress):
+        """The chunks' last labels if ``run`` ended at a fixed point
+        (:meth:`last_labels`), else every row's nearest final centre, chunk by chunk:
+        lazily for a dask array (a dask array of labels and a 0-d one of the inertia;
+        nothing is counted), block by block for a memmap."""
+        kept = self.last_labels(run)
+        if kept:
+            return kept
+        labels, inertia, n_evals = given.nearest(x_mean, run.centers, progress)
+        self.state.count("labels", n_evals)
+        return labels, inertia
 
     def far_rows(self, k):
         """The ``k`` rows of largest relocation score over all the data (:class:`FarRows`),
         from the last E-step's distances; one pass over the chunks."""
         results = self._map(_far_chunk, k, self.data.n_threads)
-        score = np.concatenate([r[0] for r in results])
-        index = np.concatenate([start + r[4] for start, r in zip(self.data.chunk_starts,
-                                                                 results)])
+        score = np.concatenate([far.score for far, _ in results])
+        index = np.concatenate([start + top for start, (_, top) in zip(self.data.chunk_starts,
+                                                                       results)])
         order = np.lexsort((index, -score))[:k]
-        return FarRows(score[order], np.concatenate([r[1] for r in results])[order],
-                       np.concatenate([r[2] for r in results])[order],
-                       np.concatenate([r[3] for r in results])[order],
-                       int(sum(r[5] for r in results)))
+
+        def joined(name):
+            return np.concatenate([getattr(far, name) for far, _ in results])[order]
+        return FarRows(score[order], joined("rows"), joined("labels"), joined("sample_weight"),
+                       sum(far.n_positive for far, _ in results))

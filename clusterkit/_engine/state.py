@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from .._data.moments import weighted_sum
 from .._data.nearest import dist2_to_labels
 from .assignment import QUANTIZATION_ERROR
 from .progress import QUIET
@@ -421,12 +422,6 @@ def variance_floor(diagonal2, n_features, dtype):
     variances of tight float32 clusters than float32's epsilon would allow.
     """
     return max(VARIANCE_FLOOR * float(diagonal2) / n_features, float(np.finfo(dtype).tiny))
-
-
-def weighted_sum(values, sample_weight):
-    """``sum_n w_n values_n`` accumulated in float64 (the one place this is written)."""
-    return float(np.dot(sample_weight.astype(np.float64, copy=False),
-                        values.astype(np.float64, copy=False)))
 
 
 def first_variance_sums(X, sample_weight, centers, labels, n_threads):

@@ -9,12 +9,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data import chunked as _chunked, memory
 from .._data.containers import chunked_data
+from .._data.moments import weighted_sum
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
 from .._engine.driver import Driver
 from .._engine.progress import check_verbose
-from .._engine.state import weighted_sum
 from .._engine.warn import warn
 from .._kernels._openmp import effective_n_threads
 from ..seeding.seeders import GivenCenters

@@ -11,11 +11,11 @@ import numpy as np
 
 from .._data import memory
 from .._data.checks import check_int
+from .._data.moments import weighted_sum
 from .._data.sparse import is_sparse
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
-from .._engine.state import weighted_sum
 from .._kernels import _mstep, _pruned
 from .pruning import CenterProjection, Projection, dimension_count, resolve_prune
 from .rows import batch_rows, run_rows

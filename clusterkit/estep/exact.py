@@ -7,12 +7,13 @@ from numbers import Integral
 import numpy as np
 
 from .._data.memory import budget, check_memory
+from .._data.moments import weighted_sum
 from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
                             is_sparse, row_sqnorms)
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
-from .._engine.state import free_energy, weighted_sum
+from .._engine.state import free_energy
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
 from .bounds import Bounds, BoundsEStep, bound_slack
 from .pruning import Projection, assign_pruned, resolve_prune

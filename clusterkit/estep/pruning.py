@@ -10,8 +10,8 @@ more variance the axes carry, the more centres their bound rules out.
 """
 import numpy as np
 
+from .._data.moments import weighted_sum
 from .._engine.assignment import Assignment
-from .._engine.state import weighted_sum
 from .._kernels import _pruned
 from .rows import batch_rows
 

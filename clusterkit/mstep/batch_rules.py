@@ -5,26 +5,31 @@ and the relocation of clusters without weight."""
 
 import numpy as np
 
-from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
+from .._data.sparse import csr_arrays, dense_rows, is_sparse
+from .._engine.far_rows import batch_far_rows, far_scores
 from .._kernels import _mstep, _sparse as _sparse_kernels
 
-__all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "far_scores",
-           "relocate_empty_chunked", "relocate_empty_clusters"]
+__all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "relocate_empty"]
 
 
-def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, assignment,
-                            state, withdraw=False):
+def relocate_empty(centers_new, weight_in_clusters, far_rows, state, withdraw=False):
     """Move every cluster that received no weight onto a far-away sample.
 
     The one rule for empty clusters in clusterkit: the empty clusters, in index order, take the
     samples with the largest weighted squared distance ``w_n * dist2_n`` to their best centre
-    (:func:`far_scores`: 0 within the distance's rounding), farthest first, ties to the lower
-    index, each sample used once (as scikit-learn's ``KMeans`` does). Such samples are
-    the worst explained, so this lowers the objective the most among single-sample moves. A
-    sample that sits on its centre (score 0) is never taken: a centre moved onto it would only
-    duplicate one (more clusters than distinct points; scikit-learn then relocates nothing
-    either). If there are more empty clusters than such samples, the rest keep their previous
-    position (already in ``centers_new``). Centres are never NaN.
+    (:func:`~clusterkit._engine.far_rows.far_scores`: 0 within the distance's rounding),
+    farthest first, ties to the lower row number, each sample used once (as scikit-learn's
+    ``KMeans`` does). Such samples are the worst explained, so this lowers the objective the
+    most among single-sample moves. A sample that sits on its centre (score 0) is never taken:
+    a centre moved onto it would only duplicate one (more clusters than distinct points;
+    scikit-learn then relocates nothing either). If there are more empty clusters than such
+    samples, the rest keep their previous position (already in ``centers_new``). Centres are
+    never NaN.
+
+    ``far_rows(k)`` gives the ``k`` rows of largest score
+    (:class:`~clusterkit._engine.far_rows.FarRows`): of the batch in memory
+    (:func:`~clusterkit._engine.far_rows.batch_far_rows`), or of all the row chunks (one
+    pass over them). It is asked only when a cluster is empty.
 
     With ``withdraw=True`` (``centers_new`` the weighted means of hard clusters whose weights
     are ``weight_in_clusters``), a moved sample also leaves the cluster it was assigned to,
@@ -32,7 +37,9 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     centres are then those of the labels the sample now has (its new centre is the sample
     itself), so the next E-step finds the same partition where it can, and a fit that
     relocated does not spend an extra iteration undoing a stale mean. A sample alone in its
-    cluster (nothing else with weight) is not taken then: moving it would empty its cluster.
+    cluster (nothing else with weight) is not taken then: moving it would empty its cluster;
+    when the farthest rows cannot all leave their clusters, the walk down the scores asks
+    ``far_rows`` for more rows until it has enough or there are none left.
     ``weight_in_clusters`` is updated in place.
 
     Sets ``state.n_relocated`` to the number of clusters whose position this changed (a
@@ -40,29 +47,6 @@ def relocate_empty_clusters(centers_new, weight_in_clusters, X, sample_weight, a
     no label changed is no fixed point (:attr:`FitState.at_fixed_point`). Returns the number
     of relocated clusters.
     """
-    state.n_relocated = 0
-    empty = np.flatnonzero(weight_in_clusters <= 0)
-    if empty.size == 0:
-        return 0
-    score = far_scores(X, sample_weight, assignment.dist2, state.n_threads)
-    n_far = min(empty.size, int(np.count_nonzero(score > 0)))
-    far = _largest(score, n_far)
-    if withdraw:
-        far = _withdraw(far, score, empty, centers_new, weight_in_clusters, X, sample_weight,
-                        assignment.labels)
-    moved = empty[:far.size]
-    rows = dense_rows(X, far)
-    state.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
-    centers_new[moved] = rows
-    return far.size
-
-
-def relocate_empty_chunked(centers_new, weight_in_clusters, far_rows, state, withdraw=False):
-    """:func:`relocate_empty_clusters` for data in row chunks: the same rule, on the rows of
-    largest score that ``far_rows(k)`` finds in all the chunks
-    (:class:`~clusterkit._engine.mapreduce.FarRows`, one pass, only when a cluster is
-    empty). With ``withdraw``, when the farthest rows cannot all leave their clusters, the
-    walk down the scores asks for more rows until it has enough or there are none left."""
     state.n_relocated = 0
     empty = np.flatnonzero(weight_in_clusters <= 0)
     if empty.size == 0:
@@ -121,33 +105,6 @@ def _can_all_leave(far, labels, sample_weight, weight_in_clusters):
                        > 1e-12 * weight_in_clusters[labels[far]]))
 
 
-# Up to this many of the largest scores, _largest picks them one argmax at a time: at 56,000
-# scores one pass took 0.01-0.02 ms where np.partition took 0.5 ms, and partial E-steps can
-# leave the same few clusters empty at every iteration.
-_FEW = 8
-
-
-def _largest(score, k):
-    """Indices of the ``k`` largest scores, largest first, ties to the lower index.
-
-    The same as ``np.argsort(-score, kind="stable")[:k]`` for finite scores, without sorting
-    all ``N`` scores (empty clusters are few, the data are not).
-    """
-    if k <= _FEW:
-        # a few passes of argmax (the first of equal maxima) cost far less than a partition
-        score = score.copy()
-        chosen = np.empty(k, dtype=np.intp)
-        for i in range(k):
-            chosen[i] = np.argmax(score)
-            score[chosen[i]] = -np.inf
-        return chosen
-    kth = np.partition(score, score.size - k)[score.size - k]
-    above = np.flatnonzero(score > kth)
-    ties = np.flatnonzero(score == kth)[:k - above.size]
-    chosen = np.concatenate([above, ties])
-    return chosen[np.lexsort((chosen, -score[chosen]))]
-
-
 def all_rows(state):
     """Whether the current batch, ``state.rows``, is all the run's rows."""
     rows = state.rows
@@ -189,19 +146,14 @@ def batch_sums(X, sample_weight, assignment, centers, state):
 
 
 class _Replace:
-    """Rule ``"replace"`` (full batches): the centres are the batch's weighted means."""
+    """Rule ``"replace"`` (full batches): the centres are the batch's weighted means, from its
+    statistics (:meth:`HardMStep.update_statistics <clusterkit.HardMStep.update_statistics>`);
+    nothing runs on between batches."""
 
     reads_batch_sums = True
 
     def __init__(self, n_samples, centers):
         pass
-
-    def update(self, X, sample_weight, assignment, centers, state):
-        centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
-        centers_new = divide(centers_sum, weight, centers)
-        relocate_empty_clusters(centers_new, weight.copy(), X, sample_weight, assignment, state,
-                                withdraw=True)
-        return centers_new
 
 
 class _Running:
@@ -289,7 +241,7 @@ class _Running:
         average cluster's share of the window's weight. At most half the batch's rows are
         used per step, the most starved clusters first. A moved cluster starts afresh, with
         no votes. Returns the number of moved clusters, and sets ``state.n_relocated`` to
-        those whose position changed (as :func:`relocate_empty_clusters`).
+        those whose position changed (as :func:`relocate_empty`).
         """
         state.n_relocated = 0
         channel = state.channel
@@ -321,33 +273,6 @@ class _Running:
         self.weight[starved] = self.sse[starved] = 0.0
         self.placed_at[starved] = seen_rows
         return n_moves
-
-
-#: A squared distance at most ``_ROUNDING_EPS * (n_features + 2)`` machine epsilons times the
-#: row's squared norm (in the fit's centred frame) is rounding: ``||x||^2 - 2 x.c + ||c||^2``
-#: with ``c`` at ``x`` rounds by at most about ``2 (n_features + 2) eps ||x||^2`` (each of its
-#: three dot products of ``n_features`` terms by ``n_features eps / 2`` of its size, whatever
-#: the order of the sums), so a row on its centre scores 0 whether its distance came from
-#: that expansion, from a direct difference (pruned E-steps: exactly 0) or from another
-#: blocking of the products.
-_ROUNDING_EPS = 2
-
-
-def far_scores(X, sample_weight, dist2, n_threads):
-    """``w_n * dist2_n`` in float64, the relocation rules' score of each sample, with 0 for a
-    sample whose squared distance is within the rounding of any of the E-steps' ways to
-    compute it (:data:`_ROUNDING_EPS`): it sits on a centre. Rounding noise would otherwise
-    decide where an empty or starved cluster goes (onto a duplicate of a centre, a different
-    one at every step, or another one with a pruned E-step than without), and the run would
-    cycle instead of reaching its fixed point."""
-    score = sample_weight.astype(np.float64) * dist2.astype(np.float64)
-    if is_sparse(X):
-        sqnorms = row_sqnorms(X, n_threads).astype(np.float64)
-    else:
-        sqnorms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
-    rounding = _ROUNDING_EPS * (X.shape[1] + 2) * float(np.finfo(X.dtype).eps)
-    score[dist2 <= rounding * sqnorms] = 0.0
-    return score
 
 
 def _first_of_equal_rows(rows):
@@ -383,7 +308,7 @@ class _Latest(_Running):
     squared distance at that visit is kept for it). A centre without a vote keeps its
     position while the batch is a prefix of the rows (a longer prefix may bring it votes:
     often a seed outside the first prefix); once the batch is all rows, a cluster without a
-    vote moves as in a full batch (:func:`relocate_empty_clusters`, onto the farthest rows),
+    vote moves as in a full batch (:func:`relocate_empty`, onto the farthest rows),
     which data in row chunks do alike (:meth:`HardMStep.update_statistics
     <clusterkit.HardMStep.update_statistics>`)."""
 
@@ -418,8 +343,9 @@ class _Latest(_Running):
         centers_new, voted = self.voted_means(X, sample_weight, assignment, centers, state)
         if all_rows(state):  # (the sums follow the labels: a row moved onto an empty
             # cluster withdraws its vote at the next step, when its label changes)
-            relocate_empty_clusters(centers_new, np.where(voted, self.weight, 0.0), X,
-                                    sample_weight, assignment, state, withdraw=True)
+            relocate_empty(centers_new, np.where(voted, self.weight, 0.0),
+                           batch_far_rows(X, sample_weight, assignment, state.n_threads),
+                           state, withdraw=True)
         else:
             state.n_relocated = 0
         state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse

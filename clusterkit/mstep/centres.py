@@ -6,8 +6,7 @@ import numpy as np
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
 from .._kernels import _mstep
-from .batch_rules import (HARD_RULES, all_rows, batch_sums, divide, relocate_empty_chunked,
-                          relocate_empty_clusters)
+from .batch_rules import HARD_RULES, all_rows, batch_sums, divide, relocate_empty
 
 __all__ = ["HardMStep", "SoftMStep", "SphericalMStep"]
 
@@ -106,13 +105,17 @@ class HardMStep(MStep):
         return HARD_RULES[state.center_update](X.shape[0], centers)
 
     def update(self, X, sample_weight, assignment, centers, state):
+        """The batch's means (full batches: :meth:`statistics` then
+        :meth:`update_statistics`), or the running rule's centres."""
         rule = state.mstep_state
         if rule is None:  # called without init_state
             rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
+        if state.center_update == "replace":
+            return super().update(X, sample_weight, assignment, centers, state)
         return rule.update(X, sample_weight, assignment, centers, state)
 
     def statistics(self, X, sample_weight, assignment, centers, state):
-        """A chunk's per-cluster weighted sums and weights: those its E-step summed in its
+        """A batch's or chunk's per-cluster weighted sums and weights: those its E-step summed in its
         pass, else one accumulation (see :meth:`MStep.statistics`); under the rule
         ``"latest"`` (the chunk's visited rows, each by its latest label) also the weighted
         squared distances per cluster, which the schedule's rule reads."""
@@ -133,7 +136,7 @@ class HardMStep(MStep):
         weight = statistics["weight"]
         centers_new = divide(statistics["centers_sum"], weight, centers)
         if state.center_update != "latest" or all_rows(state):
-            relocate_empty_chunked(centers_new, weight.copy(), far_rows, state, withdraw=True)
+            relocate_empty(centers_new, weight.copy(), far_rows, state, withdraw=True)
         else:
             state.n_relocated = 0
         if state.center_update == "latest":
@@ -253,25 +256,22 @@ class SphericalMStep(HardMStep):
         return super().init_state(X, sample_weight, centers, state)
 
     def update_statistics(self, statistics, centers, far_rows, state):
-        """The normalised combined sums, clusters without a direction relocated as in
-        :meth:`update` (see :meth:`MStep.update_statistics`)."""
+        """The normalised sums, clusters without a direction relocated (see
+        :meth:`MStep.update_statistics`)."""
         weight = statistics["weight"]
         centers_new, has = _directions(statistics["centers_sum"], weight, centers.dtype)
-        centers_new[~has] = centers[~has]
-        relocate_empty_chunked(centers_new, np.where(has, weight, 0), far_rows, state)
+        centers_new[~has] = centers[~has]  # (relocated next, or kept if nowhere to go)
+        relocate_empty(centers_new, np.where(has, weight, 0), far_rows, state)
         return centers_new
 
     def update(self, X, sample_weight, assignment, centers, state):
+        """The normalised sums of the batch (full batches), or the running rule's means
+        projected onto the sphere."""
         rule = state.mstep_state
         if rule is None:  # called without init_state
             rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
         if state.center_update == "replace":
-            centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
-            centers_new, has = _directions(centers_sum, weight.astype(np.float64), X.dtype)
-            centers_new[~has] = centers[~has]  # (relocated next, or kept if nowhere to go)
-            relocate_empty_clusters(centers_new, np.where(has, weight, 0), X, sample_weight,
-                                    assignment, state)
-            return centers_new
+            return MStep.update(self, X, sample_weight, assignment, centers, state)
         # running rules: HardMStep's running means (starved clusters already moved onto unit
         # rows), projected onto the sphere; the running mean of unit rows has norm <= 1
         centers_new = rule.update(X, sample_weight, assignment, centers, state)
@@ -315,8 +315,8 @@ class SoftMStep(MStep):
     ``sum_c (S2_c - 2 mu_c . m_c + U_c ||mu_c||^2)`` (exact up to float64 rounding),
     because the shorter identity ``sum_n w_n ||x_n||^2 - sum_c U_c ||mu_c||^2`` cancels
     catastrophically in float32 when the clusters are far apart relative to their spread.
-    :meth:`update` is :meth:`statistics` then :meth:`update_statistics`'s arithmetic, so
-    a fit on data in one row chunk is the fit in memory bit for bit. Clusters without
+    :meth:`update` is :meth:`statistics` then :meth:`update_statistics`, as on data in row
+    chunks, so a fit on data in one row chunk is the fit in memory bit for bit. Clusters without
     weight are relocated as by :class:`HardMStep`.
 
     Examples
@@ -357,18 +357,10 @@ class SoftMStep(MStep):
         copies = 0 if dtype == np.float64 else n_features + n_clusters
         return 8 * rows * (n_features + 2 + copies)
 
-    def update(self, X, sample_weight, assignment, centers, state):
-        # the step on data in row chunks, on one chunk: the same statistics and arithmetic
-        statistics = self.statistics(X, sample_weight, assignment, centers, state)
-        centers_new, weight, sse = _soft_from_statistics(statistics["sums"], centers)
-        relocate_empty_clusters(centers_new, weight, X, sample_weight, assignment, state)
-        _set_variance(sse, statistics["total"], centers, state)
-        return centers_new
-
     def statistics(self, X, sample_weight, assignment, centers, state):
         """A chunk's ``U_c``, ``m_c = sum_n w_n r_nc x_n`` and ``S2_c = sum_n w_n r_nc
         ||x_n||^2`` (the columns of ``"sums"``) and its weight ``"total"``, in float64 (see
-        :meth:`MStep.statistics`); :meth:`update` computes the same in memory."""
+        :meth:`MStep.statistics`)."""
         if assignment.winners is None:
             sums = _dense_soft_statistics(X, sample_weight, assignment.resp)
         else:
@@ -378,10 +370,10 @@ class SoftMStep(MStep):
         return {"sums": sums, "total": np.float64(sample_weight.sum(dtype=np.float64))}
 
     def update_statistics(self, statistics, centers, far_rows, state):
-        """The means and the variance of the combined statistics (the identities of
-        :meth:`update`), empty clusters relocated (see :meth:`MStep.update_statistics`)."""
+        """The means and the variance of the statistics, empty clusters relocated (see
+        :meth:`MStep.update_statistics`)."""
         centers_new, weight, sse = _soft_from_statistics(statistics["sums"], centers)
-        relocate_empty_chunked(centers_new, weight, far_rows, state)
+        relocate_empty(centers_new, weight, far_rows, state)
         _set_variance(sse, statistics["total"], centers, state)
         return centers_new
 

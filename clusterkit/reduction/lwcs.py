@@ -3,7 +3,8 @@ from numbers import Integral
 
 import numpy as np
 
-from .._data.chunked import MemmapChunks, fit_weights
+from .._data.chunked import MemmapChunks
+from .._data.moments import fit_weights
 from .._engine.constraints import Interval
 from .._engine.contracts import DataReducer
 from .._engine.warn import warn

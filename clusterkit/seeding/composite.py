@@ -5,11 +5,11 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data.moments import weighted_sum
 from .._data.nearest import nearest, single_threaded_blas
 from .._data.sparse import is_sparse
 from .._engine.constraints import InstanceOf, Interval, Options
 from .._engine.contracts import Seeder, Seeding
-from .._engine.state import weighted_sum
 from .afkmc2 import AFKMC2
 from .many_clusters import MANY_CLUSTERS, PARALLEL_ROWS_PER_CLUSTER, KMeansParallel
 from .seeders import KMeansPlusPlus, _sample_rows

@@ -7,11 +7,11 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from .._data.memory import check_memory
+from .._data.moments import weighted_sum
 from .._data.nearest import all_dist2
 from .._engine.assignment import Assignment, Objective
 from .._engine.constraints import Interval, Options, Satisfies
 from .._engine.contracts import EStep, MStep
-from .._engine.state import weighted_sum
 from .._data.checks import check_bandwidth
 from .._kernels import _laplacian
 from .graph import knn_graph, knn_graph_bytes
