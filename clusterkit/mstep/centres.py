@@ -115,10 +115,10 @@ class HardMStep(MStep):
         return rule.update(X, sample_weight, assignment, centers, state)
 
     def statistics(self, X, sample_weight, assignment, centers, state):
-        """A batch's or chunk's per-cluster weighted sums and weights: those its E-step summed in its
-        pass, else one accumulation (see :meth:`MStep.statistics`); under the rule
-        ``"latest"`` (the chunk's visited rows, each by its latest label) also the weighted
-        squared distances per cluster, which the schedule's rule reads."""
+        """A batch's or chunk's per-cluster weighted sums and weights: those its E-step
+        summed in its pass, else one accumulation (see :meth:`MStep.statistics`); under the
+        rule ``"latest"`` (the chunk's visited rows, each by its latest label) also the
+        weighted squared distances per cluster, which the schedule's rule reads."""
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
         statistics = {"centers_sum": centers_sum, "weight": weight}
         if state.center_update == "latest":
