@@ -186,6 +186,28 @@ def test_incompatible_composition_is_refused_before_any_work():
         Clusterer(6, seed=Untouchable(), mstep=RunningOnly(), schedule="nmbatch").fit(X)
 
 
+def test_shared_state_hooks_are_one_capability():
+    """An E-step that implements some of the hooks that share a state among row chunks, or
+    declares the capability without them, is refused before any work: a hook alone would
+    lose what the chunks add up without an error."""
+    class SummaryOnly(NumpyNearest):
+        def chunk_summary(self, estep_state):
+            return 1.0
+
+    class DeclaredOnly(NumpyNearest):
+        shares_state = True
+
+    X = _blobs()
+    with pytest.raises(ValueError, match=r"SummaryOnly does not declare shares_state and "
+                                         r"implements 1 of the four hooks .*chunk_summary\)"):
+        Clusterer(6, estep=SummaryOnly(), random_state=0).fit(X)
+    with pytest.raises(ValueError, match="DeclaredOnly declares shares_state and implements "
+                                         "0 of the four hooks"):
+        Clusterer(6, estep=DeclaredOnly(), random_state=0).fit(X)
+    assert PartialEStep.shares_state  # (the built-in one that shares: all four, declared)
+    Clusterer(6, estep=PartialEStep(), random_state=0).fit(X)
+
+
 def test_final_labels_hook_replaces_the_nearest_centre():
     class LabelsByRowParity(NumpyNearest):
         def final_labels(self, state):

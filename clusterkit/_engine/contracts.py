@@ -58,8 +58,8 @@ from .refining import Refiner
 from .scheduling import Schedule
 from .strategy import _RunStrategy, _Strategy
 
-__all__ = ["Composition", "Seeder", "Seeding", "DataReducer", "EStep", "MStep", "Schedule",
-           "Refiner"]
+__all__ = ["SHARED_STATE_HOOKS", "Composition", "Seeder", "Seeding", "DataReducer", "EStep",
+           "MStep", "Schedule", "Refiner"]
 
 
 #: The six resolved strategies of a fit, as the ``_validate`` hooks see them.
@@ -240,6 +240,10 @@ class DataReducer(_Strategy, ABC):
         return self.max_rows(n_samples, n_clusters)
 
 
+#: The hooks of :attr:`EStep.shares_state`, which an E-step implements all or none of.
+SHARED_STATE_HOOKS = ("chunk_summary", "combine_summaries", "shared_state", "use_shared")
+
+
 class EStep(_RunStrategy, ABC):
     """Assigns samples to clusters (hard) or computes responsibilities.
 
@@ -270,6 +274,13 @@ class EStep(_RunStrategy, ABC):
         (:meth:`FitState.row_integers`, the same numbers for a row in memory and in any row
         chunk), not from ``state.random_state``, which a chunk's task does not have; its key
         is then drawn here before the first step on chunks. ``False`` by default.
+    shares_state : bool
+        Class attribute: whether the chunks' E-steps share a state that all chunks' rows
+        make (:class:`~clusterkit.PartialEStep`'s estimated neighbourhoods). One capability
+        of four hooks that only work together: an E-step that declares it implements all of
+        :meth:`chunk_summary`, :meth:`combine_summaries`, :meth:`shared_state` and
+        :meth:`use_shared`, and one that does not implements none; the composition check
+        refuses anything else (:data:`SHARED_STATE_HOOKS`). ``False`` by default.
 
     Notes
     -----
@@ -286,6 +297,7 @@ class EStep(_RunStrategy, ABC):
     chunks = False
     per_sample_state = True
     row_stream = False
+    shares_state = False
 
     def winners_per_sample(self, n_clusters, composition):
         """``C'``, the clusters per sample its assignments carry (``winners`` with their
@@ -314,7 +326,8 @@ class EStep(_RunStrategy, ABC):
 
     def chunk_summary(self, estep_state):
         """On row chunks, in a chunk's task after :meth:`assign`: what its rows add to a state
-        all chunks share (eq. 8's sums of :class:`~clusterkit.PartialEStep`); ``None`` here."""
+        all chunks share (eq. 8's sums of :class:`~clusterkit.PartialEStep`; see
+        :attr:`shares_state`); ``None`` here."""
 
     def combine_summaries(self, summaries):
         """The summary of neighbouring chunks, from theirs in chunk order (two, not ``None``;

@@ -9,6 +9,7 @@ estimator that cannot stream.
 """
 from .._data.chunked import ChunkedData
 from .._data.sparse import is_sparse
+from .._engine.contracts import SHARED_STATE_HOOKS, EStep
 from .guide import SPARSE_PRESETS
 from .registry import sparse_seeds
 
@@ -140,6 +141,15 @@ def _check_declarations(composition):
         raise ValueError(f"{type(estep).__name__} cannot compute the {mstep.objective.name} "
                          f"that {type(mstep).__name__} optimises; choose an E-step that "
                          "does (see the E-steps' objectives).")
+    own = [hook for hook in SHARED_STATE_HOOKS
+           if getattr(type(estep), hook) is not getattr(EStep, hook)]
+    if len(own) not in (0, len(SHARED_STATE_HOOKS)) or bool(own) != estep.shares_state:
+        declared = "declares" if estep.shares_state else "does not declare"
+        raise ValueError(
+            f"{type(estep).__name__} {declared} shares_state and implements "
+            f"{len(own)} of the four hooks that share a state among row chunks "
+            f"({', '.join(SHARED_STATE_HOOKS)}: {', '.join(own) or 'none'}). They only work "
+            "together: implement all four and set shares_state = True, or none of them.")
     refiner = composition.refine
     if refiner.objectives is not None and mstep.objective not in refiner.objectives:
         raise ValueError(f"{type(refiner).__name__} cannot refine the {mstep.objective.name} "

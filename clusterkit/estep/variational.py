@@ -204,6 +204,7 @@ class PartialEStep(EStep):
 
     objectives = MIXTURE_OBJECTIVES
     row_stream = True  # (a row's random candidates do not depend on who holds it)
+    shares_state = True  # (the estimated G_c of all chunks' rows)
 
     @property
     def chunks(self):
