@@ -26,7 +26,7 @@ from .moments import ChunkMoments, _block_moments, fit_weights, weighted_sum
 from .nearest import centred_copy, nearest
 
 __all__ = ["ChunkedData", "MemmapChunks", "exceeds_budget", "import_dask",
-           "is_dask_array", "map_rows", "row_weights"]
+           "is_dask_array", "map_rows", "row_weights", "sum_of_rows"]
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
 #: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
@@ -449,6 +449,22 @@ def _nearest_block(X, sample_weight, x_mean, centers, n_threads):
     :func:`~clusterkit._data.nearest.nearest`)."""
     labels, dist2, n_evals = nearest(X, x_mean, centers, n_threads)
     return labels, weighted_sum(dist2, sample_weight), n_evals
+
+
+def sum_of_rows(X, sample_weight, func, args, n_threads, progress=None):
+    """``func(X, sample_weight, *args, n_threads)``, a tuple of sums over rows, of all the rows:
+    one call on rows in memory, or each row chunk's call where the chunk is (``X``
+    :class:`ChunkedData`, whose chunks hold their weights: ``sample_weight`` is ``None``, and
+    each call gets the chunks' ``n_threads``), the chunks' sums added in chunk order whoever
+    ran them. ``progress`` as for :meth:`ChunkedData.map_chunks`."""
+    if not isinstance(X, ChunkedData):
+        return func(X, sample_weight, *args, n_threads)
+    parts = X.map_chunks(func, [(*args, X.n_threads)] * X.n_chunks, progress=progress)
+    sums = [np.copy(value) for value in parts[0]]
+    for part in parts[1:]:
+        for k, value in enumerate(part):
+            sums[k] += value
+    return tuple(sums)
 
 
 def tree_reduce(items, combine):

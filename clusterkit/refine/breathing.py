@@ -12,11 +12,10 @@ import numpy as np
 
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR
 from .._engine.constraints import InstanceOf, Interval
-from .._data.chunked import ChunkedData
+from .._data.chunked import sum_of_rows
 from .._data.nearest import single_threaded_blas
 from .._engine.contracts import EStep, Refiner
 from .._kernels import _topk
-from ..estep.exact import top_winners
 
 __all__ = ["NoRefinement", "Breathing", "cluster_statistics"]
 
@@ -58,41 +57,28 @@ def cluster_statistics(X, sample_weight, centers, state):
     error, utility, weight : ndarray of shape (n_clusters,), float64
     objective : float
     """
-    if isinstance(X, ChunkedData):  # all the rows, in row chunks: sums per chunk
-        parts = X.map_chunks(_chunk_statistics, [(centers, X.n_threads)] * X.n_chunks,
-                             progress=lambda done, total: state.progress(
-                                 "refinement", done, total, "rows"))
-        state.count("refinement", sum(part[3] for part in parts))
-        sums = [parts[0][k].copy() for k in range(3)]
-        for part in parts[1:]:  # in chunk order, whoever ran the chunks
-            for k in range(3):
-                sums[k] += part[k]
-        error, utility, weight = sums
-        return error, utility, weight, float(error.sum())
-    winners, win_dist2 = top_winners(X, centers, 2, state, phase="refinement")
-    return _sums(winners, win_dist2, sample_weight, centers.shape[0])
+    error, utility, weight, n_evals = sum_of_rows(
+        X, sample_weight, _cluster_sums, (centers,), state.n_threads,
+        progress=lambda done, total: state.progress("refinement", done, total, "rows"))
+    state.count("refinement", int(n_evals))
+    return error, utility, weight, float(error.sum())
 
 
-def _sums(winners, win_dist2, sample_weight, n_clusters):
-    """Error, utility and weight per cluster and the quantization error, from the rows' two
-    nearest centres."""
+def _cluster_sums(X, sample_weight, centers, n_threads):
+    """:func:`cluster_statistics` of rows in memory or of one row chunk (in the fit's
+    frame): error, utility and weight per cluster from the rows' two nearest centres, and
+    the distance evaluations."""
+    n_clusters = centers.shape[0]
+    winners = np.empty((X.shape[0], 2), dtype=np.int32)
+    win_dist2 = np.empty((X.shape[0], 2), dtype=X.dtype)
+    with single_threaded_blas():  # (the kernel calls gemm inside its parallel loop)
+        n_evals = _topk.assign_topk(X, centers, winners, win_dist2, n_threads)
     nearest = winners[:, 0]
     d1 = win_dist2[:, 0].astype(np.float64)
     w = sample_weight.astype(np.float64)
     error = np.bincount(nearest, w * d1, minlength=n_clusters)
     utility = np.bincount(nearest, w * (win_dist2[:, 1] - d1), minlength=n_clusters)
     weight = np.bincount(nearest, w, minlength=n_clusters)
-    return error, utility, weight, float(error.sum())
-
-
-def _chunk_statistics(X, sample_weight, centers, n_threads):
-    """:func:`cluster_statistics` of one row chunk (in the fit's frame): error, utility and
-    weight per cluster, and the distance evaluations."""
-    winners = np.empty((X.shape[0], 2), dtype=np.int32)
-    win_dist2 = np.empty((X.shape[0], 2), dtype=X.dtype)
-    with single_threaded_blas():  # (the kernel calls gemm inside its parallel loop)
-        n_evals = _topk.assign_topk(X, centers, winners, win_dist2, n_threads)
-    error, utility, weight, _ = _sums(winners, win_dist2, sample_weight, centers.shape[0])
     return error, utility, weight, n_evals
 
 
