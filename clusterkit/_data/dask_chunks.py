@@ -71,6 +71,16 @@ class DaskChunks(ChunkedData):
                          sample_weight is not None)
         self._X = X
         self._w = row_weights(sample_weight, X)
+        self._blocks = None  # (the chunks' and weights' delayed objects, made once)
+
+    def _delayed_blocks(self):
+        """The chunks and their weights (``None`` without weights) as delayed objects, one
+        per chunk."""
+        if self._blocks is None:
+            weights = ([None] * self.n_chunks if self._w is None
+                       else list(self._w.to_delayed().ravel()))
+            self._blocks = list(self._X.to_delayed().ravel()), weights
+        return self._blocks
 
     @property
     def n_processes(self):
@@ -82,9 +92,7 @@ class DaskChunks(ChunkedData):
     def _map(self, func, chunks, args, progress):
         dask, _ = import_dask()
         from dask.callbacks import Callback
-        blocks = self._X.to_delayed().ravel()
-        weights = ([None] * self.n_chunks if self._w is None
-                   else self._w.to_delayed().ravel())
+        blocks, weights = self._delayed_blocks()
         call = dask.delayed(_call_on_block)
         frame = None if self._frame is None else dask.delayed(self._frame)
         tasks = [call(func, blocks[c], weights[c], self.dtype, a, frame, unit=self.unit_rows)
@@ -108,10 +116,9 @@ class DaskChunks(ChunkedData):
         import operator
 
         from distributed import as_completed
-        blocks = self._X.to_delayed().ravel()
-        weights = ([None] * self.n_chunks if self._w is None
-                   else self._w.to_delayed().ravel())
-        shared = [dask.delayed(a) for a in (self._frame, *args)]
+        blocks, weights = self._delayed_blocks()
+        # (the arguments hold no dask collections: not searched for them)
+        shared = [dask.delayed(a, traverse=False) for a in (self._frame, *args)]
         call = dask.delayed(_call_on_block, pure=False)
         # a chunk's state is the future of its last (result, state) pair, held on its worker;
         # a lost one is computed again from the chain of the chunk's tasks, which the
