@@ -13,7 +13,7 @@ Where the code lives (users import from ``clusterkit``, ``clusterkit.presets``,
     presets.py, metrics.py, datasets.py, ablation.py   public modules
     __main__.py, _demo.py    the command line and its demo
     _estimator/    the scikit-learn face: Clusterer, partial_fit, mixture methods, lazy dask
-                   results, validation, the shortcut registry and preset guide, saved models
+                   results, validation, the shortcut registry and preset registry, saved models
     _engine/       the strategy contracts, the fit's state and its runs, the driver, progress
     _data/         rows as the engine sees them: dense or CSR, nearest centre, row chunks
     seeding/  reduction/  estep/  mstep/  schedules/  refine/

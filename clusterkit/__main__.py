@@ -218,12 +218,12 @@ def _build(preset, n_clusters, params):
     (``estep__G``) and the rest are then set with ``set_params``. What the settings make of
     the preset is recorded by :func:`composition`.
     """
-    from ._estimator.registry import SHORTCUTS, did_you_mean, resolve
+    from ._estimator.guide import REGISTRY, unknown_preset
+    from ._estimator.registry import SHORTCUTS, resolve
     from ._kernels._openmp import effective_n_threads
     from .presets import PRESETS, build_preset
     if preset not in PRESETS:
-        raise CommandError(f"unknown preset {preset!r}; the presets are "
-                           f"{', '.join(PRESETS)}.{did_you_mean(preset, PRESETS)}")
+        raise CommandError(f"unknown preset {preset!r}; {unknown_preset(preset)}")
     default = build_preset(preset, n_clusters)
     known = default.get_params(deep=False)
     for key in params:
@@ -237,14 +237,12 @@ def _build(preset, n_clusters, params):
     for key in SHORTCUTS:
         if key not in keywords:
             continue
-        try:
-            build_preset(preset, n_clusters, **{key: keywords[key]})
-        except TypeError:
+        if key in REGISTRY[preset].fixes:
             raise CommandError(
                 f"--param {key}: preset {preset} sets {key} itself, to "
                 f"{composition(default)[key]}, as part of what {preset} is; choose a preset "
                 f"with the {key} you want (see 'clusterkit presets'), or compose a Clusterer "
-                "in Python") from None
+                "in Python")
         if isinstance(keywords[key], str):  # the object, so that its parameters can be set
             try:
                 keywords[key] = resolve(key, keywords[key])

@@ -13,7 +13,8 @@ import numpy as np
 from sklearn.base import clone
 
 from ._estimator.clusterer import Clusterer
-from ._estimator.registry import did_you_mean, resolve
+from ._estimator.guide import unknown_preset
+from ._estimator.registry import resolve
 from .metrics import quantization_error
 from .presets import PRESETS, build_preset
 
@@ -48,8 +49,8 @@ def _variant(spec, n_clusters, name):
         return spec
     if isinstance(spec, str):
         if spec not in PRESETS:
-            raise ValueError(f"Unknown preset {spec!r} for variant {name!r}; the presets are "
-                             f"{', '.join(PRESETS)}.{did_you_mean(spec, PRESETS)}")
+            raise ValueError(f"Unknown preset {spec!r} for variant {name!r}; "
+                             f"{unknown_preset(spec)}")
         return build_preset(spec, n_clusters)
     raise TypeError(f"Variant {name!r} must be a Clusterer or a preset name, got "
                     f"{type(spec).__name__}.")

@@ -9,36 +9,7 @@ the preset nor ``Clusterer`` takes; it names the closest keyword (``coresetsize`
 ``coreset_size``), or for scikit-learn's names (``init``, ``algorithm``, ...) what to pass
 instead.
 
-========================  ==============================  =========================================
-preset                    E-step / M-step                 distance evaluations per iteration
-========================  ==============================  =========================================
-:func:`lloyd`             exact / hard                    ``N C``
-:func:`elkan`             exact, bounded / hard           ``N C`` at first, then ``N`` plus the
-                                                          distances the bounds keep, ``+ C^2/2``
-                                                          (no ``C^2`` with Yinyang's bounds)
-:func:`minibatch`         exact / hard, running means     ``b C`` per batch of ``b`` rows
-:func:`nmbatch`           Elkan / hard, nested prefixes   ``b_t C`` at first visits, then as Elkan
-:func:`sbe`               exact / hard, implicit steps    ``inner_iter b C`` per outer step
-:func:`gmm`               exact / soft                    ``N C``
-:func:`var_kmeans_x`      partial, exhaustive ``G_c``     ``N (G + n_explore) + C^2``
-:func:`var_kmeans_s`      partial, estimated ``G_c``      ``N (G + n_explore)``
-:func:`var_gmm_x`         partial (``C' = G``), exhaust.  ``<= N (G^2 + n_explore) + C^2``
-:func:`var_gmm_s`         partial (``C' = G``), estim.    ``<= N (G^2 + n_explore)``
-:func:`lwcs_lloyd`        exact / hard, on a coreset      ``N' C`` (plus ``N`` once)
-:func:`vc_gmm`            as var-GMM-S, on a coreset      ``<= N' (G^2 + n_explore)`` (plus ``N``
-                                                          once)
-:func:`best_quality`      a refined coreset fit, then     ``N C``, plus ``N C`` per breathing round
-                          Lloyd and breathing rounds      (``cost_["refinement"]``), up to
-                                                          ``budget`` times the rest
-:func:`large_scale`       var-k-means-S as the start,     ``N (G + 1)`` per pilot iteration, then
-                          then Lloyd iterations           ``N C``
-:func:`slk_bo`            Laplacian z-updates / modes     ``N L`` kernel values, plus ``N rho L``
-                          by argmax                       per z-update (and the kNN graph once)
-:func:`slk_ms`            Laplacian z-updates / modes     as ``slk_bo``, plus the mean-shift
-                          by mean-shift
-:func:`spherical_kmeans`  exact / spherical (unit         ``N C``
-                          centres), on unit rows
-========================  ==============================  =========================================
+.. presets-table
 
 The complexities are those of Forster & Lücke (2018), Table 1: the variational algorithms
 replace the ``O(N C D)`` of an exact E-step by ``O(N G D)`` (var-k-means) or
@@ -97,10 +68,10 @@ import functools
 import inspect
 
 from ._engine.constraints import check_value
-from ._estimator import guide as _preset_guide
+from ._estimator import guide as _registry
 from ._estimator.clusterer import Clusterer
 from ._estimator.guide import PresetGuide
-from ._estimator.registry import auto_seeder, did_you_mean, keywords, unknown_keyword
+from ._estimator.registry import auto_seeder, keywords, unknown_keyword
 from .estep.bounded import BoundedEStep
 from .estep.exact import ElkanEStep, FullEStep
 from .estep.variational import PartialEStep
@@ -116,16 +87,20 @@ from .seeding.pilot import FittedSeeder
 from .seeding.seeders import KMeansPlusPlus
 from .slk.laplacian import LaplacianEStep, ModeMStep
 
-#: The names of the presets, in the order of the table above.
-PRESETS = ("lloyd", "elkan", "minibatch", "nmbatch", "sbe", "gmm", "var_kmeans_x",
-           "var_kmeans_s", "var_gmm_x", "var_gmm_s", "lwcs_lloyd", "vc_gmm", "best_quality",
-           "large_scale", "slk_bo", "slk_ms", "spherical_kmeans")
+if __doc__:  # the table of the notes, from the presets' registry (no docstring under -OO)
+    __doc__ = __doc__.replace(".. presets-table", _registry.preset_table())
+
+#: The names of the presets, in the order of the table above (:data:`GUIDE`'s).
+PRESETS = _registry.PRESETS
 
 __all__ = list(PRESETS) + ["default_coreset_size", "GUIDE", "PresetGuide"]
 
 #: Which preset for which job: every preset's :class:`PresetGuide` (what it is for, its
 #: model, its cost per iteration, its memory), in the order of :data:`PRESETS`.
-GUIDE = _preset_guide.GUIDE
+GUIDE = _registry.GUIDE
+
+#: Every preset's function, by name (filled by :func:`_preset`).
+_FUNCTIONS = {}
 
 
 def build_preset(name, n_clusters, **kwargs):
@@ -133,15 +108,17 @@ def build_preset(name, n_clusters, **kwargs):
     :func:`~clusterkit.ablate` take presets by name); ``ValueError`` naming the presets, and
     the closest ones, for an unknown ``name``."""
     if name not in PRESETS:
-        raise ValueError(f"Unknown preset {name!r}; the presets are {', '.join(PRESETS)}."
-                         f"{did_you_mean(name, PRESETS)}")
-    return globals()[name](n_clusters, **kwargs)
+        raise ValueError(f"Unknown preset {name!r}; {_registry.unknown_preset(name)}")
+    return _FUNCTIONS[name](n_clusters, **kwargs)
 
 
 def _preset(function):
-    """A preset that answers a keyword neither it nor :class:`~clusterkit.Clusterer` takes
-    with a ``TypeError`` naming the closest of those keywords (or, for scikit-learn's names,
-    what to pass instead), before it builds anything."""
+    """The preset of the registry's record named as ``function``, which answers a keyword
+    neither it nor :class:`~clusterkit.Clusterer` takes with a ``TypeError`` naming the
+    closest of those keywords (or, for scikit-learn's names, what to pass instead), before it
+    builds anything."""
+    if function.__name__ not in PRESETS:
+        raise NameError(f"{function.__name__} has no record in the presets' registry")
     own = [name for name, parameter in inspect.signature(function).parameters.items()
            if parameter.kind is not parameter.VAR_KEYWORD]
     known = list(dict.fromkeys(own + list(keywords(Clusterer))))
@@ -152,6 +129,7 @@ def _preset(function):
             if key not in known:
                 raise unknown_keyword(f"presets.{function.__name__}", key, known)
         return function(*args, **kwargs)
+    _FUNCTIONS[function.__name__] = preset
     return preset
 
 

@@ -1,5 +1,6 @@
 """The preset guide: an entry for every preset, and the generated tables of the README and
-the documentation agree with each other and with the guide."""
+the documentation agree with each other and with the guide; the hand-written list of the API
+page and the memory table list the presets of the registry."""
 import re
 from pathlib import Path
 
@@ -16,15 +17,21 @@ MARKERS = ("<!-- presets:start -->", "<!-- presets:end -->")
 MODELS = {"k-means", "spherical k-means", "isotropic GMM", "Laplacian K-modes"}
 
 
-def _rst_rows(text):
-    """The cells of every row of the ``list-table`` in ``text``; the preset cells'
-    ``:func:`` markup reduced to the name."""
+def _rows(text):
+    """The cells of every row of the ``list-table`` in ``text``."""
     rows = []
     for line in text.splitlines():
         if line.startswith("   * - "):
             rows.append([line[len("   * - "):]])
         elif line.startswith("     - "):
             rows[-1].append(line[len("     - "):])
+    return rows
+
+
+def _rst_rows(text):
+    """The cells of every row of the ``list-table`` in ``text``; the preset cells'
+    ``:func:`` markup reduced to the name."""
+    rows = _rows(text)
     for row in rows[1:]:
         match = re.fullmatch(r":func:`(\w+) <clusterkit\.presets\.(\w+)>`", row[0])
         assert match and match.group(1) == match.group(2), row[0]
@@ -104,3 +111,23 @@ def test_docs_page_includes_the_table():
     assert ".. include:: presets_table.inc" in page
     assert re.search(r"^   choosing$", (ROOT / "docs" / "index.rst").read_text(
         encoding="utf-8"), re.M)
+
+
+def test_api_page_lists_the_presets_in_the_registrys_order():
+    """``docs/api.rst`` cannot import the registry: its hand-written list of
+    :mod:`clusterkit.presets` is checked against it (``__all__``, the presets first)."""
+    text = (ROOT / "docs" / "api.rst").read_text(encoding="utf-8")
+    section = text.split(".. currentmodule:: clusterkit.presets", 1)[1]
+    table = section.split(".. autosummary::", 1)[1].split("\n\n", 2)[1]
+    assert [line.strip() for line in table.splitlines()] == presets.__all__
+
+
+def test_memory_table_lists_every_preset_in_the_registrys_order():
+    """``docs/memory_table.inc`` (written by ``benchmarks/bench_memory.py``): per shape, one
+    row per preset."""
+    header, *rows = _rows((ROOT / "docs" / "memory_table.inc").read_text(encoding="utf-8"))
+    assert header[:2] == ["preset", "N x D, C"]
+    shapes = list(dict.fromkeys(row[1] for row in rows))
+    assert shapes
+    for shape in shapes:
+        assert [row[0] for row in rows if row[1] == shape] == list(PRESETS), shape

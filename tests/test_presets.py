@@ -1,9 +1,14 @@
-"""Presets: keyword pass-through, defaults of the variational presets, a small BIRCH trend."""
+"""Presets: the registry, keyword pass-through, defaults of the variational presets, a small
+BIRCH trend."""
+import re
+
 import numpy as np
 import pytest
 
 from clusterkit import (AFKMC2, ByClusters, Clusterer, FullEStep, HardMStep, KMeansPlusPlus,
                         PartialEStep, SampledSeeder, SoftMStep, presets)
+from clusterkit._estimator.guide import REGISTRY, preset_table
+from clusterkit._estimator.registry import SHORTCUTS
 from clusterkit.datasets import make_birch_grid
 
 VARIATIONAL = {
@@ -12,8 +17,38 @@ VARIATIONAL = {
     "var_gmm_x": ("exhaustive", SoftMStep),
     "var_gmm_s": ("estimated", SoftMStep),
 }
-ALL = ["lloyd", "elkan", "minibatch", "nmbatch", "sbe", "slk_bo", "slk_ms", "gmm", *VARIATIONAL,
-       "lwcs_lloyd", "vc_gmm", "large_scale"]
+ALL = list(presets.PRESETS)
+
+
+def test_the_presets_are_the_registrys():
+    """One record per preset: the names, ``__all__``, the functions (by name too) and the
+    module's table all come from the registry."""
+    assert presets.PRESETS == tuple(REGISTRY)
+    assert presets.__all__[:len(REGISTRY)] == list(REGISTRY)
+    functions = {name for name, value in vars(presets).items()
+                 if callable(value) and getattr(value, "__module__", "") == presets.__name__
+                 and hasattr(value, "__wrapped__")}
+    assert functions == set(REGISTRY)
+    for name in REGISTRY:
+        assert presets._FUNCTIONS[name] is getattr(presets, name)
+        assert type(presets.build_preset(name, 3)) is type(getattr(presets, name)(3))
+    assert ".. presets-table" not in presets.__doc__ and preset_table() in presets.__doc__
+    assert re.findall(r"^:func:`(\w+)`", presets.__doc__, re.M) == list(REGISTRY)
+
+
+@pytest.mark.parametrize("name", presets.PRESETS)
+def test_the_registry_says_which_strategies_a_preset_sets(name):
+    """``fixes`` (what the command line refuses in ``--param``) is exactly what the preset
+    refuses: the strategy parameters it sets itself."""
+    refused = []
+    for key in SHORTCUTS:
+        try:
+            getattr(presets, name)(3, **{key: None})
+        except TypeError as error:
+            assert str(error).startswith(f"This preset sets {key} itself"), error
+            refused.append(key)
+    assert sorted(refused) == sorted(REGISTRY[name].fixes)
+    assert {"estep", "mstep"} <= set(refused)
 
 
 @pytest.mark.parametrize("name", ALL)
