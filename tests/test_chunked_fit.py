@@ -262,8 +262,10 @@ def _counting_what_comes_back(monkeypatch):
     steps = []
     map_with_state = _chunked.ChunkedData.map_chunks_with_state
 
-    def counting(self, func, args, states, progress=None, combine=None, finish=None):
-        results, states = map_with_state(self, func, args, states, progress, combine, finish)
+    def counting(self, func, args, states, progress=None, combine=None, finish=None,
+                 result_bytes=None):
+        results, states = map_with_state(self, func, args, states, progress, combine, finish,
+                                         result_bytes)
         steps.append(_nbytes(results))
         return results, states
 
@@ -271,15 +273,26 @@ def _counting_what_comes_back(monkeypatch):
     return steps
 
 
-def test_the_client_gets_a_few_numbers_per_cluster(da, client, monkeypatch, capsys):
+@pytest.mark.parametrize("gather_bytes", [0, None])
+def test_the_client_gets_a_few_numbers_per_cluster(da, client, monkeypatch, capsys,
+                                                   gather_bytes):
+    """Large results are added up on the workers (the client gets the root); small ones
+    come to the client, which adds them in the same tree: the same fit."""
+    from clusterkit._data import dask_chunks
+    if gather_bytes is not None:
+        monkeypatch.setattr(dask_chunks, "GATHER_BYTES", gather_bytes)
     X = _blobs(20_000, 6, 10, 13, np.float32)
     Xd = da.from_array(OneChunkAtATime(X, 4_000), chunks=(4_000, 6), asarray=True)
     steps = _counting_what_comes_back(monkeypatch)
     km = lloyd(10, random_state=0, verbose=1).fit(Xd)
     assert len(steps) == km.n_iter_
-    # the chunks' results added up on the workers: sums and weights per cluster, the weight
-    # per label and a few numbers, once (not once per chunk)
-    assert max(steps) <= 8 * (10 * (6 + 2) + 16)
+    # sums and weights per cluster, the weight per label and a few numbers: once (added up
+    # on the workers), or once per chunk (5 chunks, added up here)
+    one = 8 * (10 * (6 + 2) + 16)
+    assert max(steps) <= (one if gather_bytes == 0 else 5 * one)
+    monkeypatch.setattr(dask_chunks, "GATHER_BYTES", 1 << 40)  # (every result gathered)
+    reference = lloyd(10, random_state=0).fit(Xd)
+    np.testing.assert_array_equal(km.cluster_centers_, reference.cluster_centers_)
     assert km.labels_.compute().shape == (20_000,)
     out = capsys.readouterr().out
     assert "Scan: 20000 samples in 5 chunks" in out

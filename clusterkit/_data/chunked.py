@@ -197,7 +197,7 @@ class ChunkedData:
         return framed
 
     def map_chunks_with_state(self, func, args, states, progress=None, combine=None,
-                              finish=None):
+                              finish=None, result_bytes=None):
         """Run ``func`` on every chunk with the state it keeps for that chunk between calls.
 
         ``func(X_chunk, sample_weight_chunk, state, *args)`` returns ``(result, state)``: the
@@ -227,6 +227,11 @@ class ChunkedData:
             them) as one: the results are then combined in :func:`tree_reduce`'s tree where
             they are (tasks on a cluster's workers), and only the root, after
             ``finish(root)`` if given, comes back. Module-level functions or their partials.
+        result_bytes : int or None, default=None
+            About how many bytes one chunk's result has: results that are small in all
+            come back and are combined here, in the same tree (a dask cluster: one round
+            trip instead of a task per level of the tree); ``None``: combined where the
+            chunks ran.
 
         Returns
         -------
@@ -234,7 +239,8 @@ class ChunkedData:
         states : list
         """
         return self._map_state(func, tuple(args), states,
-                               progress or (lambda done, total: None), combine, finish)
+                               progress or (lambda done, total: None), combine, finish,
+                               result_bytes)
 
     @property
     def recomputes_states(self):
@@ -347,7 +353,7 @@ class ChunkedData:
         self._moments = moments
         return moments
 
-    def _map_state(self, func, args, states, progress, combine, finish):
+    def _map_state(self, func, args, states, progress, combine, finish, result_bytes):
         # (in this process a state updated in place is not held twice)
         pairs = self._map(_with_state, range(self.n_chunks),
                           [(func, state, args) for state in states], progress)

@@ -1,5 +1,7 @@
 """Dask arrays as :class:`~clusterkit._data.chunked.ChunkedData`: every block function is a
 task on the dask scheduler in use (see :mod:`clusterkit._data.chunked`)."""
+import pickle
+
 import numpy as np
 
 from .checks import unit_rows
@@ -7,7 +9,17 @@ from .chunked import (ChunkedData, _call_on_block, _fit_dtype, import_dask, map_
                       row_weights, tree_reduce)
 from .nearest import nearest, single_threaded_blas
 
-__all__ = ["DaskChunks", "embedded_nbytes", "shipped_nbytes"]
+__all__ = ["DaskChunks", "EMBED_BYTES", "GATHER_BYTES", "embedded_nbytes",
+           "shipped_nbytes"]
+
+#: Up to this many bytes of all chunks' results of a step, they come to this process and are
+#: added here, in the same tree (one round trip, not a task per level of the tree on the
+#: workers); larger ones are added where the chunks ran and only the root comes back.
+GATHER_BYTES = 16 << 20
+
+#: Up to this many bytes, a step's arguments (the centres, the step's plan) are written into
+#: every chunk's task; larger ones are one task that the workers fetch.
+EMBED_BYTES = 1 << 20
 
 
 def embedded_nbytes(X):
@@ -108,30 +120,36 @@ class DaskChunks(ChunkedData):
         with Callback(posttask=finished):
             return list(dask.compute(*tasks))
 
-    def _map_state(self, func, args, states, progress, combine, finish):
+    def _map_state(self, func, args, states, progress, combine, finish, result_bytes):
         dask, _ = import_dask()
         client = _distributed_client()
         if client is None:  # a local scheduler: the states live in this process
-            return super()._map_state(func, args, states, progress, combine, finish)
+            return super()._map_state(func, args, states, progress, combine, finish,
+                                      result_bytes)
         import operator
 
         from distributed import as_completed
         blocks, weights = self._delayed_blocks()
-        # (the arguments hold no dask collections: not searched for them)
-        shared = [dask.delayed(a, traverse=False) for a in (self._frame, *args)]
-        call = dask.delayed(_call_on_block, pure=False)
+        # the arguments every chunk reads (the frame, centres, the step's plan): written into
+        # each chunk's task where they are small, so that no worker waits to fetch them from
+        # another; else one task of the graph
+        arguments = _Arguments(self._frame, args)
+        if len(pickle.dumps(arguments, protocol=pickle.HIGHEST_PROTOCOL)) > EMBED_BYTES:
+            arguments = dask.delayed(arguments, traverse=False)
+        call = dask.delayed(_step_task, pure=False)
         # a chunk's state is the future of its last (result, state) pair, held on its worker;
         # a lost one is computed again from the chain of the chunk's tasks, which the
         # scheduler keeps while the last pair is wanted
-        tasks = [call(_with_last_state, blocks[c], weights[c], self.dtype,
-                      (func, states[c], shared[1:]), shared[0], unit=self.unit_rows)
-                 for c in range(self.n_chunks)]
+        tasks = [call(blocks[c], weights[c], self.dtype, func, states[c], arguments,
+                      self.unit_rows) for c in range(self.n_chunks)]
         pairs = client.compute(tasks)
         del tasks  # (they hold the old states' futures)
         results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
         chunk_of = {future.key: c for c, future in enumerate(results)}
         total = None
-        if combine is not None:  # (tasks on the workers, added as the results come)
+        here = (result_bytes is not None
+                and result_bytes * self.n_chunks <= GATHER_BYTES)
+        if combine is not None and not here:  # (tasks on the workers, as the results come)
             total = tree_reduce(results, lambda first, second: client.submit(
                 combine, first, second, pure=False))
             if finish is not None:
@@ -142,7 +160,13 @@ class DaskChunks(ChunkedData):
             states[c] = None  # its new state is there: the worker may free the old one
             done += self.chunk_rows[c]
             progress(done, self.shape[0])
-        return (client.gather(results) if total is None else total.result()), pairs
+        if total is not None:
+            return total.result(), pairs
+        results = client.gather(results)
+        if combine is not None:  # small results: the same tree, added here
+            results = tree_reduce(results, combine)
+            results = results if finish is None else finish(results)
+        return results, pairs
 
     @property
     def recomputes_states(self):
@@ -172,10 +196,22 @@ def _of_pair(func, pair):
     return func(pair[1])
 
 
-def _with_last_state(X, sample_weight, func, pair, args):
-    """:func:`_with_state` with the state of the chunk's last ``(result, state)`` pair (a
-    state given as such, or ``None``, before the first)."""
-    return func(X, sample_weight, pair[1] if isinstance(pair, tuple) else pair, *args)
+class _Arguments:
+    """A step's arguments for every chunk's task: the fit's frame and the function's other
+    arguments (an object dask passes as it is, without searching inside)."""
+
+    __slots__ = ("frame", "args")
+
+    def __init__(self, frame, args):
+        self.frame, self.args = frame, args
+
+
+def _step_task(X, sample_weight, dtype, func, pair, arguments, unit):
+    """A chunk's task of :meth:`ChunkedData.map_chunks_with_state` on a cluster:
+    :func:`~clusterkit._data.chunked._call_on_block` with the state of the chunk's last
+    ``(result, state)`` pair (a state given as such, or ``None``, before the first)."""
+    return _call_on_block(func, X, sample_weight, dtype, arguments.args, arguments.frame,
+                          state=pair[1] if isinstance(pair, tuple) else pair, unit=unit)
 
 
 def _distributed_client():

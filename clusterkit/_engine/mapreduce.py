@@ -320,6 +320,14 @@ class ChunkedSteps(Steps):
         self.order = (schedule.row_order(data.shape[0], state) if schedule.nested
                       else None)
 
+    @property
+    def _result_bytes(self):
+        """About the bytes of a chunk's step result (its float64 sums: a few per centre and
+        feature), or ``None`` where it holds an E-step summary of unknown size."""
+        if self.composition.estep.shares_state:
+            return None
+        return 8 * self.state.n_clusters * (self.state.n_features + 4)
+
     def _first_states(self):
         return [_ChunkState(None, None, None, int(start)) for start in self.data.chunk_starts]
 
@@ -351,12 +359,12 @@ class ChunkedSteps(Steps):
         return self.data.per_row(_chunk_labels, self.chunks, np.int32,
                                  run.history[-1]["qe"])
 
-    def _map(self, func, *args, progress=None, combine=None, finish=None):
+    def _map(self, func, *args, progress=None, combine=None, finish=None, result_bytes=None):
         # the chunks' last states are handed over: each is let go as soon as its chunk's new
         # one is there (on a cluster its worker then frees it)
         states, self.chunks = self.chunks, None
         results, self.chunks = self.data.map_chunks_with_state(func, args, states, progress,
-                                                               combine, finish)
+                                                               combine, finish, result_bytes)
         return results
 
     def _progress(self, phase):
@@ -410,7 +418,8 @@ class ChunkedSteps(Steps):
                                     else None, shared=self.shared, order=self.order,
                                     prefix=prefix, carry=self.carry),
                               progress=self._progress("estep"),
-                              combine=partial(_add_results, estep), finish=partial(_share, estep))
+                              combine=partial(_add_results, estep), finish=partial(_share, estep),
+                              result_bytes=self._result_bytes)
             if total.shared is not None:  # (else the last step's stays)
                 self.shared = total.shared
         self.carry = False
