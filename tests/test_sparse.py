@@ -1,5 +1,8 @@
 """Sparse (CSR) input through Clusterer and the presets: scikit-learn's k-means tests that run
 on CSR data, the sparse fit against the dense one from the same start, and the refusals."""
+import copy
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -468,6 +471,8 @@ def test_the_rows_kind_is_decided_by_one_test():
     assert kernels_for(X.toarray()) is DENSE and kernels_for([[0.0, 1.0]]) is DENSE
     assert not DENSE.refuses(AFKMC2()) and CSR_ROWS.refuses(AFKMC2())
     assert not CSR_ROWS.refuses(RandomSeeder())
+    # (a run's state, which names its kind, is copied to dask's workers)
+    assert pickle.loads(pickle.dumps(CSR_ROWS)) is CSR_ROWS and copy.deepcopy(DENSE) is DENSE
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -133,6 +133,10 @@ class RowsKind:
     def __repr__(self):
         return f"<{self.name} rows>"
 
+    def __reduce__(self):
+        # one object per kind, also in a worker's copy of a run's state (tables key on it)
+        return self.name.upper()
+
     def refuses(self, strategy):
         """Whether ``strategy`` (a strategy or its class) cannot run on rows of this kind."""
         raise NotImplementedError
