@@ -1,5 +1,8 @@
 """Sparse (CSR) input through Clusterer and the presets: scikit-learn's k-means tests that run
 on CSR data, the sparse fit against the dense one from the same start, and the refusals."""
+import copy
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -457,3 +460,62 @@ def test_the_presets_the_docs_name_for_sparse_data_take_it(name):
     if accepts_sparse(model):
         X, _ = _text_like(n_samples=60)
         assert model.fit(X).cluster_centers_.shape == (3, X.shape[1])
+
+
+# --- the rows' kinds: one test, one signature per kernel ------------------------------------
+
+def test_the_rows_kind_is_decided_by_one_test():
+    from clusterkit._data.sparse import CSR as CSR_ROWS, DENSE, kernels_for
+    X, _ = _text_like(n_samples=20)
+    assert kernels_for(X) is CSR_ROWS and kernels_for(sp.csr_array(X)) is CSR_ROWS
+    assert kernels_for(X.toarray()) is DENSE and kernels_for([[0.0, 1.0]]) is DENSE
+    assert not DENSE.refuses(AFKMC2()) and CSR_ROWS.refuses(AFKMC2())
+    assert not CSR_ROWS.refuses(RandomSeeder())
+    # (a run's state, which names its kind, is copied to dask's workers)
+    assert pickle.loads(pickle.dumps(CSR_ROWS)) is CSR_ROWS and copy.deepcopy(DENSE) is DENSE
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_csr_kernels_agree_with_the_dense_kernels(dtype):
+    """Every kernel of the CSR kind gives the dense kind's result on the same rows (up to
+    rounding where the two compute differently)."""
+    from clusterkit._data.sparse import CSR as CSR_ROWS, DENSE
+    X = sp.random(200, 30, density=0.3, format="csr", random_state=0, dtype=dtype) * 3
+    X = sp.csr_matrix(X, dtype=dtype)
+    dense = X.toarray()
+    centers = dense[[0, 50, 100, 150, 199]].copy()
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    norms = DENSE.row_norms(dense)
+    np.testing.assert_allclose(CSR_ROWS.row_norms(X), norms, rtol=rtol)
+    assert np.abs(CSR_ROWS.values(X)).max() == np.abs(DENSE.values(dense)).max()
+    np.testing.assert_allclose(CSR_ROWS.scaled_rows(X, norms).toarray(),
+                               DENSE.scaled_rows(dense, norms), rtol=rtol)
+    for got, expected in zip(CSR_ROWS.bounding_box(X), DENSE.bounding_box(dense)):
+        np.testing.assert_array_equal(got, expected)
+    rows = [3, 1, 4, 1, 5]
+    np.testing.assert_array_equal(CSR_ROWS.dense_rows(X, rows), DENSE.dense_rows(dense, rows))
+    np.testing.assert_array_equal(CSR_ROWS.take(X, rows).toarray(), DENSE.take(dense, rows))
+    labels = np.empty(200, dtype=np.int32)
+    dist2 = np.empty(200, dtype=dtype)
+    CSR_ROWS.assign(X, CSR_ROWS.kernel_sqnorms(X, 1), centers, labels, dist2, 1)
+    expected_labels = np.empty(200, dtype=np.int32)
+    expected_dist2 = np.empty(200, dtype=dtype)
+    DENSE.assign(dense, DENSE.kernel_sqnorms(dense, 1), centers, expected_labels,
+                 expected_dist2, 1)
+    assert_labels_equal_up_to_ties(dense, centers, labels, expected_labels, rtol)
+    np.testing.assert_allclose(dist2, expected_dist2, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(CSR_ROWS.dist2_to_labels(X, centers, labels, 1)[0],
+                               DENSE.dist2_to_labels(dense, centers, labels, 1)[0],
+                               rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(CSR_ROWS.all_dist2(X, centers, 1),
+                               DENSE.all_dist2(dense, centers, 1), rtol=rtol, atol=rtol)
+    # (both kinds' centre distances are lower bounds, within rounding of the exact ones)
+    half = [(np.empty((5, 5)), np.empty(5)) for _ in range(2)]
+    CSR_ROWS.center_half_distances(centers, *half[0], 1)
+    DENSE.center_half_distances(centers, *half[1], 1)
+    for got, expected in zip(*half):
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    bad = X.copy()
+    bad.data[bad.indptr[7]] = np.nan
+    assert CSR_ROWS.nonfinite_rows(bad) == DENSE.nonfinite_rows(bad.toarray()) == (1, 7)
+    assert not np.any(CSR_ROWS.mean(X)) and CSR_ROWS.in_frame(X, None) is X

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from .sparse import bounding_rows, is_sparse
+from .sparse import kernels_for
 
 __all__ = ["check_sample_weight", "check_range", "check_representable", "bounding_box",
            "squared_diagonal", "check_finite_centers", "check_bandwidth",
@@ -17,25 +17,10 @@ __all__ = ["check_sample_weight", "check_range", "check_representable", "boundin
            "check_block_rows", "rows_from"]
 
 
-_BLOCK_ROWS = 4096
-
-
 def nonfinite_rows(X):
     """The number of rows of ``X`` (dense or CSR) with a NaN or infinite entry, and the
     index of the first of them (-1 if there is none)."""
-    if is_sparse(X):
-        bad = ~np.isfinite(X.data)
-        if not bad.any():
-            return 0, -1
-        rows = np.unique(np.searchsorted(X.indptr, np.flatnonzero(bad), side="right") - 1)
-        return rows.size, int(rows[0])
-    with np.errstate(over="ignore", invalid="ignore"):
-        if X.size == 0 or np.isfinite(X.sum()):  # (one pass when all is finite)
-            return 0, -1
-    rows = np.concatenate([start + np.flatnonzero(~np.isfinite(
-        X[start:start + _BLOCK_ROWS]).all(axis=1))
-        for start in range(0, X.shape[0], _BLOCK_ROWS)])
-    return rows.size, int(rows[0]) if rows.size else -1
+    return kernels_for(X).nonfinite_rows(X)
 
 
 #: The first row, in all the data, of the rows being checked (one row chunk of a dask array,
@@ -78,23 +63,10 @@ def check_finite_rows(X, n_bad=None, first=None):
                          "their missing values.")
 
 
-def _row_norms(X):
-    """Euclidean norms of the rows of ``X`` (dense or CSR), in float64, block by block."""
-    if is_sparse(X):
-        row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        data = X.data.astype(np.float64)
-        return np.sqrt(np.bincount(row_of, data * data, minlength=X.shape[0]))
-    norms = np.empty(X.shape[0])
-    for start in range(0, X.shape[0], _BLOCK_ROWS):
-        block = X[start:start + _BLOCK_ROWS].astype(np.float64)
-        norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
-    return norms
-
-
 def zero_norm_rows(X, norms=None):
     """The number of rows of ``X`` of norm zero and the index of the first (-1 if none);
     ``norms`` the rows' norms if they were computed already."""
-    zero = np.flatnonzero((_row_norms(X) if norms is None else norms) == 0)
+    zero = np.flatnonzero((kernels_for(X).row_norms(X) if norms is None else norms) == 0)
     return zero.size, int(zero[0]) if zero.size else -1
 
 
@@ -137,19 +109,10 @@ def unit_rows(X, name="X"):
     ValueError
         If a row has norm zero (it has no direction; its cosine to any centre is undefined).
     """
-    norms = _row_norms(X)
+    kind = kernels_for(X)
+    norms = kind.row_norms(X)
     check_unit_rows(X, *zero_norm_rows(X, norms), name)
-    if is_sparse(X):
-        row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        data = X.data.astype(np.float64)
-        Y = X.copy()
-        Y.data = (data / norms[row_of]).astype(X.dtype)
-        return Y
-    Y = np.empty_like(X)
-    for start in range(0, X.shape[0], _BLOCK_ROWS):
-        rows = slice(start, start + _BLOCK_ROWS)
-        Y[rows] = X[rows].astype(np.float64) / norms[rows, None]
-    return Y
+    return kind.scaled_rows(X, norms)
 
 
 def check_sample_weight(sample_weight, n_samples, dtype):
@@ -277,16 +240,14 @@ def check_representable(X, centers=None, sample_weight=None):
             total = float(sample_weight.sum(dtype=np.float64))
         weights = (total, float(sample_weight.max()))
     box = bounding_box(X)
-    check_range(*box, X.dtype, X.shape[0], weights, centers, centred=not is_sparse(X))
+    check_range(*box, X.dtype, X.shape[0], weights, centers, centred=kernels_for(X).centred)
     return box
 
 
 def bounding_box(X):
     """Every feature's smallest and largest value of ``X`` (dense, or CSR with its zeros),
     as two arrays of shape (n_features,) of ``X``'s dtype."""
-    if is_sparse(X):
-        X = bounding_rows(X)
-    return X.min(axis=0), X.max(axis=0)
+    return kernels_for(X).bounding_box(X)
 
 
 def squared_diagonal(low, high):

@@ -19,9 +19,9 @@ centring, one block-size policy and one BLAS policy:
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from .._kernels import _assign, _sparse as _sparse_kernels
-from .._kernels._dist import TILE_ROWS, center_rows
-from . import sparse as _sparse
+from .._kernels import _assign
+from .._kernels._dist import TILE_ROWS
+from .sparse import CSR, DENSE, kernels_for
 
 __all__ = ["BLOCK_BYTES", "all_dist2", "centred_copy", "data_mean", "dist2_blocks",
            "dist2_to_labels", "in_frame", "nearest", "row_blocks", "single_threaded_blas"]
@@ -51,30 +51,22 @@ def data_mean(X):
     In ``X``'s dtype the centred data round exactly as scikit-learn's ``KMeans`` centres them,
     so both start from bit-identical data (the mean's own rounding is only a translation).
     Sparse data are not centred (that would fill in their zeros; scikit-learn does not centre
-    them either): their frame is the origin. This is the one place that decides.
+    them either): their frame is the origin. Every centring of a fit comes from here
+    (each kind's :meth:`~clusterkit._data.sparse.RowsKind.mean`).
     """
-    if _sparse.is_sparse(X):
-        return np.zeros(X.shape[1], dtype=X.dtype)
-    return X.mean(axis=0)
+    return kernels_for(X).mean(X)
 
 
 def in_frame(X, x_mean):
     """Rows ``X`` shifted to the frame centred on ``x_mean`` (a new array); CSR rows as they
     are (their frame is the origin, see :func:`data_mean`)."""
-    return X if _sparse.is_sparse(X) else X - x_mean
+    return kernels_for(X).in_frame(X, x_mean)
 
 
 def dist2_to_labels(X, centers, labels, n_threads):
     """Squared distance of each (centred) row to the centre its label names, and the
     evaluations (one per row)."""
-    dist2 = np.empty(X.shape[0], dtype=X.dtype)
-    if _sparse.is_sparse(X):
-        n_evals = _sparse_kernels.dist2_to_labels_sparse(
-            *_sparse.csr_arrays(X), _sparse.row_sqnorms(X, n_threads), centers, labels, dist2,
-            n_threads)
-    else:
-        n_evals = _assign.dist2_to_labels(X, centers, labels, dist2, n_threads)
-    return dist2, n_evals
+    return kernels_for(X).dist2_to_labels(X, centers, labels, n_threads)
 
 
 def centred_copy(X, x_mean, n_threads, order=None):
@@ -84,13 +76,7 @@ def centred_copy(X, x_mean, n_threads, order=None):
     Dense data are copied (centring in place would change the user's array); CSR data, whose
     mean is zero, are used as they are (rows reordered if asked, a copy then).
     """
-    if _sparse.is_sparse(X):
-        if order is not None:
-            X = X[order]
-        return X, float(np.dot(X.data, X.data.astype(np.float64)))
-    centred = np.empty_like(X)
-    # (the sum of squares in float64: in float32 it can overflow where no distance does)
-    return centred, center_rows(X, x_mean, centred, n_threads, order)
+    return kernels_for(X).centred_copy(X, x_mean, n_threads, order)
 
 
 def row_blocks(n_samples, row_bytes):
@@ -130,12 +116,13 @@ def nearest(X, x_mean, centers, n_threads, progress=None, X32=None):
     """
     labels = np.empty(X.shape[0], dtype=np.int32)
     dist2 = np.empty(X.shape[0], dtype=X.dtype)
-    if _sparse.is_sparse(X):
-        n_evals = _sparse_kernels.assign_sparse(*_sparse.csr_arrays(X),
-                                                _sparse.row_sqnorms(X, n_threads),
-                                                _uncentred(centers, x_mean), labels, dist2,
-                                                n_threads)
-        return labels, dist2, n_evals
+    n_evals = _PASSES[kernels_for(X)](X, x_mean, centers, labels, dist2, n_threads, progress,
+                                      X32)
+    return labels, dist2, n_evals
+
+
+def _dense_pass(X, x_mean, centers, labels, dist2, n_threads, progress, X32):
+    """:func:`nearest` on dense rows, centred block by block; returns the evaluations."""
     n_evals = 0
     # float64 rows with many features: float32 products, the same labels (FullEStep's)
     mixed = X.dtype == np.float64 and X.shape[1] >= _assign.MIXED_MIN_FEATURES
@@ -149,15 +136,18 @@ def nearest(X, x_mean, centers, n_threads, progress=None, X32=None):
                                        x32)
         if progress is not None:
             progress(rows.stop, X.shape[0])
-    return labels, dist2, n_evals
+    return n_evals
 
 
-def _uncentred(centers, x_mean):
-    """Centres relative to ``x_mean`` moved to the origin's frame, for CSR rows (which are
-    not shifted): ``centers`` themselves when the frame is the origin."""
-    if x_mean is None or not np.any(x_mean):
-        return centers
-    return np.ascontiguousarray(centers + x_mean, dtype=centers.dtype)
+def _csr_pass(X, x_mean, centers, labels, dist2, n_threads, progress, X32):
+    """:func:`nearest` on CSR rows, in one kernel call: the rows are not shifted, the centres
+    move to their frame instead; returns the evaluations."""
+    return CSR.assign(X, CSR.kernel_sqnorms(X, n_threads), CSR.frame_centers(centers, x_mean),
+                      labels, dist2, n_threads)
+
+
+#: The nearest-centre pass of each kind of rows.
+_PASSES = {DENSE: _dense_pass, CSR: _csr_pass}
 
 
 def all_dist2(X, centers, n_threads):
@@ -166,24 +156,13 @@ def all_dist2(X, centers, n_threads):
     smallest of each row is the centre :func:`nearest` picks (also for CSR rows). For
     callers that need them all (Laplacian K-modes' kernel); ``n_samples * n_clusters``
     evaluations."""
-    dist2 = np.empty((X.shape[0], centers.shape[0]), dtype=X.dtype)
-    if _sparse.is_sparse(X):
-        _sparse_kernels.dist2_sparse(*_sparse.csr_arrays(X), _sparse.row_sqnorms(X, n_threads),
-                                     centers, dist2, n_threads)
-        return dist2
-    labels = np.empty(X.shape[0], dtype=np.int32)
-    smallest = np.empty(X.shape[0], dtype=X.dtype)
-    # a variance <= 0 leaves the squared distances in the output
-    _assign.responsibilities_full(X, centers, -1.0, dist2, labels, smallest, smallest,
-                                  n_threads)
-    return dist2
+    return kernels_for(X).all_dist2(X, centers, n_threads)
 
 
 def dist2_blocks(X, x_mean, centers, n_threads):
     """Row blocks ``(rows, dist2)`` of :func:`all_dist2` for ``X`` in the user's coordinates,
     centred on ``x_mean`` block by block (no ``n_samples x n_clusters`` array is made)."""
-    if _sparse.is_sparse(X):
-        centers = _uncentred(centers, x_mean)
+    kind = kernels_for(X)
+    centers = kind.frame_centers(centers, x_mean)
     for rows in row_blocks(X.shape[0], centers.shape[0] * X.dtype.itemsize):
-        block = X[rows] if _sparse.is_sparse(X) else X[rows] - x_mean
-        yield rows, all_dist2(block, centers, n_threads)
+        yield rows, kind.all_dist2(kind.in_frame(X[rows], x_mean), centers, n_threads)

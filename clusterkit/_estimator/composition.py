@@ -8,7 +8,7 @@ from the strategy classes alone, so that ``partial_fit`` is absent (with the rea
 estimator that cannot stream.
 """
 from .._data.chunked import ChunkedData
-from .._data.sparse import is_sparse
+from .._data.sparse import kernels_for
 from .._engine.contracts import SHARED_STATE_HOOKS, EStep
 from .guide import SPARSE_PRESETS
 from .registry import sparse_seeds
@@ -46,8 +46,7 @@ def check_composition(composition, X, n_clusters, streaming=False):
         a composition that cannot stream, a strategy's own parameters (its ``_validate``),
         or declarations that do not fit together.
     """
-    if is_sparse(X):
-        _check_sparse(composition)
+    _check_kind(composition, kernels_for(X))
     if isinstance(X, ChunkedData):
         _check_chunked(composition)
     if streaming:
@@ -62,13 +61,14 @@ def check_composition(composition, X, n_clusters, streaming=False):
     return composition
 
 
-def _check_sparse(composition):
-    """Refuse sparse input for a composition with a strategy that does not declare
-    ``accepts_sparse``: a ``TypeError`` naming those strategies by parameter and what takes
-    sparse input instead, derived from the registry (the presets the guide lists as taking
-    it, the seeding shortcuts that do), so that it never goes stale."""
+def _check_kind(composition, kind):
+    """Refuse rows of a ``kind`` (:func:`~clusterkit._data.sparse.kernels_for`) that a
+    strategy of the composition cannot take: sparse input for a strategy that does not
+    declare ``accepts_sparse``, a ``TypeError`` naming those strategies by parameter and what
+    takes sparse input instead, derived from the registry (the presets the guide lists as
+    taking it, the seeding shortcuts that do), so that it never goes stale."""
     refused = [(name, strategy) for name, strategy in zip(composition._fields, composition)
-               if not strategy.accepts_sparse]
+               if kind.refuses(strategy)]
     if not refused:
         return
     names = ", ".join(f"{name}={type(strategy).__name__}" for name, strategy in refused)

@@ -4,7 +4,7 @@ or refused (:func:`~clusterkit._engine.footprint.plan_memory`)."""
 import numpy as np
 
 from .._data import chunked as _chunked, memory
-from .._data.sparse import is_sparse
+from .._data.sparse import kernels_for
 from .._engine.footprint import estimate_memory, plan_memory
 from .._kernels._openmp import effective_n_threads
 from .validation import check_memory_limit, check_params
@@ -67,9 +67,9 @@ class MemoryMethods:
             else:
                 X = self._chunked_data(X, None, fitting=False) or X
                 if not isinstance(X, _chunked.ChunkedData):
-                    copies = copies_input(X)
-                    if not (isinstance(X, np.ndarray) or is_sparse(X)):
-                        X = np.asarray(X)
+                    kind = kernels_for(X)
+                    copies = kind.checking_copies(X)
+                    X = kind.as_rows(X)
                     if X.dtype not in (np.float32, np.float64):
                         X = np.broadcast_to(np.zeros((), dtype=np.float64), X.shape)
             check_params(self, X.shape[0])
@@ -103,7 +103,4 @@ class MemoryMethods:
 def copies_input(X):
     """Whether validating ``X`` for a fit copies it: anything but a C-contiguous float32 or
     float64 array (or sparse matrix) is converted."""
-    if is_sparse(X):
-        return False
-    return not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)
-                and X.flags.c_contiguous)
+    return kernels_for(X).checking_copies(X)

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from .._data.sparse import is_sparse
+from .._data.sparse import kernels_for
 from .available import available_if
 from .composition import STREAM_PARAMETERS, stream_refusal
 from .registry import strategy_class
@@ -88,7 +88,7 @@ class StreamingMethods:
         check_representable(X, sample_weight=sample_weight)
         if driver is None:
             driver = self._start_stream(X, fitted)
-        if is_sparse(X) and np.any(driver.x_mean):
+        if not kernels_for(X).centred and np.any(driver.x_mean):
             raise ValueError("This partial_fit stream started on dense data and runs centred "
                              "on their mean; sparse batches cannot be centred. Pass "
                              "X.toarray(), or start the stream (or fit) on sparse data.")

@@ -12,7 +12,7 @@ from .._data.checks import (bounding_box, check_bandwidth, check_block_rows,  # 
                             check_representable, check_sample_weight, check_unit_rows,
                             check_weight_counts, count_weight_problems, nonfinite_rows, rows_from, squared_diagonal, unit_rows,
                             zero_norm_rows)
-from .._data.sparse import check_csr, is_sparse
+from .._data.sparse import kernels_for
 from .._engine.constraints import Interval, check_parameters
 from .._kernels._openmp import effective_n_threads
 
@@ -32,7 +32,7 @@ def check_data(estimator, X, dtype=(np.float64, np.float32), reset=True):
     with int32 indices (:func:`~clusterkit._data.sparse.check_csr`)."""
     X = validate_data(estimator, X, accept_sparse="csr", dtype=dtype, order="C",
                       ensure_min_samples=1, ensure_all_finite=False, reset=reset)
-    X = check_csr(X) if is_sparse(X) else X
+    X = kernels_for(X).checked(X)
     check_finite_rows(X)
     return X
 

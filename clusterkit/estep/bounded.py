@@ -1,7 +1,7 @@
 """The rule that chooses an exact bounded E-step for a fit (:class:`BoundedEStep`): Elkan's
 bounds, Yinyang's groups, or Hamerly's single bound with a neighbour search, by the data's
 dimension, the number of clusters and the memory the bounds may take."""
-from .._data.sparse import is_sparse
+from .._data.sparse import kernels_for
 from .._engine.assignment import QUANTIZATION_ERROR
 from .._engine.contracts import EStep
 from .bounds import Bounds, bounds_budget
@@ -107,7 +107,8 @@ class BoundedEStep(EStep):
 
     def _rule(self, n_rows, n_clusters, sparse, n_features, budget):
         """The rule of the class notes, for ``n_rows`` rows in ``budget`` bytes (``None``: no
-        limit)."""
+        limit); ``sparse``: rows that YinyangEStep refuses, which ElkanEStep's CSR kernels
+        take (unpruned)."""
         prune = getattr(self, "prune", None)
         if sparse:
             return ElkanEStep(self.max_bounds_bytes, prune=None)
@@ -132,7 +133,8 @@ class BoundedEStep(EStep):
         """
         n_rows = run_rows(X, n_clusters, composition)
         budget = bounds_budget(self.max_bounds_bytes)
-        estep = self._rule(n_rows, n_clusters, is_sparse(X), X.shape[1], budget)
+        estep = self._rule(n_rows, n_clusters, kernels_for(X).refuses(YinyangEStep),
+                           X.shape[1], budget)
         estep._check_fit(X, n_clusters, composition, budget)
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
@@ -145,7 +147,8 @@ class BoundedEStep(EStep):
         """The state of the E-step the rule picks for this run's rows (:meth:`chosen`); it
         names that E-step, which :meth:`assign`, :meth:`final_labels` and
         :meth:`labelling_rows` follow, so a run never mixes the two."""
-        estep = self.chosen(X.shape[0], centers.shape[0], is_sparse(X), X.shape[1])
+        estep = self.chosen(X.shape[0], centers.shape[0],
+                            kernels_for(X).refuses(YinyangEStep), X.shape[1])
         return estep.init_state(X, sample_weight, centers, state)
 
     def _running(self, X, sample_weight, centers, state):

@@ -12,11 +12,11 @@ import numpy as np
 from .._data import memory
 from .._data.checks import check_int
 from .._data.moments import weighted_sum
-from .._data.sparse import is_sparse
+from .._data.sparse import kernels_for
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
-from .._kernels import _mstep, _pruned
+from .._kernels import _pruned
 from .pruning import CenterProjection, Projection, dimension_count, resolve_prune
 from .rows import batch_rows, run_rows
 
@@ -106,7 +106,7 @@ def bounds_scale(X):
     bounds (a distance plus a centre's total move, each at most the data's diagonal) cannot
     overflow: 1 unless the data's diagonal times :data:`_BOUND_MARGIN` reaches float32's
     largest number."""
-    values = X.data if is_sparse(X) else X
+    values = kernels_for(X).values(X)
     extent = 2.0 * float(np.abs(values).max(initial=0.0)) * math.sqrt(X.shape[1])
     if extent * _BOUND_MARGIN >= float(np.finfo(np.float32).max):
         return 2.0 ** -math.ceil(math.log2(extent * _BOUND_MARGIN / _BOUND_TARGET))
@@ -148,10 +148,13 @@ def _has_repeats(rows):
 class Bounds:
     """What the per-run state of every bounded E-step holds besides its own bounds: the
     stored bounds ``lower`` (one row per sample), the power of two ``scale`` the E-step
-    multiplies the coordinates by (see :func:`bounds_scale`), and the E-step that made it
-    (``estep``; :class:`~clusterkit.BoundedEStep` runs the one its state names)."""
+    multiplies the coordinates by (see :func:`bounds_scale`), the E-step that made it
+    (``estep``; :class:`~clusterkit.BoundedEStep` runs the one its state names), the kernels
+    of the run's rows (``kind``, :func:`~clusterkit._data.sparse.kernels_for`) and the rows'
+    squared norms as they take them (``x_sqnorms``, in the scaled frame; ``None`` for dense
+    rows)."""
 
-    estep = None
+    estep = kind = x_sqnorms = None
     #: the principal axes and the rows' projections (``prune``), and the centres' at this call
     projection = centers_projection = None
 
@@ -212,9 +215,9 @@ class BoundsEStep(EStep):
         raise NotImplementedError
 
     @staticmethod
-    def _tiled_first_visits(X):
-        """Whether first visits go by distance tiles (:meth:`_first_visit_kernel`) rather
-        than by the bounded kernel."""
+    def _tiled_first_visits(kind, n_features):
+        """Whether first visits of rows of ``kind`` and ``n_features`` go by distance tiles
+        (:meth:`_first_visit_kernel`) rather than by the bounded kernel."""
         return True
 
     def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
@@ -303,9 +306,12 @@ class BoundsEStep(EStep):
         power of two (exact: labels are the same, distances and sums are scaled back), with a
         wide margin for the moves of many steps.
         """
+        kind = kernels_for(X)
         bounds = self._new_bounds(X, centers, bounds_scale(X), state)
-        bounds.estep = self
-        n_axes = (None if is_sparse(X) or bounds.scale != 1.0 else
+        bounds.estep, bounds.kind = self, kind
+        bounds.x_sqnorms = kind.kernel_sqnorms(X, state.n_threads, bounds.scale)
+        # (pruning projects rows as arrays, in the coordinates as given)
+        n_axes = (None if not kind.ndarray or bounds.scale != 1.0 else
                   resolve_prune(self.prune, X.shape[1], centers.shape[0],
                                 self.auto_prune_min_features))
         if n_axes is not None:  # the axes once per run, for every call's bounds
@@ -364,7 +370,8 @@ class BoundsEStep(EStep):
         """Labels, distances and (see :meth:`_revisit`) sums of distinct ``rows``."""
         previous = np.ascontiguousarray(state.labels[rows])
         first = previous < 0
-        if (self._tiled_first_visits(X) or bounds.projection is not None) and first.any():
+        if (self._tiled_first_visits(bounds.kind, X.shape[1])
+                or bounds.projection is not None) and first.any():
             # first visits: all distances in tiles, as Lloyd's E-step computes them
             labels, dist2 = split_first_visits(
                 first, X.dtype,
@@ -406,8 +413,7 @@ class BoundsEStep(EStep):
         labels = np.empty(n_samples, dtype=np.int32)
         dist2 = np.empty(n_samples, dtype=X.dtype)
         centers_sum = weight = None
-        if fuse and not is_sparse(X) and _mstep.blocks_fit(
-                n_samples, n_clusters, n_features, X.itemsize):
+        if fuse and bounds.kind.sums_fit(n_samples, n_clusters, n_features, X.dtype.itemsize):
             # the M-step's sums in the same pass (every row is read for its distance anyway);
             # sparse rows are summed by the M-step itself
             centers_sum = np.empty_like(centers)

@@ -8,13 +8,12 @@ import numpy as np
 
 from .._data.memory import budget, check_memory
 from .._data.moments import weighted_sum
-from .._data.sparse import (center_half_distances as sparse_center_half_distances, csr_arrays,
-                            is_sparse, row_sqnorms)
+from .._data.sparse import CSR, DENSE, csr_arrays, kernels_for
 from .._engine.assignment import FREE_ENERGY, QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .._engine.state import free_energy
-from .._kernels import _assign, _dist, _elkan, _mstep, _sparse as _sparse_kernels, _topk
+from .._kernels import _assign, _elkan, _topk
 from .bounds import Bounds, BoundsEStep, bound_slack
 from .pruning import Projection, assign_pruned, resolve_prune
 from .rows import batch_rows, run_rows
@@ -51,12 +50,13 @@ def soft_fit(state):
 
 
 class _Buffers:
-    """:class:`FullEStep`'s outputs, allocated once per run: an assignment is used within
-    its step only, so the next step may overwrite it."""
+    """:class:`FullEStep`'s outputs, allocated once per run (an assignment is used within
+    its step only, so the next step may overwrite it), and the kernels of the run's rows."""
 
-    def __init__(self, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None,
+    def __init__(self, kind, n_samples, n_clusters, n_features, dtype, soft, x_sqnorms=None,
                  source=None, projection=None):
-        self.x_sqnorms = x_sqnorms  # of the rows of sparse data, once per run
+        self.kind = kind
+        self.x_sqnorms = x_sqnorms  # as the kind's kernels take them (CSR), once per run
         self.projection = projection  # the principal axes and the rows' projections (prune)
         # the run's data if it may get a float32 copy for mixed-precision products (made
         # at its first contiguous batch), and the copy
@@ -68,6 +68,12 @@ class _Buffers:
         if soft:
             self.resp = np.empty((n_samples, n_clusters), dtype=dtype)
             self.log_norm = np.empty(n_samples, dtype=dtype)
+
+    def batch_sqnorms(self, state, n_batch):
+        """The rows' squared norms of the batch ``state.rows``, or ``None`` (dense rows)."""
+        if self.x_sqnorms is None:
+            return None
+        return self.x_sqnorms[batch_rows(state, n_batch, self.x_sqnorms.shape[0])]
 
 
 #: What the exact and variational E-steps compute: k-means' and the mixture's objectives.
@@ -186,22 +192,23 @@ class FullEStep(EStep):
         return n_bytes
 
     def init_state(self, X, sample_weight, centers, state):
-        """The output buffers, allocated once per run for the largest batch (all rows)."""
-        x_sqnorms = row_sqnorms(X, state.n_threads) if is_sparse(X) else None
+        """The output buffers, allocated once per run for the largest batch (all rows), and
+        the kernels of the run's kind of rows."""
+        kind = kernels_for(X)
         soft = soft_fit(state)
-        source = None
-        n_axes = (None if soft or is_sparse(X) else
-                  self._projections(X.shape[1], centers.shape[0]))
+        layout = (kind, X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft)
+        # pruning and float32 copies read the rows as arrays, for hard assignments
+        hard_arrays = kind.ndarray and not soft
+        n_axes = self._projections(X.shape[1], centers.shape[0]) if hard_arrays else None
         if n_axes is not None:  # the axes once per run, for every call's bounds
-            return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft,
-                            projection=Projection(X, n_axes))
-        if (not (soft or is_sparse(X)) and X.dtype == np.float64
+            return _Buffers(*layout, projection=Projection(X, n_axes))
+        source = None
+        if (hard_arrays and X.dtype == np.float64
                 and X.shape[1] >= _assign.MIXED_MIN_FEATURES):
             left = budget()
             if left is None or X.shape[0] * (X.shape[1] + 1) * 4 <= left:
                 source = X
-        return _Buffers(X.shape[0], centers.shape[0], X.shape[1], X.dtype, soft, x_sqnorms,
-                        source)
+        return _Buffers(*layout, kind.kernel_sqnorms(X, state.n_threads), source)
 
     def assign(self, X, sample_weight, centers, state):
         n_samples = X.shape[0]
@@ -209,23 +216,17 @@ class FullEStep(EStep):
         if not isinstance(buffers, _Buffers):  # called without init_state
             buffers = self.init_state(X, sample_weight, centers, state)
         labels, dist2 = buffers.labels[:n_samples], buffers.dist2[:n_samples]
-        if is_sparse(X):  # hard only (see accepts_sparse)
-            x_sqnorms = buffers.x_sqnorms[batch_rows(state, n_samples,
-                                                     buffers.x_sqnorms.shape[0])]
-            state.count("estep", _sparse_kernels.assign_sparse(
-                *csr_arrays(X), x_sqnorms, centers, labels, dist2, state.n_threads))
-            qe = weighted_sum(dist2, sample_weight)
-            return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
-        if not soft_fit(state):
+        if not soft_fit(state):  # (the only assignments of CSR rows, see accepts_sparse)
+            kind = buffers.kind
             n_clusters, n_features = centers.shape
             if buffers.projection is not None:
                 return assign_pruned(X, centers, buffers.projection, state, labels, dist2,
                                      sample_weight)
             x32 = _float32_rows(X, buffers, state)
             if not (state.fuse_sums
-                    and _mstep.blocks_fit(n_samples, n_clusters, n_features, X.itemsize)):
-                state.count("estep", _assign.assign_full(X, centers, labels, dist2,
-                                                         state.n_threads, x32))
+                    and kind.sums_fit(n_samples, n_clusters, n_features, X.dtype.itemsize)):
+                state.count("estep", kind.assign(X, buffers.batch_sqnorms(state, n_samples),
+                                                 centers, labels, dist2, state.n_threads, x32))
                 qe = weighted_sum(dist2, sample_weight)
                 return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
             # One pass over the data for the assignment and the hard M-step's sums.
@@ -275,7 +276,6 @@ class _ElkanBounds(Bounds):
         self.shift_sum = np.zeros(n_clusters)
         self.half_cc = np.empty((n_clusters, n_clusters))
         self.half_min = np.empty(n_clusters)
-        self.x_sqnorms = None  # of the rows of sparse data
 
 
 def elkan_memory(n_samples, n_clusters):
@@ -373,23 +373,17 @@ class ElkanEStep(BoundsEStep):
         bounds.visit_shift[rows] = bounds.shift_sum[labels]
 
     def _new_bounds(self, X, centers, scale, state):
-        bounds = _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
-        if is_sparse(X):  # the rows' squared norms, once per run (in the scaled frame)
-            bounds.x_sqnorms = row_sqnorms(X * scale if scale != 1.0 else X, state.n_threads)
-        return bounds
+        return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
 
     def _start_step(self, X, bounds, centers, scale, state):
         bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
-        # (centres fitted to sparse data are mostly zeros: their distances cost less as CSR)
-        half_distances = (sparse_center_half_distances if is_sparse(X)
-                          else _elkan.center_half_distances)
-        state.count_per_chunk("estep", half_distances(centers, bounds.half_cc,
-                                                      bounds.half_min, state.n_threads))
+        state.count_per_chunk("estep", bounds.kind.center_half_distances(
+            centers, bounds.half_cc, bounds.half_min, state.n_threads))
 
     @staticmethod
-    def _tiled_first_visits(X):
+    def _tiled_first_visits(kind, n_features):
         # from 9 features on (gemm tiles); below, the bounded kernel's pruned search is faster
-        return not is_sparse(X) and _dist.uses_gemm(X.shape[1])
+        return kind.uses_gemm(n_features)
 
     def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
         return _elkan.elkan_init_bounds(
@@ -399,17 +393,32 @@ class ElkanEStep(BoundsEStep):
 
     def _revisit_kernel(self, X, sample_weight, rows, previous, centers, bounds, labels,
                         dist2, centers_sum, weight, state):
-        slack = bound_slack(X.dtype)
-        if is_sparse(X):  # never fused (see BoundsEStep._revisit)
-            return _elkan.elkan_assign_sparse(
-                *csr_arrays(X), bounds.x_sqnorms[rows], rows, centers, bounds.half_cc,
-                bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
-                bounds.visit_shift, labels, dist2, slack, state.n_threads)
-        return _elkan.elkan_assign(
-            np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
-            bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
-            bounds.visit_shift, labels, dist2, centers_sum, weight, slack, state.n_threads,
-            **self._prune_args(bounds))
+        return _ELKAN_REVISITS[bounds.kind](
+            X, sample_weight, rows, previous, centers, bounds, labels, dist2, centers_sum,
+            weight, bound_slack(X.dtype), state.n_threads, self._prune_args(bounds))
+
+
+def _elkan_revisit_dense(X, sample_weight, rows, previous, centers, bounds, labels, dist2,
+                         centers_sum, weight, slack, n_threads, prune_args):
+    """Elkan's bounded search on dense rows, with the M-step's sums and pruning if asked."""
+    return _elkan.elkan_assign(
+        np.ascontiguousarray(X), sample_weight, rows, centers, bounds.half_cc,
+        bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+        bounds.visit_shift, labels, dist2, centers_sum, weight, slack, n_threads, **prune_args)
+
+
+def _elkan_revisit_csr(X, sample_weight, rows, previous, centers, bounds, labels, dist2,
+                       centers_sum, weight, slack, n_threads, prune_args):
+    """Elkan's bounded search on CSR rows, from their squared norms; never fused
+    (``centers_sum`` is ``None``, see ``RowsKind.sums_fit``) nor pruned."""
+    return _elkan.elkan_assign_sparse(
+        *csr_arrays(X), bounds.x_sqnorms[rows], rows, centers, bounds.half_cc,
+        bounds.half_min, bounds.shift_sum, bounds.lower, previous, bounds.last_dist2,
+        bounds.visit_shift, labels, dist2, slack, n_threads)
+
+
+#: Elkan's bounded search on each kind of rows.
+_ELKAN_REVISITS = {DENSE: _elkan_revisit_dense, CSR: _elkan_revisit_csr}
 
 
 # --- variational E-steps: TruncatedEStep, PartialEStep (Forster & Lücke 2018) ---------------

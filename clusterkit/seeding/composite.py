@@ -7,7 +7,7 @@ import numpy as np
 
 from .._data.moments import weighted_sum
 from .._data.nearest import nearest, single_threaded_blas
-from .._data.sparse import is_sparse
+from .._data.sparse import kernels_for
 from .._engine.constraints import InstanceOf, Interval, Options
 from .._engine.contracts import Seeder, Seeding
 from .afkmc2 import AFKMC2
@@ -102,7 +102,7 @@ class SampledSeeder(Seeder):
         if isinstance(self.size, Integral) and self.size < n_clusters:
             raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
         inner = self._inner()
-        if is_sparse(X) and not inner.accepts_sparse:
+        if kernels_for(X).refuses(inner):
             raise TypeError(f"SampledSeeder's seeder {type(inner).__name__} cannot take "
                             "sparse X; use KMeansPlusPlus or RandomSeeder, or pass "
                             "X.toarray().")
@@ -194,7 +194,8 @@ class SampledSeeder(Seeder):
 
     def _seed_sample(self, inner, X_s, w_s, n_clusters, state):
         """The inner seeder's centres on the sample, in float32 if asked (see ``float32``)."""
-        if not self.float32 or X_s.dtype != np.float64 or is_sparse(X_s):
+        # (a centre is found back among the rows by its float32 copy: arrays only)
+        if not self.float32 or X_s.dtype != np.float64 or not kernels_for(X_s).ndarray:
             return inner.seed(X_s, w_s, n_clusters, state)
         X32 = X_s.astype(np.float32)
         centers = inner.seed(X32, w_s.astype(np.float32), n_clusters, state)
@@ -214,7 +215,7 @@ class SampledSeeder(Seeder):
                 size = max(positive, n_clusters)
             idx = np.sort(_sample_rows(sample_weight, size, state.random_state,
                                        proportional=False))
-            X_s = X[idx] if is_sparse(X) else np.ascontiguousarray(X[idx])
+            X_s = kernels_for(X).take(X, idx)
             w_s = sample_weight[idx]
         total = w_s.sum(dtype=np.float64)
         if total > 0:
@@ -246,7 +247,7 @@ class _Switch(Seeder):
 
     def _validate(self, X, n_clusters, composition):
         chosen = self._chosen(*X.shape, n_clusters)
-        if is_sparse(X) and not chosen.accepts_sparse:
+        if kernels_for(X).refuses(chosen):
             raise TypeError(f"{type(self).__name__} chose {type(chosen).__name__}, which "
                             "cannot take sparse X; pass X.toarray().")
         chosen._validate(X, n_clusters, composition)

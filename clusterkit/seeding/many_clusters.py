@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._data.nearest import all_dist2, nearest, single_threaded_blas
-from .._data.sparse import dense_rows, is_sparse
+from .._data.sparse import kernels_for
 from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
 from .seeders import KMeansPlusPlus, _first_index, greedy_dense
@@ -362,7 +362,7 @@ class KMeansParallel(Seeder):
 
     def _validate(self, X, n_clusters, composition):
         inner = self._inner()
-        if is_sparse(X) and not inner.accepts_sparse:
+        if kernels_for(X).refuses(inner):
             raise TypeError(f"KMeansParallel's seeder {type(inner).__name__} cannot take "
                             "sparse X; use KMeansPlusPlus, or pass X.toarray().")
         inner._validate(X, n_clusters, composition)
@@ -387,13 +387,14 @@ class KMeansParallel(Seeder):
         """The inner seeder's centres among the k-means|| candidates, without labels (see
         :meth:`Seeder.seeding`)."""
         rs = state.random_state
+        kind = kernels_for(X)
         n_samples = X.shape[0]
         weight = sample_weight.astype(np.float64)
         rate = float(self.oversampling) * n_clusters
         candidates = [np.array([_first_index(sample_weight, rs)])]
         state.progress("seeding", 0, int(self.n_rounds), "rounds")
         with single_threaded_blas():
-            labels, dist2, n_evals = nearest(X, None, dense_rows(X, candidates[0]),
+            labels, dist2, n_evals = nearest(X, None, kind.dense_rows(X, candidates[0]),
                                              state.n_threads)
             dist2[candidates[0]] = 0
             n_found = 1
@@ -405,7 +406,7 @@ class KMeansParallel(Seeder):
                     break
                 new = np.flatnonzero(u * phi < rate * mass)
                 if len(new):
-                    new_labels, new_dist2, evals = nearest(X, None, dense_rows(X, new),
+                    new_labels, new_dist2, evals = nearest(X, None, kind.dense_rows(X, new),
                                                            state.n_threads)
                     n_evals += evals
                     new_dist2[new] = 0  # (the products may leave a rounding residue)
@@ -421,6 +422,6 @@ class KMeansParallel(Seeder):
             return Seeding(inner.seed(X, sample_weight, n_clusters, state), None)
         rows = np.concatenate(candidates)
         cand_weight = np.bincount(labels, weights=weight, minlength=n_found)
-        X_rows = X[rows] if is_sparse(X) else np.ascontiguousarray(X[rows])
+        X_rows = kind.take(X, rows)
         centers = inner.seed(X_rows, cand_weight.astype(X.dtype), n_clusters, state)
         return Seeding(centers, None)

@@ -12,7 +12,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._data.sparse import csr_arrays, dense_rows, is_sparse, row_sqnorms
+from .._data.sparse import CSR, DENSE, csr_arrays, dense_rows, kernels_for, row_sqnorms
 from .._engine.constraints import Interval
 from .._engine.contracts import Seeder, Seeding
 from .._engine.warn import warn
@@ -198,17 +198,9 @@ class KMeansPlusPlus(Seeder):
         first = _first_index(sample_weight, rs)
         n_done = np.zeros(1, dtype=np.int64)  # the kernels count their centres in it
         state.progress("seeding", n_done, n_clusters, "centres")
-        if is_sparse(X):
-            centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
-            chosen = np.empty(n_clusters, dtype=np.int32)
-            uniforms = rs.uniform(size=(n_clusters - 1, n_trials))
-            n_chosen, n_evals = _kmeanspp_sparse(X, sample_weight, first, uniforms, centers,
-                                                 chosen, state.n_threads, n_done)
-            state.count("seeding", n_evals)
-            labels = None  # (nearest seeds are not tracked for sparse data)
-        else:
-            centers, chosen, labels, _, n_chosen = greedy_dense(
-                X, sample_weight, first, n_clusters, n_trials, rs, state, n_done)
+        kind = kernels_for(X)
+        centers, chosen, labels, _, n_chosen = _GREEDY[kind](
+            X, sample_weight, first, n_clusters, n_trials, rs, state, n_done)
         if n_chosen < n_clusters:
             # every remaining w D^2 is zero: no distances are needed any more
             warn(
@@ -225,7 +217,7 @@ class KMeansPlusPlus(Seeder):
                 j = rs.randint(len(free))
                 rows.append(int(free[j]))
                 free = np.delete(free, j)
-                centers[i] = dense_rows(X, [rows[-1]])[0]
+                centers[i] = kind.dense_rows(X, [rows[-1]])[0]
             if not np.all(sample_weight[rows[n_chosen:]] > 0):
                 # a zero-weight row became a centre: rows near it may now be labelled wrongly
                 # (fallback centres with weight duplicate a centre, so they change no label)
@@ -318,6 +310,18 @@ def principal_frame(X):
     return np.ascontiguousarray(X @ axes)
 
 
+def _greedy_csr(X, sample_weight, first, n_clusters, n_trials, random_state, state, n_done):
+    """:func:`greedy_dense` on CSR ``X``, with its signature and results but no labels or
+    distances (``None``: nearest seeds are not tracked for sparse data)."""
+    centers = np.empty((n_clusters, X.shape[1]), dtype=X.dtype)
+    chosen = np.empty(n_clusters, dtype=np.int32)
+    uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
+    n_chosen, n_evals = _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen,
+                                         state.n_threads, n_done)
+    state.count("seeding", n_evals)
+    return centers, chosen, None, None, n_chosen
+
+
 def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threads, n_done):
     """Greedy k-means++ on CSR ``X``, drawing by the dense kernel's rule from the same uniforms
     (row ``first``, then candidates by the inverse cumulative sum of ``w D^2`` in row
@@ -330,7 +334,7 @@ def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threa
     arrays = csr_arrays(X)
     x_sqnorms = row_sqnorms(X, n_threads)
     weight = sample_weight.astype(np.float64)
-    centers[0] = dense_rows(X, [first])[0]
+    centers[0] = CSR.dense_rows(X, [first])[0]
     chosen[0] = first
     min_dist2 = np.full(n_samples, np.inf, dtype=X.dtype)
     n_evals = _sparse_kernels.d2_update_sparse(*arrays, x_sqnorms, centers[:1], min_dist2,
@@ -340,7 +344,7 @@ def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threa
         if not cumsum[-1] > 0:
             return i, n_evals
         candidates = _draw(cumsum, uniforms[i - 1])
-        rows = dense_rows(X, candidates)
+        rows = CSR.dense_rows(X, candidates)
         trial_dist2 = np.empty((len(candidates), n_samples), dtype=X.dtype)
         n_evals += _sparse_kernels.d2_update_sparse(*arrays, x_sqnorms, rows, min_dist2,
                                                     trial_dist2, n_threads)
@@ -350,6 +354,10 @@ def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threa
         min_dist2 = trial_dist2[best].copy()
         n_done[0] = i + 1
     return centers.shape[0], n_evals
+
+
+#: Greedy k-means++ on each kind of rows.
+_GREEDY = {DENSE: greedy_dense, CSR: _greedy_csr}
 
 
 class GivenCenters(Seeder):
