@@ -17,8 +17,7 @@ import scipy.sparse as sp
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse
 
 __all__ = ["kernels_for", "RowsKind", "DENSE", "CSR", "check_csr", "bounding_rows",
-           "row_sqnorms", "csr_arrays", "dense_rows", "center_half_distances",
-           "is_sparse"]
+           "row_sqnorms", "csr_arrays", "dense_rows", "center_half_distances"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -26,15 +25,11 @@ _INT32_MAX = np.iinfo(np.int32).max
 _BLOCK_ROWS = 4096
 
 
-def is_sparse(X):
-    """Whether ``X`` is a scipy.sparse matrix or array: the one test of the rows' kind."""
-    return sp.issparse(X)
-
-
 def kernels_for(X):
-    """The kind of the rows ``X``: :data:`CSR` for a scipy.sparse matrix (CSR once
-    validated), :data:`DENSE` for anything else (arrays, array-likes, row chunks)."""
-    return CSR if is_sparse(X) else DENSE
+    """The kind of the rows ``X``: :data:`CSR` for a scipy.sparse matrix or array (CSR once
+    validated), :data:`DENSE` for anything else (arrays, array-likes, row chunks). The one
+    test of the rows' kind."""
+    return CSR if sp.issparse(X) else DENSE
 
 
 def check_csr(X):
@@ -192,6 +187,16 @@ class RowsKind:
         rows (their kernels form them)."""
         raise NotImplementedError
 
+    def sqnorms(self, X, n_threads):
+        """The rows' squared norms in float64 (what the relocation rules compare distances
+        with)."""
+        raise NotImplementedError
+
+    def accumulate_hard(self, X, sample_weight, labels, dist2, sums, weight, sse, n_threads):
+        """Per-cluster weighted sums, weights and (if ``sse`` is given) squared errors of
+        the rows' labels, into ``sums``, ``weight`` and ``sse``."""
+        raise NotImplementedError
+
     def assign(self, X, x_sqnorms, centers, labels, dist2, n_threads, x32=None):
         """Nearest centre of every row (ties to the lower index): fill ``labels`` and
         ``dist2``, return the evaluations. ``x_sqnorms`` from :meth:`kernel_sqnorms`;
@@ -288,6 +293,13 @@ class _DenseRows(RowsKind):
 
     def kernel_sqnorms(self, X, n_threads, scale=1.0):
         return None
+
+    def sqnorms(self, X, n_threads):
+        return np.einsum("ij,ij->i", X, X, dtype=np.float64)
+
+    def accumulate_hard(self, X, sample_weight, labels, dist2, sums, weight, sse, n_threads):
+        _mstep.accumulate_statistics(X, sample_weight, labels[:, None], None, dist2, sums,
+                                     weight, sse, n_threads)
 
     def assign(self, X, x_sqnorms, centers, labels, dist2, n_threads, x32=None):
         return _assign.assign_full(X, centers, labels, dist2, n_threads, x32)
@@ -386,6 +398,13 @@ class _CSRRows(RowsKind):
 
     def kernel_sqnorms(self, X, n_threads, scale=1.0):
         return row_sqnorms(X * scale if scale != 1.0 else X, n_threads)
+
+    def sqnorms(self, X, n_threads):
+        return row_sqnorms(X, n_threads).astype(np.float64)
+
+    def accumulate_hard(self, X, sample_weight, labels, dist2, sums, weight, sse, n_threads):
+        _sparse.accumulate_sparse(*csr_arrays(X), sample_weight, labels, dist2, sums, weight,
+                                  sse, n_threads)
 
     def assign(self, X, x_sqnorms, centers, labels, dist2, n_threads, x32=None):
         return _sparse.assign_sparse(*csr_arrays(X), x_sqnorms, centers, labels, dist2,

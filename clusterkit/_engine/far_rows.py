@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._data.sparse import dense_rows, is_sparse, row_sqnorms
+from .._data.sparse import dense_rows, kernels_for
 
 __all__ = ["FarRows", "batch_far_rows", "far_scores", "largest"]
 
@@ -28,10 +28,7 @@ def far_scores(X, sample_weight, dist2, n_threads):
     one at every step, or another one with a pruned E-step than without), and the run would
     cycle instead of reaching its fixed point."""
     score = sample_weight.astype(np.float64) * dist2.astype(np.float64)
-    if is_sparse(X):
-        sqnorms = row_sqnorms(X, n_threads).astype(np.float64)
-    else:
-        sqnorms = np.einsum("ij,ij->i", X, X, dtype=np.float64)
+    sqnorms = kernels_for(X).sqnorms(X, n_threads)
     rounding = _ROUNDING_EPS * (X.shape[1] + 2) * float(np.finfo(X.dtype).eps)
     score[dist2 <= rounding * sqnorms] = 0.0
     return score

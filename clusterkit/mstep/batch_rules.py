@@ -5,9 +5,8 @@ and the relocation of clusters without weight."""
 
 import numpy as np
 
-from .._data.sparse import csr_arrays, dense_rows, is_sparse
+from .._data.sparse import dense_rows, kernels_for
 from .._engine.far_rows import batch_far_rows, far_scores
-from .._kernels import _mstep, _sparse as _sparse_kernels
 
 __all__ = ["HARD_RULES", "all_rows", "batch_sums", "divide", "relocate_empty"]
 
@@ -125,12 +124,8 @@ def divide(centers_sum, weight_in_clusters, centers):
 def _accumulate_hard(X, sample_weight, labels, dist2, sums, weight, sse, n_threads):
     """Per-cluster sums, weights and (if ``sse`` is given) squared errors of a hard
     assignment, for dense or CSR rows."""
-    if is_sparse(X):
-        _sparse_kernels.accumulate_sparse(*csr_arrays(X), sample_weight, labels, dist2, sums,
-                                          weight, sse, n_threads)
-    else:
-        _mstep.accumulate_statistics(X, sample_weight, labels[:, None], None, dist2, sums,
-                                     weight, sse, n_threads)
+    kernels_for(X).accumulate_hard(X, sample_weight, labels, dist2, sums, weight, sse,
+                                   n_threads)
 
 
 def batch_sums(X, sample_weight, assignment, centers, state):
