@@ -84,6 +84,7 @@ class DaskChunks(ChunkedData):
         self._X = X
         self._w = row_weights(sample_weight, X)
         self._blocks = None  # (the chunks' and weights' delayed objects, made once)
+        self._placed = None  # (the workers, and the worker of each chunk's steps)
 
     def _delayed_blocks(self):
         """The chunks and their weights (``None`` without weights) as delayed objects, one
@@ -93,6 +94,32 @@ class DaskChunks(ChunkedData):
                        else list(self._w.to_delayed().ravel()))
             self._blocks = list(self._X.to_delayed().ravel()), weights
         return self._blocks
+
+    def _placement(self, client, blocks):
+        """The worker each chunk's steps run on, the same at every step (its state stays
+        there): the worker that holds the chunk where that keeps the workers' shares even
+        (at most ``ceil(n_chunks / n_workers)`` chunks each), else the one with the fewest
+        chunks, which reads the chunk from its holder at every step. A dask array persisted
+        unevenly (7 chunks on one worker, 3 on the other) would otherwise leave a worker
+        idle for part of every step. Found again when the workers change."""
+        workers = sorted(client.scheduler_info()["workers"])
+        if self._placed is None or self._placed[0] != workers:
+            holders = client.who_has([block.key for block in blocks])
+            share = -(-self.n_chunks // len(workers))
+            count = dict.fromkeys(workers, 0)
+            placement = [None] * self.n_chunks
+            for c, block in enumerate(blocks):
+                for worker in sorted(holders.get(block.key, ())):
+                    if count.get(worker, share) < share:
+                        placement[c] = worker
+                        count[worker] += 1
+                        break
+            for c in range(self.n_chunks):
+                if placement[c] is None:
+                    placement[c] = min(workers, key=lambda worker: count[worker])
+                    count[placement[c]] += 1
+            self._placed = workers, [[worker] for worker in placement]
+        return self._placed[1]
 
     @property
     def n_processes(self):
@@ -140,8 +167,11 @@ class DaskChunks(ChunkedData):
         # a chunk's state is the future of its last (result, state) pair, held on its worker;
         # a lost one is computed again from the chain of the chunk's tasks, which the
         # scheduler keeps while the last pair is wanted
-        tasks = [call(blocks[c], weights[c], self.dtype, func, states[c], arguments,
-                      self.unit_rows) for c in range(self.n_chunks)]
+        tasks = []
+        for c, workers in enumerate(self._placement(client, blocks)):
+            with dask.annotate(workers=workers, allow_other_workers=True):
+                tasks.append(call(blocks[c], weights[c], self.dtype, func, states[c],
+                                  arguments, self.unit_rows))
         pairs = client.compute(tasks)
         del tasks  # (they hold the old states' futures)
         results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
