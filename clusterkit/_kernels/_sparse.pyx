@@ -49,6 +49,18 @@ cdef inline void _row_products(const floating* data, const int* indices, Py_ssiz
             out[j] += v * column[j]
 
 
+cdef inline floating _ranked(floating c_sqnorm, floating dot) noexcept nogil:
+    """``||c||^2 - 2 x.c``, by which the centres are ranked (``dot + dot``, not ``2 * dot``:
+    Cython would promote floats to double)."""
+    return c_sqnorm - (dot + dot)
+
+
+cdef inline floating _with_sqnorm(floating x_sqnorm, floating ranked) noexcept nogil:
+    """The squared distance from ``_ranked``'s value, ``||x||^2`` added, clipped at 0."""
+    cdef floating v = x_sqnorm + ranked
+    return v if v > 0 else 0
+
+
 def row_sqnorms(const floating[::1] data,     # IN
                 const int[::1] indptr,        # IN  (n_samples + 1,)
                 floating[::1] out,            # OUT (n_samples,)
@@ -99,7 +111,7 @@ def assign_sparse(const floating[::1] data,        # IN
     Returns
     -------
     n_distance_evals : int
-        ``n_samples * n_clusters``.
+        ``n_samples * n_clusters`` expanded distances.
 
     Notes
     -----
@@ -127,15 +139,13 @@ def assign_sparse(const floating[::1] data,        # IN
                 _row_products(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],
                               &centers_T[0, 0], n_clusters, acc)
                 best_j = 0
-                # (x + x, not 2 * x: Cython would promote floats to double)
-                best = c_sqnorms[0] - (acc[0] + acc[0])
+                best = _ranked(c_sqnorms[0], acc[0])
                 for j in range(1, n_clusters):
-                    v = c_sqnorms[j] - (acc[j] + acc[j])
+                    v = _ranked(c_sqnorms[j], acc[j])
                     if v < best:
                         best, best_j = v, j
                 labels[i] = <int> best_j
-                v = x_sqnorms[i] + best
-                min_dist2[i] = v if v > 0 else 0
+                min_dist2[i] = _with_sqnorm(x_sqnorms[i], best)
     return n_samples * n_clusters
 
 
@@ -150,14 +160,11 @@ def dist2_sparse(const floating[::1] data,        # IN
 
     Parameters
     ----------
-    data, indices, indptr : ndarrays, dtype=floating, int32, int32
-        The CSR arrays of ``X`` of shape (n_samples, n_features).
-    x_sqnorms : ndarray of shape (n_samples,), dtype=floating
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    data, indices, indptr, x_sqnorms, centers, n_threads
+        As for :func:`assign_sparse`.
     dist2 : ndarray of shape (n_samples, n_clusters), dtype=floating
         Output: ``||x_i||^2 - 2 x_i.c_j + ||c_j||^2``, clipped at 0; the smallest of a row is
         the one :func:`assign_sparse` picks.
-    n_threads : int
 
     Returns
     -------
@@ -167,7 +174,6 @@ def dist2_sparse(const floating[::1] data,        # IN
     cdef Py_ssize_t n_samples = dist2.shape[0], n_clusters = centers.shape[0]
     cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, i, j
-    cdef floating v
     cdef floating* row
     if n_samples == 0:
         return 0
@@ -185,9 +191,7 @@ def dist2_sparse(const floating[::1] data,        # IN
                               &centers_T[0, 0], n_clusters, row)
                 for j in range(n_clusters):
                     # assign_sparse's two roundings, so its minimum is this row's
-                    v = c_sqnorms[j] - (row[j] + row[j])
-                    v = x_sqnorms[i] + v
-                    row[j] = v if v > 0 else 0
+                    row[j] = _with_sqnorm(x_sqnorms[i], _ranked(c_sqnorms[j], row[j]))
     return n_samples * n_clusters
 
 
@@ -328,7 +332,7 @@ def d2_update_sparse(const floating[::1] data,           # IN
     Returns
     -------
     n_distance_evals : int
-        ``n_candidates * n_samples``.
+        ``n_candidates * n_samples``: one per row and candidate.
 
     Notes
     -----
