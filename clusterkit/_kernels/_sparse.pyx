@@ -49,18 +49,6 @@ cdef inline void _row_products(const floating* data, const int* indices, Py_ssiz
             out[j] += v * column[j]
 
 
-cdef inline floating _ranked(floating c_sqnorm, floating dot) noexcept nogil:
-    """``||c||^2 - 2 x.c``, by which the centres are ranked (``dot + dot``, not ``2 * dot``:
-    Cython would promote floats to double)."""
-    return c_sqnorm - (dot + dot)
-
-
-cdef inline floating _with_sqnorm(floating x_sqnorm, floating ranked) noexcept nogil:
-    """The squared distance from ``_ranked``'s value, ``||x||^2`` added, clipped at 0."""
-    cdef floating v = x_sqnorm + ranked
-    return v if v > 0 else 0
-
-
 def row_sqnorms(const floating[::1] data,     # IN
                 const int[::1] indptr,        # IN  (n_samples + 1,)
                 floating[::1] out,            # OUT (n_samples,)
@@ -139,13 +127,15 @@ def assign_sparse(const floating[::1] data,        # IN
                 _row_products(dp + indptr[i], ip + indptr[i], indptr[i + 1] - indptr[i],
                               &centers_T[0, 0], n_clusters, acc)
                 best_j = 0
-                best = _ranked(c_sqnorms[0], acc[0])
+                # (x + x, not 2 * x: Cython would promote floats to double)
+                best = c_sqnorms[0] - (acc[0] + acc[0])
                 for j in range(1, n_clusters):
-                    v = _ranked(c_sqnorms[j], acc[j])
+                    v = c_sqnorms[j] - (acc[j] + acc[j])
                     if v < best:
                         best, best_j = v, j
                 labels[i] = <int> best_j
-                min_dist2[i] = _with_sqnorm(x_sqnorms[i], best)
+                v = x_sqnorms[i] + best
+                min_dist2[i] = v if v > 0 else 0
     return n_samples * n_clusters
 
 
@@ -174,6 +164,7 @@ def dist2_sparse(const floating[::1] data,        # IN
     cdef Py_ssize_t n_samples = dist2.shape[0], n_clusters = centers.shape[0]
     cdef Py_ssize_t n_chunks = _n_chunks(n_samples, CHUNK_SIZE)
     cdef Py_ssize_t c, i, j
+    cdef floating v
     cdef floating* row
     if n_samples == 0:
         return 0
@@ -191,7 +182,9 @@ def dist2_sparse(const floating[::1] data,        # IN
                               &centers_T[0, 0], n_clusters, row)
                 for j in range(n_clusters):
                     # assign_sparse's two roundings, so its minimum is this row's
-                    row[j] = _with_sqnorm(x_sqnorms[i], _ranked(c_sqnorms[j], row[j]))
+                    v = c_sqnorms[j] - (row[j] + row[j])
+                    v = x_sqnorms[i] + v
+                    row[j] = v if v > 0 else 0
     return n_samples * n_clusters
 
 
