@@ -125,6 +125,33 @@ cdef void _gemm_min_dist2(const floating* X,           # IN  (n_samples, n_featu
                          n_features)
 
 
+cdef inline void _chain_targets(const floating* X,           # IN  (n_samples, n_features)
+                                Py_ssize_t n_features,
+                                const floating* sample_weight,  # IN  (n_samples,)
+                                const int* candidates,       # IN  (chain_length,) rows of X
+                                const floating* known_dist2,  # IN (chain_length,)
+                                Py_ssize_t chain_length,
+                                const floating* new_T,       # IN  (n_features, stride)
+                                Py_ssize_t stride,
+                                Py_ssize_t n_new,
+                                floating* dist,              # TMP (n_new,)
+                                double* p) noexcept nogil:   # OUT (chain_length,)
+    """A chain's targets ``p(y) = w_y D(y)^2``: each candidate's squared distance to the
+    centres known when its block began (``known_dist2``, from ``_block_pass``), lowered by
+    the ``n_new`` centres chosen in the block since (the columns ``new_T`` points to)."""
+    cdef Py_ssize_t j, y
+    cdef floating d, d_new
+    for j in range(chain_length):
+        y = candidates[j]
+        d = known_dist2[j]
+        if n_new > 0:
+            d_new = _min_dist2_to_centers(X + y * n_features, n_features, new_T, stride, n_new,
+                                          dist)
+            if d_new < d:
+                d = d_new
+        p[j] = sample_weight[y] * <double> d
+
+
 cdef Py_ssize_t _walk_chain(const double* p,        # IN  (chain_length,) targets
                             const double* q,        # IN  (n_samples,) the proposal
                             const int* candidates,  # IN  (chain_length,) rows of X
@@ -252,9 +279,8 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0]
     cdef Py_ssize_t chain_length = candidates.shape[1]
-    cdef Py_ssize_t b, i, i_start, i_end, j, y, state
+    cdef Py_ssize_t b, i, i_start, i_end, y, state
     cdef bint gemm = _use_gemm(n_features)
-    cdef floating d, d_new
     end = n_clusters if end < 0 else min(end, n_clusters)
     begin = max(begin, 1)
     if n_clusters == 0:
@@ -278,16 +304,10 @@ def afkmc2_chain(const floating[:, ::1] X,              # IN
                         centers, centers_T, i_start, gemm, centers64, sqnorm64, gathered,
                         tiles, dist, &block_dist2[0], n_threads)
             for i in range(i_start, i_end):
-                for j in range(chain_length):
-                    y = candidates[i - 1, j]
-                    d = block_dist2[(i - i_start) * chain_length + j]
-                    if i > i_start:
-                        d_new = _min_dist2_to_centers(&X[y, 0], n_features,
-                                                      &centers_T[0, i_start], n_clusters,
-                                                      i - i_start, &dist[0, 0])
-                        if d_new < d:
-                            d = d_new
-                    p[j] = sample_weight[y] * <double> d
+                _chain_targets(&X[0, 0], n_features, &sample_weight[0], &candidates[i - 1, 0],
+                               &block_dist2[(i - i_start) * chain_length], chain_length,
+                               &centers_T[0, i_start], n_clusters, i - i_start, &dist[0, 0],
+                               &p[0])
                 state = _walk_chain(&p[0], &q[0], &candidates[i - 1, 0], &uniforms[i - 1, 0],
                                     chain_length)
                 y = candidates[i - 1, state]
@@ -372,13 +392,7 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
         1``. Out: the same for all centres up to ``end - 1``.
     pot_labels : ndarray of shape (n_pot,), dtype=int32
         In and out: the index of that nearest centre (the first on ties).
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
-        Output: the chosen centres, ``centers[i] = X[chosen[i]]``.
-    chosen : ndarray of shape (n_clusters,), dtype=int32
-        Output: row of ``X`` of each centre (``chosen[0] = first``).
-    n_threads : int
-        Number of OpenMP threads.
-    begin, end : int, default=1, -1
+    centers, chosen, n_threads, begin, end
         As for :func:`afkmc2_chain` (progress between calls; ``begin - 1`` a multiple of
         ``AFKMC2_BLOCK``).
 
@@ -407,9 +421,8 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
     cdef Py_ssize_t n_clusters = centers.shape[0]
     cdef Py_ssize_t width = candidates.shape[1], n_pot = X_pot.shape[0]
     cdef Py_ssize_t chain_length = width // max(n_chains, 1)
-    cdef Py_ssize_t b, i, i_start, i_end, j, l, n, y, t, best, n_block, offset
+    cdef Py_ssize_t b, i, i_start, i_end, l, n, y, t, best, n_block, offset
     cdef bint gemm = _use_gemm(n_features)
-    cdef floating d, d_new
     end = n_clusters if end < 0 else min(end, n_clusters)
     begin = max(begin, 1)
     if n_clusters == 0 or n_chains < 1:
@@ -444,16 +457,11 @@ def afkmc2_greedy(const floating[:, ::1] X,              # IN
                         min(n_threads, <int> n_chains))):
                     for l in prange(n_chains, schedule="static"):
                         offset = l * chain_length
-                        for j in range(chain_length):
-                            y = candidates[i - 1, offset + j]
-                            d = block_dist2[(i - i_start) * width + offset + j]
-                            if i > i_start:
-                                d_new = _min_dist2_to_centers(
-                                    &X[y, 0], n_features, &centers_T[0, i_start], n_clusters,
-                                    i - i_start, &dist[threadid(), 0])
-                                if d_new < d:
-                                    d = d_new
-                            p[l, j] = sample_weight[y] * <double> d
+                        _chain_targets(&X[0, 0], n_features, &sample_weight[0],
+                                       &candidates[i - 1, offset],
+                                       &block_dist2[(i - i_start) * width + offset],
+                                       chain_length, &centers_T[0, i_start], n_clusters,
+                                       i - i_start, &dist[threadid(), 0], &p[l, 0])
                         t = _walk_chain(&p[l, 0], &q[0], &candidates[i - 1, offset],
                                         &uniforms[i - 1, offset], chain_length)
                         finals[l] = candidates[i - 1, offset + t]

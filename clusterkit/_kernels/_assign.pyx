@@ -220,28 +220,20 @@ def assign_full_accumulate(const floating[:, ::1] X,              # IN
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
+    X, centers, labels, min_dist2, n_threads, X32
+        As for :func:`assign_full`.
     sample_weight : ndarray of shape (n_samples,), dtype=floating
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
-    labels : ndarray of shape (n_samples,), dtype=int32
-        Output: index of the nearest centre (ties go to the lowest index).
-    min_dist2 : ndarray of shape (n_samples,), dtype=floating
-        Output: the direct squared distance to the nearest centre, as every exact E-step
-        reports it.
     centers_sum : ndarray of shape (n_clusters, n_features), dtype=floating
         Output: ``sum_{n: labels_n = c} w_n x_n``.
     weight_in_clusters : ndarray of shape (n_clusters,), dtype=floating
         Output: ``sum_{n: labels_n = c} w_n``.
-    n_threads : int
     sse : ndarray of shape (n_clusters,), dtype=float64, or None
         Output if given: ``sum_{n: labels_n = c} w_n min_dist2_n``, summed in float64.
-    X32 : ndarray of shape (n_samples, n_features + 1), dtype=float32, or None
-        As in :func:`assign_full`.
 
     Returns
     -------
     n_distance_evals : int
-        ``n_samples * n_clusters``.
+        As for :func:`assign_full`.
 
     Notes
     -----
@@ -379,7 +371,7 @@ def responsibilities_full(const floating[:, ::1] X,        # IN
     Returns
     -------
     n_distance_evals : int
-        ``n_samples * n_clusters``.
+        ``n_samples * n_clusters``: every distance, as in :func:`assign_full`.
 
     Notes
     -----
@@ -449,13 +441,12 @@ def dist2_to_labels(const floating[:, ::1] X,        # IN
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    X, centers, n_threads
+        As for :func:`assign_full`.
     labels : ndarray of shape (n_samples,), dtype=int32
         Valid cluster indices.
     dist2 : ndarray of shape (n_samples,), dtype=floating
         Output: ``||X[i] - centers[labels[i]]||^2``, computed directly (never negative).
-    n_threads : int
 
     Returns
     -------

@@ -16,7 +16,7 @@ from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._chunks cimport _chunk_len, _TilePlan
 from ._dist cimport (CHUNK_SIZE, _chunk_tile, _first_visit, _prepare_tiles, _sqdist_wide,
                      _sqnorm, _store_lower, _tile_row, _use_gemm)
-from ._pruning cimport _check_projections, _prune_bound2, _prune_tol, _PruneTol
+from ._pruning cimport _counts, _pruned_away, _Pruning, _set_pruning
 from ._sparse cimport _sparse_dist2
 
 
@@ -49,11 +49,8 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
                               floating* dist2,            # INOUT
                               double* visit_shift,        # INOUT
                               int* label,                 # OUT
-                              const floating* x_proj,     # IN  (n_proj,) or NULL (no pruning)
-                              double x_rest,
-                              const floating* centers_proj,  # IN (n_clusters, n_proj)
-                              const floating* centers_rest,  # IN (n_clusters,)
-                              const _PruneTol* tol,
+                              const _Pruning* prune,      # IN  projections, or none
+                              Py_ssize_t r,               # the sample's row of them
                               Py_ssize_t* n_tests) noexcept nogil:  # OUT
     """Nearest centre of one sample (ties to the lower index); returns the distances computed.
 
@@ -62,8 +59,8 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
     same), else it is computed. Centre ``c`` is skipped if ``d(c_a, c) / 2 > u`` or its lower
     bound exceeds ``u`` (both strict, so a tie is always looked at). A first visit
     (``previous < 0``) runs the same search from centre 0 and sets every lower bound.
-    With pruning (``x_proj`` given), a centre the bounds do not rule out is first tested on
-    the projections (``_prune_bound2``, counted in ``n_tests``): if that bound exceeds the
+    With pruning (``prune.X_proj`` set), a centre the bounds do not rule out is first tested
+    on the projections (``_pruned_away``, counted in ``n_tests``): if that bound exceeds the
     best distance so far beyond the rounding of two direct distances, the centre's direct
     distance would too, and the bound becomes its stored lower bound instead.
     """
@@ -94,13 +91,9 @@ cdef Py_ssize_t _elkan_sample(const floating* x,          # IN  (n_features,) or
             continue
         if previous >= 0 and lower[c] - shift_sum[c] > u:
             continue
-        if x_proj != NULL:
-            b2 = _prune_bound2(x_proj, x_rest, centers_proj + c * tol.n_proj,
-                               centers_rest[c], tol)
-            n_tests[0] += 1
-            if b2 > best * tol.grow:
-                lower[c] = _store_lower(sqrt(b2) + shift_sum[c], keep)
-                continue
+        if prune.X_proj != NULL and _pruned_away(prune, r, c, best, &b2, n_tests):
+            lower[c] = _store_lower(sqrt(b2) + shift_sum[c], keep)
+            continue
         d2 = _dist2_to(x, x_indices, x_nnz, x_sqnorm, centers, centers_sqnorm, c, n_features)
         n_evals += 1
         d = sqrt(<double> d2)
@@ -203,73 +196,49 @@ def elkan_assign(const floating[:, ::1] X,           # IN  (n_batch, n_features)
     M-step its own pass over the data. Assumes valid input.
     """
     cdef Py_ssize_t n_batch = X.shape[0], n_features = X.shape[1]
-    cdef Py_ssize_t n_clusters = centers.shape[0], i, b, block_rows
+    cdef Py_ssize_t n_clusters = centers.shape[0], i, b
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
     cdef Py_ssize_t n_evals = 0, n_tests = 0, t
-    cdef bint fused = centers_sum is not None, with_sse = sse is not None
-    cdef bint pruned = X_proj is not None
+    cdef bint fused = centers_sum is not None
+    cdef bint with_sse = fused and sse is not None
     cdef double* block_sse
-    cdef _PruneTol tol
-    cdef const floating* xp = NULL
-    cdef const floating* xr = NULL
-    cdef const floating* cp = NULL
-    cdef const floating* cr = NULL
+    cdef _Pruning prune
+    cdef bint pruned = _set_pruning(&prune, lower.shape[0], n_clusters, X_proj, x_rest,
+                                    centers_proj, centers_rest, prune_tol)
     n_threads = max(1, n_threads)
-    if pruned:
-        _check_projections(lower.shape[0], n_clusters, X_proj, x_rest, centers_proj,
-                           centers_rest, prune_tol)
-        tol = _prune_tol(prune_tol, X_proj.shape[1])
-        if lower.shape[0] > 0:
-            xp, xr = &X_proj[0, 0], &x_rest[0]
-        cp, cr = &centers_proj[0, 0], &centers_rest[0]
     if n_batch == 0:
-        if pruned:
-            return 0, 0
-        return 0
-    if not fused:
-        with nogil:
-            for i in prange(n_batch, schedule="dynamic", chunksize=64, num_threads=n_threads):
-                t = 0
-                n_evals += _elkan_sample(&X[i, 0], NULL, 0, 0, NULL, n_features,
-                                         &centers[0, 0], n_clusters,
-                                         &half_cc[0, 0], &half_min[0], &shift_sum[0],
-                                         &lower[rows[i], 0], previous[i], slack,
-                                         &last_dist2[rows[i]], &visit_shift[rows[i]],
-                                         &labels[i], xp + rows[i] * tol.n_proj if pruned
-                                         else NULL, xr[rows[i]] if pruned else 0.0, cp, cr,
-                                         &tol, &t)
-                n_tests += t
-                min_dist2[i] = last_dist2[rows[i]]
-        if pruned:
-            return n_evals, n_tests
-        return n_evals
+        return _counts(0, 0, pruned)
+    # Without sums, pieces of 64 rows balance the uneven per-sample work; with sums, the
+    # fixed blocks of the M-step's layout keep the result independent of n_threads.
+    cdef Py_ssize_t piece_rows = _block_rows(n_batch, n_blocks) if fused else 64
+    cdef Py_ssize_t n_pieces = (n_batch + piece_rows - 1) // piece_rows
     dtype = np.float32 if floating is float else np.float64
-    cdef floating[:, :, ::1] sums = np.zeros((n_blocks, n_clusters, n_features), dtype=dtype)
-    cdef floating[:, ::1] weights = np.zeros((n_blocks, n_clusters), dtype=dtype)
-    cdef double[:, ::1] sse_parts = np.zeros((n_blocks, n_clusters if with_sse else 1))
-    block_rows = _block_rows(n_batch, n_blocks)
+    # the blocks' partial sums (a placeholder without sums)
+    cdef Py_ssize_t n_parts = n_blocks if fused else 1, n_cols = n_clusters if fused else 1
+    cdef floating[:, :, ::1] sums = np.zeros((n_parts, n_cols, n_features if fused else 1),
+                                             dtype=dtype)
+    cdef floating[:, ::1] weights = np.zeros((n_parts, n_cols), dtype=dtype)
+    cdef double[:, ::1] sse_parts = np.zeros((n_parts, n_cols if with_sse else 1))
     with nogil:
-        for b in prange(n_blocks, schedule="dynamic", num_threads=min(n_threads, n_blocks)):
+        for b in prange(n_pieces, schedule="dynamic", num_threads=min(n_threads, n_pieces)):
             block_sse = &sse_parts[b, 0] if with_sse else NULL
-            for i in range(b * block_rows, min((b + 1) * block_rows, n_batch)):
+            for i in range(b * piece_rows, min((b + 1) * piece_rows, n_batch)):
                 t = 0
                 n_evals += _elkan_sample(&X[i, 0], NULL, 0, 0, NULL, n_features,
                                          &centers[0, 0], n_clusters,
                                          &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                          &lower[rows[i], 0], previous[i], slack,
                                          &last_dist2[rows[i]], &visit_shift[rows[i]],
-                                         &labels[i], xp + rows[i] * tol.n_proj if pruned
-                                         else NULL, xr[rows[i]] if pruned else 0.0, cp, cr,
-                                         &tol, &t)
+                                         &labels[i], &prune, rows[i], &t)
                 n_tests += t
                 min_dist2[i] = last_dist2[rows[i]]
-                _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i], &X[i, 0],
-                            sample_weight[i], min_dist2[i], n_features)
-        _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
-                       &sse[0] if with_sse else NULL, min(n_threads, n_clusters))
-    if pruned:
-        return n_evals, n_tests
-    return n_evals
+                if fused:
+                    _add_sample(&sums[b, 0, 0], &weights[b, 0], block_sse, labels[i],
+                                &X[i, 0], sample_weight[i], min_dist2[i], n_features)
+        if fused:
+            _reduce_blocks(sums, weights, &sse_parts[0, 0], centers_sum, weight_in_clusters,
+                           &sse[0] if with_sse else NULL, min(n_threads, n_clusters))
+    return _counts(n_evals, n_tests, pruned)
 
 
 cdef void _init_chunk(const _TilePlan* plan,
@@ -412,7 +381,8 @@ labels, min_dist2, slack, n_threads
     cdef Py_ssize_t n_batch = labels.shape[0], n_features = centers.shape[1]
     cdef Py_ssize_t n_clusters = centers.shape[0], i, t
     cdef Py_ssize_t n_evals = 0
-    cdef _PruneTol tol  # (no pruning of CSR rows)
+    cdef _Pruning prune  # (no pruning of CSR rows)
+    prune.X_proj = NULL
     if n_batch == 0:
         return 0
     cdef const double[::1] c_sqnorms = np.einsum("ij,ij->i", centers, centers,
@@ -431,7 +401,7 @@ labels, min_dist2, slack, n_threads
                                      n_clusters, &half_cc[0, 0], &half_min[0], &shift_sum[0],
                                      &lower[rows[i], 0], previous[i], slack,
                                      &last_dist2[rows[i]], &visit_shift[rows[i]], &labels[i],
-                                     NULL, 0.0, NULL, NULL, &tol, &t)
+                                     &prune, rows[i], &t)
             min_dist2[i] = last_dist2[rows[i]]
     return n_evals
 

@@ -222,7 +222,7 @@ def mass_cumulative(const floating[:, ::1] X,         # IN
     Returns
     -------
     n_distance_evals : int
-        ``n_samples``.
+        ``n_samples``: one per row, to ``mean``.
 
     Notes
     -----

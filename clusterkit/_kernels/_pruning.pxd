@@ -58,3 +58,52 @@ cdef inline void _check_projections(Py_ssize_t n_rows, Py_ssize_t n_clusters, X_
             or centers_proj.shape[1] != X_proj.shape[1]):
         raise ValueError("Pruning needs X_proj, x_rest, centers_proj, centers_rest and "
                          "prune_tol, one projected row per row of the bounds.")
+
+
+cdef struct _Pruning:
+    # a call's projections, in the kernel's dtype (_set_pruning); X_proj NULL: no pruning
+    _PruneTol tol
+    const void* X_proj        # (n_rows, n_proj): one row per row of the bounds
+    const void* x_rest        # (n_rows,)
+    const void* centers_proj  # (n_clusters, n_proj)
+    const void* centers_rest  # (n_clusters,)
+
+
+cdef inline bint _set_pruning(_Pruning* prune, Py_ssize_t n_rows, Py_ssize_t n_clusters,
+                              const floating[:, ::1] X_proj, const floating[::1] x_rest,
+                              const floating[:, ::1] centers_proj,
+                              const floating[::1] centers_rest, prune_tol) except -1:
+    """Point ``prune`` at a bounded E-step's pruning arguments (checked); whether there are
+    any (``X_proj`` None: no pruning, ``prune.X_proj`` NULL)."""
+    prune.X_proj = NULL
+    if X_proj is None:
+        return False
+    _check_projections(n_rows, n_clusters, X_proj, x_rest, centers_proj, centers_rest,
+                       prune_tol)
+    prune.tol = _prune_tol(prune_tol, X_proj.shape[1])
+    if n_rows > 0:
+        prune.X_proj, prune.x_rest = &X_proj[0, 0], &x_rest[0]
+    prune.centers_proj, prune.centers_rest = &centers_proj[0, 0], &centers_rest[0]
+    return True
+
+
+cdef inline bint _pruned_away(const _Pruning* prune, Py_ssize_t r, Py_ssize_t c, floating best,
+                              double* bound2, Py_ssize_t* n_tests) noexcept nogil:
+    """Whether the projections rule out centre ``c`` for row ``r`` of the bounds: their
+    bound (written to ``bound2``, counted in ``n_tests``) exceeds ``best``, the smallest
+    squared distance so far, beyond the rounding of two direct distances."""
+    cdef Py_ssize_t n_proj = prune.tol.n_proj
+    bound2[0] = _prune_bound2((<const floating*> prune.X_proj) + r * n_proj,
+                              (<const floating*> prune.x_rest)[r],
+                              (<const floating*> prune.centers_proj) + c * n_proj,
+                              (<const floating*> prune.centers_rest)[c], &prune.tol)
+    n_tests[0] += 1
+    return bound2[0] > best * prune.tol.grow
+
+
+cdef inline object _counts(Py_ssize_t n_evals, Py_ssize_t n_tests, bint pruned):
+    """A bounded E-step's return value: the distances computed, with pruning also the tests
+    on the projections."""
+    if pruned:
+        return n_evals, n_tests
+    return n_evals

@@ -99,7 +99,7 @@ def assign_sparse(const floating[::1] data,        # IN
     Returns
     -------
     n_distance_evals : int
-        ``n_samples * n_clusters``.
+        ``n_samples * n_clusters`` expanded distances.
 
     Notes
     -----
@@ -150,14 +150,11 @@ def dist2_sparse(const floating[::1] data,        # IN
 
     Parameters
     ----------
-    data, indices, indptr : ndarrays, dtype=floating, int32, int32
-        The CSR arrays of ``X`` of shape (n_samples, n_features).
-    x_sqnorms : ndarray of shape (n_samples,), dtype=floating
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    data, indices, indptr, x_sqnorms, centers, n_threads
+        As for :func:`assign_sparse`.
     dist2 : ndarray of shape (n_samples, n_clusters), dtype=floating
         Output: ``||x_i||^2 - 2 x_i.c_j + ||c_j||^2``, clipped at 0; the smallest of a row is
         the one :func:`assign_sparse` picks.
-    n_threads : int
 
     Returns
     -------
@@ -328,7 +325,7 @@ def d2_update_sparse(const floating[::1] data,           # IN
     Returns
     -------
     n_distance_evals : int
-        ``n_candidates * n_samples``.
+        ``n_candidates * n_samples``: one per row and candidate.
 
     Notes
     -----

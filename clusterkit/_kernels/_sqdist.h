@@ -55,9 +55,56 @@ static inline void ck_prefetch_row(const void* row, ptrdiff_t n_bytes)
         tail += d * d;                                                                      \
     }
 
+/* Add the L partial sums of V (a vector or an array) in halves, into V[0]. */
+#define CK_SQDIST_FOLD(V)                                                                   \
+    for (int w = L / 2; w >= 1; w /= 2)                                                     \
+        for (int l = 0; l < w; l++)                                                         \
+            V[l] += V[l + w];
+
+/* The early stop of the _below variants, after 1, 2, 4, 8, ... pairs of vectors: the two
+ * sums added into f (CK_SQDIST_SUM_F of each branch) and folded, returned at `limit`. */
+#define CK_SQDIST_STOP_EARLY                                                                \
+    pairs++;                                                                                \
+    if ((pairs & (pairs - 1)) == 0) {                                                       \
+        CK_SQDIST_SUM_F                                                                     \
+        CK_SQDIST_FOLD(f)                                                                   \
+        if (f[0] >= limit)                                                                  \
+            return f[0];                                                                    \
+    }
+
 #if defined(__GNUC__)
 typedef float ck_vec_float __attribute__((vector_size(64)));
 typedef double ck_vec_double __attribute__((vector_size(64)));
+
+/* The two sums into f, for CK_SQDIST_STOP_EARLY. */
+#define CK_SQDIST_SUM_F f = s0 + s1;
+
+/* One step of the main loop, the features k .. k + 2L - 1: the first L into s0, the next L
+ * into s1 (unaligned vector loads). */
+#define CK_SQDIST_VEC_PAIR(SUB)                                                             \
+    memcpy(&va, a + k, sizeof va);                                                          \
+    memcpy(&vb, b + k, sizeof vb);                                                          \
+    t = SUB ? va - vb : va;                                                                 \
+    s0 += t * t;                                                                            \
+    memcpy(&va, a + k + L, sizeof va);                                                      \
+    memcpy(&vb, b + k + L, sizeof vb);                                                      \
+    t = SUB ? va - vb : va;                                                                 \
+    s1 += t * t;
+
+/* After the main loop: a last full vector into s0, the rest into the scalar sum, then the
+ * two vectors added and folded. */
+#define CK_SQDIST_VEC_FINISH(T, SUB)                                                        \
+    if (k + L <= n) {                                                                       \
+        memcpy(&va, a + k, sizeof va);                                                      \
+        memcpy(&vb, b + k, sizeof vb);                                                      \
+        t = SUB ? va - vb : va;                                                             \
+        s0 += t * t;                                                                        \
+        k += L;                                                                             \
+    }                                                                                       \
+    CK_SQDIST_TAIL(T, SUB)                                                                  \
+    s0 += s1;                                                                               \
+    CK_SQDIST_FOLD(s0)                                                                      \
+    return s0[0] + tail;
 
 #define CK_DEFINE_SQDIST_WIDE(NAME, T, V, SUB)                                              \
 CK_SQDIST_CLONES                                                                            \
@@ -68,28 +115,9 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
     T tail = 0;                                                                             \
     ptrdiff_t k = 0;                                                                        \
     for (; k + 2 * L <= n; k += 2 * L) {                                                    \
-        memcpy(&va, a + k, sizeof va);   /* unaligned vector loads */                       \
-        memcpy(&vb, b + k, sizeof vb);                                                      \
-        t = SUB ? va - vb : va;                                                             \
-        s0 += t * t;                                                                        \
-        memcpy(&va, a + k + L, sizeof va);                                                  \
-        memcpy(&vb, b + k + L, sizeof vb);                                                  \
-        t = SUB ? va - vb : va;                                                             \
-        s1 += t * t;                                                                        \
+        CK_SQDIST_VEC_PAIR(SUB)                                                             \
     }                                                                                       \
-    if (k + L <= n) {                                                                       \
-        memcpy(&va, a + k, sizeof va);                                                      \
-        memcpy(&vb, b + k, sizeof vb);                                                      \
-        t = SUB ? va - vb : va;                                                             \
-        s0 += t * t;                                                                        \
-        k += L;                                                                             \
-    }                                                                                       \
-    CK_SQDIST_TAIL(T, SUB)                                                                  \
-    s0 += s1;                                                                               \
-    for (int w = L / 2; w >= 1; w /= 2)                                                     \
-        for (int l = 0; l < w; l++)                                                         \
-            s0[l] += s0[l + w];                                                             \
-    return s0[0] + tail;                                                                    \
+    CK_SQDIST_VEC_FINISH(T, SUB)                                                            \
 }
 
 CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double, ck_vec_double, 1)
@@ -114,37 +142,10 @@ static T NAME(const T* a, const T* b, ptrdiff_t n, T limit)                     
     ptrdiff_t k = 0;                                                                        \
     int pairs = 0;                                                                          \
     for (; k + 2 * L <= n; k += 2 * L) {                                                    \
-        memcpy(&va, a + k, sizeof va);                                                      \
-        memcpy(&vb, b + k, sizeof vb);                                                      \
-        t = va - vb;                                                                        \
-        s0 += t * t;                                                                        \
-        memcpy(&va, a + k + L, sizeof va);                                                  \
-        memcpy(&vb, b + k + L, sizeof vb);                                                  \
-        t = va - vb;                                                                        \
-        s1 += t * t;                                                                        \
-        pairs++;                                                                            \
-        if ((pairs & (pairs - 1)) == 0) {                                                   \
-            f = s0 + s1;                                                                    \
-            for (int w = L / 2; w >= 1; w /= 2)                                             \
-                for (int l = 0; l < w; l++)                                                 \
-                    f[l] += f[l + w];                                                       \
-            if (f[0] >= limit)                                                              \
-                return f[0];                                                                \
-        }                                                                                   \
+        CK_SQDIST_VEC_PAIR(1)                                                               \
+        CK_SQDIST_STOP_EARLY                                                                \
     }                                                                                       \
-    if (k + L <= n) {                                                                       \
-        memcpy(&va, a + k, sizeof va);                                                      \
-        memcpy(&vb, b + k, sizeof vb);                                                      \
-        t = va - vb;                                                                        \
-        s0 += t * t;                                                                        \
-        k += L;                                                                             \
-    }                                                                                       \
-    CK_SQDIST_TAIL(T, 1)                                                                    \
-    s0 += s1;                                                                               \
-    for (int w = L / 2; w >= 1; w /= 2)                                                     \
-        for (int l = 0; l < w; l++)                                                         \
-            s0[l] += s0[l + w];                                                             \
-    return s0[0] + tail;                                                                    \
+    CK_SQDIST_VEC_FINISH(T, 1)                                                              \
 }
 
 CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_double, double, ck_vec_double)
@@ -152,20 +153,22 @@ CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_float, float, ck_vec_float)
 
 #else
 /* Without GCC vector types: the same sums in the same order, one scalar at a time. */
-#define CK_DEFINE_SQDIST_WIDE(NAME, T, SUB)                                                 \
-static T NAME(const T* a, const T* b, ptrdiff_t n)                                          \
-{                                                                                           \
-    enum { L = 64 / sizeof(T) };                                                            \
-    T s0[L] = {0}, s1[L] = {0}, tail = 0;                                                   \
-    ptrdiff_t k = 0;                                                                        \
-    int l, w;                                                                               \
-    for (; k + 2 * L <= n; k += 2 * L)                                                      \
-        for (l = 0; l < L; l++) {                                                           \
-            T d0 = SUB ? a[k + l] - b[k + l] : a[k + l];                                    \
-            T d1 = SUB ? a[k + L + l] - b[k + L + l] : a[k + L + l];                        \
-            s0[l] += d0 * d0;                                                               \
-            s1[l] += d1 * d1;                                                               \
-        }                                                                                   \
+/* The two sums into f, for CK_SQDIST_STOP_EARLY. */
+#define CK_SQDIST_SUM_F                                                                     \
+    for (l = 0; l < L; l++)                                                                 \
+        f[l] = s0[l] + s1[l];
+
+/* One step of the main loop, as CK_SQDIST_VEC_PAIR. */
+#define CK_SQDIST_SCALAR_PAIR(T, SUB)                                                       \
+    for (l = 0; l < L; l++) {                                                               \
+        T d0 = SUB ? a[k + l] - b[k + l] : a[k + l];                                        \
+        T d1 = SUB ? a[k + L + l] - b[k + L + l] : a[k + L + l];                            \
+        s0[l] += d0 * d0;                                                                   \
+        s1[l] += d1 * d1;                                                                   \
+    }
+
+/* After the main loop, as CK_SQDIST_VEC_FINISH. */
+#define CK_SQDIST_SCALAR_FINISH(T, SUB)                                                     \
     if (k + L <= n) {                                                                       \
         for (l = 0; l < L; l++) {                                                           \
             T d = SUB ? a[k + l] - b[k + l] : a[k + l];                                     \
@@ -176,10 +179,19 @@ static T NAME(const T* a, const T* b, ptrdiff_t n)                              
     CK_SQDIST_TAIL(T, SUB)                                                                  \
     for (l = 0; l < L; l++)                                                                 \
         s0[l] += s1[l];                                                                     \
-    for (w = L / 2; w >= 1; w /= 2)                                                         \
-        for (l = 0; l < w; l++)                                                             \
-            s0[l] += s0[l + w];                                                             \
-    return s0[0] + tail;                                                                    \
+    CK_SQDIST_FOLD(s0)                                                                      \
+    return s0[0] + tail;
+
+#define CK_DEFINE_SQDIST_WIDE(NAME, T, SUB)                                                 \
+static T NAME(const T* a, const T* b, ptrdiff_t n)                                          \
+{                                                                                           \
+    enum { L = 64 / sizeof(T) };                                                            \
+    T s0[L] = {0}, s1[L] = {0}, tail = 0;                                                   \
+    ptrdiff_t k = 0;                                                                        \
+    int l;                                                                                  \
+    for (; k + 2 * L <= n; k += 2 * L)                                                      \
+        CK_SQDIST_SCALAR_PAIR(T, SUB)                                                       \
+    CK_SQDIST_SCALAR_FINISH(T, SUB)                                                         \
 }
 
 CK_DEFINE_SQDIST_WIDE(ck_sqdist_wide_double, double, 1)
@@ -194,39 +206,12 @@ static T NAME(const T* a, const T* b, ptrdiff_t n, T limit)                     
     enum { L = 64 / sizeof(T) };                                                            \
     T s0[L] = {0}, s1[L] = {0}, f[L], tail = 0;                                             \
     ptrdiff_t k = 0;                                                                        \
-    int l, w, pairs = 0;                                                                    \
+    int l, pairs = 0;                                                                       \
     for (; k + 2 * L <= n; k += 2 * L) {                                                    \
-        for (l = 0; l < L; l++) {                                                           \
-            T d0 = a[k + l] - b[k + l];                                                     \
-            T d1 = a[k + L + l] - b[k + L + l];                                             \
-            s0[l] += d0 * d0;                                                               \
-            s1[l] += d1 * d1;                                                               \
-        }                                                                                   \
-        pairs++;                                                                            \
-        if ((pairs & (pairs - 1)) == 0) {                                                   \
-            for (l = 0; l < L; l++)                                                         \
-                f[l] = s0[l] + s1[l];                                                       \
-            for (w = L / 2; w >= 1; w /= 2)                                                 \
-                for (l = 0; l < w; l++)                                                     \
-                    f[l] += f[l + w];                                                       \
-            if (f[0] >= limit)                                                              \
-                return f[0];                                                                \
-        }                                                                                   \
+        CK_SQDIST_SCALAR_PAIR(T, 1)                                                         \
+        CK_SQDIST_STOP_EARLY                                                                \
     }                                                                                       \
-    if (k + L <= n) {                                                                       \
-        for (l = 0; l < L; l++) {                                                           \
-            T d = a[k + l] - b[k + l];                                                      \
-            s0[l] += d * d;                                                                 \
-        }                                                                                   \
-        k += L;                                                                             \
-    }                                                                                       \
-    CK_SQDIST_TAIL(T, 1)                                                                    \
-    for (l = 0; l < L; l++)                                                                 \
-        s0[l] += s1[l];                                                                     \
-    for (w = L / 2; w >= 1; w /= 2)                                                         \
-        for (l = 0; l < w; l++)                                                             \
-            s0[l] += s0[l + w];                                                             \
-    return s0[0] + tail;                                                                    \
+    CK_SQDIST_SCALAR_FINISH(T, 1)                                                           \
 }
 
 CK_DEFINE_SQDIST_WIDE_BELOW(ck_sqdist_wide_below_double, double)

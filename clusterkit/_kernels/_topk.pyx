@@ -57,20 +57,18 @@ def assign_topk(const floating[:, ::1] X,        # IN
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features), dtype=floating
-    centers : ndarray of shape (n_clusters, n_features), dtype=floating
+    X, centers, n_threads
+        As for :func:`~._assign.assign_full`.
     winners : ndarray of shape (n_samples, n_winners), dtype=int32
         Output: the ``n_winners`` nearest clusters of each sample, ordered by increasing
         distance; equal distances are ordered by cluster index. ``1 <= n_winners <= n_clusters``.
     win_dist2 : ndarray of shape (n_samples, n_winners), dtype=floating
         Output: the squared distances to ``winners`` (clamped at zero), ascending per row.
-    n_threads : int
-        Number of OpenMP threads.
 
     Returns
     -------
     n_distance_evals : int
-        ``n_samples * n_clusters``.
+        All of them, ``n_samples * n_clusters``.
 
     Notes
     -----

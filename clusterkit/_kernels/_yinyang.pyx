@@ -17,9 +17,18 @@ from libc.math cimport INFINITY, sqrt
 
 from ._accumulate cimport _add_sample, _block_rows, _n_blocks, _reduce_blocks
 from ._chunks cimport _chunk_len, _TilePlan
-from ._pruning cimport _check_projections, _prune_bound2, _prune_tol, _PruneTol
+from ._pruning cimport _counts, _pruned_away, _Pruning, _set_pruning
 from ._dist cimport (CHUNK_SIZE, _chunk_tile, _first_visit, _prepare_tiles, _sqdist_wide,
                      _sqnorm, _store_lower, _tile_row, _use_gemm)
+
+
+cdef inline void _keep_two(double v, double* m1, double* m2) noexcept nogil:
+    """Keep ``m1 <= m2`` the two smallest values seen, with ``v``."""
+    if v < m1[0]:
+        m2[0] = m1[0]
+        m1[0] = v
+    elif v < m2[0]:
+        m2[0] = v
 
 
 cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features,)
@@ -44,11 +53,8 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                                 floating* dist2,               # INOUT
                                 int* visit,                    # INOUT
                                 int* label,                    # OUT
-                                const floating* x_proj,   # IN  (n_proj,) or NULL (no pruning)
-                                double x_rest,
-                                const floating* centers_proj,  # IN (n_clusters, n_proj)
-                                const floating* centers_rest,  # IN (n_clusters,)
-                                const _PruneTol* tol,
+                                const _Pruning* prune,         # IN  projections, or none
+                                Py_ssize_t r,                  # the sample's row of them
                                 Py_ssize_t* n_tests) noexcept nogil:  # OUT
     """Nearest centre of one sample (ties to the lower index); returns the distances computed.
 
@@ -70,8 +76,8 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
     always looked at. A first visit (``previous < 0``) computes every distance and sets every
     bound. A group's two smallest values are kept squared (a skipped centre's bound ``v > 0``
     as ``v * v``), so that a square root is taken per new best and per group only, not per
-    distance: what makes the search cheap at low dimension. With pruning (``x_proj`` given), a
-    centre the filters do not rule out is first tested on the projections (as in
+    distance: what makes the search cheap at low dimension. With pruning (``prune.X_proj``
+    set), a centre the filters do not rule out is first tested on the projections (as in
     ``_elkan._elkan_sample``, counted in ``n_tests``): a bound beyond the best distance so far
     (and the rounding of two direct distances) skips it and stands for its distance in the
     group's bound.
@@ -136,32 +142,16 @@ cdef Py_ssize_t _yinyang_sample(const floating* x,             # IN  (n_features
                 if local:
                     v = old_lb - shift[c]
                     if v > best_u:  # local filter: d(x, c) >= old bound - move of c
-                        v = v * v
-                        if v < m1:
-                            m2 = m1
-                            m1 = v
-                        elif v < m2:
-                            m2 = v
+                        _keep_two(v * v, &m1, &m2)
                         continue
-                if x_proj != NULL:
-                    v = _prune_bound2(x_proj, x_rest, centers_proj + c * tol.n_proj,
-                                      centers_rest[c], tol)
-                    n_tests[0] += 1
-                    if v > best * tol.grow:  # (v a squared bound, as m1 and m2 hold)
-                        if v < m1:
-                            m2 = m1
-                            m1 = v
-                        elif v < m2:
-                            m2 = v
-                        continue
+                # (v a squared bound, as m1 and m2 hold)
+                if prune.X_proj != NULL and _pruned_away(prune, r, c, best, &v, n_tests):
+                    _keep_two(v, &m1, &m2)
+                    continue
                 d2 = _sqdist_wide(x, centers + c * n_features, n_features)
                 n_evals += 1
             v = <double> d2
-            if v < m1:
-                m2 = m1
-                m1 = v
-            elif v < m2:
-                m2 = v
+            _keep_two(v, &m1, &m2)
             if d2 < best or (d2 == best and c < best_c):
                 best = d2
                 best_c = c
@@ -359,12 +349,7 @@ float64, or None
     cdef Py_ssize_t n_clusters = centers.shape[0], n_groups = lower.shape[1], i, b
     cdef Py_ssize_t n_blocks = _n_blocks(n_batch)
     cdef Py_ssize_t n_evals = 0, n_tests = 0, t
-    cdef bint pruned = X_proj is not None
-    cdef _PruneTol tol
-    cdef const floating* xp = NULL
-    cdef const floating* xr = NULL
-    cdef const floating* cp = NULL
-    cdef const floating* cr = NULL
+    cdef _Pruning prune
     cdef const double* separation = NULL
     cdef const int* nb = NULL
     cdef const double* nb_dist = NULL
@@ -383,17 +368,10 @@ float64, or None
             raise ValueError("neighbours need a single group.")
         nb, nb_dist, n_nb = &neighbours[0, 0], &neighbour_dist[0, 0], neighbours.shape[1]
     n_threads = max(1, n_threads)
-    if pruned:
-        _check_projections(lower.shape[0], n_clusters, X_proj, x_rest, centers_proj,
-                           centers_rest, prune_tol)
-        tol = _prune_tol(prune_tol, X_proj.shape[1])
-        if lower.shape[0] > 0:
-            xp, xr = &X_proj[0, 0], &x_rest[0]
-        cp, cr = &centers_proj[0, 0], &centers_rest[0]
+    cdef bint pruned = _set_pruning(&prune, lower.shape[0], n_clusters, X_proj, x_rest,
+                                    centers_proj, centers_rest, prune_tol)
     if n_batch == 0:
-        if pruned:
-            return 0, 0
-        return 0
+        return _counts(0, 0, pruned)
     # Without sums, pieces of 64 rows balance the uneven per-sample work; with sums, the
     # fixed blocks of the M-step's layout keep the result independent of n_threads.
     cdef bint with_sums = centers_sum is not None
@@ -419,8 +397,7 @@ float64, or None
                         n_groups, &group_of[0], &shift[0], &group_shift_sum[0],
                         &group_shift_prev[0], &last_moved[0], separation, nb, nb_dist, n_nb,
                         step, &lower[r, 0], <int> a, slack, &last_dist2[r], &visit[r],
-                        &labels[i], xp + r * tol.n_proj if pruned else NULL,
-                        xr[r] if pruned else 0.0, cp, cr, &tol, &t)
+                        &labels[i], &prune, r, &t)
                     n_tests += t
                 min_dist2[i] = last_dist2[r]
                 if with_sums:
@@ -430,9 +407,7 @@ float64, or None
         with nogil:
             _reduce_blocks(sums, weights, NULL, centers_sum, weight_in_clusters,
                            NULL, min(n_threads, n_clusters))
-    if pruned:
-        return n_evals, n_tests
-    return n_evals
+    return _counts(n_evals, n_tests, pruned)
 
 
 cdef void _init_chunk(const _TilePlan* plan,
