@@ -21,7 +21,8 @@ from _common import command_note, publish
 
 #: The fits: Lloyd at 64 features (gemm path), Lloyd and Elkan on the BIRCH grid (2
 #: features, C = 1024), Lloyd and vc-GMM on MNIST (784 features), fixed starts, no tolerance;
-#: and mini-batch k-means as a user runs it (defaults, seeding included).
+#: mini-batch k-means as a user runs it (defaults, seeding included); and Lloyd on a dask
+#: array on a 2-worker LocalCluster (if distributed is installed).
 WORKLOADS = r"""
 import json, os, sys, time, warnings
 import numpy as np
@@ -49,6 +50,23 @@ for name, fit in fits.items():
     start = time.perf_counter()
     fit()
     out[name] = time.perf_counter() - start
+try:  # a dask fit: lloyd on all the rows of a dask array on a 2-worker LocalCluster
+    import dask.array as da
+    from distributed import Client, LocalCluster, wait
+except ImportError:
+    pass
+else:
+    X16 = means[rng.randint(100, size=1_000_000), :16].astype(np.float32) + rng.normal(
+        size=(1_000_000, 16)).astype(np.float32)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        Xd = da.from_array(X16, chunks=(100_000, 16)).persist()
+        wait(Xd)
+        presets.lloyd(64, seed=X16[:64].copy(), max_iter=1).fit(Xd)  # (workers import)
+        start = time.perf_counter()
+        float(presets.lloyd(64, seed=X16[:64].copy(), max_iter=10, tol=0).fit(Xd).inertia_)
+        out["lloyd on a dask array, 1,000,000 x 16 in 10 chunks, 2 workers, C = 64"] = (
+            time.perf_counter() - start)
 print(json.dumps(out))
 """
 

@@ -53,14 +53,10 @@ def check_finite_rows(X, n_bad=None, first=None):
     """Raise a ``ValueError`` naming the first row of ``X`` with a NaN or infinite entry (its
     index in ``X``), if there is one; ``n_bad`` and ``first`` as :func:`nonfinite_rows`
     returns them, when they were found elsewhere (data in row chunks)."""
-    if n_bad is None:
-        n_bad, first = nonfinite_rows(X)
-    if n_bad:
-        chunk, first = _numbered(first)
-        raise ValueError(f"Input X contains NaN or infinity in {n_bad} "
-                         f"row{'s' if n_bad > 1 else ''}{chunk} (the first is row {first}); "
-                         "clustering needs finite values: remove those rows or replace "
-                         "their missing values.")
+    _refuse_rows(*((n_bad, first) if n_bad is not None else nonfinite_rows(X)),
+                 "Input X contains NaN or infinity in {rows}{chunk} (the first is row "
+                 "{first}); clustering needs finite values: remove those rows or replace "
+                 "their missing values.")
 
 
 def zero_norm_rows(X, norms=None):
@@ -74,13 +70,20 @@ def check_unit_rows(X, n_zero=None, first=None, name="X"):
     """Raise :func:`unit_rows`'s ``ValueError`` if rows of ``X`` have norm zero, naming the
     first (its index in ``X``); ``n_zero`` and ``first`` as :func:`zero_norm_rows` returns
     them, when they were found elsewhere (data in row chunks)."""
-    if n_zero is None:
-        n_zero, first = zero_norm_rows(X)
-    if n_zero:
+    _refuse_rows(*((n_zero, first) if n_zero is not None else zero_norm_rows(X)),
+                 name + " has {rows} of zero norm{chunk_in} (the first is row {first}); a "
+                 "spherical model needs a direction for every row: remove them.")
+
+
+def _refuse_rows(count, first, message):
+    """Raise ``ValueError(message)`` if ``count`` rows are bad, the first (``first``) numbered
+    in all the data (``{rows}``: "3 rows", ``{chunk}``/``{chunk_in}``: where, if in a row
+    chunk)."""
+    if count:
         chunk, first = _numbered(first)
-        raise ValueError(f"{name} has {n_zero} row{'s' if n_zero > 1 else ''} of zero "
-                         f"norm{chunk.replace(' of ', ' in ', 1)} (the first is row {first}); "
-                         "a spherical model needs a direction for every row: remove them.")
+        raise ValueError(message.format(rows=f"{count} row{'s' if count > 1 else ''}",
+                                        chunk=chunk, chunk_in=chunk.replace(" of ", " in ", 1),
+                                        first=first))
 
 
 def check_block_rows(bad_rows, starts):
