@@ -184,15 +184,20 @@ class DaskChunks(ChunkedData):
                 combine, first, second, pure=False))
             if finish is not None:
                 total = client.submit(finish, total, pure=False)
+        # the results come here as each chunk finishes, unless the workers add them up
+        gathered = [None] * self.n_chunks if total is None else None
         done = 0
-        for future in as_completed(results):
+        for item in as_completed(results, with_results=gathered is not None):
+            future, value = item if gathered is not None else (item, None)
             c = chunk_of[future.key]
             states[c] = None  # its new state is there: the worker may free the old one
+            if gathered is not None:
+                gathered[c] = value
             done += self.chunk_rows[c]
             progress(done, self.shape[0])
         if total is not None:
             return total.result(), pairs
-        results = client.gather(results)
+        results = gathered
         if combine is not None:  # small results: the same tree, added here
             results = tree_reduce(results, combine)
             results = results if finish is None else finish(results)

@@ -1,5 +1,6 @@
-"""The driver's step on data in row chunks, for compositions that read every row at every
-step: a map over the chunks and a reduce in this process.
+"""The steps on data in row chunks (:class:`ChunkedSteps`, one
+:class:`~clusterkit._engine.steps.Steps`), for compositions that read every row at every
+step: a map over the chunks and a reduce.
 
 A fit on a dask array or a memmap without a reducer (:attr:`DataReducer.chunked
 <clusterkit.DataReducer.chunked>`) runs its iterations on all the rows, chunk by chunk, where
@@ -14,11 +15,14 @@ memmap), and only a few numbers per cluster come back:
   chunk's sufficient statistics (weighted sums and weights per cluster, and what else the
   M-step needs), plus the chunk's objective, quantization error, weight, distance
   evaluations, changed labels and weight per label;
-* **reduce** (:func:`_add_results`, where the chunks ran: tasks on the workers): the numbers
-  of neighbouring chunks are added up in float64, then those of neighbouring pairs, and so on
+* **reduce** (:func:`_add_results`): the numbers of neighbouring chunks are added up in
+  float64, then those of neighbouring pairs, and so on
   (:func:`~clusterkit._data.chunked.tree_reduce`), a tree fixed by the chunking alone, so
-  that the result does not depend on which worker ran which chunk or when it finished, and
-  only one chunk's worth of numbers reaches this process;
+  that the result does not depend on which worker ran which chunk or when it finished; in
+  this process where all chunks' results are small, else by tasks on the workers, so that
+  only one chunk's worth of numbers reaches this process (``result_bytes`` of
+  :meth:`ChunkedData.map_chunks_with_state
+  <clusterkit._data.chunked.ChunkedData.map_chunks_with_state>`);
 * **shared E-step state**: what the chunks' E-steps must agree on (the estimated
   neighbourhoods of :class:`~clusterkit.PartialEStep`) is added up in the same tree from the
   chunks' summaries (:meth:`EStep.chunk_summary <clusterkit.EStep.chunk_summary>`,
@@ -33,7 +37,10 @@ memmap), and only a few numbers per cluster come back:
 
 The per-chunk state stays with its chunk: a future held on the worker that computed it (a
 ``dask.distributed`` cluster), or an object in this process (a memmap, or another dask
-scheduler). The driver's loop is the same as in memory; only its step goes through here.
+scheduler). The driver's loop is the same as in memory; only its steps go through here.
+On a cluster every chunk's steps run on one worker, chosen once (the one holding the chunk
+where that keeps the workers' shares even), and a step is one round trip: the client sends
+one graph and waits for its result.
 
 On a cluster a chunk's state may be computed again: a worker that is lost takes the states
 it held with it, and the scheduler recomputes them from their lineage (the chunk's tasks

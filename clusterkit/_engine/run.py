@@ -58,7 +58,7 @@ class Run:
         Samples of the last batch whose label changed (a first visit counts).
     n_relocated : int
         Clusters the last M-step relocated onto a sample (empty or starved clusters, see
-        :func:`~clusterkit.mstep.batch_rules.relocate_empty_clusters`).
+        :func:`~clusterkit.mstep.batch_rules.relocate_empty`).
     center_shift : ndarray of shape (n_clusters,), dtype=float64
         How far each centre moved in the last M-step.
     center_norm : float
