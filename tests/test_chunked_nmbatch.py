@@ -222,13 +222,15 @@ def test_an_unvoted_centre_moves_alike_in_memory_and_on_chunks(tmp_path, monkeyp
 
 def test_the_client_holds_a_few_numbers_per_cluster(da, client, monkeypatch):
     """No N-long array on the client: no permutation of the rows, no per-row labels; a step
-    brings back the chunks' sums per cluster and a few numbers, added up on the workers."""
+    brings back the chunks' sums per cluster and a few numbers, added up in one tree."""
     X = _blobs(10_000, 6, 10, 13, np.float32)
     sizes = []
     map_with_state = _chunked.ChunkedData.map_chunks_with_state
 
-    def counting(self, func, args, states, progress=None, combine=None, finish=None):
-        results, states = map_with_state(self, func, args, states, progress, combine, finish)
+    def counting(self, func, args, states, progress=None, combine=None, finish=None,
+                 result_bytes=None):
+        results, states = map_with_state(self, func, args, states, progress, combine, finish,
+                                         result_bytes)
         sizes.append(_nbytes(results) if combine is not None
                      else max(_nbytes(r) for r in results))
         return results, states
