@@ -141,7 +141,6 @@ def default_coreset_size(n_clusters):
 
     Examples
     --------
-    >>> from clusterkit.presets import default_coreset_size
     >>> default_coreset_size(500), default_coreset_size(4096)
     (32768, 131072)
     """
