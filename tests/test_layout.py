@@ -2,6 +2,7 @@
 import each other in a cycle, and layers import downwards (imports inside functions
 included), read from the source with :mod:`ast`."""
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,20 @@ def test_layers_import_downwards():
     upward = {(name, other) for name, path in MODULES.items() if path.suffix == ".py"
               for other in _imports(name, path) if _layer(other) > _layer(name)}
     assert upward == set()
+
+
+def test_examples_import_downwards():
+    """Examples (``>>>`` lines) below the estimator face import neither it nor the presets,
+    the command line or the ablation API; the estimator's examples not the presets (they may
+    use the package's public names, ``from clusterkit import ...``)."""
+    pattern = re.compile(r">>>\s*(?:from|import)\s+(clusterkit(?:\.\w+)+)")
+    estimator = _layer("clusterkit._estimator")
+    top = {"clusterkit.presets", "clusterkit.ablation", "clusterkit.__main__"}
+    upward = [(name, other) for name, path in MODULES.items() if path.suffix == ".py"
+              for other in pattern.findall(path.read_text(encoding="utf-8"))
+              if other in top and _layer(name) <= estimator
+              or _layer(other) == estimator and _layer(name) < estimator]
+    assert upward == []
 
 
 @pytest.mark.parametrize("name", sorted(name for name, path in MODULES.items()

@@ -45,7 +45,6 @@ class PresetGuide(namedtuple("PresetGuide", ["use", "model", "cost", "memory", "
 
     Examples
     --------
-    >>> from clusterkit.presets import GUIDE
     >>> GUIDE["elkan"].model
     'k-means'
     """

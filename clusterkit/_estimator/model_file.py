@@ -123,10 +123,9 @@ def save_model(model, path):
     --------
     >>> import os, tempfile
     >>> import numpy as np
-    >>> from clusterkit import load_model, save_model
-    >>> from clusterkit.presets import lloyd
+    >>> from clusterkit import Clusterer, load_model, save_model
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [10.0, 0.0], [10.0, 1.0]])
-    >>> model = lloyd(2, random_state=0).fit(X)
+    >>> model = Clusterer(2, random_state=0).fit(X)
     >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
     >>> save_model(model, path)
     >>> loaded = load_model(path)
