@@ -1,7 +1,5 @@
 """Dask arrays as :class:`~clusterkit._data.chunked.ChunkedData`: every block function is a
 task on the dask scheduler in use (see :mod:`clusterkit._data.chunked`)."""
-import pickle
-
 import numpy as np
 
 from .checks import unit_rows
@@ -17,8 +15,8 @@ __all__ = ["DaskChunks", "EMBED_BYTES", "GATHER_BYTES", "embedded_nbytes",
 #: workers); larger ones are added where the chunks ran and only the root comes back.
 GATHER_BYTES = 16 << 20
 
-#: Up to this many bytes, a step's arguments (the centres, the step's plan) are written into
-#: every chunk's task; larger ones are one task that the workers fetch.
+#: Up to this many bytes of arrays (the centres), a step's arguments are written into every
+#: chunk's task; larger ones are one task that the workers fetch.
 EMBED_BYTES = 1 << 20
 
 
@@ -161,7 +159,7 @@ class DaskChunks(ChunkedData):
         # each chunk's task where they are small, so that no worker waits to fetch them from
         # another; else one task of the graph
         arguments = _Arguments(self._frame, args)
-        if len(pickle.dumps(arguments, protocol=pickle.HIGHEST_PROTOCOL)) > EMBED_BYTES:
+        if sum(a.nbytes for a in (self._frame, *args) if isinstance(a, np.ndarray)) > EMBED_BYTES:
             arguments = dask.delayed(arguments, traverse=False)
         call = dask.delayed(_step_task, pure=False)
         # a chunk's state is the future of its last (result, state) pair, held on its worker;

@@ -184,7 +184,7 @@ class Driver:
                     f"{state.seconds:.3g} s")
         return result
 
-    def seed(self, X, sample_weight):
+    def seed(self, X):
         """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1); the
         seeds' nearest-seed labels, if the seeder found them, go to the run."""
         state, seeder = self.state, self.composition.seed
@@ -218,7 +218,7 @@ class Driver:
         (the schedule's batches ran out), ``"max_iter"`` or ``"callback"``. Only a run that
         ended on its own (the first two) is refined."""
         run = self.state.new_run(X.shape[0], per_sample=self.steps.per_sample)
-        self.iterate(X, sample_weight, self.seed(X, sample_weight))
+        self.iterate(X, sample_weight, self.seed(X))
         # (a fit without a refiner has no refinement phase, as one without chunks no scan)
         if run.end in ("converged", "budget") and self.composition.refine.refines:
             run = self.refine(X, sample_weight, run)
@@ -355,7 +355,7 @@ class Driver:
             self.steps = MemorySteps(Xc, sample_weight, self.composition, state)
             if self.centers is None:  # the stream's first batch
                 if centers is None:
-                    centers = self.seed(Xc, sample_weight)
+                    centers = self.seed(Xc)
                 state.mstep_state = self.composition.mstep.init_state(Xc, sample_weight,
                                                                       centers, state)
                 state.schedule_state = self.composition.schedule.init_state(

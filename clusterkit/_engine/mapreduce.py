@@ -79,7 +79,7 @@ from .._data.nearest import nearest, single_threaded_blas
 from .assignment import Assignment
 from .far_rows import FarRows, far_scores
 from .state import FitState, first_variance_sums
-from .steps import Steps, step_batches
+from .steps import Steps, nearest_of_given, step_batches
 
 __all__ = ["ChunkedSteps", "SEEDING_BYTES", "full_data_chunks",
            "seeding_rows_of_chunks"]
@@ -312,7 +312,6 @@ class ChunkedSteps(Steps):
 
     def __init__(self, data, composition, state):
         super().__init__(data, None, composition, state)
-        self.data = data
         self.chunks = self._first_states()
         self.shared = None
         self.run = None  # the run the chunks' states belong to
@@ -326,6 +325,11 @@ class ChunkedSteps(Steps):
         #: (drawn once per fit, as the order of data in memory).
         self.order = (schedule.row_order(data.shape[0], state) if schedule.nested
                       else None)
+
+    @property
+    def data(self):
+        """The chunks in the fit's frame (the steps' ``X``)."""
+        return self.X
 
     @property
     def _result_bytes(self):
@@ -496,7 +500,8 @@ class ChunkedSteps(Steps):
         kept = self.last_labels(run)
         if kept:
             return kept
-        labels, inertia, n_evals = given.nearest(x_mean, run.centers, progress)
+        labels, inertia, n_evals = nearest_of_given(given, None, x_mean, run.centers,
+                                                    self.data.n_threads, progress)
         self.state.count("labels", n_evals)
         return labels, inertia
 

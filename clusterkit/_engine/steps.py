@@ -19,11 +19,12 @@ chunks included, goes through :func:`step_batches`.
 """
 import numpy as np
 
+from .._data.chunked import ChunkedData
 from .._data.moments import label_weight, weighted_sum
 from .._data.nearest import dist2_to_labels, nearest
 from .strategy import strategy_array
 
-__all__ = ["MemorySteps", "Steps", "step_batches"]
+__all__ = ["MemorySteps", "Steps", "nearest_of_given", "step_batches"]
 
 
 def step_batches(composition, state, centers, batches, read):
@@ -189,7 +190,7 @@ def nearest_of_given(X, sample_weight, x_mean, centers, n_threads, progress):
     evaluations: rows in memory block by block, data in row chunks chunk by chunk (lazily
     for a dask array: nothing is counted, see :meth:`ChunkedData.nearest
     <clusterkit._data.chunked.ChunkedData.nearest>`)."""
-    if not hasattr(X, "map_chunks"):
-        labels, dist2, n_evals = nearest(X, x_mean, centers, n_threads, progress)
-        return labels, weighted_sum(dist2, sample_weight), n_evals
-    return X.nearest(x_mean, centers, progress)
+    if isinstance(X, ChunkedData):
+        return X.nearest(x_mean, centers, progress)
+    labels, dist2, n_evals = nearest(X, x_mean, centers, n_threads, progress)
+    return labels, weighted_sum(dist2, sample_weight), n_evals
