@@ -313,6 +313,17 @@ def test_estimated_neighbourhoods_reach_the_client_not_their_sums(da, client, mo
                                rtol=1e-5, atol=1e-5)
 
 
+def test_steps_run_while_the_client_knows_no_worker_yet(da, client, monkeypatch):
+    """The client's view of the workers can be empty for a moment (workers starting): the
+    steps then leave the placement to the scheduler, with the same fit."""
+    X = _blobs(6_000, 3, 6, 14)
+    init = X[:6].copy()
+    expected = lloyd(6, seed=init).fit(da.from_array(X, chunks=(1_500, 3)))
+    monkeypatch.setattr(type(client), "scheduler_info", lambda self, **kw: {"workers": {}})
+    fit = lloyd(6, seed=init).fit(da.from_array(X, chunks=(1_500, 3)))
+    np.testing.assert_array_equal(fit.cluster_centers_, expected.cluster_centers_)
+
+
 def test_several_runs_and_the_callback_on_chunks(da, client):
     X = _blobs(6_000, 3, 6, 14)
     seen = []

@@ -99,8 +99,11 @@ class DaskChunks(ChunkedData):
         (at most ``ceil(n_chunks / n_workers)`` chunks each), else the one with the fewest
         chunks, which reads the chunk from its holder at every step. A dask array persisted
         unevenly (7 chunks on one worker, 3 on the other) would otherwise leave a worker
-        idle for part of every step. Found again when the workers change."""
+        idle for part of every step. Found again when the workers change; ``None`` for
+        every chunk while the client knows of no worker."""
         workers = sorted(client.scheduler_info()["workers"])
+        if not workers:  # (the client has not heard of any yet: the scheduler places them)
+            return [None] * self.n_chunks
         if self._placed is None or self._placed[0] != workers:
             holders = client.who_has([block.key for block in blocks])
             share = -(-self.n_chunks // len(workers))
@@ -167,7 +170,8 @@ class DaskChunks(ChunkedData):
         # scheduler keeps while the last pair is wanted
         tasks = []
         for c, workers in enumerate(self._placement(client, blocks)):
-            with dask.annotate(workers=workers, allow_other_workers=True):
+            where = {} if workers is None else dict(workers=workers, allow_other_workers=True)
+            with dask.annotate(**where):
                 tasks.append(call(blocks[c], weights[c], self.dtype, func, states[c],
                                   arguments, self.unit_rows))
         pairs = client.compute(tasks)
