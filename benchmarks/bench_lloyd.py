@@ -247,7 +247,7 @@ def _seed_clusterkit(seeder, X, sample_weight, n_clusters, n_threads):
                      random_state=np.random.RandomState(0), n_threads=n_threads)
     with threadpool_limits(limits=1, user_api="blas"):
         centers = seeder.seed(X, sample_weight, n_clusters, state)
-    return centers, state.cost["seeding"]
+    return centers, state.meter.cost["seeding"]
 
 
 def _seed_sklearn(X, n_clusters, n_threads):

@@ -71,7 +71,7 @@ class TracedBreathing(Breathing):
     exactly as ``Breathing`` with the same parameters."""
 
     def refine(self, X, sample_weight, run, iterate, state):
-        TRACE.append(("start", state.seconds, run.centers.copy()))
+        TRACE.append(("start", state.meter.seconds, run.centers.copy()))
 
         def traced(centers, **kwargs):
             new = iterate(centers, **kwargs)

@@ -84,7 +84,7 @@ def _afkmc2_seeds(X, n_clusters, seed, n_threads):
     t0 = time.perf_counter()
     centers = AFKMC2(chain_length=2, n_candidates=1).seed(X, np.ones(X.shape[0], dtype=X.dtype), n_clusters,
                                            state)
-    return centers, time.perf_counter() - t0, state.cost["seeding"]
+    return centers, time.perf_counter() - t0, state.meter.cost["seeding"]
 
 
 def _timed_fit(est, X):

@@ -152,7 +152,7 @@ class UniformSubsample(DataReducer):
             return X, sample_weight
         idx = state.random_state.randint(n_samples, size=self.size)
         rows, counts = np.unique(idx, return_counts=True)
-        if len(rows) < state.n_clusters:  # as LWCS: keep the draws unmerged
+        if len(rows) < state.config.n_clusters:  # as LWCS: keep the draws unmerged
             rows, counts = np.sort(idx), np.ones(self.size, dtype=np.intp)
         weights = sample_weight[rows] * (counts * (n_samples / self.size))
         return np.ascontiguousarray(X[rows]), weights.astype(X.dtype)

@@ -58,7 +58,7 @@ def test_one_candidate_is_plain_afkmc2(dtype, n_clusters, chain_length):
         state = _state(n_clusters, X.shape[1], 3, n_threads)
         centers = AFKMC2(chain_length, n_candidates=1).seed(X, w, n_clusters, state)
         assert_array_equal(centers, expected)
-        assert state.cost["seeding"] == len(X) + chain_evals
+        assert state.meter.cost["seeding"] == len(X) + chain_evals
         # nothing more was drawn: the fit's later draws are unchanged too
         assert state.random_state.uniform() == next_draw
 
@@ -113,7 +113,7 @@ def test_auto_settings(n_samples, n_clusters, explicit):
     auto, explicit_state = _state(n_clusters, 2, 0), _state(n_clusters, 2, 0)
     assert_array_equal(AFKMC2().seed(X, w, n_clusters, auto),
                        explicit.seed(X, w, n_clusters, explicit_state))
-    assert auto.cost == explicit_state.cost
+    assert auto.meter.cost == explicit_state.meter.cost
 
 
 def test_greedy_cost_counts_distinct_sample_rows():
@@ -130,7 +130,7 @@ def test_greedy_cost_counts_distinct_sample_rows():
     assert len(rows) < len(X)
     *_, n_evals = ref.afkmc2_greedy(X, w, q, first, candidates, uniforms, L, X[rows],
                                     counts[rows].astype(np.float64), d2[rows])
-    assert state.cost["seeding"] == len(X) + n_evals
+    assert state.meter.cost["seeding"] == len(X) + n_evals
 
 
 def test_a_huge_potential_sample_takes_memory_in_proportion_to_the_rows():
@@ -167,8 +167,8 @@ def test_greedy_reports_progress_to_the_end():
     X = _blobs(n_samples=3000, n_features=4)
     reports = []
     state = _state(150, 4, 0)
-    state.display = QuietDisplay()
-    state.display.report = lambda *args: reports.append(args)
+    state.meter.display = QuietDisplay()
+    state.meter.display.report = lambda *args: reports.append(args)
     AFKMC2(chain_length=3, n_candidates=3).seed(X, np.ones(len(X)), 150, state)
     assert reports[-1] == ("seeding", 150, 150, "centres")
     assert len(reports) > 2

@@ -14,7 +14,7 @@ class FirstRows(Seeder):
 class NumpyLloydEStep(EStep):
     def assign(self, X, sample_weight, centers, state):
         d2 = ((X[:, None, :] - centers[None]) ** 2).sum(-1)
-        state.count("estep", d2.size)
+        state.meter.count("estep", d2.size)
         labels = d2.argmin(1).astype(np.int32)
         dist2 = d2[np.arange(len(X)), labels]
         qe = float(sample_weight @ dist2)

@@ -215,13 +215,13 @@ def test_relocation_on_rows_found_in_passes_is_the_batch_relocation(withdraw):
     relocate_empty(expected, expected_weight,
                    batch_far_rows(X, w, Assignment(labels, dist2, 0.0, 0.0), 1), state,
                    withdraw=withdraw)
-    expected_moved = state.n_relocated
+    expected_moved = state.run.n_relocated
     got, got_weight = centers.copy(), weight.copy()
     far = _SortedFarRows(X, w, labels, dist2)
     relocate_empty(got, got_weight, far, state, withdraw=withdraw)
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(got_weight, expected_weight)
-    assert state.n_relocated == expected_moved == 3
+    assert state.run.n_relocated == expected_moved == 3
     assert far.calls[0] == 3
     if withdraw:  # the three farthest rows are alone in their clusters: more were asked for
         assert len(far.calls) == 2 and far.calls[1] == 12
@@ -614,7 +614,7 @@ def test_breathing_budget_buys_the_same_rounds_on_any_chunks(da, budget, mstep, 
     from clusterkit.refine import breathing
     bases, limits = [], breathing._Limits
     monkeypatch.setattr(breathing, "_Limits", lambda refiner, state: (
-        bases.append(state.n_budget_evals), limits(refiner, state))[1])
+        bases.append(state.meter.n_budget_evals), limits(refiner, state))[1])
     in_memory = fit(X)
     rounds = [(r["moved"], r["kept"]) for r in in_memory.refinement_log_]
     assert len(rounds) >= 1 + (budget > 2)

@@ -31,11 +31,11 @@ class NumpyNearest(EStep):
 
     def assign(self, X, sample_weight, centers, state):
         labels, dist2, d2 = _nearest(X, centers)
-        state.count("estep", d2.size)
+        state.meter.count("estep", d2.size)
         if self.log is not None:
-            previous = state.labels[state.rows]  # the driver updates them after this call
-            self.log.append({"rows": np.arange(state.n_samples)[state.rows],
-                             "centers": centers.copy(), "shift": state.center_shift.copy(),
+            previous = state.run.labels[state.run.rows]  # the driver updates them after this call
+            self.log.append({"rows": np.arange(state.run.n_samples)[state.run.rows],
+                             "centers": centers.copy(), "shift": state.run.center_shift.copy(),
                              "changed": int(np.count_nonzero(previous != labels)),
                              "state": state})
         qe = float(sample_weight @ dist2)
@@ -50,7 +50,7 @@ class RandomBatches(Schedule):
         self.max_passes = max_passes
 
     def batches(self, n_samples, state):
-        while state.n_passes < self.max_passes:
+        while state.run.n_passes < self.max_passes:
             yield state.random_state.choice(n_samples, self.batch_size, replace=False)
 
     def should_stop(self, state, tol):
@@ -66,8 +66,8 @@ class OneVoteMeans(MStep):
         return {"sums": np.zeros(centers.shape), "weights": np.zeros(centers.shape[0])}
 
     def update(self, X, sample_weight, assignment, centers, state):
-        sums, weights = state.mstep_state["sums"], state.mstep_state["weights"]
-        previous = state.labels[state.rows]
+        sums, weights = state.run.mstep_state["sums"], state.run.mstep_state["weights"]
+        previous = state.run.labels[state.run.rows]
         seen = previous >= 0
         np.subtract.at(sums, previous[seen], sample_weight[seen, None] * X[seen])
         np.subtract.at(weights, previous[seen], sample_weight[seen])
@@ -92,13 +92,13 @@ def test_running_means_under_mini_batches_vote_once_per_row():
     assert all(h["batch_size"] == 50 for h in km.history_)
     # one sample, one vote: the running sums equal those of every visited row's last label
     state = log[-1]["state"]
-    visited = state.labels >= 0
+    visited = state.run.labels >= 0
     Xc = X - X.mean(0)
     expected = np.zeros((6, 3))
-    np.add.at(expected, state.labels[visited], w[visited, None] * Xc[visited])
-    np.testing.assert_allclose(state.mstep_state["sums"], expected, atol=1e-9)
-    np.testing.assert_allclose(state.mstep_state["weights"],
-                               np.bincount(state.labels[visited], w[visited], minlength=6))
+    np.add.at(expected, state.run.labels[visited], w[visited, None] * Xc[visited])
+    np.testing.assert_allclose(state.run.mstep_state["sums"], expected, atol=1e-9)
+    np.testing.assert_allclose(state.run.mstep_state["weights"],
+                               np.bincount(state.run.labels[visited], w[visited], minlength=6))
     assert km.cost_["estep"] == 36 * 50 * 6
 
 
@@ -127,7 +127,7 @@ class FuzzyMemberships(EStep):
 
     def assign(self, X, sample_weight, centers, state):
         labels, dist2, d2 = _nearest(X, centers)
-        state.count("estep", d2.size)
+        state.meter.count("estep", d2.size)
         inv = np.maximum(d2, 1e-12) ** (-1.0 / (self.m - 1.0))
         resp = inv / inv.sum(1, keepdims=True)
         objective = float(sample_weight @ ((resp ** self.m) * d2).sum(1))
@@ -211,7 +211,7 @@ def test_shared_state_hooks_are_one_capability():
 def test_final_labels_hook_replaces_the_nearest_centre():
     class LabelsByRowParity(NumpyNearest):
         def final_labels(self, state):
-            return (np.arange(state.n_samples) % 2).astype(np.int32)
+            return (np.arange(state.run.n_samples) % 2).astype(np.int32)
 
     X = _blobs()
     km = Clusterer(2, estep=LabelsByRowParity(), random_state=0).fit(X)

@@ -92,7 +92,7 @@ def test_coreset_estimates_weight_and_quantization_error(da, client, dtype):
                                    da.from_array(w, chunks=7_000), 10, size, 0)
     assert Xc.dtype == dtype and wc.dtype == dtype
     assert Xc.shape[1] == 5 and len(Xc) <= size and np.all(wc > 0)
-    assert state.cost["reduction"] == len(X)
+    assert state.meter.cost["reduction"] == len(X)
     # Every draw of row n weighs w_n / (size q_n): rebuild the draws from the merged rows
     # (count = weight / one draw's weight) to get the standard error of the estimates.
     moments = data.scan()
@@ -338,8 +338,8 @@ def test_coreset_does_not_depend_on_the_chunking(da, client, dtype):
         np.testing.assert_array_equal(Xc_d, Xc)
         np.testing.assert_allclose(wc_d, wc, rtol=rtol)
         # the second pass reads only the chunks that drew (not the 3-row ones, here)
-        assert state_d.cost["reduction"] == (len(X) if chunks == 4_000 else len(X) - 3)
-    assert state.cost["reduction"] == len(X)
+        assert state_d.meter.cost["reduction"] == (len(X) if chunks == 4_000 else len(X) - 3)
+    assert state.meter.cost["reduction"] == len(X)
 
 
 # -- memmaps ------------------------------------------------------------------------------

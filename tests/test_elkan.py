@@ -233,8 +233,8 @@ class _CheckedElkan(ElkanEStep):
 
     def assign(self, X, sample_weight, centers, state):
         assignment = super().assign(X, sample_weight, centers, state)
-        bounds = state.estep_state
-        rows = np.arange(state.n_samples)[state.rows]
+        bounds = state.run.estep_state
+        rows = np.arange(state.run.n_samples)[state.run.rows]
         d = _distances(X, centers)
         assert np.all(bounds.lower[rows] - bounds.shift_sum <= d * (1 + 1e-9))
         self.checks.append(len(rows))

@@ -18,7 +18,7 @@ def _state(X, n_clusters, soft, n_threads=1, seed=0, sigma2=None):
     state = FitState(n_clusters=n_clusters, n_features=X.shape[1],
                      random_state=np.random.RandomState(seed), n_threads=n_threads, needs_resp=soft,
                      objective=FREE_ENERGY if soft else QUANTIZATION_ERROR)
-    state.sigma2 = sigma2
+    state.run.sigma2 = sigma2
     return state
 
 
@@ -34,7 +34,7 @@ def _fit_estep(estep, X, centers, soft, n_threads=1, seed=0, sigma2=None):
     """init_state + assign, as the driver does; returns (assignment, state)."""
     w = np.ones(X.shape[0], dtype=X.dtype)
     state = _state(X, centers.shape[0], soft, n_threads, seed, sigma2)
-    state.estep_state = estep.init_state(X, w, centers, state)
+    state.run.estep_state = estep.init_state(X, w, centers, state)
     return estep.assign(X, w, centers, state), state
 
 
@@ -59,7 +59,7 @@ def test_one_winner_hard_equals_full(dtype, n_features, estep):
     assert_array_equal(result.dist2, full.dist2)
     assert result.objective == full.objective == result.qe
     assert result.resp is None
-    assert state.cost["estep"] == full_state.cost["estep"] == 300 * 9
+    assert state.meter.cost["estep"] == full_state.meter.cost["estep"] == 300 * 9
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -72,14 +72,14 @@ def test_all_winners_soft_equals_full(dtype, n_features, estep):
     for sigma2 in (None, 2.5):  # eq. 12 variance on the first call, or a given one
         full, full_state = _fit_estep(FullEStep(), X, centers, soft=True, sigma2=sigma2)
         result, state = _fit_estep(estep, X, centers, soft=True, sigma2=sigma2)
-        assert_allclose(state.sigma2, full_state.sigma2, rtol=rtol)
+        assert_allclose(state.run.sigma2, full_state.run.sigma2, rtol=rtol)
         assert_array_equal(result.labels, full.labels)
         assert_allclose(result.dist2, full.dist2, rtol=rtol)
         assert result.winners.shape == (300, 7) and result.resp.dtype == dtype
         assert_allclose(_dense_resp(result, 7), full.resp, rtol=rtol, atol=rtol)
         assert_allclose(result.objective, full.objective, rtol=rtol)
         # (the first variance adds each row's direct distance to its nearest centre)
-        assert state.cost["estep"] == 300 * 7 + (300 if sigma2 is None else 0)
+        assert state.meter.cost["estep"] == 300 * 7 + (300 if sigma2 is None else 0)
 
 
 def test_truncated_soft_objective_is_truncated_free_energy():
@@ -106,7 +106,7 @@ def test_partial_estep_monotone_for_fixed_centres(dtype, soft, kind, n_explore, 
     w = np.random.RandomState(4).uniform(0.5, 2.0, size=600).astype(dtype)
     estep = PartialEStep(G=3, n_winners=n_winners, neighbourhoods=kind, n_explore=n_explore)
     state = _state(X, 40, soft, n_threads=2, sigma2=3.0 if soft else None)
-    state.estep_state = estep.init_state(X, w, centers, state)
+    state.run.estep_state = estep.init_state(X, w, centers, state)
     previous = None
     for _ in range(6):
         result = estep.assign(X, w, centers, state)
@@ -122,7 +122,7 @@ def test_partial_estep_monotone_for_fixed_centres(dtype, soft, kind, n_explore, 
     d2 = ((X.astype(np.float64)[:, None, :] - centers.astype(np.float64)[None]) ** 2).sum(-1)
     assert_allclose(result.dist2, d2[np.arange(600), result.labels], rtol=RTOL[dtype],
                     atol=RTOL[dtype])
-    winners = state.estep_state.winners
+    winners = state.run.estep_state.winners
     assert np.all(np.sort(winners, axis=1)[:, 1:] != np.sort(winners, axis=1)[:, :-1])
 
 
@@ -141,7 +141,7 @@ def test_partial_state_initialisation(soft, expected_winners):
     for row in st.winners:
         assert len(set(row.tolist())) == expected_winners
     assert st.winners.min() >= 0 and st.winners.max() < 30
-    assert state.cost["estep"] == 0  # no initial E-steps by default
+    assert state.meter.cost["estep"] == 0  # no initial E-steps by default
 
 
 @pytest.mark.parametrize("soft, n_winners", [(False, 1), (True, 4), (True, 6)])
@@ -154,23 +154,23 @@ def test_partial_state_starts_from_the_seeding(soft, n_winners):
     X, _ = _blobs(500, 30, 2, np.float64, seed=5)
     state = _state(X, 30, soft)
     centers, state.run.seed_labels = KMeansPlusPlus().seeding(X, np.ones(500), 30, state)
-    seeding_cost = state.cost["seeding"]
+    seeding_cost = state.meter.cost["seeding"]
     st = PartialEStep(G=4, n_winners=n_winners).init_state(X, np.ones(500), centers, state)
     exact = np.empty((30, max(4, n_winners)), dtype=np.int32)
     _partial.neighbourhoods_exhaustive(centers, exact, 1)
     assert_array_equal(st.neighbourhoods, exact[:, :4])
     assert_array_equal(st.winners[:, 0], ((X[:, None] - centers) ** 2).sum(-1).argmin(1))
     assert_array_equal(st.winners, exact[st.winners[:, 0], :n_winners])
-    assert state.cost["estep"] == 30 * 30 and state.cost["seeding"] == seeding_cost
+    assert state.meter.cost["estep"] == 30 * 30 and state.meter.cost["seeding"] == seeding_cost
     # "random" ignores the labels
     rnd = PartialEStep(G=4, init="random").init_state(X, np.ones(500), centers, state)
     assert np.mean(rnd.winners[:, 0] == st.winners[:, 0]) < 0.2
     # labels of other data (e.g. a seeding sample) are not used: one exact E-step instead
-    state.seed_labels = state.seed_labels[:100]
-    before = state.cost["estep"]
+    state.run.seed_labels = state.run.seed_labels[:100]
+    before = state.meter.cost["estep"]
     other = PartialEStep(G=4).init_state(X, np.ones(500), centers, state)
     assert_array_equal(other.winners[:, 0], st.winners[:, 0])
-    assert state.cost["estep"] - before == 500 * 30 + 30 * 30
+    assert state.meter.cost["estep"] - before == 500 * 30 + 30 * 30
 
 
 @pytest.mark.parametrize("init", ["exact", "auto"])
@@ -190,7 +190,7 @@ def test_partial_state_exact_start(soft, n_winners, init):
     assert_array_equal(st.neighbourhoods, exact)
     d2 = ((X[:, None] - centers) ** 2).sum(-1)
     assert_array_equal(st.winners, np.argsort(d2, axis=1, kind="stable")[:, :n_winners])
-    assert state.cost["estep"] == 500 * 30 + 30 * 30
+    assert state.meter.cost["estep"] == 500 * 30 + 30 * 30
 
 
 @pytest.mark.parametrize("kind", ["estimated", "exhaustive"])
@@ -199,18 +199,18 @@ def test_partial_counts_every_distance(kind):
     w = np.ones(400)
     estep = PartialEStep(G=3, n_winners=2, neighbourhoods=kind, n_explore=1, init="random")
     state = _state(X, 50, soft=True, sigma2=1.0)
-    state.estep_state = st = estep.init_state(X, w, centers, state)
+    state.run.estep_state = st = estep.init_state(X, w, centers, state)
     total = 0
     for step in range(3):
         estep.assign(X, w, centers, state)
         # C^2 centre distances once for these centres (exhaustive), then sum_n |S(n)|
         total += int(st.n_cand.sum()) + (50 * 50 if kind == "exhaustive" and step == 0 else 0)
-        assert state.cost["estep"] == total
+        assert state.meter.cost["estep"] == total
     assert np.all(st.n_cand <= 2 * 3 + 1) and np.all(st.n_cand >= 2)
     moved = centers + 0.01
     estep.assign(X, w, moved, state)
     total += int(st.n_cand.sum()) + (50 * 50 if kind == "exhaustive" else 0)
-    assert state.cost["estep"] == total
+    assert state.meter.cost["estep"] == total
 
 
 def test_initial_esteps_improve_winners_and_count():
@@ -220,9 +220,9 @@ def test_initial_esteps_improve_winners_and_count():
     cold_st = PartialEStep(G=3, init="random").init_state(X, w, centers, cold)
     warm = _state(X, 60, soft=False)
     warm_st = PartialEStep(G=3, n_init_esteps=4, init="random").init_state(X, w, centers, warm)
-    assert cold.cost["estep"] == 0
-    assert 0 < warm.cost["estep"] <= 4 * 800 * (3 + 1)
-    assert warm.sigma2 is None  # initial E-steps form no responsibilities
+    assert cold.meter.cost["estep"] == 0
+    assert 0 < warm.meter.cost["estep"] <= 4 * 800 * (3 + 1)
+    assert warm.run.sigma2 is None  # initial E-steps form no responsibilities
     d2 = ((X[:, None, :] - centers[None]) ** 2).sum(-1)
     cold_qe = d2[np.arange(800), cold_st.winners[:, 0]].sum()
     warm_qe = d2[np.arange(800), warm_st.winners[:, 0]].sum()
@@ -237,10 +237,11 @@ def test_partial_deterministic_and_thread_independent(soft):
         estep = PartialEStep(G=4, n_init_esteps=2)
         w = np.ones(700, dtype=np.float32)
         state = _state(X, 35, soft, n_threads=n_threads, seed=3)
-        state.estep_state = estep.init_state(X, w, centers, state)
+        state.run.estep_state = estep.init_state(X, w, centers, state)
         for _ in range(2):
             result = estep.assign(X, w, centers, state)
-        results.append((result, state.estep_state.neighbourhoods.copy(), state.cost["estep"]))
+        results.append((result, state.run.estep_state.neighbourhoods.copy(),
+                        state.meter.cost["estep"]))
     for other in results[1:]:
         assert_array_equal(other[0].labels, results[0][0].labels)
         assert_array_equal(other[0].dist2, results[0][0].dist2)
@@ -252,9 +253,9 @@ def test_partial_deterministic_and_thread_independent(soft):
 def test_partial_result_does_not_alias_state():
     X, centers = _blobs(300, 20, 2, np.float64, seed=9)
     result, state = _fit_estep(PartialEStep(G=3), X, centers, soft=True)
-    assert not np.shares_memory(result.winners, state.estep_state.winners)
+    assert not np.shares_memory(result.winners, state.run.estep_state.winners)
     before = result.winners.copy()
-    state.estep_state.winners[:] = 0
+    state.run.estep_state.winners[:] = 0
     assert_array_equal(result.winners, before)
 
 
@@ -271,12 +272,12 @@ def test_partial_under_mini_batches_searches_and_keeps_the_batch_rows_only():
 
     class Checked(PartialEStep):
         def assign(self, X, sample_weight, centers, state):
-            before = state.estep_state.winners.copy()
+            before = state.run.estep_state.winners.copy()
             result = super().assign(X, sample_weight, centers, state)
             outside = np.ones(len(before), dtype=bool)
-            outside[state.rows] = False
-            assert_array_equal(state.estep_state.winners[outside], before[outside])
-            assert_array_equal(state.estep_state.winners[state.rows], result.winners)
+            outside[state.run.rows] = False
+            assert_array_equal(state.run.estep_state.winners[outside], before[outside])
+            assert_array_equal(state.run.estep_state.winners[state.run.rows], result.winners)
             calls.append(len(X))
             return result
 
@@ -290,9 +291,9 @@ def test_a_batch_that_does_not_match_the_rows_is_refused():
     X, centers = _blobs(300, 20, 2, np.float64, seed=9)
     est = PartialEStep(G=3)
     state = _state(X, len(centers), soft=False)
-    state.estep_state = est.init_state(X, np.ones(len(X)), centers, state)
-    state.rows = slice(0, 100)
-    with pytest.raises(ValueError, match="The batch has 50 rows but state.rows selects 100"):
+    state.run.estep_state = est.init_state(X, np.ones(len(X)), centers, state)
+    state.run.rows = slice(0, 100)
+    with pytest.raises(ValueError, match="The batch has 50 rows but state.run.rows selects 100"):
         est.assign(X[:50], np.ones(50), centers, state)
 
 
@@ -301,7 +302,7 @@ def test_exhaustive_neighbourhoods_are_the_nearest_centres():
     _, state = _fit_estep(PartialEStep(G=4, neighbourhoods="exhaustive"), X, centers, False)
     cd2 = ((centers[:, None, :] - centers[None]) ** 2).sum(-1)
     np.fill_diagonal(cd2, -1.0)
-    assert_array_equal(state.estep_state.neighbourhoods,
+    assert_array_equal(state.run.estep_state.neighbourhoods,
                        np.argsort(cd2, axis=1, kind="stable")[:, :4])
 
 
@@ -340,7 +341,7 @@ def test_partial_warns_and_clamps_large_G():
         PartialEStep(G=10)._validate(X_SMALL, 10, composition())
     X, centers = _blobs(100, 5, 2, np.float64)
     result, state = _fit_estep(PartialEStep(G=12), X, centers, soft=True)
-    assert state.estep_state.exact and result.winners.shape == (100, 5)
+    assert state.run.estep_state.exact and result.winners.shape == (100, 5)
 
 
 def test_partial_warns_when_the_search_cannot_move():

@@ -27,9 +27,9 @@ class _VoteChecker(HardMStep):
 
     def update(self, X, sample_weight, assignment, centers, state):
         centers_new = super().update(X, sample_weight, assignment, centers, state)
-        sums = state.mstep_state
-        rows = np.arange(state.n_samples)[state.rows]
-        labels = state.labels.copy()
+        sums = state.run.mstep_state
+        rows = np.arange(state.run.n_samples)[state.run.rows]
+        labels = state.run.labels.copy()
         labels[rows] = assignment.labels
         visited = labels >= 0
         # the run works in the schedule's order of the rows
@@ -91,8 +91,8 @@ def test_the_doubling_rule_follows_eq_4(blobs):
         class Recorder(NestedDoubling):
             def _should_double(self, state):
                 double = super()._should_double(state)
-                channel = state.channel
-                v, sse, p = channel.cluster_weight, channel.cluster_sse, state.center_shift
+                channel = state.run.channel
+                v, sse, p = channel.cluster_weight, channel.cluster_sse, state.run.center_shift
                 moved = (p >= 1e-10) & (v > 1)
                 sigma = np.sqrt(sse[moved] / (v[moved] - 1))
                 if spread == "standard_error":
@@ -440,10 +440,10 @@ def _fake_run(schedule, objectives, tol=0.0, n_samples=1000):
     state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
     state.new_run(n_samples)
     X = np.zeros((n_samples, 2))
-    state.schedule_state = schedule.init_state(X, np.ones(n_samples), X[:3], state)
-    state.center_norm, state.center_shift = 1.0, np.ones(3) / np.sqrt(3)
+    state.run.schedule_state = schedule.init_state(X, np.ones(n_samples), X[:3], state)
+    state.run.center_norm, state.run.center_shift = 1.0, np.ones(3) / np.sqrt(3)
     for step, objective in enumerate(objectives, 1):
-        state.history.append({"objective": objective, "weight": 1.0})
+        state.run.history.append({"objective": objective, "weight": 1.0})
         if schedule.should_stop(state, tol):
             return step
     return None
@@ -518,7 +518,7 @@ def test_weighted_sampling_equals_repetition_in_distribution():
     schedule = MiniBatch(batch_size=4, sampling="weighted")
     state = FitState(n_clusters=1, n_features=1, random_state=np.random.RandomState(0))
     state.new_run(5)
-    state.schedule_state = schedule.init_state(X, weights, X[:1], state)
+    state.run.schedule_state = schedule.init_state(X, weights, X[:1], state)
     batches = schedule.batches(5, state)
     counts = np.zeros(5)
     for _ in range(5000):
@@ -533,8 +533,8 @@ def test_weighted_sampling_equals_repetition_in_distribution():
     uniform = MiniBatch(batch_size=4)
     state = FitState(n_clusters=1, n_features=1, random_state=np.random.RandomState(1))
     state.new_run(repeated.size)
-    state.schedule_state = uniform.init_state(X[repeated], np.ones(repeated.size),
-                                              X[:1], state)
+    state.run.schedule_state = uniform.init_state(X[repeated], np.ones(repeated.size),
+                                                  X[:1], state)
     batches = uniform.batches(repeated.size, state)
     counts_repeated = np.zeros(5)
     for _ in range(5000):

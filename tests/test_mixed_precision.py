@@ -50,15 +50,15 @@ def test_float32_copy_is_made_for_float64_data_with_many_features(n_features, dt
     X = X.astype(dtype)
     state = make_state(X, len(seed))
     estep, w = FullEStep(), np.ones(len(X), dtype)
-    buffers = state.estep_state = estep.init_state(X, w, seed.astype(dtype), state)
+    buffers = state.run.estep_state = estep.init_state(X, w, seed.astype(dtype), state)
     assert buffers.x32 is None  # made at the first batch of contiguous rows
-    state.rows = slice(0, len(X))
+    state.run.rows = slice(0, len(X))
     labels = estep.assign(X, w, seed.astype(dtype), state).labels.copy()
     assert (buffers.x32 is not None) == made
     if made:
         assert buffers.x32.shape == (len(X), n_features + 1)
     # scattered rows (a mini-batch) read the float64 rows
     rows = np.arange(0, len(X), 3)
-    state.rows = rows
+    state.run.rows = rows
     batch = estep.assign(X[rows], w[rows], seed.astype(dtype), state)
     np.testing.assert_array_equal(batch.labels, labels[rows])

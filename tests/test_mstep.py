@@ -120,4 +120,4 @@ def test_dense_soft_update_is_exact_for_the_stored_responsibilities(monkeypatch,
     d2 = ((X64[:, None, :] - mu[None]) ** 2).sum(-1)
     sigma2 = float(w64 @ (r64 * d2).sum(1)) / (n_features * w64.sum())
     assert 0.5 < sigma2 < 5.0
-    assert state.sigma2 == pytest.approx(sigma2, rel=1e-6)
+    assert state.run.sigma2 == pytest.approx(sigma2, rel=1e-6)

@@ -66,7 +66,7 @@ class SlowSeeder(Seeder):
         self.error = error
 
     def seed(self, X, sample_weight, n_clusters, state):
-        state.progress("seeding", 1, 2, "halves")
+        state.meter.progress("seeding", 1, 2, "halves")
         pause()
         if self.error is not None:
             raise self.error
@@ -78,7 +78,7 @@ class LiveSeeder(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         done = np.zeros(1, dtype=np.int64)
-        state.progress("seeding", done, n_clusters, "centres")
+        state.meter.progress("seeding", done, n_clusters, "centres")
         pause(PAUSE / 2)
         done[0] = n_clusters - 1  # what the kernel would write while running
         pause(PAUSE / 2)
@@ -103,7 +103,7 @@ class SlowEStep(FullEStep):
         return super().init_state(X, sample_weight, centers, state)
 
     def assign(self, X, sample_weight, centers, state):
-        if self.where == "estep" and not state.history:
+        if self.where == "estep" and not state.run.history:
             pause()
         return super().assign(X, sample_weight, centers, state)
 
@@ -115,7 +115,7 @@ class SlowEStep(FullEStep):
 
 class SlowMStep(HardMStep):
     def update(self, X, sample_weight, assignment, centers, state):
-        if not state.history:
+        if not state.run.history:
             pause()
         return super().update(X, sample_weight, assignment, centers, state)
 
@@ -199,9 +199,9 @@ class Recorder(_progress.QuietDisplay):
 def test_kmeanspp_reports_a_counter_that_ends_at_n_clusters():
     X = _data(500)
     state = FitState(n_clusters=7, n_features=3, random_state=np.random.RandomState(0))
-    state.display = Recorder()
+    state.meter.display = Recorder()
     KMeansPlusPlus().seed(X, np.ones(len(X)), 7, state)
-    [(phase, done, total, unit)] = state.display.reports
+    [(phase, done, total, unit)] = state.meter.display.reports
     assert (phase, int(done[0]), total, unit) == ("seeding", 7, 7, "centres")
 
 
@@ -209,7 +209,7 @@ def test_kmeanspp_reports_a_counter_that_ends_at_n_clusters():
 def test_lwcs_reports_the_rows_of_its_passes(dask_input):
     X = _data(1000)
     state = FitState(n_clusters=4, n_features=3, random_state=np.random.RandomState(0))
-    state.display = Recorder()
+    state.meter.display = Recorder()
     if dask_input:
         da = pytest.importorskip("dask.array")
         from clusterkit._data.dask_chunks import DaskChunks
@@ -220,7 +220,7 @@ def test_lwcs_reports_the_rows_of_its_passes(dask_input):
     else:
         LWCS(size=100).reduce(X, np.ones(len(X)), state)
         units = ["rows (pass 1 of 2)", "rows (pass 2 of 2)"]
-    reports = state.display.reports
+    reports = state.meter.display.reports
     assert sorted({unit for *_, unit in reports}) == units
     for unit in units:
         done = [d for _, d, total, u in reports if u == unit]

@@ -119,7 +119,7 @@ def test_coreset_rows_weights_and_cost(dtype):
     Xc, wc = LWCS(500).reduce(X, np.ones(3000, dtype=dtype), state)
     assert Xc.dtype == dtype and wc.dtype == dtype and Xc.flags.c_contiguous
     assert 3 <= len(Xc) <= 500 and wc.shape == (len(Xc),) and np.all(wc > 0)
-    assert state.cost == {"seeding": 0, "reduction": 3000, "estep": 0, "labels": 0}
+    assert state.meter.cost == {"seeding": 0, "reduction": 3000, "estep": 0, "labels": 0}
     # distinct rows of X, in increasing row order, with weights count / (size q)
     rows, counts = _draws(X, np.ones(3000), Xc, wc, 500)
     assert np.all(np.diff(rows) > 0)
@@ -162,7 +162,7 @@ def test_ndarray_and_memmap_give_the_same_coreset(monkeypatch, tmp_path, dtype, 
     assert Xc.dtype == Xc_mm.dtype == wc.dtype == wc_mm.dtype == dtype
     np.testing.assert_array_equal(Xc_mm, Xc)
     np.testing.assert_array_equal(wc_mm, wc)
-    assert state.cost == state_mm.cost
+    assert state.meter.cost == state_mm.meter.cost
     # fits on the same coreset (centred on the mean of the array or of the memmap's first
     # pass, which agree to rounding)
     fits = [Clusterer(4, reduce=LWCS(size), random_state=9, max_iter=3).fit(data, sample_weight=w)

@@ -119,7 +119,7 @@ def test_cluster_statistics_match_numpy(blobs, dtype, n_threads):
                                rtol=rtol, atol=rtol * two[:, 1].max())
     np.testing.assert_allclose(weight, np.bincount(nearest, w, 7), rtol=1e-6)
     np.testing.assert_allclose(objective, (w * two[:, 0]).sum(), rtol=rtol)
-    assert state.cost["refinement"] == 501 * 7
+    assert state.meter.cost["refinement"] == 501 * 7
 
 
 def test_n_init_keeps_the_refinement_log_of_the_kept_run(blobs):
@@ -217,8 +217,8 @@ def test_a_refiner_may_return_an_earlier_iterate_result(blobs):
         def refine(self, X, sample_weight, run, iterate, state):
             first = iterate(run.centers + 0.3)
             iterate(run.centers - 0.3)
-            state.refinement_log += [{"round": 1, "objective": 0.0, "kept": True},
-                                     {"round": 2, "objective": 0.0, "kept": False}]
+            state.run.refinement_log += [{"round": 1, "objective": 0.0, "kept": True},
+                                         {"round": 2, "objective": 0.0, "kept": False}]
             return first
 
     model = presets.lloyd(40, random_state=0, refine=KeepFirst()).fit(X)

@@ -46,7 +46,7 @@ def _state(X, n_clusters, seed=0, n_threads=1):
 def _seed(seeder, X, w, n_clusters, seed=0, n_threads=1):
     state = _state(X, n_clusters, seed, n_threads)
     centers = seeder.seed(X, w, n_clusters, state)
-    return centers, state.cost["seeding"]
+    return centers, state.meter.cost["seeding"]
 
 
 def _row_indices(X, centers):
@@ -221,7 +221,7 @@ def test_kmeans_plus_plus_in_the_principal_frame_chooses_the_same_rows(dtype, mo
     def seeding():
         state = FitState(n_clusters=20, n_features=70, random_state=np.random.RandomState(0),
                          n_threads=2, needs_resp=False)
-        return KMeansPlusPlus().seeding(X, w, 20, state), state.cost["seeding"]
+        return KMeansPlusPlus().seeding(X, w, 20, state), state.meter.cost["seeding"]
 
     (rotated, labels), cost = seeding()
     monkeypatch.setattr(seeders, "ROTATE_MIN_FEATURES", 10 ** 9)
@@ -262,7 +262,7 @@ class _Recorder(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         self.X, self.sample_weight = X, sample_weight
-        state.count("seeding", 7)
+        state.meter.count("seeding", 7)
         return np.ascontiguousarray(X[:n_clusters])
 
 
@@ -338,7 +338,7 @@ def test_kmeans_plus_plus_fallback_prefers_positive_weight_rows():
         # the three other copies of row 0 come before the zero-weight rows
         assert_array_equal(centers[:4], 0)
         assert_array_equal(np.sort(centers[4:, 0]), [1.0, 2.0])
-        assert state.cost["seeding"] == 6  # only the first centre's D^2
+        assert state.meter.cost["seeding"] == 6  # only the first centre's D^2
         # rows 4 and 5 are now centres, but the seeding never measured them: no labels
         assert labels is None
     # fallback centres with weight duplicate chosen ones: the labels stay exact
@@ -467,8 +467,8 @@ def test_afkmc2_reports_progress_and_slices_do_not_change_the_centres():
     assert n_whole == n_sliced == m * C * (C - 1) // 2
     reports = []
     state = FitState(n_clusters=C, n_features=12, random_state=np.random.RandomState(0))
-    state.display = QuietDisplay()
-    state.display.report = lambda *args: reports.append(args)
+    state.meter.display = QuietDisplay()
+    state.meter.display.report = lambda *args: reports.append(args)
     AFKMC2(chain_length=m).seed(X, w, C, state)
     assert reports[-1] == ("seeding", C, C, "centres")
     assert [done for _, done, *_ in reports] == sorted({done for _, done, *_ in reports})
@@ -485,7 +485,7 @@ def test_by_dimension_runs_low_up_to_max_features_and_high_above(n_features):
     centers = seeder.seed(X, w, 10, state)
     expected_state = _state(X, 10)
     assert_array_equal(centers, chosen.seed(X, w, 10, expected_state))
-    assert state.cost == expected_state.cost
+    assert state.meter.cost == expected_state.meter.cost
     # the chosen seeder's nearest-seed labels come with it (k-means++ has them, AFK-MC² not)
     seeding = seeder.seeding(X, w, 10, _state(X, 10))
     assert_array_equal(seeding.centers, centers)
@@ -531,7 +531,7 @@ def test_by_clusters_is_the_chosen_seeder():
         want = alone.seeding(X, np.ones(600), n_clusters, state_alone)
         assert_array_equal(got.centers, want.centers)
         assert (got.labels is None) == (want.labels is None)
-        assert state.cost == state_alone.cost
+        assert state.meter.cost == state_alone.meter.cost
 
 
 @pytest.mark.parametrize("n_candidates", [1, 2])

@@ -96,7 +96,7 @@ def test_two_levels_save_most_of_the_distances_flat_greedy_computes():
     w = np.ones(len(X))
     _, flat = _seed(KMeansPlusPlus(), X, w, 300)
     _, two_levels = _seed(HierarchicalKMeansPlusPlus(), X, w, 300)
-    assert two_levels.cost["seeding"] < flat.cost["seeding"] / 3
+    assert two_levels.meter.cost["seeding"] < flat.meter.cost["seeding"] / 3
 
 
 class _Candidates(RandomSeeder):
@@ -116,7 +116,7 @@ def test_kmeans_parallel_counts_one_pass_per_candidate_batch_and_keeps_the_weigh
     _, state = _seed(KMeansParallel(_Candidates(), n_rounds=3), X, w, 50)
     (n_candidates, weight), = _Candidates.seen
     # the first candidate's pass, then every row against each round's new candidates
-    assert state.cost["seeding"] == 3000 * n_candidates
+    assert state.meter.cost["seeding"] == 3000 * n_candidates
     assert 50 <= n_candidates <= 1 + 3 * 2 * 50 * 2  # about 2 C per round
     np.testing.assert_allclose(weight, w.sum())  # the candidates carry all the weight
 
@@ -135,8 +135,8 @@ def test_progress_reports_coarse_centres_then_cells():
     X = np.random.RandomState(6).normal(size=(2000, 5))
     state = _state(64, 5)
     reports = []
-    state.display = QuietDisplay()
-    state.display.report = lambda *args: reports.append(args)
+    state.meter.display = QuietDisplay()
+    state.meter.display.report = lambda *args: reports.append(args)
     HierarchicalKMeansPlusPlus().seed(X, np.ones(len(X)), 64, state)
     units = [unit for *_, unit in reports]
     assert units[0] == "coarse centres" and units[-1] == "cells"
@@ -147,8 +147,8 @@ def test_kmeans_parallel_reports_rounds():
     X = np.random.RandomState(7).normal(size=(1000, 5))
     state = _state(30, 5)
     reports = []
-    state.display = QuietDisplay()
-    state.display.report = lambda *args: reports.append(args)
+    state.meter.display = QuietDisplay()
+    state.meter.display.report = lambda *args: reports.append(args)
     KMeansParallel(n_rounds=4).seed(X, np.ones(len(X)), 30, state)
     rounds = [r for r in reports if r[3] == "rounds"]
     assert rounds[0][1:3] == (0, 4) and rounds[-1][1:3] == (4, 4)

@@ -1,4 +1,4 @@
-"""Seeding sized by the schedule: Schedule.seeding_rows, state.seeding_rows,
+"""Seeding sized by the schedule: Schedule.seeding_rows, state.config.seeding_rows,
 SampledSeeder(size="schedule", n_candidates=...), Clusterer's default and the presets, which
 seed this way."""
 import math
@@ -155,7 +155,7 @@ def test_candidates_are_judged_on_another_sample():
     centers = SampledSeeder(RandomSeeder(), size=200, n_candidates=3).seed(
         X, np.ones(len(X)), 7, state)
     assert centers.shape == (7, 3)
-    assert state.cost["seeding"] == 3 * 200 * 7
+    assert state.meter.cost["seeding"] == 3 * 200 * 7
 
 
 def test_best_candidate_is_kept():

@@ -44,14 +44,14 @@ def test_objective_is_the_coreset_weighted_truncated_free_energy():
     assert not np.allclose(gamma, gamma[0])
     centres = AFKMC2(chain_length=2).seed(Y, gamma, 36, state)
     estep, mstep = PartialEStep(G=4, n_explore=1), SoftMStep()
-    state.estep_state = estep.init_state(Y, gamma, centres, state)
+    state.run.estep_state = estep.init_state(Y, gamma, centres, state)
     for _ in range(3):
-        sigma2 = state.sigma2
+        sigma2 = state.run.sigma2
         assignment = estep.assign(Y, gamma, centres, state)
         if sigma2 is None:  # eq. 12 from the first E-step's best distances
             best = ((Y - centres[assignment.labels]) ** 2).sum(1)
             sigma2 = gamma @ best / (2 * gamma.sum())
-            assert state.sigma2 == pytest.approx(sigma2, rel=1e-10)
+            assert state.run.sigma2 == pytest.approx(sigma2, rel=1e-10)
         K = assignment.winners
         d2 = ((Y[:, None, :] - centres[K]) ** 2).sum(-1)
         log_joint = -np.log(36) - np.log(2 * np.pi * sigma2) - d2 / (2 * sigma2)
@@ -72,7 +72,7 @@ def test_objective_is_the_coreset_weighted_truncated_free_energy():
         np.testing.assert_allclose(centres_new[has], sums[has] / weights[has, None],
                                    rtol=1e-9)
         sse = (u * ((Y[:, None, :] - centres_new[K]) ** 2).sum(-1)).sum()
-        assert state.sigma2 == pytest.approx(sse / (2 * gamma.sum()), rel=1e-9)
+        assert state.run.sigma2 == pytest.approx(sse / (2 * gamma.sum()), rel=1e-9)
         centres = centres_new
 
 

@@ -186,15 +186,15 @@ def _run(estep, mstep, X, w, init, n_iter, partial_state=None):
     state = FitState(n_clusters=N_CLUSTERS, n_features=X.shape[1],
                      random_state=np.random.RandomState(0), n_threads=1, needs_resp=mstep.needs_resp,
                      objective=mstep.objective)
-    state.estep_state = estep.init_state(X, w, init, state)
+    state.run.estep_state = estep.init_state(X, w, init, state)
     if partial_state is not None:
-        partial_state(state.estep_state)
-    state.mstep_state = mstep.init_state(X, w, init, state)
+        partial_state(state.run.estep_state)
+    state.run.mstep_state = mstep.init_state(X, w, init, state)
     centres, out = init.copy(), []
     for _ in range(n_iter):
         assignment = estep.assign(X, w, centres, state)
         centres = mstep.update(X, w, assignment, centres, state)
-        out.append((assignment.objective, assignment.qe, centres.copy(), state.sigma2,
+        out.append((assignment.objective, assignment.qe, centres.copy(), state.run.sigma2,
                     assignment))
     return out, state
 
@@ -217,7 +217,7 @@ def _same_iterations(estep_name, mstep_name, X, w, X_more, w_more, init, n_iter)
         # PartialEStep starts from random K(n) and G_c, drawn differently for other row
         # counts: the extra rows get the K(n) of the first N_DUP rows, both runs the same G_c
         _, fresh = _run(ESTEPS[estep_name](), MSTEPS[mstep_name](), X, w, init, n_iter=0)
-        start = fresh.estep_state
+        start = fresh.run.estep_state
         assert not start.exact
 
         def copy_partial(st_more):

@@ -126,8 +126,8 @@ class _CheckedYinyang(YinyangEStep):
 
     def assign(self, X, sample_weight, centers, state):
         assignment = super().assign(X, sample_weight, centers, state)
-        b = state.estep_state
-        rows = np.arange(state.n_samples)[state.rows]
+        b = state.run.estep_state
+        rows = np.arange(state.run.n_samples)[state.run.rows]
         d = np.sqrt(((X[:, None, :] - centers[None]) ** 2).sum(-1))
         d[np.arange(len(rows)), assignment.labels] = np.inf
         for g in range(b.n_groups):
@@ -226,7 +226,7 @@ def test_bounded_estep_chooses_by_memory():
         class _Spy(Schedule):
             def batches(self, n_samples, state):
                 while True:
-                    seen.append(type(state.estep_state))
+                    seen.append(type(state.run.estep_state))
                     yield slice(0, n_samples)
 
         km = Clusterer(12, seed=init, estep=estep, schedule=_Spy(), tol=0, max_iter=20)

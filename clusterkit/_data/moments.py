@@ -7,6 +7,7 @@ import numpy as np
 
 from .._kernels._lwcs import moments_weighted
 from .checks import count_weight_problems, nonfinite_rows, unit_rows, zero_norm_rows
+from .sparse import mean_of_row_sums
 
 __all__ = ["ChunkMoments", "fit_weights", "label_weight", "weighted_sum"]
 
@@ -56,11 +57,11 @@ class ChunkMoments:
 
     @property
     def row_mean(self):
-        """The unweighted mean of all rows, in the data's dtype, computed as
-        :func:`~clusterkit._data.nearest.data_mean` computes it for an array in memory (its sum of
-        rows divided by their number; bit-identical for data in one chunk): the centring of
-        a fit, the same for the same rows on every container."""
-        return self.row_sum.sum(axis=0, dtype=self.row_sum.dtype) / int(self.n_rows.sum())
+        """The unweighted mean of all rows, in the data's dtype
+        (:func:`~clusterkit._data.sparse.mean_of_row_sums` of the chunks' sums, as
+        :func:`~clusterkit._data.nearest.data_mean` of an array in memory, one block): the
+        centring of a fit, the same for the same rows on every container."""
+        return mean_of_row_sums(self.row_sum, int(self.n_rows.sum()))
 
     @property
     def chunk_spread(self):

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse
 
 __all__ = ["kernels_for", "RowsKind", "DENSE", "CSR", "check_csr", "bounding_rows",
-           "row_sqnorms", "csr_arrays", "dense_rows", "center_half_distances"]
+           "row_sqnorms", "csr_arrays", "dense_rows", "center_half_distances",
+           "mean_of_row_sums"]
 
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -106,6 +107,14 @@ def center_half_distances(centers, half_cc, half_min, n_threads):
     np.fill_diagonal(half_cc, 0.0)
     return n_clusters * (n_clusters - 1) // 2
 
+
+
+def mean_of_row_sums(row_sums, n_rows):
+    """The centring of a fit from its rows' sums block by block (``row_sums`` of shape
+    ``(n_blocks, n_features)``, in the rows' dtype): the sums added in block order in that
+    dtype, divided by ``n_rows``. Rows in memory are one block (the result is then
+    ``X.mean(axis=0)`` bit for bit), data in row chunks one block per chunk."""
+    return row_sums.sum(axis=0, dtype=row_sums.dtype) / n_rows
 
 class RowsKind:
     """The kernels of one kind of rows, dense (:data:`DENSE`) or CSR (:data:`CSR`), with one
@@ -269,7 +278,7 @@ class _DenseRows(RowsKind):
                     and X.flags.c_contiguous)
 
     def mean(self, X):
-        return X.mean(axis=0)
+        return mean_of_row_sums(X.sum(axis=0)[None], X.shape[0])
 
     def in_frame(self, X, x_mean):
         return X - x_mean

@@ -72,7 +72,7 @@ class Assignment:
     centers_sum, weight_in_clusters : ndarray of shape (n_clusters, n_features) and \
             (n_clusters,), or None
         The hard M-step's statistics ``sum_{n in c} w_n x_n`` and ``sum_{n in c} w_n``, when
-        the M-step asked for them (``state.fuse_sums``) and the E-step summed them in its own
+        the M-step asked for them (``state.config.fuse_sums``) and the E-step summed them in its own
         pass over the data (bit-identical to what the M-step would compute); ``None``
         otherwise.
     kernel_sigma2 : float or None

@@ -46,7 +46,7 @@ strategy that sizes its state by memory (the bounded E-steps) reads the budget l
 
 Rules between particular strategies go in their ``_validate(X, n_clusters, composition)``
 hooks, which see the six resolved strategies. A schedule and its M-step's batch rule talk
-through one documented channel, ``state.channel`` (:class:`~clusterkit.Channel`): the step
+through one documented channel, ``state.run.channel`` (:class:`~clusterkit.Channel`): the step
 size of an implicit rule one way, the running per-cluster statistics the other.
 """
 from abc import ABC, abstractmethod
@@ -86,16 +86,21 @@ class Seeder(_Strategy, ABC):
 
     A seeder that returns centres the user gave declares ``given = True`` (``n_init`` then
     runs once) and moves them into the fit's frame with :meth:`in_frame`. A seeder may size
-    its work by ``state.seeding_rows`` (:meth:`Schedule.seeding_rows`).
+    its work by ``state.config.seeding_rows`` (:meth:`Schedule.seeding_rows`).
     """
 
     #: Whether the centres are the user's, the same for every run (see the class notes).
     given = False
+    #: Whether :meth:`seeding` also takes data in row chunks for ``X`` (a
+    #: :class:`~clusterkit._data.chunked.ChunkedData` in the fit's frame, with
+    #: ``sample_weight=None``) and reads only the rows it needs where they are. Other seeders
+    #: seed data in row chunks on a uniform sample of their rows
+    #: (:meth:`~clusterkit._engine.mapreduce.ChunkedSteps.seeding`).
+    reads_chunks = False
 
     def in_frame(self, x_mean):
-        """This seeder for data centred on ``x_mean`` (the fit subtracts it from dense rows,
-        see :attr:`FitState.x_mean`): itself, unless its centres are given in the user's
-        coordinates."""
+        """This seeder for data centred on ``x_mean`` (the fit subtracts it from dense rows):
+        itself, unless its centres are given in the user's coordinates."""
         return self
 
     @abstractmethod
@@ -112,8 +117,8 @@ class Seeder(_Strategy, ABC):
             Number of centres to choose.
         state : FitState
             Reads ``random_state`` and ``n_threads``; add distance evaluations with
-            ``state.count("seeding", n)`` and report the centres chosen so far with
-            ``state.progress("seeding", done, n_clusters, "centres")``.
+            ``state.meter.count("seeding", n)`` and report the centres chosen so far with
+            ``state.meter.progress("seeding", done, n_clusters, "centres")``.
 
         Returns
         -------
@@ -126,17 +131,6 @@ class Seeder(_Strategy, ABC):
         ``Seeding(self.seed(...), None)``; a seeder that finds each sample's nearest centre as
         a by-product overrides it (its :meth:`seed` returns ``seeding(...).centers``)."""
         return Seeding(self.seed(X, sample_weight, n_clusters, state), None)
-
-    def seeding_chunked(self, data, n_clusters, state):
-        """The :class:`Seeding` of data in row chunks (``ChunkedData`` in the fit's frame),
-        without labels: by default :meth:`seeding` on all rows up to
-        :data:`~clusterkit._engine.mapreduce.SEEDING_BYTES` of them, as in memory, a uniform
-        sample of that size above (``data.sample`` by ``state.random_state``; only the sample
-        is read). :class:`~clusterkit.SampledSeeder` overrides it."""
-        from .mapreduce import seeding_rows_of_chunks
-        X, sample_weight = data.sample(seeding_rows_of_chunks(data.shape[0], data),
-                                       state.random_state)
-        return Seeding(self.seeding(X, sample_weight, n_clusters, state).centers, None)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -175,8 +169,8 @@ class DataReducer(_Strategy, ABC):
         sample_weight : ndarray of shape (n_samples,)
         state : FitState
             Reads ``random_state``; add distance evaluations with
-            ``state.count("reduction", n)`` and report the rows done with
-            ``state.progress("reduction", done, total, "rows")``.
+            ``state.meter.count("reduction", n)`` and report the rows done with
+            ``state.meter.progress("reduction", done, total, "rows")``.
 
         Returns
         -------
@@ -284,12 +278,12 @@ class EStep(_RunStrategy, ABC):
 
     Notes
     -----
-    The E-step computes the objective the M-step declares (``state.objective``),
-    responsibilities if it needs them (``state.needs_resp``) and per-cluster sums if it reads
-    them (``state.fuse_sums``). A soft E-step's first call sets the run's variance
-    (``state.sigma2`` is ``None`` before: :meth:`FitState.init_sigma2`, vc-GMM eq. 12).
-    ``state.rows``, ``state.labels`` and ``state.center_shift`` let per-sample state (bounds,
-    winners) follow mini-batches and moving centres.
+    The E-step computes the objective the M-step declares (``state.config.objective``),
+    responsibilities if it needs them (``state.config.needs_resp``) and per-cluster sums if it
+    reads them (``state.config.fuse_sums``). A soft E-step's first call sets the run's variance
+    (``state.run.sigma2`` is ``None`` before: :meth:`FitState.init_sigma2`, vc-GMM eq. 12).
+    ``state.run.rows``, ``state.run.labels`` and ``state.run.center_shift`` let per-sample
+    state (bounds, winners) follow mini-batches and moving centres.
     """
 
     exact = False
@@ -313,11 +307,11 @@ class EStep(_RunStrategy, ABC):
         Parameters
         ----------
         X : ndarray of shape (n_batch, n_features)
-            The rows ``state.rows`` of the fit data.
+            The rows ``state.run.rows`` of the fit data.
         sample_weight : ndarray of shape (n_batch,)
         centers : ndarray of shape (n_clusters, n_features)
         state : FitState
-            Add distance evaluations with ``state.count("estep", n)``.
+            Add distance evaluations with ``state.meter.count("estep", n)``.
 
         Returns
         -------
@@ -343,7 +337,7 @@ class EStep(_RunStrategy, ABC):
     def carry_state(self, estep_state, state):
         """The per-run state a refiner's round (``iterate(centers, carry=True)``) keeps from
         the last run, or ``None`` (the default: :meth:`init_state` afresh). The new run then
-        has the old run's labels and, as ``state.center_shift``, each centre's move since the
+        has the old run's labels and, as ``state.run.center_shift``, each centre's move since the
         old run's last E-step (an upper bound); a row counts as changed at its first visit."""
         return None
 
@@ -358,7 +352,7 @@ class EStep(_RunStrategy, ABC):
         Parameters
         ----------
         state : FitState
-            The kept run's state (``state.estep_state`` as the last E-step left it).
+            The kept run's state (``state.run.estep_state`` as the last E-step left it).
 
         Returns
         -------
@@ -429,7 +423,7 @@ class MStep(_RunStrategy, ABC):
     def reads_batch_sums(self, center_update):
         """Whether :meth:`update` under the batch rule ``center_update`` reads the per-cluster
         sums an E-step can compute in its pass (``Assignment.centers_sum``); the driver asks
-        once per fit and tells the E-step (``state.fuse_sums``). ``False`` by default."""
+        once per fit and tells the E-step (``state.config.fuse_sums``). ``False`` by default."""
         return False
 
     def update(self, X, sample_weight, assignment, centers, state):
@@ -445,13 +439,13 @@ class MStep(_RunStrategy, ABC):
         Parameters
         ----------
         X : ndarray of shape (n_batch, n_features)
-            The rows ``state.rows`` of the fit data.
+            The rows ``state.run.rows`` of the fit data.
         sample_weight : ndarray of shape (n_batch,)
         assignment : Assignment
         centers : ndarray of shape (n_clusters, n_features)
             The centres the assignment was computed with (read-only).
         state : FitState
-            A Gaussian-mixture M-step owns ``state.sigma2`` and writes it here.
+            A Gaussian-mixture M-step owns ``state.run.sigma2`` and writes it here.
 
         Returns
         -------
@@ -461,7 +455,7 @@ class MStep(_RunStrategy, ABC):
         """
         return self.update_statistics(
             self.statistics(X, sample_weight, assignment, centers, state), centers,
-            batch_far_rows(X, sample_weight, assignment, state.n_threads), state)
+            batch_far_rows(X, sample_weight, assignment, state.config.n_threads), state)
 
     def statistics(self, X, sample_weight, assignment, centers, state):
         """The sufficient statistics of a batch or a row chunk, parameters as :meth:`update`:

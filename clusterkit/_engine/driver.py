@@ -103,7 +103,7 @@ class Driver:
 
     def say(self, level, message):
         """Show a line when ``verbose >= level``."""
-        self.state.display.line(level, message)
+        self.state.meter.display.line(level, message)
 
     @contextmanager
     def _showing_progress(self):
@@ -111,14 +111,14 @@ class Driver:
         ends, whatever ends it (an exception or Ctrl-C included). A stream keeps its
         display, and the bar of its steps, for its next batch."""
         display = self._stream_display or make_display(self.verbose)
-        self.state.display = display
+        self.state.meter.display = display
         display.open()
         try:
             yield
         finally:
-            display.close(final=not self.state.streaming)
-            self.state.display = QUIET
-            if self.state.streaming:
+            display.close(final=not self.state.config.streaming)
+            self.state.meter.display = QUIET
+            if self.state.config.streaming:
                 self._stream_display = display
 
     # -- a fit -------------------------------------------------------------------------------
@@ -148,9 +148,9 @@ class Driver:
         for number in range(1, n_init + 1):
             if n_init > 1:
                 self.say(1, f"Run {number} of {n_init}")
-            state.display.start_run(number, n_init)
+            state.meter.display.start_run(number, n_init)
             run = self.run(X_fit, w_fit)
-            state.display.end_run()
+            state.meter.display.end_run()
             # runs compete on one objective of all the (reduced) data
             objective = run.objective_value
             if n_init > 1 and run.history[-1]["batch_size"] < X_fit.shape[0]:
@@ -169,27 +169,27 @@ class Driver:
                 f"tol={self.tol} after max_iter={self.max_iter} iterations. Increase max_iter "
                 "or tol, or start closer to a solution.", ConvergenceWarning)
         if compute_labels:
-            with state.timed("labels"):
+            with state.meter.timed("labels"):
                 result.labels, result.inertia = self.steps.labels(
                     X, sample_weight, self.x_mean, best,
-                    lambda done, total: state.progress("labels", done, total, "rows"))
-            self.say(1, f"Labels: {X.shape[0]} samples, {state.cost['labels']} distance "
-                        f"evaluations, {state.seconds_by_phase['labels']:.3g} s")
+                    lambda done, total: state.meter.progress("labels", done, total, "rows"))
+            self.say(1, f"Labels: {X.shape[0]} samples, {state.meter.cost['labels']} distance "
+                        f"evaluations, {state.meter.seconds_by_phase['labels']:.3g} s")
         result.attributes = {name: value for strategy in strategies
                              for name, value in strategy.fitted_attributes(state).items()}
         self.say(1, f"Done: {len(result.history)} iterations ({result.end}), "
                     f"{strategies.mstep.objective.name} {result.history[-1]['objective']:.6g}, "
-                    f"{state.n_distance_evals} distance evaluations "
-                    f"({', '.join(f'{k} {v}' for k, v in state.cost.items())}), "
-                    f"{state.seconds:.3g} s")
+                    f"{state.meter.n_distance_evals} distance evaluations "
+                    f"({', '.join(f'{k} {v}' for k, v in state.meter.cost.items())}), "
+                    f"{state.meter.seconds:.3g} s")
         return result
 
     def seed(self, X):
         """Seeding: k-means++ / AFK-MC2 / given centres (Forster & Lücke, Alg. 1 line 1); the
         seeds' nearest-seed labels, if the seeder found them, go to the run."""
         state, seeder = self.state, self.composition.seed
-        evals, seconds = state.cost["seeding"], state.seconds_by_phase["seeding"]
-        with state.timed("seeding"):
+        evals, seconds = state.meter.cost["seeding"], state.meter.seconds_by_phase["seeding"]
+        with state.meter.timed("seeding"):
             seeding = self.steps.seeding(self.n_clusters)
         centers = strategy_array(seeding.centers, seeder, "centres",
                                  (self.n_clusters, X.shape[1]), X.dtype)
@@ -197,15 +197,15 @@ class Driver:
             state.run.seed_labels = strategy_array(seeding.labels, seeder, "labels",
                                                    (X.shape[0],), np.int32)
         self.say(1, f"Seeding: {self.n_clusters} centres on {X.shape[0]} samples, "
-                    f"{state.cost['seeding'] - evals} distance evaluations, "
-                    f"{state.seconds_by_phase['seeding'] - seconds:.3g} s")
+                    f"{state.meter.cost['seeding'] - evals} distance evaluations, "
+                    f"{state.meter.seconds_by_phase['seeding'] - seconds:.3g} s")
         return centers
 
     def start(self, X, sample_weight, centers, source=None):
         """The strategies' per-run state (winners, neighbourhoods, bounds, running sums, the
         schedule's stopping rule); the E-step's continues ``source``'s if it says so."""
         state, strategies, run = self.state, self.composition, self.state.run
-        with state.phase("init"):
+        with state.meter.phase("init"):
             self.steps.start(source, centers)
             run.mstep_state = strategies.mstep.init_state(X, sample_weight, centers, state)
             run.schedule_state = strategies.schedule.init_state(X, sample_weight, centers,
@@ -279,7 +279,7 @@ class Driver:
                 info["refinement_round"] = new.round
             return new
 
-        with state.timed("refinement"):
+        with state.meter.timed("refinement"):
             try:
                 refined = refiner.refine(X, sample_weight, run, iterate, state)
             except _CallbackStop:
@@ -297,8 +297,8 @@ class Driver:
         refined.refinement_log = run.refinement_log
         if rounds:
             self.say(1, f"Refinement: {len(rounds)} rounds, {sum(kept)} kept, "
-                        f"{state.cost.get('refinement', 0)} distance evaluations, "
-                        f"{state.seconds_by_phase['refinement']:.3g} s")
+                        f"{state.meter.cost.get('refinement', 0)} distance evaluations, "
+                        f"{state.meter.seconds_by_phase['refinement']:.3g} s")
         return refined
 
     def record(self, iteration, assignment, batch, centers):
@@ -307,20 +307,20 @@ class Driver:
         state = self.state
         info = {"iteration": iteration, "objective": assignment.objective, "qe": assignment.qe,
                 "batch_size": batch[0], "weight": batch[1],
-                "n_changed": state.n_changed,
-                "max_center_shift": float(state.center_shift.max()),
-                "passes": state.n_passes,
-                "distance_evals": state.n_distance_evals, "seconds": state.seconds}
-        if state.sigma2 is not None:
-            info["sigma2"] = state.sigma2
-        info.update(state.step_info)
-        state.history.append(info)
-        state.display.step(info, f"Iteration {iteration:4d}: objective="
+                "n_changed": state.run.n_changed,
+                "max_center_shift": float(state.run.center_shift.max()),
+                "passes": state.run.n_passes,
+                "distance_evals": state.meter.n_distance_evals, "seconds": state.meter.seconds}
+        if state.run.sigma2 is not None:
+            info["sigma2"] = state.run.sigma2
+        info.update(state.run.step_info)
+        state.run.history.append(info)
+        state.meter.display.step(info, f"Iteration {iteration:4d}: objective="
                                  f"{info['objective']:.6g} changed={info['n_changed']} "
                                  f"({info['seconds']:.3g} s)")
-        phases = state.seconds_by_phase
+        phases = state.meter.seconds_by_phase
         self.say(2, f"    qe={info['qe']:.6g} batch={info['batch_size']} max shift="
-                    f"{info['max_center_shift']:.3g}; so far: E-steps {state.cost['estep']} "
+                    f"{info['max_center_shift']:.3g}; so far: E-steps {state.meter.cost['estep']} "
                     f"distance evaluations, {phases['estep']:.3g} s; M-steps "
                     f"{phases['mstep']:.3g} s")
         if self.callback is not None:  # centres in the user's coordinates
@@ -356,29 +356,29 @@ class Driver:
             if self.centers is None:  # the stream's first batch
                 if centers is None:
                     centers = self.seed(Xc)
-                state.mstep_state = self.composition.mstep.init_state(Xc, sample_weight,
-                                                                      centers, state)
-                state.schedule_state = self.composition.schedule.init_state(
+                state.run.mstep_state = self.composition.mstep.init_state(Xc, sample_weight,
+                                                                          centers, state)
+                state.run.schedule_state = self.composition.schedule.init_state(
                     Xc, sample_weight, centers, state)
                 if cluster_weight is not None:
                     self._absorb(centers, cluster_weight)
                 self.centers = centers
-            state.start_rows(X.shape[0])
-            state.estep_state = self.composition.estep.init_state(Xc, sample_weight,
-                                                                  self.centers, state)
+            state.run.start_rows(X.shape[0])
+            state.run.estep_state = self.composition.estep.init_state(Xc, sample_weight,
+                                                                      self.centers, state)
             schedule, end = self.composition.schedule, "batch"
             # the schedule's own batches of the caller's rows, in the caller's order
             for rows in schedule.stream_batches(X.shape[0]):
-                state.step_info = {}
+                state.run.step_info = {}
                 self.centers, assignment, batch = self.steps.step(self.centers, rows)
-                self.record(len(state.history) + 1, assignment, batch, self.centers)
+                self.record(len(state.run.history) + 1, assignment, batch, self.centers)
                 end = "converged" if schedule.should_stop(state, self.tol) else "batch"
-            result = Result(self.centers, end, state.history, n_iter=len(state.history))
+            result = Result(self.centers, end, state.run.history, n_iter=len(state.run.history))
             if compute_labels:
-                with state.timed("labels"):
+                with state.meter.timed("labels"):
                     result.labels, dist2, n_evals = nearest(Xc, None, self.centers,
-                                                            state.n_threads)
-                state.count("labels", n_evals)
+                                                            state.config.n_threads)
+                state.meter.count("labels", n_evals)
                 result.inertia = weighted_sum(dist2, sample_weight)
         return result
 
@@ -390,5 +390,5 @@ class Driver:
         weight = cluster_weight[held].astype(centers.dtype)
         own = Assignment(labels=held.astype(np.int32), dist2=np.zeros(held.size, rows.dtype),
                          objective=0.0, qe=0.0)
-        self.state.start_rows(held.size)
+        self.state.run.start_rows(held.size)
         self.composition.mstep.update(rows, weight, own, centers, self.state)

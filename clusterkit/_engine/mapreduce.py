@@ -77,9 +77,10 @@ from .._data.memory import memory_share
 from .._data.moments import label_weight
 from .._data.nearest import nearest, single_threaded_blas
 from .assignment import Assignment
+from .contracts import Seeding
 from .far_rows import FarRows, far_scores
 from .state import FitState, first_variance_sums
-from .steps import Steps, nearest_of_given, step_batches
+from .steps import Steps, fresh_objective, nearest_of_given, step_batches
 
 __all__ = ["ChunkedSteps", "SEEDING_BYTES", "full_data_chunks",
            "seeding_rows_of_chunks"]
@@ -188,9 +189,7 @@ class _Plan:
 def _chunk_fit_state(plan, n_rows):
     """A :class:`FitState` for one chunk's part of a step (no random stream: a chunk's work
     is a deterministic function of its rows and the centres)."""
-    state = FitState(n_clusters=plan.config.n_clusters, n_features=plan.config.n_features,
-                     random_state=None, n_samples=n_rows)
-    state.config = plan.config
+    state = FitState(config=plan.config, random_state=None, n_samples=n_rows)
     state.run.sigma2 = plan.sigma2
     state.run.center_shift = plan.center_shift
     state.run.stream_key = plan.stream_key
@@ -231,32 +230,32 @@ def _step_chunk(X, sample_weight, chunk, centers, plan):
         if rows is not None:  # (every chunk steps: bounds follow every centre move)
             X, sample_weight = X[rows], sample_weight[rows]
             state.run.rows = rows
-        state.run.labels = chunk.labels
+        state.run.labels = chunk.labels.copy()  # (the chunk's are kept as they were)
+        if plan.carry:  # (a row counts as changed at its first visit, as in a fresh run)
+            state.run.mark_unvisited()
         state.run.estep_state = chunk.estep_state
         plan.estep.use_shared(chunk.estep_state, plan.shared)
         assignment = plan.estep.assign(X, sample_weight, centers, state)
         statistics = plan.mstep.statistics(X, sample_weight, assignment, centers, state)
     labels = assignment.labels
-    previous = chunk.labels if rows is None else chunk.labels[rows]
-    if plan.carry:  # (a row counts as changed at its first visit, as in a fresh run)
-        previous = np.full_like(previous, -1)
+    state.run.record_labels(labels)
     result = _ChunkResult(
         statistics={name: np.asarray(value, dtype=np.float64)
                     for name, value in statistics.items()},
         objective=float(assignment.objective), qe=float(assignment.qe),
         weight=float(sample_weight.sum(dtype=np.float64)), n_rows=X.shape[0],
-        n_evals=state.cost["estep"], n_chunk_evals=state.chunk_evals,
-        n_changed=int(np.count_nonzero(labels != previous)),
+        n_evals=state.meter.cost["estep"], n_chunk_evals=state.meter.chunk_evals,
+        n_changed=state.run.n_changed,
         label_weight=label_weight(labels, sample_weight, centers.shape[0]),
         summary=plan.estep.chunk_summary(state.run.estep_state))
     if rows is None:
-        labels, dist2 = labels.copy(), assignment.dist2.copy()
+        dist2 = assignment.dist2.copy()
     else:  # (rows not visited yet: label -1, distance 0, never a far row)
-        labels, dist2 = chunk.labels.copy(), (np.zeros(n_rows, assignment.dist2.dtype)
-                                              if chunk.dist2 is None else chunk.dist2.copy())
-        labels[rows], dist2[rows] = assignment.labels, assignment.dist2
-    return result, _ChunkState(labels, dist2, state.run.estep_state, chunk.first_row,
-                               chunk.positions)
+        dist2 = (np.zeros(n_rows, assignment.dist2.dtype) if chunk.dist2 is None
+                 else chunk.dist2.copy())
+        dist2[rows] = assignment.dist2
+    return result, _ChunkState(state.run.labels, dist2, state.run.estep_state,
+                               chunk.first_row, chunk.positions)
 
 
 def _prefix_rows(chunk, prefix):
@@ -278,7 +277,7 @@ def _chunk_label_weight(X, sample_weight, labels, n_clusters):
     return label_weight(labels, sample_weight, n_clusters)
 
 
-def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
+def _first_variance_chunk(X, sample_weight, chunk, centers, n_threads):
     """The chunk's rows at their nearest centres: the sums of the first variance as the fit
     in memory takes them (:func:`~clusterkit._engine.state.first_variance_sums`: the
     weighted direct distances, their evaluations, the chunk's weight), and the evaluations
@@ -288,6 +287,16 @@ def _nearest_chunk(X, sample_weight, chunk, centers, n_threads):
         labels, _, n_search = nearest(X, None, centers, n_threads)
     total, n_direct, weight = first_variance_sums(X, sample_weight, centers, labels, n_threads)
     return (total, n_direct, weight, n_search), chunk
+
+
+def _objective_chunk(X, sample_weight, centers, plan):
+    """A chunk's part of the objective ``n_init`` compares
+    (:func:`~clusterkit._engine.steps.fresh_objective`), and its evaluations: those counted
+    and, of them, those that depend on the chunks."""
+    state = _chunk_fit_state(plan, X.shape[0])
+    with single_threaded_blas(), memory_share(X.shape[0] / plan.rows_per_process):
+        objective = fresh_objective(plan.estep, X, sample_weight, centers, state)
+    return float(objective), state.meter.cost["estep"], state.meter.chunk_evals
 
 
 def _far_chunk(X, sample_weight, chunk, k, n_threads):
@@ -337,7 +346,7 @@ class ChunkedSteps(Steps):
         feature), or ``None`` where it holds an E-step summary of unknown size."""
         if self.composition.estep.shares_state:
             return None
-        return 8 * self.state.n_clusters * (self.state.n_features + 4)
+        return 8 * self.state.config.n_clusters * (self.state.config.n_features + 4)
 
     def _first_states(self):
         return [_ChunkState(None, None, None, int(start)) for start in self.data.chunk_starts]
@@ -365,7 +374,7 @@ class ChunkedSteps(Steps):
         fixed point: they are then the rows' nearest final centres, as the fit in memory
         keeps its run's last labels. ``None`` otherwise."""
         if not (self.mapped and run is self.run
-                and run.at_fixed_point(self.state.strict_convergence)):
+                and run.at_fixed_point(self.state.config.strict_convergence)):
             return None
         return self.data.per_row(_chunk_labels, self.chunks, np.int32,
                                  run.history[-1]["qe"])
@@ -380,7 +389,7 @@ class ChunkedSteps(Steps):
 
     def _progress(self, phase):
         state = self.state
-        return lambda done, total: state.progress(phase, done, total, "rows")
+        return lambda done, total: state.meter.progress(phase, done, total, "rows")
 
     def _prefix(self, rows):
         """The end ``b`` of the batch ``rows``, ``slice(0, b)`` of the rows in the nested
@@ -396,9 +405,18 @@ class ChunkedSteps(Steps):
                          "slice(0, b) of its order.")
 
     def seeding(self, n_clusters):
-        """The seeder's seeding of the chunks' rows (:meth:`Seeder.seeding_chunked
-        <clusterkit.Seeder.seeding_chunked>`: a sample of them, read where they are)."""
-        return self.composition.seed.seeding_chunked(self.data, n_clusters, self.state)
+        """The seeder's seeding of the chunks' rows, without labels: of the chunks
+        themselves if it reads them (:attr:`Seeder.reads_chunks
+        <clusterkit.Seeder.reads_chunks>`), else of all rows up to :data:`SEEDING_BYTES` of
+        them, as in memory, a uniform sample of that size above (``data.sample`` by the
+        fit's ``random_state``; only the sample is read)."""
+        seed, data, state = self.composition.seed, self.data, self.state
+        if seed.reads_chunks:
+            X, sample_weight = data, None
+        else:
+            X, sample_weight = data.sample(seeding_rows_of_chunks(data.shape[0], data),
+                                           state.random_state)
+        return Seeding(seed.seeding(X, sample_weight, n_clusters, state).centers, None)
 
     def step(self, centers, rows):
         """One step from ``centers`` on the batch ``rows``: a map-reduce over the chunks
@@ -418,11 +436,11 @@ class ChunkedSteps(Steps):
         data = self.data
         prefix = self._prefix(rows)
         config = replace(state.config, n_threads=data.n_threads)
-        if state.sigma2 is None and (state.needs_resp or state.objective.maximize):
+        if state.run.sigma2 is None and (config.needs_resp or config.objective.maximize):
             self._init_sigma2(centers)
-        with state.timed("estep"):
+        with state.meter.timed("estep"):
             total = self._map(_step_chunk, centers,
-                              _Plan(estep, mstep, config, state.sigma2, state.center_shift,
+                              _Plan(estep, mstep, config, state.run.sigma2, state.run.center_shift,
                                     data.shape[0] / data.n_processes,
                                     pure=data.recomputes_states,
                                     stream_key=state.stream_key() if estep.row_stream
@@ -434,16 +452,16 @@ class ChunkedSteps(Steps):
             if total.shared is not None:  # (else the last step's stays)
                 self.shared = total.shared
         self.carry = False
-        state.count("estep", total.n_evals - total.n_chunk_evals)
-        state.count_per_chunk("estep", total.n_chunk_evals)
+        state.meter.count("estep", total.n_evals - total.n_chunk_evals)
+        state.meter.count_per_chunk("estep", total.n_chunk_evals)
         state.run.cluster_weight = total.label_weight
         state.run.rows = rows  # (the M-step's rule may ask whether they are all rows)
         assignment = Assignment(labels=None, dist2=None, objective=total.objective, qe=total.qe)
-        with state.timed("mstep"):
+        with state.meter.timed("mstep"):
             centers_new = mstep.update_statistics(total.statistics, centers, self.far_rows,
                                                   state)
-        state.record_step(None, centers, centers_new, n_changed=total.n_changed,
-                          n_rows=total.n_rows)
+        state.run.record_step(None, centers, centers_new, n_changed=total.n_changed,
+                              n_rows=total.n_rows)
         return centers_new, assignment, (total.n_rows, total.weight)
 
     def _init_sigma2(self, centers):
@@ -452,12 +470,12 @@ class ChunkedSteps(Steps):
         weighted distances and weights, each chunk's summed as in memory, added up (on one
         chunk the variance in memory, bit for bit)."""
         state = self.state
-        with state.timed("estep"):
-            results = self._map(_nearest_chunk, centers, self.data.n_threads,
+        with state.meter.timed("estep"):
+            results = self._map(_first_variance_chunk, centers, self.data.n_threads,
                                 progress=self._progress("estep"))
-        state.count("estep", sum(r[1] for r in results))
+        state.meter.count("estep", sum(r[1] for r in results))
         # (the search for the nearest centres is the chunks' own: budgets leave it out)
-        state.count_per_chunk("estep", sum(r[3] for r in results))
+        state.meter.count_per_chunk("estep", sum(r[3] for r in results))
         state.first_variance(sum(r[0] for r in results), sum(r[2] for r in results))
 
     def batch(self, rows):
@@ -469,12 +487,18 @@ class ChunkedSteps(Steps):
         return np.ascontiguousarray(X[inverse]), sample_weight[inverse]
 
     def evaluate(self, run):
-        """The quantization error of all rows at ``run``'s centres (``n_init`` compares
-        mini-batch runs by it): one pass, counted under ``"estep"``."""
-        with self.state.phase("objective"):
-            results = self._map(_nearest_chunk, run.centers, self.data.n_threads,
-                                progress=self._progress("objective"))
-        self.state.count("estep", sum(r[1] + r[3] for r in results))
+        """:func:`~clusterkit._engine.steps.fresh_objective` of every chunk at ``run``'s
+        centres (with its variance), added up in chunk order: one pass, counted under
+        ``"estep"``."""
+        state, data = self.state, self.data
+        plan = _Plan(self.composition.estep, self.composition.mstep,
+                     replace(state.config, n_threads=data.n_threads), run.sigma2, None,
+                     data.shape[0] / data.n_processes)
+        with state.meter.phase("objective"):
+            results = data.map_chunks(_objective_chunk, [(run.centers, plan)] * data.n_chunks,
+                                      progress=self._progress("objective"))
+        state.meter.count("estep", sum(r[1] - r[2] for r in results))
+        state.meter.count_per_chunk("estep", sum(r[2] for r in results))
         return sum(r[0] for r in results)
 
     def cluster_weight(self, run):
@@ -483,7 +507,7 @@ class ChunkedSteps(Steps):
         mini-batches (the weights read in one pass if the data have any)."""
         if run.labels is None:
             return run.cluster_weight
-        n_clusters = self.state.n_clusters
+        n_clusters = self.state.config.n_clusters
         if not self.data.weighted:
             return label_weight(run.labels, None, n_clusters)
         starts, rows = self.data.chunk_starts, self.data.chunk_rows
@@ -502,7 +526,7 @@ class ChunkedSteps(Steps):
             return kept
         labels, inertia, n_evals = nearest_of_given(given, None, x_mean, run.centers,
                                                     self.data.n_threads, progress)
-        self.state.count("labels", n_evals)
+        self.state.meter.count("labels", n_evals)
         return labels, inertia
 
     def far_rows(self, k):

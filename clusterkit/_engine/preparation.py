@@ -42,7 +42,7 @@ def prepare(X, sample_weight, x_mean, box, composition, state, n_clusters, say):
     bounding box the range check found, ``(low, high)``) or
     :class:`~clusterkit._data.chunked.ChunkedData` (``sample_weight``, ``x_mean`` and
     ``box`` ``None``: the first pass finds them). Sets the seeding's rows and the fit's
-    precision limits (``state.sigma2_floor``, ``state.qe_resolution``); ``say(level,
+    precision limits (``state.config.sigma2_floor``, ``state.config.qe_resolution``); ``say(level,
     line)`` reports. Returns a :class:`Prepared`.
     """
     reducer, schedule = composition.reduce, composition.schedule
@@ -56,7 +56,7 @@ def prepare(X, sample_weight, x_mean, box, composition, state, n_clusters, say):
                         composition, x_mean)
     X_given = X
     # Coreset construction (Hirschberger et al., Alg. 1 line 1); identity by default.
-    with state.timed("reduction"):
+    with state.meter.timed("reduction"):
         if chunked:  # only the reduced set reaches this process
             X, sample_weight = reducer.reduce_chunked(X, state)
         else:
@@ -72,8 +72,8 @@ def prepare(X, sample_weight, x_mean, box, composition, state, n_clusters, say):
         if chunked:  # the fit's weighted sums run over the reduced set only
             check_representable(X, sample_weight=sample_weight)
         say(1, f"Reduction: {X_given.shape[0]} samples to {X.shape[0]} weighted samples, "
-               f"{state.cost['reduction']} distance evaluations, "
-               f"{state.seconds_by_phase['reduction']:.3g} s")
+               f"{state.meter.cost['reduction']} distance evaluations, "
+               f"{state.meter.seconds_by_phase['reduction']:.3g} s")
     check_n_clusters(n_clusters, X.shape[0])
     # the schedule sizes the seeding: what a seeding is worth depends on the iterations
     n_samples, n_features = X.shape
@@ -90,7 +90,7 @@ def prepare(X, sample_weight, x_mean, box, composition, state, n_clusters, say):
                              "the rows.")
         sample_weight = sample_weight[state.order]
     # (sparse data are not centred: their frame's mean is zero, see data_mean)
-    centred, sum_of_squares = centred_copy(X, x_mean, state.n_threads, state.order)
+    centred, sum_of_squares = centred_copy(X, x_mean, state.config.n_threads, state.order)
     # the bounding box of all the given rows (zero weights included), as the range check
     # found it
     set_precision(state, centred, float(sample_weight.sum(dtype=np.float64)),
@@ -104,13 +104,13 @@ def _scan(data, state, say):
     returns their mean as the fit's centring, in their dtype (the unweighted mean, as for
     data in memory: the same rows give the same fit on every container), and their
     bounding box."""
-    with state.timed("scan"):
+    with state.meter.timed("scan"):
         moments = data.scan(
-            progress=lambda done, total: state.progress("scan", done, total, "rows"))
+            progress=lambda done, total: state.meter.progress("scan", done, total, "rows"))
     # (a spherical model's frame is the origin, as in memory)
     x_mean = np.zeros_like(moments.row_mean) if data.unit_rows else moments.row_mean
     say(1, f"Scan: {data.shape[0]} samples in {data.n_chunks} chunks, "
-           f"{state.seconds_by_phase['scan']:.3g} s")
+           f"{state.meter.seconds_by_phase['scan']:.3g} s")
     return x_mean, (moments.low, moments.high)
 
 

@@ -100,7 +100,7 @@ class QuietDisplay:
         """The phase that started last ends."""
 
     def report(self, phase, done, total, unit=None):
-        """A strategy's progress in the running phase (see ``FitState.progress``)."""
+        """A strategy's progress in the running phase (see ``Meter.progress``)."""
 
     def line(self, level, text):
         """A line of the driver's when ``verbose >= level``."""

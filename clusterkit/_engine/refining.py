@@ -47,9 +47,9 @@ class Refiner(_Strategy, ABC):
 
     :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
     returned, never one with a worse objective on the fit's data than the run it was given.
-    It counts its own distance evaluations under ``state.count("refinement", n)`` (the
+    It counts its own distance evaluations under ``state.meter.count("refinement", n)`` (the
     iterations count theirs in their phases) and records one dict per round in
-    ``state.refinement_log`` (the estimator's ``refinement_log_``), with at least
+    ``state.run.refinement_log`` (the estimator's ``refinement_log_``), with at least
     ``"objective"`` and ``"kept"``; outside its ``iterate`` calls ``state.run`` is the run it
     refines.
     """
@@ -59,8 +59,8 @@ class Refiner(_Strategy, ABC):
     chunks = False
 
     def fitted_attributes(self, state):
-        """``refinement_log_``: the kept run's rounds (``state.refinement_log``)."""
-        return {"refinement_log_": list(state.refinement_log)}
+        """``refinement_log_``: the kept run's rounds (``state.run.refinement_log``)."""
+        return {"refinement_log_": list(state.run.refinement_log)}
 
     @abstractmethod
     def refine(self, X, sample_weight, run, iterate, state):

@@ -14,8 +14,8 @@ class Run:
     own states.
 
     Created by the driver when a run (or one of a refiner's rounds) starts; strategies reach
-    it through the :class:`~clusterkit.FitState` they are given (``state.labels`` is
-    ``state.run.labels``), a refiner receives one and returns one.
+    it through the :class:`~clusterkit.FitState` they are given (``state.run``), a refiner
+    receives one and returns one.
 
     Attributes
     ----------
@@ -111,6 +111,11 @@ class Run:
             return
         self.labels, self.estep_state = source.labels.copy(), estep_state
         source.estep_state = None
+        self.mark_unvisited()
+
+    def mark_unvisited(self):
+        """Count every row as changed at its next visit (:meth:`record_labels`), as in a
+        fresh run: a run that continues another's labels."""
         self._unvisited = np.ones(self.labels.shape[0], dtype=bool)
 
     def start_rows(self, n_samples, per_sample=True):
@@ -141,14 +146,7 @@ class Run:
             self.n_changed = n_changed
             self.n_samples_seen += n_rows
         else:
-            previous = self.labels[self.rows]
-            changed = previous != labels
-            if self._unvisited is not None:  # a continued run (see continue_from)
-                changed |= self._unvisited[self.rows]
-                self._unvisited[self.rows] = False
-            self.n_changed = int(np.count_nonzero(changed))
-            self.labels[self.rows] = labels
-            self.n_samples_seen += labels.shape[0]
+            self.record_labels(labels)
         # only the centres that moved (a mini-batch step moves those its batch reached)
         moved = np.flatnonzero(np.any(centers_new != centers, axis=1))
         shift = centers_new[moved].astype(np.float64) - centers[moved]
@@ -156,6 +154,19 @@ class Run:
         self.center_shift = np.zeros_like(self.center_shift)
         self.center_shift[moved] = np.sqrt(np.einsum("ij,ij->i", shift, shift))
         self._centers_before, self._center_norm = centers, None
+
+    def record_labels(self, labels):
+        """Count the labels of ``self.rows`` that ``labels`` (in batch order) change
+        (:attr:`n_changed`; every row not visited since :meth:`mark_unvisited` counts) and
+        store them: the one count of changed labels, of rows in memory or of one row chunk's
+        step where the chunk is."""
+        changed = self.labels[self.rows] != labels
+        if self._unvisited is not None:  # a continued run (see continue_from)
+            changed |= self._unvisited[self.rows]
+            self._unvisited[self.rows] = False
+        self.n_changed = int(np.count_nonzero(changed))
+        self.labels[self.rows] = labels
+        self.n_samples_seen += labels.shape[0]
 
     @property
     def center_norm(self):

@@ -18,12 +18,12 @@ class Schedule(_RunStrategy, ABC):
         per sample but cannot skip samples can require it).
     center_update : str
         Class attribute (or a property, if it depends on parameters): how an M-step combines
-        a batch with what came before (``state.center_update``), one of the M-step's
+        a batch with what came before (``state.config.center_update``), one of the M-step's
         :attr:`MStep.update_rules`. ``"replace"`` (Lloyd; the default): the batch's weighted
         means; ``"running"`` (Sculley) or ``"latest"`` (nested mini-batches): running sums
         over every visit or each sample's latest; ``"adaptive"``: a step towards the batch's
         means; ``"backward_euler"``: an implicit step whose size the schedule sets in
-        ``state.channel``.
+        ``state.run.channel``.
     streams : bool
         Class attribute: ``True`` if ``Clusterer.partial_fit`` may run with this schedule (one
         whose ``fit`` means the same model on the caller's batches: full batches, uniform
@@ -50,14 +50,15 @@ class Schedule(_RunStrategy, ABC):
 
     def seeding_rows(self, n_samples, n_clusters, n_features):
         """How many of the ``n_samples`` rows a seeding is worth for this schedule (all by
-        default), passed on as ``state.seeding_rows``; :class:`~clusterkit.SampledSeeder` with
-        ``size="schedule"`` seeds on that many (the first ones if :meth:`order` shuffled them)."""
+        default), passed on as ``state.config.seeding_rows``; :class:`~clusterkit.SampledSeeder`
+        with ``size="schedule"`` seeds on that many (the first ones if :meth:`order` shuffled
+        them)."""
         return n_samples
 
     def stream_schedule(self):
         """The schedule a ``partial_fit`` stream runs for this one (only asked if
         :attr:`streams`): itself by default. It must combine batches by a running rule;
-        its :meth:`init_state` sees ``state.streaming`` set and the first call's rows as the
+        its :meth:`init_state` sees ``state.config.streaming`` set and the first call's rows as the
         data; :meth:`stream_batches` cuts each call's rows into its steps, and
         :meth:`should_stop` after each step tells the caller whether a fit would have stopped
         there (the estimator's ``converged_``; the caller decides when the stream ends);
@@ -76,7 +77,7 @@ class Schedule(_RunStrategy, ABC):
         A schedule whose batches are prefixes of a random order (nested mini-batches)
         returns that order: the driver then makes its centred copy of the data in it (no
         second copy), so that every prefix is a slice, a view without copying. Everything
-        the strategies see (seeding, per-sample state, ``state.labels``, row indices of
+        the strategies see (seeding, per-sample state, ``state.run.labels``, row indices of
         batches) then refers to positions in this order; the driver maps the final labels
         back. Called once per fit, before seeding; every run works in this order.
 
@@ -124,14 +125,14 @@ class Schedule(_RunStrategy, ABC):
         """Yield, once per step, the rows that step works on.
 
         The run ends when the generator is exhausted (a budget, e.g. in passes over the data:
-        ``state.n_passes`` counts them), after ``max_iter`` steps or when
+        ``state.run.n_passes`` counts them), after ``max_iter`` steps or when
         :meth:`should_stop` says so. The generator runs between steps, so it may read what
-        the last step recorded (``state.history``, ``state.n_changed``), and may add entries
-        to the next step's history record (``state.step_info``, emptied before it runs).
+        the last step recorded (``state.run.history``, ``state.run.n_changed``), and may add entries
+        to the next step's history record (``state.run.step_info``, emptied before it runs).
 
         A step may consist of several inner steps (a ``list`` of batches, as
         :class:`~clusterkit.SBEDecay`'s fixed-point iterations): an E-step and an M-step on
-        each in order (``state.inner_step`` of ``state.n_inner_steps``), recorded once with
+        each in order (``state.run.inner_step`` of ``state.run.n_inner_steps``), recorded once with
         the first inner batch's objective, at the parameters the step started from.
 
         Parameters
@@ -170,7 +171,7 @@ class Schedule(_RunStrategy, ABC):
 
     def n_iter(self, state):
         """Iterations so far, in the unit of the estimator's ``max_iter`` and ``n_iter_``:
-        steps by default (``len(state.history)``). A mini-batch schedule counts passes over
+        steps by default (``len(state.run.history)``). A mini-batch schedule counts passes over
         the data instead, as scikit-learn's ``MiniBatchKMeans`` counts ``max_iter`` in
         epochs. The driver ends the run once this reaches ``max_iter``; ``n_iter_`` is it
         rounded up.
@@ -179,24 +180,25 @@ class Schedule(_RunStrategy, ABC):
         -------
         n_iter : float
         """
-        return len(state.history)
+        return len(state.run.history)
 
     def should_stop(self, state, tol):
         """Decide after each step whether the fit has converged.
 
         The default is the rule of the papers for full-batch EM: stop when the relative change
         of the objective between the last two steps is at most ``tol``. Before it, exact hard
-        fits (``state.strict_convergence``, see :attr:`EStep.exact`) stop as soon as a step
+        fits (``state.config.strict_convergence``, see :attr:`EStep.exact`) stop as soon as a step
         over all rows changed no label, as scikit-learn's ``KMeans`` does. A quantization error
-        (:data:`QUANTIZATION_ERROR`) counts as at least ``state.qe_resolution`` here, and two
+        (:data:`QUANTIZATION_ERROR`) counts as at least ``state.config.qe_resolution`` here, and two
         errors both at most it count as equal, so a fit with more clusters than distinct points
         stops once the error is down to rounding noise, whichever E-step rounded it.
 
         Parameters
         ----------
         state : FitState
-            Reads ``state.history``, ``state.objective`` and ``state.qe_resolution``
-            (``state.centers`` holds the centres the step just made).
+            Reads ``state.run.history``, ``state.config.objective`` and
+            ``state.config.qe_resolution`` (``state.run.centers`` holds the centres the step
+            just made).
         tol : float
             The estimator's tolerance.
 
@@ -204,20 +206,20 @@ class Schedule(_RunStrategy, ABC):
         -------
         stop : bool
         """
-        history = state.history
+        history = state.run.history
         if state.at_fixed_point:
             return True  # the same labels as the step before: the same centres again
         if len(history) < 2:
             return False
         f_new, f_old = history[-1]["objective"], history[-2]["objective"]
         scale = abs(f_new)
-        if state.objective == QUANTIZATION_ERROR:
+        if state.config.objective == QUANTIZATION_ERROR:
             # At rounding level (more clusters than distinct points) the quantization error
             # counts as zero: its changes are noise, which can cycle forever, and differ
             # between E-steps that round distances differently (an expanded distance of a row
             # on its centre is a few eps times its norm, a direct one is 0), so two errors
             # both at most the resolution are equal, whatever their difference.
-            if max(f_new, f_old) <= state.qe_resolution:
+            if max(f_new, f_old) <= state.config.qe_resolution:
                 return True
-            scale = max(scale, state.qe_resolution)
+            scale = max(scale, state.config.qe_resolution)
         return abs(f_new - f_old) <= tol * scale

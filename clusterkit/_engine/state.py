@@ -5,7 +5,7 @@ lifetime."""
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -204,22 +204,24 @@ class FitState:
     """What the driver hands to every strategy call: the fit's :attr:`config`, its
     :attr:`meter`, its random stream, and the current :attr:`run`.
 
-    Strategies read and write through the names below, which stand for the part they belong
-    to: ``state.n_threads`` is ``state.config.n_threads`` (read-only: the configuration is
-    fixed before the first run), ``state.count(...)`` is ``state.meter.count(...)``,
-    ``state.labels`` is ``state.run.labels``. Every :class:`FitConfig` field, every
-    :class:`Meter` attribute and method and every :class:`~clusterkit.Run` attribute is
-    reachable in this way.
+    A strategy reads what the fit is from ``state.config`` (``state.config.n_threads``),
+    reports work and progress to ``state.meter`` (``state.meter.count("estep", n)``) and keeps
+    what belongs to the current run in ``state.run`` (``state.run.labels``,
+    ``state.run.estep_state``): three parts with their own lifetimes, and no name that stands
+    for another.
 
     To unit-test a strategy, build the state its calls would get:
     ``FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0),
     n_samples=100)`` gives a fit's configuration (the keywords of :class:`FitConfig`), a
     fresh meter and a run over 100 rows (``n_samples=0``: none yet; :meth:`new_run` starts
-    another).
+    another). ``FitState(config=config, ...)`` takes a configuration already made (a chunk's
+    part of a step gets its fit's).
 
     Attributes
     ----------
     config : FitConfig
+        Fixed before the fit's first run (:meth:`configure` is the driver's, while it
+        prepares the data).
     meter : Meter
     run : Run
         The current run (a refiner's round while it iterates).
@@ -230,12 +232,16 @@ class FitState:
         centred copy of the data is made in it); ``None``: the data's.
     """
 
-    def __init__(self, *, n_clusters, n_features, random_state, n_samples=0, **config):
-        self.config = FitConfig(n_clusters, n_features, **config)
+    def __init__(self, *, random_state, n_samples=0, config=None, **fields):
+        if config is None:
+            config = FitConfig(**fields)
+        elif fields:
+            raise TypeError("FitState takes a FitConfig or its fields, not both.")
+        self.config = config
         self.meter = Meter()
         self.random_state = random_state
         self.order = None
-        self.run = Run(n_clusters, n_samples)
+        self.run = Run(config.n_clusters, n_samples)
 
     def new_run(self, n_samples, round=0, per_sample=True):
         """Make a fresh :class:`~clusterkit.Run` over ``n_samples`` rows (without per-sample
@@ -327,8 +333,8 @@ class FitState:
             The new ``run.sigma2`` (at least ``config.sigma2_floor``).
         """
         total, n_evals, weight = first_variance_sums(X, sample_weight, centers, labels,
-                                                     self.n_threads)
-        self.count("estep", n_evals)
+                                                     self.config.n_threads)
+        self.meter.count("estep", n_evals)
         return self.first_variance(total, weight)
 
     def first_variance(self, total, weight):
@@ -363,44 +369,6 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-#: Why a configuration field cannot be set during a fit, where a strategy used to set it.
-_CONFIG_HINTS = {"fuse_sums": " An M-step declares it with MStep.reads_batch_sums(center_update) "
-                              "instead of setting it in init_state."}
-
-
-def _part(part, name, writable, doc):
-    def get(self):
-        return getattr(getattr(self, part), name)
-
-    def set_(self, value):
-        if part == "config":
-            raise AttributeError(
-                f"FitState.{name} is part of the fit's configuration (FitState.config), fixed "
-                f"before its first run.{_CONFIG_HINTS.get(name, '')}")
-        if not writable:
-            raise AttributeError(f"FitState.{name} is {part}.{name}, which cannot be set.")
-        setattr(getattr(self, part), name, value)
-    return property(get, set_, doc=doc)
-
-
-for _field in fields(FitConfig):
-    setattr(FitState, _field.name, _part("config", _field.name, False,
-                                         f"``config.{_field.name}`` (read-only)."))
-for _name in ("cost", "seconds_by_phase", "display"):
-    setattr(FitState, _name, _part("meter", _name, True, f"``meter.{_name}``."))
-for _name in ("n_distance_evals", "n_budget_evals", "chunk_evals", "seconds"):
-    setattr(FitState, _name, _part("meter", _name, False, f"``meter.{_name}``."))
-for _name in ("timed", "phase", "progress", "count", "count_per_chunk"):
-    setattr(FitState, _name, _part("meter", _name, False, f"``meter.{_name}``."))
-for _name in ("centers", "end", "round", "sigma2", "seed_labels", "estep_state",
-              "mstep_state", "schedule_state", "channel", "history", "refinement_log",
-              "n_samples", "rows", "inner_step", "n_inner_steps", "step_info", "labels",
-              "n_changed", "n_relocated", "center_shift", "center_norm", "n_samples_seen",
-              "first_row"):
-    setattr(FitState, _name, _part("run", _name, True, f"``run.{_name}``."))
-for _name in ("n_passes", "record_step", "start_rows"):
-    setattr(FitState, _name, _part("run", _name, False, f"``run.{_name}``."))
-del _field, _name
 
 #: The smallest variance of a mixture relative to ``B / D``, the squared diagonal of the
 #: data's bounding box per dimension: float64's machine epsilon (see :func:`variance_floor`).
@@ -408,7 +376,7 @@ VARIANCE_FLOOR = float(np.finfo(np.float64).eps)
 
 
 def variance_floor(diagonal2, n_features, dtype):
-    """The smallest variance a mixture fit allows (``FitState.sigma2_floor``).
+    """The smallest variance a mixture fit allows (``FitConfig.sigma2_floor``).
 
     ``VARIANCE_FLOOR * B / D`` with ``B = diagonal2`` the squared diagonal of the bounding box
     of all the given rows (zero weights included), at least ``dtype``'s smallest normal number

@@ -24,7 +24,7 @@ from .._data.moments import label_weight, weighted_sum
 from .._data.nearest import dist2_to_labels, nearest
 from .strategy import strategy_array
 
-__all__ = ["MemorySteps", "Steps", "nearest_of_given", "step_batches"]
+__all__ = ["MemorySteps", "Steps", "fresh_objective", "nearest_of_given", "step_batches"]
 
 
 def step_batches(composition, state, centers, batches, read):
@@ -38,21 +38,30 @@ def step_batches(composition, state, centers, batches, read):
     if not batches:
         raise ValueError(f"{type(composition.schedule).__name__}.batches yielded an empty "
                          "list of batches.")
-    state.n_inner_steps = len(batches)
-    for state.inner_step, state.rows in enumerate(batches):
-        X, sample_weight = read(state.rows)
+    state.run.n_inner_steps = len(batches)
+    for state.run.inner_step, state.run.rows in enumerate(batches):
+        X, sample_weight = read(state.run.rows)
         # E-step: assignment / (truncated) responsibilities with the current parameters.
-        with state.timed("estep"):
+        with state.meter.timed("estep"):
             assignment = estep.assign(X, sample_weight, centers, state)
         # M-step: new centres (and the model's other parameters) from the assignment.
-        with state.timed("mstep"):
+        with state.meter.timed("mstep"):
             centers_new = mstep.update(X, sample_weight, assignment, centers, state)
-        state.record_step(assignment.labels, centers, centers_new)
+        state.run.record_step(assignment.labels, centers, centers_new)
         centers = centers_new
-        if state.inner_step == 0:
+        if state.run.inner_step == 0:
             first = assignment
             batch = (sample_weight.shape[0], float(sample_weight.sum(dtype=np.float64)))
     return centers, first, batch
+
+
+def fresh_objective(estep, X, sample_weight, centers, state):
+    """The objective ``n_init`` compares runs by, of the rows ``X`` at ``centers``: one
+    E-step from a fresh per-run state (``state.run`` is a throw-away run with the compared
+    run's variance). Rows in memory are one such call, data in row chunks one per chunk,
+    the objectives added up."""
+    state.run.estep_state = estep.init_state(X, sample_weight, centers, state)
+    return estep.assign(X, sample_weight, centers, state).objective
 
 
 class Steps:
@@ -143,21 +152,20 @@ class MemorySteps(Steps):
                             rows if isinstance(rows, list) else [rows], read)
 
     def evaluate(self, run):
-        """One E-step of a throw-away run (with ``run``'s variance), so that no kept run
-        changes."""
-        state, estep = self.state, self.composition.estep
+        """:func:`fresh_objective` of all rows, in a throw-away run (with ``run``'s
+        variance), so that no kept run changes."""
+        state = self.state
         scratch = state.new_run(self.X.shape[0])
         scratch.sigma2 = run.sigma2
         try:
-            with state.phase("objective"):  # a pass over all rows: show it
-                scratch.estep_state = estep.init_state(self.X, self.sample_weight,
-                                                       run.centers, state)
-                return estep.assign(self.X, self.sample_weight, run.centers, state).objective
+            with state.meter.phase("objective"):  # a pass over all rows: show it
+                return fresh_objective(self.composition.estep, self.X, self.sample_weight,
+                                       run.centers, state)
         finally:
             state.run = run
 
     def cluster_weight(self, run):
-        return label_weight(run.labels, self.sample_weight, self.state.n_clusters)
+        return label_weight(run.labels, self.sample_weight, self.state.config.n_clusters)
 
     def labels(self, given, sample_weight, x_mean, run, progress):
         """The E-step's own final labels of the fitted rows if it defines them, or the run's
@@ -168,19 +176,19 @@ class MemorySteps(Steps):
         state, estep, centers = self.state, self.composition.estep, run.centers
         if self.reduced:
             labels, inertia, n_evals = nearest_of_given(given, sample_weight, x_mean, centers,
-                                                        state.n_threads, progress)
-            state.count("labels", n_evals)
+                                                        state.config.n_threads, progress)
+            state.meter.count("labels", n_evals)
             return labels, inertia
         labels = estep.final_labels(state)
-        if labels is None and run.at_fixed_point(state.strict_convergence):
+        if labels is None and run.at_fixed_point(state.config.strict_convergence):
             labels = run.labels
         if labels is None:
-            labels, dist2, n_evals = nearest(self.X, None, centers, state.n_threads, progress,
-                                             estep.labelling_rows(self.X, state))
+            labels, dist2, n_evals = nearest(self.X, None, centers, state.config.n_threads,
+                                             progress, estep.labelling_rows(self.X, state))
         else:
             labels = np.ascontiguousarray(labels, dtype=np.int32)
-            dist2, n_evals = dist2_to_labels(self.X, centers, labels, state.n_threads)
-        state.count("labels", n_evals)
+            dist2, n_evals = dist2_to_labels(self.X, centers, labels, state.config.n_threads)
+        state.meter.count("labels", n_evals)
         labels, dist2 = state.in_data_order(labels), state.in_data_order(dist2)
         return labels, weighted_sum(dist2, sample_weight)
 

@@ -10,7 +10,7 @@ stores its arguments, so ``get_params``/``set_params`` (also nested, as
 ``self`` between fits. Whatever an E-step, M-step or schedule must carry from one step to the
 next (bounds, winners, neighbourhoods, running sums, a smoothed objective) is its own per-run
 state: an object its optional ``init_state`` hook returns, which the driver keeps for it in the
-run (``state.estep_state``, ``state.mstep_state``, ``state.schedule_state``, see
+run (``state.run.estep_state``, ``state.run.mstep_state``, ``state.run.schedule_state``, see
 :class:`~clusterkit.Run`) and no other strategy reads. A strategy whose model has more to
 report than centres and labels (soft assignments, modes as training rows, a kernel bandwidth)
 returns it from ``fitted_attributes``, and the estimator gets those attributes.
@@ -28,8 +28,8 @@ Data in row chunks (a ``dask.array``, a NumPy memmap) reach a reducer that decla
 without one, strategies that declare they can run on them (:attr:`~clusterkit.EStep.chunks`,
 :attr:`~clusterkit.MStep.chunk_rules`, :attr:`~clusterkit.Schedule.chunk_batches`): the
 E-step and the M-step's statistics on one chunk at a time, where it is, or on a mini-batch
-read from the chunks (:mod:`clusterkit._engine.mapreduce`); a seeder on a sample
-(:meth:`~clusterkit.Seeder.seeding_chunked`). Their ``_validate`` hooks get an object with
+read from the chunks (:mod:`clusterkit._engine.mapreduce`); a seeder on a sample, or where
+the rows are (:attr:`~clusterkit.Seeder.reads_chunks`). Their ``_validate`` hooks get an object with
 the data's ``shape`` and ``dtype``.
 
 The driver checks what a strategy returns like user input (:func:`strategy_array`).
@@ -38,15 +38,16 @@ Every array a strategy receives is C-contiguous (or, for a batch that is a slice
 view of C-contiguous rows, or CSR, see above) and of one floating dtype (float32 or float64);
 ``sample_weight`` always is an array of that dtype (ones when the user gave none, times the
 coreset weights after a reduction). Strategies add the distance evaluations they perform to
-``state.cost`` (see :meth:`~clusterkit.Meter.count`).
+``state.meter.cost`` (see :meth:`~clusterkit.Meter.count`).
 
 Strategies never print. A verbose fit shows which phase runs (the driver times reduction,
 seeding, set-up, E-step, M-step and labels) and, at least every few seconds, how far it got: a
-strategy with a natural unit of work reports it with ``state.progress(phase, done, total,
+strategy with a natural unit of work reports it with ``state.meter.progress(phase, done, total,
 unit)`` (a seeder its centres, a reducer its rows, a graph its stages), after each unit or, for
 one long kernel call, once before it with a one-element counter the kernel updates
 (:meth:`~clusterkit.Meter.progress`); a strategy's own long stage inside a phase may be marked
-with ``state.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.phase(name)`` (shown only).
+with ``state.meter.timed(name)`` (timed, as SLK's ``"graph"``) or ``state.meter.phase(name)``
+(shown only).
 """
 import functools
 import inspect
@@ -213,13 +214,13 @@ class _RunStrategy(_Strategy):
         """Create the strategy's own per-run state.
 
         Called once per run after seeding, with all rows; the driver keeps the result as
-        ``state.estep_state`` (E-steps), ``state.mstep_state`` (M-steps) or
-        ``state.schedule_state`` (schedules), which no other strategy reads. Per-sample
+        ``state.run.estep_state`` (E-steps), ``state.run.mstep_state`` (M-steps) or
+        ``state.run.schedule_state`` (schedules), which no other strategy reads. Per-sample
         state is indexed by row of this ``X``. In a ``partial_fit`` stream an E-step's is
         created for every batch (its rows are new samples), an M-step's and a schedule's
         once, with the first batch. An M-step that reads the
         per-cluster sums an E-step can compute in its pass over the data
-        (``Assignment.centers_sum``) sets ``state.fuse_sums = True`` here.
+        (``Assignment.centers_sum``) sets ``state.config.fuse_sums = True`` here.
 
         Parameters
         ----------

@@ -421,13 +421,13 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
         self._x_mean = driver.x_mean
         if result.labels is not None:
             self.labels_, self.inertia_ = result.labels, result.inertia
-        self.cost_ = dict(state.cost)
-        self.n_distance_evals_ = state.n_distance_evals
+        self.cost_ = dict(state.meter.cost)
+        self.n_distance_evals_ = state.meter.n_distance_evals
         self.history_ = result.history
         self.n_iter_ = result.n_iter
         self.n_steps_ = len(result.history)
         self.objective_ = result.history[-1]["objective"]
-        self.seconds_ = dict(state.seconds_by_phase, total=state.seconds)
+        self.seconds_ = dict(state.meter.seconds_by_phase, total=state.meter.seconds)
         if result.sigma2 is not None:
             self.sigma2_ = result.sigma2
         elif hasattr(self, "sigma2_"):

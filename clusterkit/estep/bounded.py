@@ -57,7 +57,7 @@ class BoundedEStep(EStep):
 
     Notes
     -----
-    Cost, memory and state are those of the chosen E-step (``state.estep_state`` is its
+    Cost, memory and state are those of the chosen E-step (``state.run.estep_state`` is its
     state). ``benchmarks/bench_exact.py --yinyang`` measures Elkan and Yinyang side by side,
     ``benchmarks/bench_lowd.py`` the low-dimension choices against geokmeans; the
     documentation's page on exact k-means has the numbers and why, above low dimension,
@@ -154,9 +154,9 @@ class BoundedEStep(EStep):
     def _running(self, X, sample_weight, centers, state):
         """The chosen E-step, from its state (made now if :meth:`init_state` was not
         called)."""
-        if not isinstance(state.estep_state, Bounds):
-            state.estep_state = self.init_state(X, sample_weight, centers, state)
-        return state.estep_state.estep
+        if not isinstance(state.run.estep_state, Bounds):
+            state.run.estep_state = self.init_state(X, sample_weight, centers, state)
+        return state.run.estep_state.estep
 
     def carry_state(self, estep_state, state):
         """The chosen E-step's (see :meth:`EStep.carry_state`)."""
@@ -171,10 +171,10 @@ class BoundedEStep(EStep):
 
     def final_labels(self, state):
         """The chosen E-step's (see :meth:`EStep.final_labels`)."""
-        bounds = state.estep_state
+        bounds = state.run.estep_state
         return bounds.estep.final_labels(state) if isinstance(bounds, Bounds) else None
 
     def labelling_rows(self, X, state):
         """The chosen E-step's (see :meth:`EStep.labelling_rows`)."""
-        bounds = state.estep_state
+        bounds = state.run.estep_state
         return bounds.estep.labelling_rows(X, state) if isinstance(bounds, Bounds) else None

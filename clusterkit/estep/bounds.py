@@ -176,7 +176,7 @@ class BoundsEStep(EStep):
     near float32's range are rescaled; a batch's rows may be a slice or sorted indices, with
     repeats (assigned once each); first visits go by distance tiles where the subclass says
     so; the M-step's per-cluster sums come in the same pass when it reads them
-    (``state.fuse_sums``) and the fixed-block layout fits. The final labels are each sample's
+    (``state.config.fuse_sums``) and the fixed-block layout fits. The final labels are each sample's
     nearest final centre (the default of :meth:`EStep.final_labels`; the bounds keep no
     float32 copy of the data to lend, see :meth:`EStep.labelling_rows`).
     """
@@ -211,7 +211,7 @@ class BoundsEStep(EStep):
 
     def _start_step(self, X, bounds, centers, scale, state):
         """Bring the bounds up to the centres' moves since the last E-step
-        (``scale * state.center_shift``); compute the step's centre-centre distances."""
+        (``scale * state.run.center_shift``); compute the step's centre-centre distances."""
         raise NotImplementedError
 
     @staticmethod
@@ -309,7 +309,7 @@ class BoundsEStep(EStep):
         kind = kernels_for(X)
         bounds = self._new_bounds(X, centers, bounds_scale(X), state)
         bounds.estep, bounds.kind = self, kind
-        bounds.x_sqnorms = kind.kernel_sqnorms(X, state.n_threads, bounds.scale)
+        bounds.x_sqnorms = kind.kernel_sqnorms(X, state.config.n_threads, bounds.scale)
         # (pruning projects rows as arrays, in the coordinates as given)
         n_axes = (None if not kind.ndarray or bounds.scale != 1.0 else
                   resolve_prune(self.prune, X.shape[1], centers.shape[0],
@@ -323,18 +323,18 @@ class BoundsEStep(EStep):
         centre's move since the last E-step, however large, is added to them as a step's
         move is, so they stay valid and the labels are those of fresh bounds; distances are
         computed only for rows whose bounds the moved centres invalidate."""
-        if isinstance(estep_state, Bounds) and estep_state.lower.shape[0] == state.n_samples:
+        if isinstance(estep_state, Bounds) and estep_state.lower.shape[0] == state.run.n_samples:
             return estep_state
         return None
 
     def assign(self, X, sample_weight, centers, state):
-        """Return the exact nearest-centre assignment of the batch ``state.rows``.
+        """Return the exact nearest-centre assignment of the batch ``state.run.rows``.
 
         See :meth:`EStep.assign`; counts the distances computed under ``"estep"``.
         """
-        bounds = state.estep_state
+        bounds = state.run.estep_state
         if not isinstance(bounds, Bounds):  # called without init_state
-            bounds = state.estep_state = self.init_state(X, sample_weight, centers, state)
+            bounds = state.run.estep_state = self.init_state(X, sample_weight, centers, state)
         scale = bounds.scale
         if scale != 1.0:  # data near float32's range (see init_state): exact rescaling
             X, centers = X * scale, centers * scale
@@ -357,7 +357,7 @@ class BoundsEStep(EStep):
             centers_sum = weight = None
         else:
             labels, dist2, centers_sum, weight = self._assign_rows(
-                X, sample_weight, rows, centers, bounds, state, fuse=state.fuse_sums)
+                X, sample_weight, rows, centers, bounds, state, fuse=state.config.fuse_sums)
         if scale != 1.0:
             dist2 /= scale * scale
             if centers_sum is not None:
@@ -368,7 +368,7 @@ class BoundsEStep(EStep):
 
     def _assign_rows(self, X, sample_weight, rows, centers, bounds, state, fuse):
         """Labels, distances and (see :meth:`_revisit`) sums of distinct ``rows``."""
-        previous = np.ascontiguousarray(state.labels[rows])
+        previous = np.ascontiguousarray(state.run.labels[rows])
         first = previous < 0
         if (self._tiled_first_visits(bounds.kind, X.shape[1])
                 or bounds.projection is not None) and first.any():
@@ -386,8 +386,8 @@ class BoundsEStep(EStep):
         labels = np.empty(X.shape[0], dtype=np.int32)
         dist2 = np.empty(X.shape[0], dtype=X.dtype)
         if bounds.projection is None:
-            state.count("estep", self._first_visit_kernel(X, rows, centers, bounds, labels,
-                                                          dist2, state))
+            state.meter.count("estep", self._first_visit_kernel(X, rows, centers, bounds, labels,
+                                                                dist2, state))
             return labels, dist2
         # with pruning: the labels of Lloyd's E-step from the pruned pass, whose bounds (or
         # direct distances where computed) become the stored bounds
@@ -398,11 +398,11 @@ class BoundsEStep(EStep):
             np.ascontiguousarray(X), centers, np.ascontiguousarray(projection.rows[rows]),
             np.ascontiguousarray(projection.rest[rows]), centers_projection.proj,
             centers_projection.rest, centers_projection.proj_tol, centers_projection.rest_tol,
-            labels, dist2, state.n_threads, lower=bounds.lower, rows=rows, group_of=group_of,
+            labels, dist2, state.config.n_threads, lower=bounds.lower, rows=rows, group_of=group_of,
             group_shift=group_shift, slack=bound_slack(X.dtype))
         self._visited(bounds, rows, labels, dist2)
-        state.count("estep", dimension_count(n_direct, n_pairs, projection.V.shape[1],
-                                             X.shape[1]))
+        state.meter.count("estep", dimension_count(n_direct, n_pairs, projection.V.shape[1],
+                                                   X.shape[1]))
         return labels, dist2
 
     def _revisit(self, X, sample_weight, rows, previous, centers, bounds, state, fuse):
@@ -418,7 +418,7 @@ class BoundsEStep(EStep):
             # sparse rows are summed by the M-step itself
             centers_sum = np.empty_like(centers)
             weight = np.empty(n_clusters, dtype=X.dtype)
-        state.count("estep", self._dimension_count(self._revisit_kernel(
+        state.meter.count("estep", self._dimension_count(self._revisit_kernel(
             X, sample_weight, rows, previous, centers, bounds, labels, dist2, centers_sum,
             weight, state), bounds, n_features))
         return labels, dist2, centers_sum, weight

@@ -46,7 +46,7 @@ def _float32_rows(X, buffers, state):
 def soft_fit(state):
     """Whether an E-step computes responsibilities: the M-step reads them, or the declared
     objective is the mixture's free energy, which is made of them."""
-    return state.needs_resp or state.objective == FREE_ENERGY
+    return state.config.needs_resp or state.config.objective == FREE_ENERGY
 
 
 class _Buffers:
@@ -70,7 +70,7 @@ class _Buffers:
             self.log_norm = np.empty(n_samples, dtype=dtype)
 
     def batch_sqnorms(self, state, n_batch):
-        """The rows' squared norms of the batch ``state.rows``, or ``None`` (dense rows)."""
+        """The rows' squared norms of the batch ``state.run.rows``, or ``None`` (dense rows)."""
         if self.x_sqnorms is None:
             return None
         return self.x_sqnorms[batch_rows(state, n_batch, self.x_sqnorms.shape[0])]
@@ -208,11 +208,11 @@ class FullEStep(EStep):
             left = budget()
             if left is None or X.shape[0] * (X.shape[1] + 1) * 4 <= left:
                 source = X
-        return _Buffers(*layout, kind.kernel_sqnorms(X, state.n_threads), source)
+        return _Buffers(*layout, kind.kernel_sqnorms(X, state.config.n_threads), source)
 
     def assign(self, X, sample_weight, centers, state):
         n_samples = X.shape[0]
-        buffers = state.estep_state
+        buffers = state.run.estep_state
         if not isinstance(buffers, _Buffers):  # called without init_state
             buffers = self.init_state(X, sample_weight, centers, state)
         labels, dist2 = buffers.labels[:n_samples], buffers.dist2[:n_samples]
@@ -223,38 +223,40 @@ class FullEStep(EStep):
                 return assign_pruned(X, centers, buffers.projection, state, labels, dist2,
                                      sample_weight)
             x32 = _float32_rows(X, buffers, state)
-            if not (state.fuse_sums
+            if not (state.config.fuse_sums
                     and kind.sums_fit(n_samples, n_clusters, n_features, X.dtype.itemsize)):
-                state.count("estep", kind.assign(X, buffers.batch_sqnorms(state, n_samples),
-                                                 centers, labels, dist2, state.n_threads, x32))
+                state.meter.count("estep", kind.assign(
+                    X, buffers.batch_sqnorms(state, n_samples), centers, labels, dist2,
+                    state.config.n_threads, x32))
                 qe = weighted_sum(dist2, sample_weight)
                 return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)
             # One pass over the data for the assignment and the hard M-step's sums.
             centers_sum, weight = buffers.centers_sum, buffers.weight
-            state.count("estep", _assign.assign_full_accumulate(
-                X, sample_weight, centers, labels, dist2, centers_sum, weight, state.n_threads,
-                X32=x32))
+            state.meter.count("estep", _assign.assign_full_accumulate(
+                X, sample_weight, centers, labels, dist2, centers_sum, weight,
+                state.config.n_threads, X32=x32))
             qe = weighted_sum(dist2, sample_weight)
             return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe,
                               centers_sum=centers_sum, weight_in_clusters=weight)
 
         resp, log_norm = buffers.resp[:n_samples], buffers.log_norm[:n_samples]
-        sigma2 = -1.0 if state.sigma2 is None else state.sigma2
-        state.count("estep", _assign.responsibilities_full(
-            X, centers, sigma2, resp, labels, dist2, log_norm, state.n_threads))
-        if state.sigma2 is None:  # resp holds distances: set eq. 12's variance, then normalise
+        sigma2 = -1.0 if state.run.sigma2 is None else state.run.sigma2
+        state.meter.count("estep", _assign.responsibilities_full(
+            X, centers, sigma2, resp, labels, dist2, log_norm, state.config.n_threads))
+        if state.run.sigma2 is None:  # resp holds distances: set eq. 12's variance, then normalise
             state.init_sigma2(X, sample_weight, centers, labels)
-            _assign.responsibilities_truncated(resp, state.sigma2, resp, log_norm, state.n_threads)
+            _assign.responsibilities_truncated(resp, state.run.sigma2, resp, log_norm,
+                                               state.config.n_threads)
         qe = weighted_sum(dist2, sample_weight)
-        objective = (qe if state.objective == QUANTIZATION_ERROR else
-                     free_energy(log_norm, sample_weight, state.sigma2, *centers.shape))
+        objective = (qe if state.config.objective == QUANTIZATION_ERROR else
+                     free_energy(log_norm, sample_weight, state.run.sigma2, *centers.shape))
         return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, resp=resp)
 
 
     def labelling_rows(self, X, state):
         """The float32 copy of ``X`` the hard E-steps made for their products, if they made
         one of these very rows (see :meth:`EStep.labelling_rows`)."""
-        buffers = state.estep_state
+        buffers = state.run.estep_state
         if isinstance(buffers, _Buffers) and buffers.source is X:
             return buffers.x32
         return None
@@ -376,9 +378,9 @@ class ElkanEStep(BoundsEStep):
         return _ElkanBounds(X.shape[0], centers.shape[0], X.dtype, scale)
 
     def _start_step(self, X, bounds, centers, scale, state):
-        bounds.shift_sum += scale * state.center_shift  # the moves since the last E-step
-        state.count_per_chunk("estep", bounds.kind.center_half_distances(
-            centers, bounds.half_cc, bounds.half_min, state.n_threads))
+        bounds.shift_sum += scale * state.run.center_shift  # the moves since the last E-step
+        state.meter.count_per_chunk("estep", bounds.kind.center_half_distances(
+            centers, bounds.half_cc, bounds.half_min, state.config.n_threads))
 
     @staticmethod
     def _tiled_first_visits(kind, n_features):
@@ -389,13 +391,13 @@ class ElkanEStep(BoundsEStep):
         return _elkan.elkan_init_bounds(
             np.ascontiguousarray(X), rows, centers, bounds.shift_sum, bounds.lower,
             bounds.last_dist2, bounds.visit_shift, labels, dist2, bound_slack(X.dtype),
-            state.n_threads)
+            state.config.n_threads)
 
     def _revisit_kernel(self, X, sample_weight, rows, previous, centers, bounds, labels,
                         dist2, centers_sum, weight, state):
         return _ELKAN_REVISITS[bounds.kind](
             X, sample_weight, rows, previous, centers, bounds, labels, dist2, centers_sum,
-            weight, bound_slack(X.dtype), state.n_threads, self._prune_args(bounds))
+            weight, bound_slack(X.dtype), state.config.n_threads, self._prune_args(bounds))
 
 
 def _elkan_revisit_dense(X, sample_weight, rows, previous, centers, bounds, labels, dist2,
@@ -437,13 +439,13 @@ def winners_assignment(X, sample_weight, centers, state, winners, win_dist2):
     qe = weighted_sum(dist2, sample_weight)
     if not soft_fit(state):
         return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe, winners=winners)
-    if state.sigma2 is None:  # vc-GMM eq. 12 from the nearest centres just found
+    if state.run.sigma2 is None:  # vc-GMM eq. 12 from the nearest centres just found
         state.init_sigma2(X, sample_weight, centers, labels)
     log_norm = np.empty(X.shape[0], dtype=X.dtype)
-    _assign.responsibilities_truncated(win_dist2, state.sigma2, win_dist2, log_norm,
-                                       state.n_threads)
-    objective = (qe if state.objective == QUANTIZATION_ERROR else
-                 free_energy(log_norm, sample_weight, state.sigma2, *centers.shape))
+    _assign.responsibilities_truncated(win_dist2, state.run.sigma2, win_dist2, log_norm,
+                                       state.config.n_threads)
+    objective = (qe if state.config.objective == QUANTIZATION_ERROR else
+                 free_energy(log_norm, sample_weight, state.run.sigma2, *centers.shape))
     return Assignment(labels=labels, dist2=dist2, objective=objective, qe=qe, winners=winners,
                       resp=win_dist2)
 
@@ -453,7 +455,8 @@ def top_winners(X, centers, n_winners, state, phase="estep"):
     under ``phase``)."""
     winners = np.empty((X.shape[0], n_winners), dtype=np.int32)
     win_dist2 = np.empty((X.shape[0], n_winners), dtype=X.dtype)
-    state.count(phase, _topk.assign_topk(X, centers, winners, win_dist2, state.n_threads))
+    state.meter.count(phase, _topk.assign_topk(X, centers, winners, win_dist2,
+                                               state.config.n_threads))
     return winners, win_dist2
 
 
@@ -476,9 +479,9 @@ class TruncatedEStep(EStep):
     -----
     Cost per call: ``N C`` distance evaluations plus an ``O(C log C')`` selection per sample.
     Memory: one ``256 x C`` distance tile per thread and the ``N x C'`` winners and
-    responsibilities. Keeps no state between calls. Reads ``state.needs_resp``,
-    ``state.objective`` and
-    ``state.sigma2`` (set on the first soft call from the distances to the nearest centres,
+    responsibilities. Keeps no state between calls. Reads ``state.config.needs_resp``,
+    ``state.config.objective`` and
+    ``state.run.sigma2`` (set on the first soft call from the distances to the nearest centres,
     vc-GMM eq. 12); hard calls return labels and the weighted quantization error, soft calls
     ``winners`` (sorted by distance) and ``resp``.
 

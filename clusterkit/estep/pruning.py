@@ -229,7 +229,8 @@ def assign_pruned(X, centers, projection, state, labels, dist2, sample_weight):
     proj_tol, rest_tol = tolerances(n_features, projection.V.shape[1], max_norm, max_center)
     n_pairs, n_direct = _pruned.assign_pruned(X, centers, X_proj, x_rest, centers_proj,
                                               centers_rest, proj_tol, rest_tol, labels, dist2,
-                                              state.n_threads)
-    state.count("estep", dimension_count(n_direct, n_pairs, projection.V.shape[1], n_features))
+                                              state.config.n_threads)
+    state.meter.count("estep", dimension_count(n_direct, n_pairs, projection.V.shape[1],
+                                               n_features))
     qe = weighted_sum(dist2, sample_weight)
     return Assignment(labels=labels, dist2=dist2, objective=qe, qe=qe)

@@ -19,10 +19,10 @@ def run_rows(X, n_clusters, composition):
 
 def batch_rows(state, n_batch, n_rows):
     """The rows of the fit data (of ``n_rows``) that a batch of ``n_batch`` rows holds:
-    ``state.rows``, checked against the batch (per-sample state is indexed by it); a batch of
-    all the rows is all the rows whatever ``state.rows`` says (a strategy called outside the
+    ``state.run.rows``, checked against the batch (per-sample state is indexed by it); a batch of
+    all the rows is all the rows whatever ``state.run.rows`` says (a strategy called outside the
     driver's loop)."""
-    rows = state.rows
+    rows = state.run.rows
     if isinstance(rows, slice):
         rows = slice(*rows.indices(n_rows))
     count = len(range(n_rows)[rows]) if isinstance(rows, slice) else len(rows)
@@ -30,5 +30,5 @@ def batch_rows(state, n_batch, n_rows):
         return rows
     if n_batch == n_rows:
         return slice(0, n_rows)
-    raise ValueError(f"The batch has {n_batch} rows but state.rows selects {count} of the "
+    raise ValueError(f"The batch has {n_batch} rows but state.run.rows selects {count} of the "
                      f"{n_rows} rows the E-step's state was made for.")

@@ -29,7 +29,7 @@ def _distinct_random(random_state, n_rows, n_values, n_draws):
 
 
 class _PartialState:
-    """Per-fit state of :class:`PartialEStep` (``state.estep_state``).
+    """Per-fit state of :class:`PartialEStep` (``state.run.estep_state``).
 
     Attributes
     ----------
@@ -135,10 +135,10 @@ class PartialEStep(EStep):
     Memory: ``K(n)`` ``O(N C')``, ``G_c`` ``O(C G)``, the computed distances
     ``O(N (C' G + n_explore))`` and one ``n_clusters``-long stamp array per thread.
 
-    State (``state.estep_state``, created by :meth:`init_state`): ``winners`` ``K(n)`` and
-    ``neighbourhoods`` ``G_c``. Reads ``state.needs_resp``, ``state.sigma2``, the row stream
-    and (``init="random"``) ``state.random_state``; on the first soft call the variance is
-    set from the best distances found (vc-GMM eq. 12).
+    State (``state.run.estep_state``, created by :meth:`init_state`): ``winners`` ``K(n)`` and
+    ``neighbourhoods`` ``G_c``. Reads ``state.config.needs_resp``, ``state.run.sigma2``, the
+    row stream and (``init="random"``) ``state.random_state``; on the first soft call the
+    variance is set from the best distances found (vc-GMM eq. 12).
 
     Guarantee (Prop. 1): ``c`` is in ``G_c``, so every old member of ``K(n)`` is re-evaluated
     and for fixed centres no sample's best distance increases and the truncated free energy
@@ -153,7 +153,7 @@ class PartialEStep(EStep):
     measurements). So by default (``"auto"``) ``K(n)`` starts at each sample's nearest seed:
 
     * k-means++ seeding (:class:`~clusterkit.KMeansPlusPlus` on the data the fit runs on)
-      knows each sample's nearest seed as a by-product (``state.seed_labels``). ``G_c``
+      knows each sample's nearest seed as a by-product (``state.run.seed_labels``). ``G_c``
       starts as the exact neighbourhoods of the seeds (one pass over the ``C^2`` centre
       distances, counted) and ``K(n)`` as the sample's nearest seed and that seed's
       ``C' - 1`` nearest centres.
@@ -178,7 +178,7 @@ class PartialEStep(EStep):
       entries to fill up; clusters that are no sample's best keep their ``G_c``.
     * Ties in distance go to the lower cluster index.
     * Under a mini-batch schedule each call searches and keeps ``K(n)`` of the batch's rows
-      (``state.rows``; a row's ``K(n)`` waits for its next visit) and estimates ``G_c`` from
+      (``state.run.rows``; a row's ``K(n)`` waits for its next visit) and estimates ``G_c`` from
       the batch's distances.
 
     References
@@ -311,28 +311,28 @@ class PartialEStep(EStep):
     def init_state(self, X, sample_weight, centers, state):
         """Initial ``K(n)`` and ``G_c`` (see ``init``), then the initial E-steps.
 
-        Returns the state object kept as ``state.estep_state``; initial E-steps count their
+        Returns the state object kept as ``state.run.estep_state``; initial E-steps count their
         distance evaluations under ``"estep"``.
         """
         n_samples, n_clusters = X.shape[0], centers.shape[0]
         G = min(int(self.G), n_clusters)
         if self.n_winners is None:
-            n_winners = G if state.needs_resp else 1
+            n_winners = G if state.config.needs_resp else 1
         else:
             n_winners = min(int(self.n_winners), n_clusters)
         exact = G >= n_clusters or n_winners * G + int(self.n_explore) >= n_clusters
         st = _PartialState(n_winners, G, exact)
         if exact:
             return st
-        seed_labels = state.seed_labels
+        seed_labels = state.run.seed_labels
         from_seeding = (self.init == "auto" and seed_labels is not None
                         and len(seed_labels) == n_samples)
         if self.init != "random":
             # one pass over the C^2 centre distances gives G_c and, as K(n) may be wider
             # (C' > G), each seed's C' nearest centres
             nearest = np.empty((n_clusters, max(G, n_winners)), dtype=np.int32)
-            state.count_per_chunk("estep", _partial.neighbourhoods_exhaustive(
-                centers, nearest, state.n_threads))
+            state.meter.count_per_chunk("estep", _partial.neighbourhoods_exhaustive(
+                centers, nearest, state.config.n_threads))
             st.neighbourhoods = np.ascontiguousarray(nearest[:, :G])
             st.neighbourhood_centers = centers.copy()
             if from_seeding:
@@ -366,8 +366,8 @@ class PartialEStep(EStep):
                 st.neighbourhood_centers is not None
                 and np.array_equal(st.neighbourhood_centers, centers)):
             # Alg. 1, first block: exact neighbourhoods from all C^2 centre distances
-            state.count_per_chunk("estep", _partial.neighbourhoods_exhaustive(
-                centers, st.neighbourhoods, state.n_threads))
+            state.meter.count_per_chunk("estep", _partial.neighbourhoods_exhaustive(
+                centers, st.neighbourhoods, state.config.n_threads))
             st.neighbourhood_centers = centers.copy()
         # the same candidates for a row whoever holds it (the run's row stream)
         explore = state.row_integers(np.arange(st.winners.shape[0])[rows],
@@ -375,9 +375,9 @@ class PartialEStep(EStep):
         st.calls += 1
         win_dist2 = np.empty((n_samples, st.n_winners), dtype=X.dtype)
         # Alg. 1/2, data loop: distances to S(n), new K(n) = the C' nearest of S(n)
-        state.count("estep", _partial.partial_search(
+        state.meter.count("estep", _partial.partial_search(
             X, centers, st.neighbourhoods, explore, winners, win_dist2, cand, cand_dist2,
-            n_cand, state.n_threads))
+            n_cand, state.config.n_threads))
         if self.neighbourhoods == "estimated":
             # Alg. 2: G_c from the distances just computed (eq. 8), no new evaluation;
             # zero-weight samples are not data (they are in no I_c)
@@ -396,7 +396,7 @@ class PartialEStep(EStep):
                     st.entry_dist2 = np.empty(size, dtype=X.dtype)
                 _partial.neighbourhoods_estimated(
                     labels, cand, cand_dist2, n_cand, st.neighbourhoods,
-                    self.neighbour_stat == "dist", state.n_threads, st.entry_cluster,
+                    self.neighbour_stat == "dist", state.config.n_threads, st.entry_cluster,
                     st.entry_dist2)
         if not isinstance(rows, slice):
             st.winners[rows] = winners
@@ -408,9 +408,9 @@ class PartialEStep(EStep):
         See :meth:`EStep.assign`. ``winners`` of the result is a copy of ``K(n)`` sorted by
         increasing distance; ``labels`` its first column.
         """
-        st = state.estep_state
+        st = state.run.estep_state
         if not isinstance(st, _PartialState):  # called without init_state
-            st = state.estep_state = self.init_state(X, sample_weight, centers, state)
+            st = state.run.estep_state = self.init_state(X, sample_weight, centers, state)
         if st.exact:
             winners, win_dist2 = top_winners(X, centers, st.n_winners, state)
         else:

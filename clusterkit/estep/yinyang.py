@@ -293,15 +293,15 @@ class YinyangEStep(BoundsEStep):
         budget = (bounds_budget(self.max_bounds_bytes) if isinstance(self.n_groups, str)
                   else None)
         n_groups = self._resolved_groups(X.shape[0], centers.shape[0], budget)
-        group_of, n_evals = center_groups(centers, n_groups, state.n_threads)
-        state.count_per_chunk("estep", n_evals)
+        group_of, n_evals = center_groups(centers, n_groups, state.config.n_threads)
+        state.meter.count_per_chunk("estep", n_evals)
         return _YinyangBounds(X.shape[0], group_of, X.dtype, scale,
                               X.shape[1] <= SEPARATION_MAX_FEATURES)
 
     def _start_step(self, X, bounds, centers, scale, state):
         # the moves since the last E-step: each group's bound drops by its largest one
         bounds.step += 1
-        bounds.shift = shift = scale * np.asarray(state.center_shift, dtype=np.float64)
+        bounds.shift = shift = scale * np.asarray(state.run.center_shift, dtype=np.float64)
         bounds.group_shift_prev[:] = bounds.group_shift_sum
         bounds.group_shift_sum += np.maximum.reduceat(shift[bounds.members],
                                                       bounds.group_starts[:-1])
@@ -310,17 +310,17 @@ class YinyangEStep(BoundsEStep):
         if bounds.separated and bounds.n_groups == 1:  # Hamerly's bound: neighbour search
             (bounds.neighbours, bounds.neighbour_dist, bounds.half_min,
              n_evals) = center_neighbours(centers, min(NEIGHBOURS, centers.shape[0] - 1),
-                                          state.n_threads)
-            state.count_per_chunk("estep", n_evals)
+                                          state.config.n_threads)
+            state.meter.count_per_chunk("estep", n_evals)
         elif bounds.separated:  # Hamerly's test at low dimension (see the class notes)
-            state.count_per_chunk("estep", _centers.center_half_min(
-                centers, bounds.half_min, state.n_threads))
+            state.meter.count_per_chunk("estep", _centers.center_half_min(
+                centers, bounds.half_min, state.config.n_threads))
 
     def _first_visit_kernel(self, X, rows, centers, bounds, labels, dist2, state):
         return _yinyang.yinyang_init_bounds(
             np.ascontiguousarray(X), np.ascontiguousarray(rows), centers, bounds.group_of,
             bounds.group_shift_sum, bounds.step, bounds.lower, bounds.last_dist2, bounds.visit,
-            labels, dist2, bound_slack(X.dtype), state.n_threads)
+            labels, dist2, bound_slack(X.dtype), state.config.n_threads)
 
     def _revisit_kernel(self, X, sample_weight, rows, previous, centers, bounds, labels,
                         dist2, centers_sum, weight, state):
@@ -329,6 +329,6 @@ class YinyangEStep(BoundsEStep):
             bounds.group_starts, bounds.group_of, bounds.shift, bounds.group_shift_sum,
             bounds.group_shift_prev, bounds.last_moved, bounds.step, bounds.lower,
             previous, bounds.last_dist2, bounds.visit, labels, dist2, centers_sum, weight,
-            bound_slack(X.dtype), state.n_threads,
+            bound_slack(X.dtype), state.config.n_threads,
             bounds.half_min if bounds.separated else None, bounds.neighbours,
             bounds.neighbour_dist, **self._prune_args(bounds))

@@ -41,12 +41,12 @@ def relocate_empty(centers_new, weight_in_clusters, far_rows, state, withdraw=Fa
     ``far_rows`` for more rows until it has enough or there are none left.
     ``weight_in_clusters`` is updated in place.
 
-    Sets ``state.n_relocated`` to the number of clusters whose position this changed (a
+    Sets ``state.run.n_relocated`` to the number of clusters whose position this changed (a
     cluster placed again where it already was does not count): with them, a step in which
     no label changed is no fixed point (:attr:`FitState.at_fixed_point`). Returns the number
     of relocated clusters.
     """
-    state.n_relocated = 0
+    state.run.n_relocated = 0
     empty = np.flatnonzero(weight_in_clusters <= 0)
     if empty.size == 0:
         return 0
@@ -66,7 +66,7 @@ def relocate_empty(centers_new, weight_in_clusters, far_rows, state, withdraw=Fa
         k *= 4  # the walk ran past the rows found: find more
     moved = empty[:chosen.size]
     rows = far.rows[chosen]
-    state.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
+    state.run.n_relocated = int(np.count_nonzero(np.any(centers_new[moved] != rows, axis=1)))
     centers_new[moved] = rows
     return chosen.size
 
@@ -105,9 +105,9 @@ def _can_all_leave(far, labels, sample_weight, weight_in_clusters):
 
 
 def all_rows(state):
-    """Whether the current batch, ``state.rows``, is all the run's rows."""
-    rows = state.rows
-    n_samples = state.n_samples
+    """Whether the current batch, ``state.run.rows``, is all the run's rows."""
+    rows = state.run.rows
+    n_samples = state.run.n_samples
     if isinstance(rows, slice):
         return len(range(n_samples)[rows]) == n_samples
     return len(rows) == n_samples and np.array_equal(rows, np.arange(n_samples))
@@ -136,7 +136,7 @@ def batch_sums(X, sample_weight, assignment, centers, state):
     centers_sum = np.empty_like(centers)
     weight = np.empty(centers.shape[0], dtype=X.dtype)
     _accumulate_hard(X, sample_weight, assignment.labels, None, centers_sum, weight, None,
-                     state.n_threads)
+                     state.config.n_threads)
     return centers_sum, weight
 
 
@@ -193,7 +193,7 @@ class _Running:
         """Add the batch's votes (every visit counts), with the sums the E-step computed in its
         pass if it did; returns the batch's per-cluster sums and weights."""
         sums, weight = self.add(X, sample_weight, assignment.labels,
-                                assignment.dist2.astype(np.float64), 1, state.n_threads,
+                                assignment.dist2.astype(np.float64), 1, state.config.n_threads,
                                 assignment.centers_sum, assignment.weight_in_clusters)
         self.recent += weight
         return sums, weight
@@ -217,9 +217,9 @@ class _Running:
     def finish(self, X, sample_weight, assignment, centers_new, voted, state):
         """Relocate the starved clusters and publish the running statistics."""
         self.window_weight += float(sample_weight.sum(dtype=np.float64))
-        state.step_info["n_relocated"] = self.relocate_starved(X, sample_weight, assignment,
-                                                               centers_new, voted, state)
-        state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
+        state.run.step_info["n_relocated"] = self.relocate_starved(X, sample_weight, assignment,
+                                                                   centers_new, voted, state)
+        state.run.channel.cluster_weight, state.run.channel.cluster_sse = self.weight, self.sse
         self.touched[:] = False  # (the next step's votes mark their own)
         return centers_new
 
@@ -230,18 +230,18 @@ class _Running:
     def relocate_starved(self, X, sample_weight, assignment, centers_new, voted, state):
         """Move the starved clusters onto samples of the batch drawn by D^2 sampling.
 
-        Checked at the end of every window of ``state.channel.reassignment_window`` rows (a
+        Checked at the end of every window of ``state.run.channel.reassignment_window`` rows (a
         pass over the data if unset): a cluster placed before the window began is starved
-        if it :meth:`held` at most ``state.channel.reassignment_ratio`` (0 if unset) times an
+        if it :meth:`held` at most ``state.run.channel.reassignment_ratio`` (0 if unset) times an
         average cluster's share of the window's weight. At most half the batch's rows are
         used per step, the most starved clusters first. A moved cluster starts afresh, with
-        no votes. Returns the number of moved clusters, and sets ``state.n_relocated`` to
+        no votes. Returns the number of moved clusters, and sets ``state.run.n_relocated`` to
         those whose position changed (as :func:`relocate_empty`).
         """
-        state.n_relocated = 0
-        channel = state.channel
-        seen_rows = state.n_samples_seen + X.shape[0]
-        if seen_rows - self.window_start < (channel.reassignment_window or state.n_samples):
+        state.run.n_relocated = 0
+        channel = state.run.channel
+        seen_rows = state.run.n_samples_seen + X.shape[0]
+        if seen_rows - self.window_start < (channel.reassignment_window or state.run.n_samples):
             return 0
         held = self.held(voted)
         share = self.window_weight / held.shape[0]
@@ -250,7 +250,7 @@ class _Running:
         starved = np.flatnonzero(eligible & (held <= ratio * share))
         self.window_start, self.window_weight = seen_rows, 0.0
         self.recent[:] = 0.0
-        score = far_scores(X, sample_weight, assignment.dist2, state.n_threads)
+        score = far_scores(X, sample_weight, assignment.dist2, state.config.n_threads)
         candidates = np.flatnonzero(score > 0)
         n_moves = min(starved.size, candidates.size, max(X.shape[0] // 2, 1))
         if n_moves == 0:
@@ -262,7 +262,7 @@ class _Running:
         n_moves = chosen.size
         starved = starved[np.argsort(held[starved], kind="stable")[:n_moves]]
         rows = dense_rows(X, chosen)
-        state.n_relocated = int(np.count_nonzero(np.any(centers_new[starved] != rows, axis=1)))
+        state.run.n_relocated = int(np.count_nonzero(np.any(centers_new[starved] != rows, axis=1)))
         centers_new[starved] = rows
         self.sums[starved] = 0.0
         self.weight[starved] = self.sse[starved] = 0.0
@@ -319,16 +319,17 @@ class _Latest(_Running):
             self.last_dist2 = np.zeros(self.n_samples)
         dist2 = assignment.dist2.astype(np.float64)
         labels = assignment.labels
-        rows = np.arange(state.n_samples)[state.rows]
-        previous = state.labels[rows]
+        rows = np.arange(state.run.n_samples)[state.run.rows]
+        previous = state.run.labels[rows]
         moved = previous != labels  # first visits included (previous = -1)
         withdrawn = moved & (previous >= 0)
         if withdrawn.any():
             self.add(np.ascontiguousarray(X[withdrawn]), sample_weight[withdrawn],
-                     previous[withdrawn], self.last_dist2[rows[withdrawn]], -1, state.n_threads)
+                     previous[withdrawn], self.last_dist2[rows[withdrawn]], -1,
+                     state.config.n_threads)
         if moved.any():
             self.add(np.ascontiguousarray(X[moved]), sample_weight[moved], labels[moved],
-                     dist2[moved], 1, state.n_threads)
+                     dist2[moved], 1, state.config.n_threads)
         kept = ~moved
         self.sse += np.bincount(labels[kept], sample_weight[kept].astype(np.float64) * (
             dist2[kept] - self.last_dist2[rows[kept]]), minlength=self.sse.shape[0])
@@ -339,11 +340,11 @@ class _Latest(_Running):
         if all_rows(state):  # (the sums follow the labels: a row moved onto an empty
             # cluster withdraws its vote at the next step, when its label changes)
             relocate_empty(centers_new, np.where(voted, self.weight, 0.0),
-                           batch_far_rows(X, sample_weight, assignment, state.n_threads),
+                           batch_far_rows(X, sample_weight, assignment, state.config.n_threads),
                            state, withdraw=True)
         else:
-            state.n_relocated = 0
-        state.channel.cluster_weight, state.channel.cluster_sse = self.weight, self.sse
+            state.run.n_relocated = 0
+        state.run.channel.cluster_weight, state.run.channel.cluster_sse = self.weight, self.sse
         self.touched[:] = False
         return centers_new
 
@@ -370,16 +371,16 @@ class _BackwardEuler:
     def update(self, X, sample_weight, assignment, centers, state):
         """One inner iteration of stochastic backward Euler (see :class:`HardMStep`)."""
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
-        step_size, averaging = state.channel.step_size, state.channel.averaging
+        step_size, averaging = state.run.channel.step_size, state.run.channel.averaging
         if step_size == np.inf:  # the step's limit for a fixed assignment: Lloyd's means
             return divide(centers_sum, weight, centers)
         total = float(sample_weight.sum(dtype=np.float64))
         # the mean batch objective at the current iterate (a batch without weight has none)
         level = assignment.qe / total if total > 0 else 0.0
-        if state.inner_step == 0:  # the outer step starts at x^k = y = z
+        if state.run.inner_step == 0:  # the outer step starts at x^k = y = z
             self.anchor = centers.astype(np.float64)
             self.average = self.anchor.copy()
-            self.reference = max(level, state.qe_resolution / total if total > 0 else 0.0)
+            self.reference = max(level, state.config.qe_resolution / total if total > 0 else 0.0)
             self.diverged = False
         limit = DIVERGENCE_FACTOR * self.reference
         if not self.diverged and level <= limit:
@@ -389,14 +390,14 @@ class _BackwardEuler:
             if np.einsum("ij,ij->i", y - self.anchor, y - self.anchor).max() <= limit:
                 self.average *= averaging
                 self.average += (1 - averaging) * y
-                last = state.inner_step == state.n_inner_steps - 1
+                last = state.run.inner_step == state.run.n_inner_steps - 1
                 centers_new = (self.average if last else y).astype(centers.dtype)
                 if np.all(np.isfinite(centers_new)):
                     return centers_new
         # diverged: abandon the outer step, back to x^k (the schedule retries with a
         # smaller step)
         self.diverged = True
-        state.step_info["diverged"] = True
+        state.run.step_info["diverged"] = True
         return self.anchor.astype(centers.dtype)
 
 

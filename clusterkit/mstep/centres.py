@@ -42,7 +42,7 @@ class HardMStep(MStep):
       of 2 counts as the sample twice), and the forward-looking average of the iterates,
       which ends the outer step. A centre without batch samples has ``g_j = 0`` and moves
       towards ``x^k_j``; nothing is relocated, and a batch without weight moves nothing.
-      With the step size ``state.channel.step_size = inf`` (polishing steps) it is the
+      With the step size ``state.run.channel.step_size = inf`` (polishing steps) it is the
       step's limit for a fixed assignment, the batch's means.
 
     Notes
@@ -62,10 +62,10 @@ class HardMStep(MStep):
     collected at most a ratio of an average cluster's share of their weight (the window and
     ratio are the schedule's, see :class:`~clusterkit.MiniBatch`'s ``reassignment_ratio``;
     without them, a pass over the data and no vote at all). A moved cluster starts afresh,
-    without votes. The running sums are float64; they are published in ``state.channel``
+    without votes. The running sums are float64; they are published in ``state.run.channel``
     (``cluster_weight``, ``cluster_sse``) for the schedule.
 
-    State (``state.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
+    State (``state.run.mstep_state``): the rule object :meth:`init_state` chose for the schedule's
     ``center_update`` (running sums, or the implicit step's anchor and average).
 
     Examples
@@ -102,15 +102,15 @@ class HardMStep(MStep):
 
     def init_state(self, X, sample_weight, centers, state):
         """The rule object for the schedule's ``center_update``, chosen once per run."""
-        return HARD_RULES[state.center_update](X.shape[0], centers)
+        return HARD_RULES[state.config.center_update](X.shape[0], centers)
 
     def update(self, X, sample_weight, assignment, centers, state):
         """The batch's means (full batches: :meth:`statistics` then
         :meth:`update_statistics`), or the running rule's centres."""
-        rule = state.mstep_state
+        rule = state.run.mstep_state
         if rule is None:  # called without init_state
-            rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
-        if state.center_update == "replace":
+            rule = state.run.mstep_state = self.init_state(X, sample_weight, centers, state)
+        if state.config.center_update == "replace":
             return super().update(X, sample_weight, assignment, centers, state)
         return rule.update(X, sample_weight, assignment, centers, state)
 
@@ -121,7 +121,7 @@ class HardMStep(MStep):
         weighted squared distances per cluster, which the schedule's rule reads."""
         centers_sum, weight = batch_sums(X, sample_weight, assignment, centers, state)
         statistics = {"centers_sum": centers_sum, "weight": weight}
-        if state.center_update == "latest":
+        if state.config.center_update == "latest":
             statistics["sse"] = np.bincount(
                 assignment.labels, sample_weight.astype(np.float64)
                 * assignment.dist2.astype(np.float64), minlength=centers.shape[0])
@@ -130,18 +130,18 @@ class HardMStep(MStep):
     def update_statistics(self, statistics, centers, far_rows, state):
         """The weighted means of the combined sums, empty clusters relocated by the rule of
         a full batch (see :meth:`MStep.update_statistics`). Under ``"latest"`` the sums are
-        those of the visited rows (``state.rows``, a prefix), as the running sums in memory,
-        published in ``state.channel`` (``cluster_weight``, ``cluster_sse``); an empty
+        those of the visited rows (``state.run.rows``, a prefix), as the running sums in memory,
+        published in ``state.run.channel`` (``cluster_weight``, ``cluster_sse``); an empty
         cluster keeps its centre until the prefix is all rows, as in memory."""
         weight = statistics["weight"]
         centers_new = divide(statistics["centers_sum"], weight, centers)
-        if state.center_update != "latest" or all_rows(state):
+        if state.config.center_update != "latest" or all_rows(state):
             relocate_empty(centers_new, weight.copy(), far_rows, state, withdraw=True)
         else:
-            state.n_relocated = 0
-        if state.center_update == "latest":
-            state.channel.cluster_weight, state.channel.cluster_sse = (weight,
-                                                                       statistics["sse"])
+            state.run.n_relocated = 0
+        if state.config.center_update == "latest":
+            state.run.channel.cluster_weight, state.run.channel.cluster_sse = (weight,
+                                                                               statistics["sse"])
         return centers_new
 
 
@@ -267,10 +267,10 @@ class SphericalMStep(HardMStep):
     def update(self, X, sample_weight, assignment, centers, state):
         """The normalised sums of the batch (full batches), or the running rule's means
         projected onto the sphere."""
-        rule = state.mstep_state
+        rule = state.run.mstep_state
         if rule is None:  # called without init_state
-            rule = state.mstep_state = self.init_state(X, sample_weight, centers, state)
-        if state.center_update == "replace":
+            rule = state.run.mstep_state = self.init_state(X, sample_weight, centers, state)
+        if state.config.center_update == "replace":
             return MStep.update(self, X, sample_weight, assignment, centers, state)
         # running rules: HardMStep's running means (starved clusters already moved onto unit
         # rows), projected onto the sphere; the running mean of unit rows has norm <= 1
@@ -293,14 +293,14 @@ class SoftMStep(MStep):
         s2    = sum_n w_n sum_{c in K(n)} r_nc ||x_n - mu_c||^2 / (D sum_n w_n)
 
     with the NEW means in ``s2``. Reads ``assignment.winners``/``assignment.resp`` and writes
-    ``state.sigma2`` (it owns the variance). Declares ``needs_resp = True`` and the objective
+    ``state.run.sigma2`` (it owns the variance). Declares ``needs_resp = True`` and the objective
     :data:`~clusterkit.FREE_ENERGY` (maximised). The first variance comes from the first
     E-step (vc-GMM eq. 12).
 
     Notes
     -----
     Cost ``O(N C' D)`` for ``C'`` winners per sample (``O(N C D)`` for full responsibilities),
-    no distance evaluations. The variance is clamped at ``state.sigma2_floor``, ``eps B / D``
+    no distance evaluations. The variance is clamped at ``state.config.sigma2_floor``, ``eps B / D``
     with ``eps = 2.2e-16`` (float64's machine epsilon, whatever the data's dtype) and ``B``
     the squared diagonal of the bounding box of all the given rows (zero weights included;
     at least the dtype's smallest normal number): duplicated points, constant data or ``C``
@@ -366,7 +366,7 @@ class SoftMStep(MStep):
         else:
             sums = _truncated_soft_statistics(X, sample_weight, assignment.winners,
                                               assignment.resp, centers.shape[0],
-                                              state.n_threads)
+                                              state.config.n_threads)
         return {"sums": sums, "total": np.float64(sample_weight.sum(dtype=np.float64))}
 
     def update_statistics(self, statistics, centers, far_rows, state):
@@ -379,10 +379,10 @@ class SoftMStep(MStep):
 
 
 def _set_variance(sse, total_weight, centers, state):
-    """``state.sigma2``: the weighted SSE per dimension and unit of weight, at least the
+    """``state.run.sigma2``: the weighted SSE per dimension and unit of weight, at least the
     floor."""
-    state.sigma2 = max(float(sse) / (centers.shape[1] * float(total_weight)),
-                       state.sigma2_floor)
+    state.run.sigma2 = max(float(sse) / (centers.shape[1] * float(total_weight)),
+                           state.config.sigma2_floor)
 
 
 # Rows per chunk of the dense soft M-step: as many as fill _DENSE_CHUNK_BYTES of float64

@@ -85,9 +85,9 @@ def _draw_block(X, sample_weight, mean, a, b, offsets, n_threads, return_rows):
 
 
 def _reporter(state, unit):
-    """Progress of a pass over the rows, reported as the reduction's (``FitState.progress``);
+    """Progress of a pass over the rows, reported as the reduction's (``Meter.progress``);
     the first pass of chunked data is the driver's scan, which reports its own."""
-    return lambda done, total: state.progress("reduction", done, total, unit)
+    return lambda done, total: state.meter.progress("reduction", done, total, unit)
 
 
 def _sample(data, size, state):
@@ -113,7 +113,7 @@ def _sample(data, size, state):
     parts = data.map_chunks(
         _draw_block, [(mean, a, b, o, data.n_threads, remote) for o in offsets], chunks,
         progress=_reporter(state, "rows (pass 2 of 2)"))
-    state.count("reduction", sum(part[4] for part in parts))
+    state.meter.count("reduction", sum(part[4] for part in parts))
     counts = np.concatenate([part[2] for part in parts])
     dist2 = np.concatenate([part[3] for part in parts])
     if remote:
@@ -177,7 +177,7 @@ class LWCS(DataReducer):
     ``cost_["reduction"]``) and ``O(n_samples n_features)`` time for the two passes, plus
     ``O(n_samples + size log size)`` for the draws. Memory: ``O(rows of a block)`` for ``q``
     and a copy of the ``<= size`` drawn rows. Reads ``state.random_state`` and
-    ``state.n_threads``; keeps no state.
+    ``state.config.n_threads``; keeps no state.
 
     The reduced data hold the distinct drawn samples in increasing order of their row index
     in the input; their number is at most ``size`` (``history_`` and the costs of the later
@@ -221,7 +221,7 @@ class LWCS(DataReducer):
     >>> X = np.random.RandomState(0).normal(size=(1000, 2))
     >>> state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0))
     >>> Xc, wc = LWCS(100).reduce(X, np.ones(1000), state)
-    >>> len(Xc) <= 100, state.cost["reduction"]
+    >>> len(Xc) <= 100, state.meter.cost["reduction"]
     (True, 1000)
 
     On a coreset, the vc-GMM E-step with a hard M-step is coreset var-k-means; ``labels_``
@@ -292,10 +292,10 @@ class LWCS(DataReducer):
         Otherwise the in-memory array is read in the fixed blocks a memmap of the same shape
         and dtype is read in, by the sampler of :meth:`reduce_chunked`.
         """
-        size = self._size(state.n_clusters)
+        size = self._size(state.config.n_clusters)
         if size >= X.shape[0]:
             return X, sample_weight
-        data = MemmapChunks(X, sample_weight, state.n_threads, validated=True)
+        data = MemmapChunks(X, sample_weight, state.config.n_threads, validated=True)
         return self._coreset(data, size, state)
 
     def reduce_chunked(self, data, state):
@@ -318,7 +318,7 @@ class LWCS(DataReducer):
         chunks that drew: all rows unless a chunk gets no draw) under ``"reduction"``; the
         first pass's sums are not counted.
         """
-        size = self._size(state.n_clusters)
+        size = self._size(state.config.n_clusters)
         data.scan()
         if size >= data.shape[0]:
             return data.gather()
@@ -327,9 +327,9 @@ class LWCS(DataReducer):
     def _coreset(self, data, size, state):
         """The LWCS sampler of every container: draws, then merged rows and their weights."""
         X, counts, dist2, a, b = _sample(data, size, state)
-        if len(counts) < state.n_clusters:
+        if len(counts) < state.config.n_clusters:
             warn(f"LWCS drew only {len(counts)} distinct samples for "
-                 f"n_clusters={state.n_clusters} (size={size}); keeping the {size} "
+                 f"n_clusters={state.config.n_clusters} (size={size}); keeping the {size} "
                  "draws as separate rows. Use a larger size.", RuntimeWarning)
             X, dist2 = np.repeat(X, counts, axis=0), np.repeat(dist2, counts)
             counts = np.ones(size, dtype=np.intp)

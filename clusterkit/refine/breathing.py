@@ -58,9 +58,9 @@ def cluster_statistics(X, sample_weight, centers, state):
     objective : float
     """
     error, utility, weight, n_evals = sum_of_rows(
-        X, sample_weight, _cluster_sums, (centers,), state.n_threads,
-        progress=lambda done, total: state.progress("refinement", done, total, "rows"))
-    state.count("refinement", int(n_evals))
+        X, sample_weight, _cluster_sums, (centers,), state.config.n_threads,
+        progress=lambda done, total: state.meter.progress("refinement", done, total, "rows"))
+    state.meter.count("refinement", int(n_evals))
     return error, utility, weight, float(error.sum())
 
 
@@ -237,11 +237,11 @@ class Breathing(Refiner):
             stats = cluster_statistics(X, sample_weight, new.centers, state)
             kept = stats[3] < objective * (1.0 - self.tol)
             limits.round_ended()
-            state.refinement_log.append({"round": round_, "moved": len(moved),
-                                         "objective_before": objective,
-                                         "objective": stats[3], "kept": bool(kept),
-                                         "seconds": state.seconds,
-                                         "distance_evals": state.n_distance_evals})
+            state.run.refinement_log.append({"round": round_, "moved": len(moved),
+                                             "objective_before": objective,
+                                             "objective": stats[3], "kept": bool(kept),
+                                             "seconds": state.meter.seconds,
+                                             "distance_evals": state.meter.n_distance_evals})
             if kept:
                 run, centers, (error, utility, weight, objective) = new, new.centers, stats
             else:
@@ -250,11 +250,11 @@ class Breathing(Refiner):
             new = iterate(centers, carry=self.carry, tol=self.polish_tol)
             polished = cluster_statistics(X, sample_weight, new.centers, state)[3]
             kept = polished <= objective
-            state.refinement_log.append({"round": len(state.refinement_log) + 1, "moved": 0,
-                                         "objective_before": objective,
-                                         "objective": polished, "kept": bool(kept),
-                                         "seconds": state.seconds,
-                                         "distance_evals": state.n_distance_evals})
+            state.run.refinement_log.append({"round": len(state.run.refinement_log) + 1, "moved": 0,
+                                             "objective_before": objective,
+                                             "objective": polished, "kept": bool(kept),
+                                             "seconds": state.meter.seconds,
+                                             "distance_evals": state.meter.n_distance_evals})
             if kept:
                 run = new
         return run
@@ -299,14 +299,14 @@ class _Limits:
     def __init__(self, refiner, state):
         self.state = state
         self.evals = (None if refiner.budget is None
-                      else refiner.budget * state.n_budget_evals)
+                      else refiner.budget * state.meter.n_budget_evals)
         self.seconds = refiner.time_budget
-        self.start = (state.n_budget_evals, state.seconds)
+        self.start = (state.meter.n_budget_evals, state.meter.seconds)
         self.last = self.start
         self.round_cost = (0, 0.0)
 
     def round_ended(self):
-        now = (self.state.n_budget_evals, self.state.seconds)
+        now = (self.state.meter.n_budget_evals, self.state.meter.seconds)
         self.round_cost = (now[0] - self.last[0], now[1] - self.last[1])
         self.last = now
 

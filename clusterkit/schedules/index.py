@@ -113,23 +113,23 @@ class IndexTraining(Schedule):
 
     def batches(self, n_samples, state):
         """The training sample, ``slice(0, n_train)``, at every step."""
-        run = state.schedule_state
+        run = state.run.schedule_state
         size = run.n_train if isinstance(run, _HeldOut) else self.sample_rows(
-            n_samples, state.n_clusters)
+            n_samples, state.config.n_clusters)
         while True:
             yield slice(0, size)
 
     def _changed(self, state):
         """The fraction of the held-out rows (or, without any, of the training sample) whose
         cell changed in the last step; ``None`` after the first step of held-out rows."""
-        run = state.schedule_state
+        run = state.run.schedule_state
         if run.rows is None:
-            return state.n_changed / max(run.n_train, 1)
-        centers = np.ascontiguousarray(state.centers, dtype=run.rows.dtype)
+            return state.run.n_changed / max(run.n_train, 1)
+        centers = np.ascontiguousarray(state.run.centers, dtype=run.rows.dtype)
         labels = np.empty(run.rows.shape[0], dtype=np.int32)
         dist2 = np.empty(run.rows.shape[0], dtype=run.rows.dtype)
-        state.count("estep", _assign.assign_full(np.ascontiguousarray(run.rows), centers,
-                                                 labels, dist2, state.n_threads))
+        state.meter.count("estep", _assign.assign_full(np.ascontiguousarray(run.rows), centers,
+                                                       labels, dist2, state.config.n_threads))
         previous, run.labels = run.labels, labels
         if previous is None:
             return None
@@ -139,11 +139,11 @@ class IndexTraining(Schedule):
         """Stop once at most ``change_tol`` of the held-out rows changed cell in a step, at
         a fixed point of the training sample (no label changed), or by the rule of full
         batches on the training sample's objective (:meth:`Schedule.should_stop`)."""
-        run = state.schedule_state
+        run = state.run.schedule_state
         changed = self._changed(state)
         run.changed.append(changed)
-        if state.history:
-            state.history[-1]["heldout_changed"] = changed
+        if state.run.history:
+            state.run.history[-1]["heldout_changed"] = changed
         if changed is not None and changed <= self.change_tol:
             return True
-        return state.n_changed == 0 or super().should_stop(state, tol)
+        return state.run.n_changed == 0 or super().should_stop(state, tol)

@@ -120,22 +120,22 @@ class NestedDoubling(Schedule):
 
     def batches(self, n_samples, state):
         """Nested prefixes ``slice(0, b)`` of the run's order, doubled by the rule above."""
-        size = self._initial(n_samples, state.n_clusters)
+        size = self._initial(n_samples, state.config.n_clusters)
         while True:
             yield slice(0, size)
             if size < n_samples and self._should_double(state):
                 size = min(2 * size, n_samples)
 
     def _should_double(self, state):
-        channel = state.channel
+        channel = state.run.channel
         if channel.cluster_weight is None:
             return False
-        v, sse, p = channel.cluster_weight, channel.cluster_sse, state.center_shift
+        v, sse, p = channel.cluster_weight, channel.cluster_sse, state.run.center_shift
         # votes in units of the prefix's mean weight (see the Notes): unit weights count
         # samples, and weights scaled by any factor give the same ratios
         total = float(np.sum(v, dtype=np.float64))
         if total > 0:
-            unit = total / len(range(state.n_samples)[state.rows])
+            unit = total / len(range(state.run.n_samples)[state.run.rows])
             v, sse = v / unit, sse / unit
         with np.errstate(divide="ignore", invalid="ignore"):
             votes = v * (v - 1) if self.spread == "standard_error" else v - 1
@@ -147,6 +147,6 @@ class NestedDoubling(Schedule):
         """Once the prefix is all rows, the rule of full batches (:meth:`Schedule.should_stop`:
         a fixed point, where no label changed, or the objective's relative change at most
         ``tol``; ``tol=0`` waits for the fixed point, the paper's stop); never before."""
-        full = [entry["batch_size"] == state.n_samples for entry in state.history[-2:]]
+        full = [entry["batch_size"] == state.run.n_samples for entry in state.run.history[-2:]]
         return state.at_fixed_point or (len(full) == 2 and all(full)
                                         and super().should_stop(state, tol))

@@ -119,11 +119,11 @@ class FullBatch(Schedule):
     def should_stop(self, state, tol):
         """The default rule (:meth:`Schedule.should_stop`), on the k-means free energy if
         ``kmeans_objective="free_energy"``; or the centres' rule if ``center_tol`` is set."""
-        history = state.history
+        history = state.run.history
         if _centers_settled(state, self.center_tol):
             return True
         if (self.kmeans_objective == "qe" or len(history) < 2
-                or state.objective != QUANTIZATION_ERROR):
+                or state.config.objective != QUANTIZATION_ERROR):
             return super().should_stop(state, tol)
         f_new = _kmeans_free_energy(history[-1], state)
         f_old = _kmeans_free_energy(history[-2], state)
@@ -135,9 +135,10 @@ def _kmeans_free_energy(entry, state):
     variance ``sigma2 = QE / (D sum w)`` (clamped at ``sigma2_floor``; Lücke & Forster 2017);
     in a full batch the total weight is the same every step, so it cancels from the relative
     change."""
-    sigma2 = max(entry["qe"] / (state.n_features * entry["weight"]), state.sigma2_floor)
-    return -(math.log(state.n_clusters)
-             + 0.5 * state.n_features * math.log(2 * math.pi * math.e * sigma2))
+    config = state.config
+    sigma2 = max(entry["qe"] / (config.n_features * entry["weight"]), config.sigma2_floor)
+    return -(math.log(config.n_clusters)
+             + 0.5 * config.n_features * math.log(2 * math.pi * math.e * sigma2))
 
 
 class MiniBatch(Schedule):
@@ -164,7 +165,7 @@ class MiniBatch(Schedule):
         exponentially weighted average of the batch objective per unit of weight, weight
         ``min(1, 2 batch_size / (n_samples + 1))`` on the newest batch (the first step,
         whose objective is at the seeds, is left out); a batch objective at rounding level
-        (at most ``state.qe_resolution_per_weight``) counts as zero. ``None`` disables it.
+        (at most ``state.config.qe_resolution_per_weight``) counts as zero. ``None`` disables it.
     center_tol : float or None, default=None
         Also stop when a step moved the centres by at most this fraction of their norm,
         ``||C_t - C_{t-1}||_F <= center_tol ||C_{t-1}||_F`` (as :class:`FullBatch`).
@@ -300,13 +301,14 @@ class MiniBatch(Schedule):
     def init_state(self, X, sample_weight, centers, state):
         """The smoothed objective of the early stop, the starved rule's setting and, for
         weighted sampling, the rows' cumulative weights."""
-        state.channel.reassignment_ratio = float(self.reassignment_ratio)
+        state.run.channel.reassignment_ratio = float(self.reassignment_ratio)
         # an average cluster expects 100 votes per window (or a pass's worth): few real,
         # small clusters are then mistaken for starved ones (10 C rows moved hundreds of
         # healthy centres per pass at C = 1024, each move undoing what it had learnt)
-        window = 100 * state.n_clusters
-        state.channel.reassignment_window = window if state.streaming else min(window,
-                                                                               X.shape[0])
+        window = 100 * state.config.n_clusters
+        if not state.config.streaming:
+            window = min(window, X.shape[0])
+        state.run.channel.reassignment_window = window
         n_samples = X.shape[0]
         size = min(int(self.batch_size), n_samples)
         cumulative = mean_weight = None
@@ -324,10 +326,11 @@ class MiniBatch(Schedule):
         proportion to their weight) with replacement, in increasing order; all rows if
         ``batch_size`` is at least the data's."""
         size = min(int(self.batch_size), n_samples)
-        cumulative = state.schedule_state.cumulative
+        cumulative = state.run.schedule_state.cumulative
         draw = state.random_state
-        passes = min(self.max_passes, math.inf if state.max_iter is None else state.max_iter)
-        while not state.history or state.n_samples_seen + size <= passes * n_samples:
+        max_iter = state.config.max_iter
+        passes = min(self.max_passes, math.inf if max_iter is None else max_iter)
+        while not state.run.history or state.run.n_samples_seen + size <= passes * n_samples:
             if size == n_samples and cumulative is None:
                 yield slice(0, n_samples)
             elif cumulative is None:
@@ -338,24 +341,25 @@ class MiniBatch(Schedule):
 
     def batch_weight(self, sample_weight, rows, state):
         """The rows' weights; the mean weight for every row with ``sampling="weighted"``."""
-        if state.schedule_state.cumulative is None:
+        if state.run.schedule_state.cumulative is None:
             return sample_weight[rows]
-        return np.full(len(rows), state.schedule_state.mean_weight, sample_weight.dtype)
+        return np.full(len(rows), state.run.schedule_state.mean_weight, sample_weight.dtype)
 
     def n_iter(self, state):
         """Passes over the data so far."""
-        return state.n_passes
+        return state.run.n_passes
 
     def should_stop(self, state, tol):
         """``center_tol``, or the early stop on the smoothed batch objective (see the
         parameters)."""
         if _centers_settled(state, self.center_tol):
             return True
-        run, entry = state.schedule_state, state.history[-1]
-        if len(state.history) < 2 or self.max_no_improvement is None or entry["weight"] <= 0:
+        run, entry = state.run.schedule_state, state.run.history[-1]
+        if len(state.run.history) < 2 or self.max_no_improvement is None or entry["weight"] <= 0:
             return False  # the first step's objective is at the seeds
         value = entry["objective"] / entry["weight"]
-        if state.objective == QUANTIZATION_ERROR and value <= state.qe_resolution_per_weight:
+        config = state.config
+        if config.objective == QUANTIZATION_ERROR and value <= config.qe_resolution_per_weight:
             # (rounding noise, which E-steps that round distances differently make unequal:
             # it counts as zero, as in Schedule.should_stop)
             value = 0.0
@@ -381,9 +385,9 @@ class _MiniBatchRun:
 
 def _centers_settled(state, center_tol):
     """Whether the last step moved the centres by at most ``center_tol`` of their norm."""
-    return (center_tol is not None and bool(state.history)
-            and math.sqrt(float(np.dot(state.center_shift, state.center_shift)))
-            <= center_tol * state.center_norm)
+    return (center_tol is not None and bool(state.run.history)
+            and math.sqrt(float(np.dot(state.run.center_shift, state.run.center_shift)))
+            <= center_tol * state.run.center_norm)
 
 
 class SBEDecay(Schedule):
@@ -473,31 +477,31 @@ class SBEDecay(Schedule):
 
     def batches(self, n_samples, state):
         """Outer steps, each a list of ``inner_iter`` batches, with the step size in
-        ``state.channel.step_size`` (halved and repeated after a divergence)."""
+        ``state.run.channel.step_size`` (halved and repeated after a divergence)."""
         size = min(int(self.batch_size), n_samples)
-        gamma = float(state.n_clusters if self.step is None else self.step)
-        channel = state.channel
+        gamma = float(state.config.n_clusters if self.step is None else self.step)
+        channel = state.run.channel
         channel.averaging = float(self.averaging)
         outer = 0
         while outer < self.outer_iter:
             channel.step_size = gamma
-            state.step_info.update(step_size=gamma, outer_step=outer + 1, diverged=False)
+            state.run.step_info.update(step_size=gamma, outer_step=outer + 1, diverged=False)
             yield [slice(0, n_samples) if size == n_samples
                    else np.sort(state.random_state.choice(n_samples, size, replace=False))
                    for _ in range(int(self.inner_iter))]
-            if state.history[-1].get("diverged", False):
+            if state.run.history[-1].get("diverged", False):
                 gamma /= 2
             else:
                 outer += 1
                 gamma *= self.decay
         channel.step_size = math.inf
         for polish in range(int(self.polish_iter)):
-            state.step_info.update(step_size=math.inf, outer_step=outer + polish + 1,
-                                   diverged=False)
+            state.run.step_info.update(step_size=math.inf, outer_step=outer + polish + 1,
+                                       diverged=False)
             yield [slice(0, n_samples)]
 
     def should_stop(self, state, tol):
         """At a fixed point of the polishing Lloyd steps (no label changed); the budget of
         outer steps ends the run otherwise."""
-        return (state.channel.step_size == math.inf and len(state.history) >= 2
-                and state.history[-2]["step_size"] == math.inf and state.n_changed == 0)
+        return (state.run.channel.step_size == math.inf and len(state.run.history) >= 2
+                and state.run.history[-2]["step_size"] == math.inf and state.run.n_changed == 0)

@@ -65,8 +65,9 @@ class AFKMC2(Seeder):
     candidate's distances update the sample's ``D^2``); nothing beyond the first draw when
     ``n_clusters == 1``. Sublinear in ``n_samples`` after the proposal when the sample is.
     Memory ``O(n_samples + n_clusters * (L * chain_length + n_features) + L * s)``: all
-    candidates and uniforms are drawn up front. Reads ``state.random_state`` and ``state.n_threads``; keeps no state between
-    fits. The result does not depend on the thread count.
+    candidates and uniforms are drawn up front. Reads ``state.random_state`` and
+    ``state.config.n_threads``; keeps no state between fits. The result does not depend on
+    the thread count.
 
     The potential sample: ``s`` rows drawn with replacement with probability proportional to
     their weight, each distinct row weighted by how often it was drawn. Its weighted
@@ -145,7 +146,7 @@ class AFKMC2(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         """Return AFK-MC^2 centres (see :meth:`Seeder.seed`)."""
-        rs, n_threads = state.random_state, state.n_threads
+        rs, n_threads = state.random_state, state.config.n_threads
         n_samples = X.shape[0]
         n_chains = self._n_chains(n_clusters)
         m = self._chain_length(n_chains)
@@ -153,7 +154,7 @@ class AFKMC2(Seeder):
         if n_clusters == 1:
             return np.ascontiguousarray(X[[first]])
         d2 = np.full(n_samples, np.inf, dtype=X.dtype)
-        state.count("seeding", _kmeanspp.d2_update(X, X[first], d2, n_threads))
+        state.meter.count("seeding", _kmeanspp.d2_update(X, X[first], d2, n_threads))
         w = sample_weight.astype(np.float64)
         if not w.sum() > 0:
             w = np.ones(n_samples)
@@ -184,8 +185,8 @@ class AFKMC2(Seeder):
         bounds = sorted({1 + 32 * int(n_clusters * math.sqrt(k / 20) // 32)
                          for k in range(1, 20)} | {1, n_clusters})
         for begin, end in zip(bounds[:-1], bounds[1:]):
-            state.count("seeding", run(begin, end))
-            state.progress("seeding", end, n_clusters, "centres")
+            state.meter.count("seeding", run(begin, end))
+            state.meter.progress("seeding", end, n_clusters, "centres")
         self._redraw_duplicates(X, sample_weight, q, centers, chosen, m, state)
         n_duplicates = n_clusters - len(np.unique(centers, axis=0))
         if n_duplicates:
@@ -228,9 +229,9 @@ class AFKMC2(Seeder):
             candidates[kept - 1:] = _draw(np.cumsum(q_free),
                                           state.random_state.uniform(size=(len(repeated), m)))
             uniforms[kept - 1:] = state.random_state.uniform(size=(len(repeated), m))
-            state.count("seeding", _afkmc2.afkmc2_chain(
+            state.meter.count("seeding", _afkmc2.afkmc2_chain(
                 X, sample_weight, q_free, int(work_chosen[0]), candidates, uniforms,
-                work_centers, work_chosen, state.n_threads, kept, n_clusters))
+                work_centers, work_chosen, state.config.n_threads, kept, n_clusters))
             centers[repeated] = work_centers[kept:]
             chosen[repeated] = work_chosen[kept:]
 

@@ -5,6 +5,7 @@ from numbers import Integral
 
 import numpy as np
 
+from .._data.chunked import ChunkedData
 from .._data.moments import weighted_sum
 from .._data.nearest import nearest, single_threaded_blas
 from .._data.sparse import kernels_for
@@ -35,7 +36,7 @@ class SampledSeeder(Seeder):
         The seeder run on the sample; ``None`` means ``KMeansPlusPlus()`` (greedy).
     size : int, "schedule" or None, default=None
         Rows in the sample; ``None`` means ``min(n_samples, max(20 * n_clusters, 10_000))``;
-        ``"schedule"`` the schedule's ``state.seeding_rows`` (all rows if it is not set).
+        ``"schedule"`` the schedule's ``state.config.seeding_rows`` (all rows if it is not set).
         A size of at least ``n_samples`` runs the inner seeder on all the data.
     n_candidates : int, default=1
         Seedings to choose from, each on its own sample; the one with the lowest quantization
@@ -56,7 +57,7 @@ class SampledSeeder(Seeder):
     candidate to judge it when there are several. Memory: a copy of the sample (none with
     ``size="schedule"`` on rows a schedule shuffled), ``O(size * n_features)``. Reads
     ``state.random_state`` (the sample is drawn first, then the inner seeder draws from the
-    same stream), ``state.seeding_rows`` and ``state.order``; keeps no state between fits.
+    same stream), ``state.config.seeding_rows`` and ``state.order``; keeps no state between fits.
 
     Why uniform sampling with the original weights: weighted sums over the sample, rescaled
     by the total weight, are unbiased estimates of the sums over the data (k-means++ is
@@ -79,11 +80,12 @@ class SampledSeeder(Seeder):
     >>> seeder = SampledSeeder(KMeansPlusPlus(n_local_trials=1), size=10)
     >>> seeder.seed(X, np.ones(20), 3, state).shape
     (3, 2)
-    >>> state.cost["seeding"]  # all on the 10 sampled rows
+    >>> state.meter.cost["seeding"]  # all on the 10 sampled rows
     22
     """
 
     accepts_sparse = True  # if its inner seeder does (see _validate)
+    reads_chunks = True
     _parameter_constraints = {"seeder": [InstanceOf(Seeder), None],
                               "size": [Interval(Integral, 1), Options("schedule"), None],
                               "n_candidates": [Interval(Integral, 1)],
@@ -111,7 +113,7 @@ class SampledSeeder(Seeder):
     def _size(self, n_samples, n_clusters, state):
         """Rows of each sample (at least ``n_clusters``, at most ``n_samples``)."""
         if self.size == "schedule":
-            size = n_samples if state.seeding_rows is None else state.seeding_rows
+            size = n_samples if state.config.seeding_rows is None else state.config.seeding_rows
         elif self.size is None:
             size = max(20 * n_clusters, 10_000)
         else:
@@ -143,35 +145,26 @@ class SampledSeeder(Seeder):
     def seeding(self, X, sample_weight, n_clusters, state):
         """The inner seeder's seeding, on a subsample (then without labels: the inner
         seeder's would be the sample's) unless the sample would hold every row; the best of
-        ``n_candidates`` such seedings."""
+        ``n_candidates`` such seedings. ``X`` may be data in row chunks
+        (:attr:`~clusterkit.Seeder.reads_chunks`): only the samples are read, drawn by
+        ``data.sample``, the same rows and weights as in memory when all weights are
+        positive."""
         size = self._size(X.shape[0], n_clusters, state)
+        draws = iter(range(int(self.n_candidates) + 1))
+
+        def draw():
+            if isinstance(X, ChunkedData):
+                return X.sample(size, state.random_state)
+            if size >= X.shape[0]:
+                return X, sample_weight
+            return self._sample(X, sample_weight, size, n_clusters, state, next(draws) == 0)
         inner = self._inner()
         if size >= X.shape[0]:
             # (candidates on all rows would all see the same data: one is as good)
-            return inner.seeding(X, sample_weight, n_clusters, state)
+            return inner.seeding(*draw(), n_clusters, state)
         if self.n_candidates == 1:
-            X_s, w_s = self._sample(X, sample_weight, size, n_clusters, state, first=True)
-            return Seeding(self._seed_sample(inner, X_s, w_s, n_clusters, state), None)
-        draws = iter(range(int(self.n_candidates) + 1))
-        return self._best_candidate(
-            lambda: self._sample(X, sample_weight, size, n_clusters, state, next(draws) == 0),
-            inner, n_clusters, state)
-
-    def seeding_chunked(self, data, n_clusters, state):
-        """The inner seeder's seeding on a uniform sample of data in row chunks
-        (``data.sample``: the same rows and weights as on data in memory whose weights are
-        all positive, see :meth:`Seeder.seeding_chunked`); the best of ``n_candidates``, each
-        judged on another sample, as :meth:`seeding` does."""
-        size = self._size(data.shape[0], n_clusters, state)
-        inner = self._inner()
-        if size >= data.shape[0]:  # (as in memory: the inner seeder on every row)
-            X, sample_weight = data.sample(size, state.random_state)
-            return Seeding(inner.seeding(X, sample_weight, n_clusters, state).centers, None)
-        if self.n_candidates == 1:
-            X_s, w_s = data.sample(size, state.random_state)
-            return Seeding(self._seed_sample(inner, X_s, w_s, n_clusters, state), None)
-        return self._best_candidate(lambda: data.sample(size, state.random_state), inner,
-                                    n_clusters, state)
+            return Seeding(self._seed_sample(inner, *draw(), n_clusters, state), None)
+        return self._best_candidate(draw, inner, n_clusters, state)
 
     def _best_candidate(self, draw, inner, n_clusters, state):
         """The best of ``n_candidates`` seedings, each on a sample ``draw()`` returns as
@@ -185,8 +178,8 @@ class SampledSeeder(Seeder):
             if X_val is None:
                 X_val, w_val = draw()
             with single_threaded_blas():
-                _, dist2, n_evals = nearest(X_val, None, centers, state.n_threads)
-            state.count("seeding", n_evals)
+                _, dist2, n_evals = nearest(X_val, None, centers, state.config.n_threads)
+            state.meter.count("seeding", n_evals)
             error = weighted_sum(dist2, w_val)
             if best is None or error < best_error:
                 best, best_error = centers, error

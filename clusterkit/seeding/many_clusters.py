@@ -116,13 +116,13 @@ class HierarchicalKMeansPlusPlus(Seeder):
     ``sqrt(C)`` centres instead of one per centre, about ``C^1.5`` steps' work instead of
     flat greedy k-means++'s ``C^2``. Both levels run the pruned kernel of
     :class:`~clusterkit.KMeansPlusPlus`, which skips more of these distances on clustered,
-    low-dimensional data; ``state.cost["seeding"]`` counts exactly what was computed.
+    low-dimensional data; ``state.meter.cost["seeding"]`` counts exactly what was computed.
     Memory: one cell's rows and their distances to its centres at a time, besides ``O(N)``
     and the cells' centres. Cells are seeded one after another (the kernel is parallel
-    inside); the result does not depend on ``state.n_threads``.
+    inside); the result does not depend on ``state.config.n_threads``.
 
     Reads ``state.random_state`` (the coarse draws, one seed per cell for the cell's own
-    stream, then the candidates' draws) and ``state.n_threads``; reports the coarse centres,
+    stream, then the candidates' draws) and ``state.config.n_threads``; reports the coarse centres,
     then the cells, as progress; keeps no state between fits. Rows with zero weight are never
     chosen.
 
@@ -194,7 +194,7 @@ class HierarchicalKMeansPlusPlus(Seeder):
         rs = state.random_state
         # the coarse level: greedy k-means++ on every row
         n_done = np.zeros(1, dtype=np.int64)
-        state.progress("seeding", n_done, n_cells, "coarse centres")
+        state.meter.progress("seeding", n_done, n_cells, "coarse centres")
         coarse, chosen, labels, dist2, n_chosen = greedy_dense(
             X, sample_weight, _first_index(sample_weight, rs), n_cells, n_trials, rs, state,
             n_done)
@@ -215,8 +215,8 @@ class HierarchicalKMeansPlusPlus(Seeder):
         if n_wanted > n_clusters:
             # the cells' centres as weighted candidates, as k-means|| ends
             with single_threaded_blas():
-                labels, _, n_evals = nearest(X, None, centers, state.n_threads)
-            state.count("seeding", n_evals)
+                labels, _, n_evals = nearest(X, None, centers, state.config.n_threads)
+            state.meter.count("seeding", n_evals)
             weight = np.bincount(labels, weights=sample_weight, minlength=n_wanted)
             centers = flat.seed(centers, weight.astype(X.dtype), n_clusters, state)
         return Seeding(np.ascontiguousarray(centers), None)
@@ -246,7 +246,7 @@ class HierarchicalKMeansPlusPlus(Seeder):
         n_done = np.zeros(1, dtype=np.int64)
         while True:
             for j in np.flatnonzero(trial > done):
-                state.progress("seeding", j, n_cells, "cells")
+                state.meter.progress("seeding", j, n_cells, "cells")
                 centers[j], potentials[j], n_chosen = HierarchicalKMeansPlusPlus._cell(
                     X, sample_weight, cells[j], chosen[j], int(trial[j]), n_trials,
                     np.random.RandomState(streams[j]), state, n_done)
@@ -279,8 +279,8 @@ class HierarchicalKMeansPlusPlus(Seeder):
         centers = centers[:n_chosen]
         # the potential after each prefix of the centres: one product per cell
         with single_threaded_blas():
-            dist2 = all_dist2(X_cell, centers, state.n_threads)
-        state.count("seeding", dist2.size)
+            dist2 = all_dist2(X_cell, centers, state.config.n_threads)
+        state.meter.count("seeding", dist2.size)
         np.minimum.accumulate(dist2, axis=1, out=dist2)
         return centers, np.maximum(dist2, 0).T @ w_cell.astype(np.float64), n_chosen
 
@@ -316,9 +316,9 @@ class KMeansParallel(Seeder):
     the E-steps, at gemm speed): about ``N (1 + r l)`` distance evaluations in ``r + 1``
     passes, then the inner seeder on about ``1 + r l`` weighted candidates (for greedy
     k-means++, ``(L + 1) (1 + r l) C`` more at most: half the work of greedy k-means++ on
-    ``20 C`` rows with the defaults). ``state.cost["seeding"]`` counts both. Memory
+    ``20 C`` rows with the defaults). ``state.meter.cost["seeding"]`` counts both. Memory
     ``O(N)`` plus the candidates' rows. Reads ``state.random_state`` (the first row, one
-    uniform per row and round, then the inner seeder's draws) and ``state.n_threads``;
+    uniform per row and round, then the inner seeder's draws) and ``state.config.n_threads``;
     reports the rounds done as progress; keeps no state between fits.
 
     CSR rows are taken if the inner seeder takes them (:class:`KMeansPlusPlus` does): the
@@ -392,10 +392,10 @@ class KMeansParallel(Seeder):
         weight = sample_weight.astype(np.float64)
         rate = float(self.oversampling) * n_clusters
         candidates = [np.array([_first_index(sample_weight, rs)])]
-        state.progress("seeding", 0, int(self.n_rounds), "rounds")
+        state.meter.progress("seeding", 0, int(self.n_rounds), "rounds")
         with single_threaded_blas():
             labels, dist2, n_evals = nearest(X, None, kind.dense_rows(X, candidates[0]),
-                                             state.n_threads)
+                                             state.config.n_threads)
             dist2[candidates[0]] = 0
             n_found = 1
             for r in range(int(self.n_rounds)):
@@ -407,7 +407,7 @@ class KMeansParallel(Seeder):
                 new = np.flatnonzero(u * phi < rate * mass)
                 if len(new):
                     new_labels, new_dist2, evals = nearest(X, None, kind.dense_rows(X, new),
-                                                           state.n_threads)
+                                                           state.config.n_threads)
                     n_evals += evals
                     new_dist2[new] = 0  # (the products may leave a rounding residue)
                     closer = new_dist2 < dist2
@@ -415,8 +415,8 @@ class KMeansParallel(Seeder):
                     dist2[closer] = new_dist2[closer]
                     candidates.append(new)
                     n_found += len(new)
-                state.progress("seeding", r + 1, int(self.n_rounds), "rounds")
-        state.count("seeding", n_evals)
+                state.meter.progress("seeding", r + 1, int(self.n_rounds), "rounds")
+        state.meter.count("seeding", n_evals)
         inner = self._inner()
         if n_found < n_clusters:
             return Seeding(inner.seed(X, sample_weight, n_clusters, state), None)

@@ -74,7 +74,7 @@ class FittedSeeder(Seeder):
         if "random_state" in known:
             params["random_state"] = state.random_state.randint(2**31 - 1)
         if "callback" in known:  # a Clusterer: the fit's threads, quiet, only its centres
-            params.update(n_threads=state.n_threads, compute_labels=False, verbose=0,
+            params.update(n_threads=state.config.n_threads, compute_labels=False, verbose=0,
                           callback=None)
         if "memory_limit" in known:  # within what the fit's budget leaves
             left = budget()
@@ -82,5 +82,5 @@ class FittedSeeder(Seeder):
         pilot.set_params(**params)
         pilot.fit(X, sample_weight=sample_weight)
         # the pilot's distance evaluations are seeding work, where it counts them
-        state.count("seeding", getattr(pilot, "n_distance_evals_", 0))
+        state.meter.count("seeding", getattr(pilot, "n_distance_evals_", 0))
         return pilot.cluster_centers_

@@ -5,7 +5,7 @@ and given centres, and the sampling helpers every seeder shares; AFK-MC² is in
 All seeders draw their random numbers from ``state.random_state`` and leave the distance
 computations to the kernels ``_kernels/_kmeanspp.pyx`` and ``_kernels/_afkmc2.pyx``; they
 return centres that are rows of ``X`` (C-contiguous, ``X``'s dtype) and record their distance
-evaluations under ``state.cost["seeding"]``.
+evaluations under ``state.meter.cost["seeding"]``.
 """
 import math
 from numbers import Integral
@@ -135,15 +135,15 @@ class KMeansPlusPlus(Seeder):
     Cost per call with ``L`` candidates per step: at most ``(n_clusters - 1) (L + 1)
     n_samples`` sample distances (``(n_clusters - 1) n_samples`` for plain k-means++), plus
     each scored candidate's distances to the centres of nearby groups and each new centre's
-    distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.cost["seeding"]``
+    distances to the earlier ones (at most ``L n_clusters^2 / 2``); ``state.meter.cost["seeding"]``
     counts exactly what was computed, a distance whose sum stopped early as one. Memory
     ``O(n_samples + L n_clusters)`` (and from 64 features a copy of the rows) and the groups'
     neighbour lists, at most as many bytes as ``X`` has (at least 16 MiB; beyond, a list is
     rebuilt when a candidate needs it: the same result, more distances,
     :func:`neighbour_entries`), plus room for three copies of ``X`` (kept in group order) when its rows have at most 128 bytes (32
     float32 or 16 float64 features). Reads ``state.random_state`` and
-    ``state.n_threads`` (the candidates are scored in parallel; the result does not depend on
-    the thread count). Its :meth:`seeding` also gives each sample's nearest centre, which
+    ``state.config.n_threads`` (the candidates are scored in parallel; the result does not
+    depend on the thread count). Its :meth:`seeding` also gives each sample's nearest centre, which
     :class:`~clusterkit.PartialEStep` can start from (``None`` in the rare fallback below when
     it had to take rows of zero weight); keeps no state between fits.
 
@@ -172,7 +172,7 @@ class KMeansPlusPlus(Seeder):
            [ 0.,  1.]])
     >>> seeding.labels  # each sample's nearest centre
     array([1, 1, 0, 0], dtype=int32)
-    >>> state.cost["seeding"]  # 4 to the first centre, 1 between centres, 2 not ruled out
+    >>> state.meter.cost["seeding"]  # 4 to the first centre, 1 between centres, 2 not ruled out
     7
     """
 
@@ -197,7 +197,7 @@ class KMeansPlusPlus(Seeder):
         n_trials = self._n_trials(n_clusters)
         first = _first_index(sample_weight, rs)
         n_done = np.zeros(1, dtype=np.int64)  # the kernels count their centres in it
-        state.progress("seeding", n_done, n_clusters, "centres")
+        state.meter.progress("seeding", n_done, n_clusters, "centres")
         kind = kernels_for(X)
         centers, chosen, labels, _, n_chosen = _GREEDY[kind](
             X, sample_weight, first, n_clusters, n_trials, rs, state, n_done)
@@ -270,7 +270,7 @@ def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, st
     step drawn from ``random_state`` (``(n_clusters - 1) n_trials`` uniforms in one call, so
     that a stream in the same state gives the same first centres for any ``n_clusters``);
     the distance evaluations are counted under
-    ``state.cost["seeding"]`` and the centres chosen so far written in ``n_done[0]``.
+    ``state.meter.cost["seeding"]`` and the centres chosen so far written in ``n_done[0]``.
 
     Rows of :data:`ROTATE_MIN_FEATURES` features or more are seeded in a copy turned to
     their principal axes (:func:`principal_frame`): the same distances up to rounding, and
@@ -288,9 +288,9 @@ def greedy_dense(X, sample_weight, first, n_clusters, n_trials, random_state, st
     min_dist2 = np.empty(X.shape[0], dtype=X.dtype)
     uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
     n_chosen, n_evals = _kmeanspp.kmeanspp(rows, sample_weight, first, uniforms, centers,
-                                          chosen, labels, min_dist2, state.n_threads, n_done,
+                                          chosen, labels, min_dist2, state.config.n_threads, n_done,
                                           neighbour_entries(*X.shape, X.itemsize))
-    state.count("seeding", n_evals)
+    state.meter.count("seeding", n_evals)
     if rows is not X:  # (the centres are the chosen rows as given)
         centers[:n_chosen] = X[chosen[:n_chosen]]
     return centers, chosen, labels, min_dist2, n_chosen
@@ -317,8 +317,8 @@ def _greedy_csr(X, sample_weight, first, n_clusters, n_trials, random_state, sta
     chosen = np.empty(n_clusters, dtype=np.int32)
     uniforms = random_state.uniform(size=(n_clusters - 1, n_trials))
     n_chosen, n_evals = _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen,
-                                         state.n_threads, n_done)
-    state.count("seeding", n_evals)
+                                         state.config.n_threads, n_done)
+    state.meter.count("seeding", n_evals)
     return centers, chosen, None, None, n_chosen
 
 
@@ -366,6 +366,7 @@ class GivenCenters(Seeder):
 
     accepts_sparse = True
     given = True
+    reads_chunks = True  # (no row is read)
 
     def __init__(self, centers):
         self.centers = centers
@@ -375,7 +376,3 @@ class GivenCenters(Seeder):
 
     def seed(self, X, sample_weight, n_clusters, state):
         return self.centers
-
-    def seeding_chunked(self, data, n_clusters, state):
-        """The given centres (no row of the data is read)."""
-        return Seeding(self.centers, None)

@@ -197,11 +197,11 @@ class LaplacianEStep(EStep):
         graph = self.graph
         # progress in the three stages: the search, the bandwidth, the rows' locality order
         if graph is None:  # timed as its own phase, "graph" in seconds_
-            with state.timed("graph"):
-                state.progress("graph", 0, 3, "stages")
+            with state.meter.timed("graph"):
+                state.meter.progress("graph", 0, 3, "stages")
                 graph = knn_graph(X, self.n_neighbors, random_state=state.random_state,
-                                  n_threads=state.n_threads)
-        state.progress("graph", 1, 3, "stages")
+                                  n_threads=state.config.n_threads)
+        state.meter.progress("graph", 1, 3, "stages")
         graph = sp.csr_matrix(graph)
         if state.order is not None:  # the run's order of the rows
             graph = graph[state.order][:, state.order].tocsr()
@@ -209,7 +209,7 @@ class LaplacianEStep(EStep):
         if self.sigma is None:  # mean squared distance to the graph neighbours (§4.2)
             total = _laplacian.graph_sqdist_sum(X, graph.indptr.astype(np.int32),
                                                 graph.indices.astype(np.int32),
-                                                state.n_threads)
+                                                state.config.n_threads)
             sigma2 = total / max(graph.nnz, 1)
         else:
             sigma2 = float(self.sigma) ** 2
@@ -217,14 +217,14 @@ class LaplacianEStep(EStep):
             raise ValueError("The kernel bandwidth is zero: every sample coincides with its "
                              "graph neighbours. Pass sigma > 0.")
         check_bandwidth(sigma2, X.dtype)
-        state.progress("graph", 2, 3, "stages")
+        state.meter.progress("graph", 2, 3, "stages")
         # The z-updates run over the rows in reverse Cuthill-McKee order, in which graph
         # neighbours sit close together: their rows of z are then mostly in cache (on MNIST
         # a z-update is about three times faster than in the data's order).
         locality = reverse_cuthill_mckee(graph, symmetric_mode=False).astype(np.intp)
         graph = graph[locality][:, locality].tocsr()
         graph.sort_indices()
-        state.progress("graph", 3, 3, "stages")
+        state.meter.progress("graph", 3, 3, "stages")
         return _LaplacianState(graph.indptr.astype(np.int32), graph.indices.astype(np.int32),
                                graph.data.astype(X.dtype), locality, sigma2)
 
@@ -234,10 +234,10 @@ class LaplacianEStep(EStep):
         The run's first step only labels every sample with its nearest seed: Alg. 1 starts
         from the seeds' clusters, whose modes the M-step then finds (as the authors' code).
         """
-        st = state.estep_state
+        st = state.run.estep_state
         n_samples, n_clusters = X.shape[0], centers.shape[0]
-        dist2 = all_dist2(X, centers, state.n_threads)
-        state.count("estep", n_samples * n_clusters)
+        dist2 = all_dist2(X, centers, state.config.n_threads)
+        state.meter.count("estep", n_samples * n_clusters)
         a = np.exp(dist2 / (-2 * st.sigma2)).astype(X.dtype)
         n_updates = 0
         if st.labels is None:
@@ -253,7 +253,7 @@ class LaplacianEStep(EStep):
             while n_updates < self.max_inner:
                 previous = bound
                 bound = _laplacian.z_update(a_local, st.indptr, st.indices, st.weights, z,
-                                            float(self.lam), z_new, state.n_threads)
+                                            float(self.lam), z_new, state.config.n_threads)
                 z, z_new = z_new, z
                 n_updates += 1
                 if (previous is not None
@@ -262,11 +262,11 @@ class LaplacianEStep(EStep):
             z_new[st.locality] = z  # back to the fit's order of the rows
             z = z_new
             labels = z.argmax(axis=1).astype(np.int32)
-        state.step_info["z_updates"] = n_updates
+        state.run.step_info["z_updates"] = n_updates
         if st.labels is not None and np.unique(labels).size < min(n_clusters, n_samples):
             # a cluster vanished: back to the last assignments that kept every cluster
             st.trivial = True
-            state.step_info["trivial_solution"] = True
+            state.run.step_info["trivial_solution"] = True
             z, labels = st.z, st.labels
         st.z, st.labels = z, labels
         best = dist2[np.arange(n_samples), labels]
@@ -282,12 +282,12 @@ class LaplacianEStep(EStep):
 
     def final_labels(self, state):
         """``argmax_l z_pl`` of the kept run (SLK labels by assignment, not nearest mode)."""
-        return state.estep_state.labels
+        return state.run.estep_state.labels
 
     def fitted_attributes(self, state):
         """``soft_labels_`` (in the order of the training rows), ``kernel_sigma2_`` and
         ``trivial_solution_``."""
-        st = state.estep_state
+        st = state.run.estep_state
         return {"soft_labels_": state.in_data_order(st.z), "kernel_sigma2_": st.sigma2,
                 "trivial_solution_": st.trivial}
 
@@ -394,9 +394,9 @@ class ModeMStep(MStep):
 
     def update(self, X, sample_weight, assignment, centers, state):
         if self.method == "bo":
-            modes = state.mstep_state
+            modes = state.run.mstep_state
             if not isinstance(modes, _Modes):  # called without init_state
-                modes = state.mstep_state = _Modes()
+                modes = state.run.mstep_state = _Modes()
             if modes.rows is None:  # the first modes: those of the clusters (§4.2)
                 modes.rows = _kernel_modes(X, assignment.labels, centers.shape[0],
                                            assignment.kernel_sigma2, state.random_state)
@@ -429,9 +429,9 @@ class ModeMStep(MStep):
 
     def fitted_attributes(self, state):
         """``modes_``: indices of the training rows that are the modes (SLK-BO only)."""
-        if self.method != "bo" or not isinstance(state.mstep_state, _Modes):
+        if self.method != "bo" or not isinstance(state.run.mstep_state, _Modes):
             return {}
-        rows = state.mstep_state.rows
+        rows = state.run.mstep_state.rows
         if state.order is not None:
             rows = state.order[rows]
         return {"modes_": np.asarray(rows, dtype=np.intp)}
