@@ -82,7 +82,8 @@ class DaskChunks(ChunkedData):
         self._X = X
         self._w = row_weights(sample_weight, X)
         self._blocks = None  # (the chunks' and weights' delayed objects, made once)
-        self._placed = None  # (the workers, and the worker of each chunk's steps)
+        self._placed = None  # (the worker of each chunk's steps, found once)
+        self._n_workers = None  # (found once)
 
     def _delayed_blocks(self):
         """The chunks and their weights (``None`` without weights) as delayed objects, one
@@ -99,12 +100,14 @@ class DaskChunks(ChunkedData):
         (at most ``ceil(n_chunks / n_workers)`` chunks each), else the one with the fewest
         chunks, which reads the chunk from its holder at every step. A dask array persisted
         unevenly (7 chunks on one worker, 3 on the other) would otherwise leave a worker
-        idle for part of every step. Found again when the workers change; ``None`` for
-        every chunk while the client knows of no worker."""
-        workers = sorted(client.scheduler_info()["workers"])
-        if not workers:  # (the client has not heard of any yet: the scheduler places them)
-            return [None] * self.n_chunks
-        if self._placed is None or self._placed[0] != workers:
+        idle for part of every step. Found at the first step and kept: asking the scheduler
+        is a round trip, and a chunk whose worker has left runs where the scheduler puts it
+        (the placement is loose). ``None`` for every chunk while the client knows of no
+        worker."""
+        if self._placed is None:
+            workers = sorted(client.scheduler_info()["workers"])
+            if not workers:  # (the client has not heard of any yet: the scheduler places)
+                return [None] * self.n_chunks
             holders = client.who_has([block.key for block in blocks])
             share = -(-self.n_chunks // len(workers))
             count = dict.fromkeys(workers, 0)
@@ -119,15 +122,17 @@ class DaskChunks(ChunkedData):
                 if placement[c] is None:
                     placement[c] = min(workers, key=lambda worker: count[worker])
                     count[placement[c]] += 1
-            self._placed = workers, [[worker] for worker in placement]
-        return self._placed[1]
+            self._placed = [[worker] for worker in placement]
+        return self._placed
 
     @property
     def n_processes(self):
-        """The workers of the ``dask.distributed`` client in use (one: this process, with
-        another scheduler)."""
-        client = _distributed_client()
-        return 1 if client is None else max(1, len(client.nthreads()))
+        """The workers of the ``dask.distributed`` client in use when first asked (one: this
+        process, with another scheduler)."""
+        if self._n_workers is None:
+            client = _distributed_client()
+            self._n_workers = 1 if client is None else max(1, len(client.nthreads()))
+        return self._n_workers
 
     def _map(self, func, chunks, args, progress):
         dask, _ = import_dask()
