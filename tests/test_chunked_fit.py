@@ -357,6 +357,20 @@ def test_minibatch_reads_its_batches_from_the_chunks(da, weighted):
             _assert_same_fit(chunked, in_memory, X)
 
 
+def test_minibatch_runs_compete_on_chunks_as_in_memory(da):
+    """``n_init`` mini-batch runs are compared by one E-step of all rows from a fresh state
+    (the same rule, chunk by chunk): the same run wins, with the same evaluations."""
+    dask = pytest.importorskip("dask")
+    X = _blobs(7_500, 3, 5, 5)
+    in_memory = minibatch(5, batch_size=500, n_init=3, random_state=4).fit(X)
+    with dask.config.set(scheduler="synchronous"):
+        chunked = minibatch(5, batch_size=500, n_init=3, random_state=4).fit(
+            da.from_array(X, chunks=(2_500, 3)))
+    np.testing.assert_allclose(chunked.cluster_centers_, in_memory.cluster_centers_,
+                               rtol=0, atol=1e-9)
+    assert chunked.cost_["estep"] == in_memory.cost_["estep"]
+
+
 def test_minibatch_on_a_cluster_and_on_a_memmap(da, client, tmp_path, monkeypatch):
     X = _blobs(4_000, 3, 5, 17, np.float32)
     in_memory = minibatch(5, batch_size=1_000, max_passes=2.0, random_state=3).fit(X)

@@ -181,7 +181,7 @@ class DaskChunks(ChunkedData):
                                   arguments, self.unit_rows))
         pairs = client.compute(tasks)
         del tasks  # (they hold the old states' futures)
-        results = [client.submit(operator.getitem, pair, 0, pure=False) for pair in pairs]
+        results = client.map(operator.getitem, pairs, [0] * len(pairs), pure=False)
         chunk_of = {future.key: c for c, future in enumerate(results)}
         total = None
         here = (result_bytes is not None
