@@ -5,8 +5,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-from clusterkit import (Assignment, Clusterer, EStep, HardMStep, MStep, Objective, PartialEStep,
-                        Schedule, Seeder)
+from clusterkit import (Assignment, Clusterer, EStep, FitState, HardMStep, MStep, Objective,
+                        PartialEStep, Schedule, Seeder)
 
 from ._helpers import fixed_iterations
 
@@ -240,3 +240,21 @@ def test_grid_search_over_a_strategy_parameter():
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
     assert search.best_estimator_.estep.G == search.best_params_["estep__G"]
     assert search.estimator.estep.G == 5  # the template is cloned, never changed
+
+
+def test_the_fit_state_names_the_part_a_flat_name_moved_to():
+    """A strategy written for the flat names of an earlier contract is told where each name
+    is; nothing can be set on the state beside its parts."""
+    state = FitState(n_clusters=3, n_features=2, random_state=np.random.RandomState(0),
+                     n_samples=10)
+    for name, part in (("n_threads", "config"), ("count", "meter"), ("labels", "run")):
+        with pytest.raises(AttributeError, match=rf"state\.{part}\.{name}"):
+            getattr(state, name)
+    with pytest.raises(AttributeError, match=r"reads_batch_sums"):
+        state.fuse_sums = True
+    with pytest.raises(AttributeError, match=r"set state\.run\.labels"):
+        state.labels = np.zeros(10, dtype=np.int32)
+    with pytest.raises(AttributeError, match="no attribute 'anything' to set"):
+        state.anything = 1
+    state.run.labels = np.zeros(10, dtype=np.int32)  # (the parts are written directly)
+    assert state.run.labels.shape == (10,)

@@ -5,7 +5,7 @@ lifetime."""
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -232,6 +232,8 @@ class FitState:
         centred copy of the data is made in it); ``None``: the data's.
     """
 
+    __slots__ = ("config", "meter", "random_state", "order", "run")
+
     def __init__(self, *, random_state, n_samples=0, config=None, **fields):
         if config is None:
             config = FitConfig(**fields)
@@ -242,6 +244,23 @@ class FitState:
         self.random_state = random_state
         self.order = None
         self.run = Run(config.n_clusters, n_samples)
+
+    def __getattr__(self, name):
+        # (only for names FitState lacks: a strategy written for the flat names of an
+        # earlier contract learns where the name is now)
+        part = _part_of(name)
+        raise AttributeError(f"'FitState' object has no attribute {name!r}"
+                             + (f"; use state.{part}.{name}" if part else ""))
+
+    def __setattr__(self, name, value):
+        if name not in FitState.__slots__:
+            part = _part_of(name)
+            hint = {"config": " (the fit's configuration, fixed before its first run"
+                              + _CONFIG_HINTS.get(name, "") + ")",
+                    "run": f"; set state.run.{name}",
+                    "meter": f"; use state.meter.{name}"}.get(part, "")
+            raise AttributeError(f"FitState has no attribute {name!r} to set{hint}.")
+        object.__setattr__(self, name, value)
 
     def new_run(self, n_samples, round=0, per_sample=True):
         """Make a fresh :class:`~clusterkit.Run` over ``n_samples`` rows (without per-sample
@@ -360,6 +379,24 @@ class FitState:
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+#: Why a configuration field cannot be set by a strategy, where one used to set it.
+_CONFIG_HINTS = {"fuse_sums": "; an M-step declares it with "
+                              "MStep.reads_batch_sums(center_update)"}
+
+
+def _part_of(name):
+    """The part of a :class:`FitState` that has the public attribute ``name`` (``"config"``,
+    ``"meter"`` or ``"run"``), or ``None``."""
+    if name.startswith("_"):
+        return None
+    if name in {field.name for field in fields(FitConfig)}:
+        return "config"
+    if hasattr(Meter, name) or name in vars(Meter()):
+        return "meter"
+    if hasattr(Run, name) or name in vars(Run(1, 0)):
+        return "run"
+    return None
 
 
 def _mix64(z):
