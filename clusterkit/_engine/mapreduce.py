@@ -492,8 +492,8 @@ class ChunkedSteps(Steps):
         ``"estep"``."""
         state, data = self.state, self.data
         plan = _Plan(self.composition.estep, self.composition.mstep,
-                     replace(state.config, n_threads=data.n_threads), run.sigma2, None,
-                     data.shape[0] / data.n_processes)
+                     replace(state.config, n_threads=data.n_threads), run.sigma2,
+                     np.zeros(state.config.n_clusters), data.shape[0] / data.n_processes)
         with state.meter.phase("objective"):
             results = data.map_chunks(_objective_chunk, [(run.centers, plan)] * data.n_chunks,
                                       progress=self._progress("objective"))

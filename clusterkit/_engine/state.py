@@ -406,7 +406,6 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-
 #: The smallest variance of a mixture relative to ``B / D``, the squared diagonal of the
 #: data's bounding box per dimension: float64's machine epsilon (see :func:`variance_floor`).
 VARIANCE_FLOOR = float(np.finfo(np.float64).eps)
