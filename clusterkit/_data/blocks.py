@@ -9,19 +9,20 @@ import), so that a test setting one here changes every pass that uses it.
 A block size changes the work's grouping, so it may change the rounding of sums over the
 blocks; the nearest-centre blocks are whole tiles of the kernels so that theirs do not.
 """
-from .._kernels._dist import TILE_ROWS
+from .._kernels import _dist
 
 __all__ = ["TILE_ROWS", "NEAREST_BLOCK_BYTES", "MEMMAP_BLOCK_BYTES", "CHECK_BLOCK_ROWS",
            "PROJECT_BLOCK_ROWS", "MODE_BLOCK_ROWS", "ORDER_BLOCK_ROWS",
            "SOFT_MSTEP_BLOCK_BYTES", "SOFT_MSTEP_MIN_ROWS", "SOFT_MSTEP_MAX_ROWS",
            "TRUNCATED_MSTEP_BLOCK_BYTES", "rows_for_bytes", "row_slices", "row_blocks"]
 
-# TILE_ROWS: rows per tile of the nearest-centre kernels, per thread (``_kernels/_dist.pyx``);
-# a block of the nearest-centre pass is a whole number of them.
+#: Rows per tile of the nearest-centre kernels, per thread: the kernels' own constant
+#: (``_kernels/_dist.pyx``), so that a block of whole tiles is tiled as all the rows are.
+TILE_ROWS = _dist.TILE_ROWS
 
 #: Bytes of rows (or of distances, for :func:`~clusterkit._data.nearest.dist2_blocks`) per
-#: block of the nearest-centre pass: a few MiB keep the labelling's copies small next to
-#: the data while each block still spans many tiles for the threads.
+#: block of the nearest-centre pass: bounds the centred copy of a block (or its distances)
+#: to a few MiB, whatever the data's size.
 NEAREST_BLOCK_BYTES = 8 << 20
 
 #: Bytes of input rows per block of the passes over a memmap (the blocks are
@@ -33,8 +34,8 @@ MEMMAP_BLOCK_BYTES = 32 << 20
 #: (:data:`~clusterkit._data.sparse.DENSE`): bounds their float64 temporaries.
 CHECK_BLOCK_ROWS = 4096
 
-#: Rows projected onto the principal axes at a time (:func:`~clusterkit.estep.pruning.project`):
-#: a float64 block of at most ``PROJECT_BLOCK_ROWS x D``.
+#: Rows projected onto the principal axes at a time
+#: (:func:`~clusterkit.estep.pruning.project`): a float64 block of ``PROJECT_BLOCK_ROWS x D``.
 PROJECT_BLOCK_ROWS = 8192
 
 #: Members whose kernel densities SLK-BO sums at a time: a ``MODE_BLOCK_ROWS x MODE_SAMPLE``
