@@ -10,7 +10,7 @@ from .._data.nearest import all_dist2, nearest, single_threaded_blas
 from .._data.sparse import kernels_for
 from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
-from .seeders import KMeansPlusPlus, _first_index, greedy_dense
+from .seeders import KMeansPlusPlus, _first_index, _InnerSeeder, greedy_dense
 
 __all__ = ["HierarchicalKMeansPlusPlus", "KMeansParallel", "MANY_CLUSTERS",
            "PARALLEL_ROWS_PER_CLUSTER"]
@@ -285,7 +285,7 @@ class HierarchicalKMeansPlusPlus(Seeder):
         return centers, np.maximum(dist2, 0).T @ w_cell.astype(np.float64), n_chosen
 
 
-class KMeansParallel(Seeder):
+class KMeansParallel(_InnerSeeder):
     """k-means|| seeding (Bahmani et al., 2012): a few oversampling rounds, then another
     seeder on the weighted candidates.
 
@@ -356,16 +356,6 @@ class KMeansParallel(Seeder):
         self.seeder = seeder
         self.n_rounds = n_rounds
         self.oversampling = oversampling
-
-    def _inner(self):
-        return KMeansPlusPlus() if self.seeder is None else self.seeder
-
-    def _validate(self, X, n_clusters, composition):
-        inner = self._inner()
-        if kernels_for(X).refuses(inner):
-            raise TypeError(f"KMeansParallel's seeder {type(inner).__name__} cannot take "
-                            "sparse X; use KMeansPlusPlus, or pass X.toarray().")
-        inner._validate(X, n_clusters, composition)
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """Per row its nearest candidate and distance, its mass, uniform and weight
