@@ -16,14 +16,14 @@ from fuzz import _in_memory, _outcome, check, is_spherical, rounding_slack
 @contextlib.contextmanager
 def _row_blocks(X, rows):
     """Memmaps read in blocks of ``rows`` rows, as if larger than the memory."""
-    from clusterkit._data import chunked
-    saved = chunked.exceeds_budget, chunked.MEMMAP_BLOCK_BYTES
+    from clusterkit._data import blocks, chunked
+    saved = chunked.exceeds_budget, blocks.MEMMAP_BLOCK_BYTES
     chunked.exceeds_budget = lambda X: True
-    chunked.MEMMAP_BLOCK_BYTES = rows * X.shape[1] * X.dtype.itemsize
+    blocks.MEMMAP_BLOCK_BYTES = rows * X.shape[1] * X.dtype.itemsize
     try:
         yield
     finally:
-        chunked.exceeds_budget, chunked.MEMMAP_BLOCK_BYTES = saved
+        chunked.exceeds_budget, blocks.MEMMAP_BLOCK_BYTES = saved
 
 
 def _container(case, X, weights, folder):

@@ -6,7 +6,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (Assignment, BoundedEStep, Breathing, Clusterer, ElkanEStep,
                         FitState, KMeansPlusPlus, TruncatedEStep, YinyangEStep)
-from clusterkit._data import chunked as _chunked
+from clusterkit._data import blocks, chunked as _chunked
 from clusterkit._data import memory as _memory
 from clusterkit._engine import mapreduce as _mapreduce
 from clusterkit._engine.far_rows import FarRows, batch_far_rows, far_scores
@@ -122,7 +122,7 @@ def _less_memory(monkeypatch, block_bytes):
     """Memmaps larger than the memory left (as far as the fit can tell), read in blocks of
     ``block_bytes``."""
     monkeypatch.setattr(_chunked, "budget", lambda: 1 << 9)
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", block_bytes)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

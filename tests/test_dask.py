@@ -13,7 +13,7 @@ import pytest
 
 from clusterkit import (LWCS, Clusterer, FitState, KMeansPlusPlus, MiniBatch, NestedDoubling,
                         NoReduction)
-from clusterkit._data import chunked as _chunked
+from clusterkit._data import blocks, chunked as _chunked
 from clusterkit._data.containers import chunked_data
 from clusterkit._estimator import lazy as _lazy
 from clusterkit.metrics import quantization_error
@@ -351,7 +351,7 @@ def test_memmap_fit_reads_blocks_and_matches_the_dask_coreset(da, client, tmp_pa
     path = tmp_path / "X.npy"
     np.save(path, X)
     X_mm = np.load(path, mmap_mode="r")
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 3_000 * 4 * 4)  # 3000-row blocks
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", 3_000 * 4 * 4)  # 3000-row blocks
     Xc_mm, wc_mm, state, data = _coreset(X_mm, None, 5, 1_500, 3, n_threads=2)
     assert isinstance(data, _chunked.MemmapChunks)
     assert data.chunk_rows == (3_000,) * 6 + (2_000,)

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from clusterkit import (BoundedEStep, Clusterer, ElkanEStep, FitMemoryError, KMeansPlusPlus,
                         MemoryEstimate, Seeder, YinyangEStep)
-from clusterkit._data import chunked as _chunked
+from clusterkit._data import blocks
 from clusterkit.presets import PRESETS, build_preset, lloyd
 
 
@@ -123,7 +123,7 @@ def test_a_memmap_whose_copy_exceeds_memory_limit_is_read_in_blocks(tmp_path, mo
     np.save(tmp_path / "X.npy", X)
     X_mm = np.load(tmp_path / "X.npy", mmap_mode="r")
     init = X[:5] * 1.0
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 20_000)
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", 20_000)
     in_memory = lloyd(5, seed=init).fit(X)
     estimate = lloyd(5, seed=init).estimate_memory(X)
     # a limit below the copy, above what the blocks need

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from clusterkit import Assignment, Clusterer, FitState, SoftMStep, TruncatedEStep
+from clusterkit._data import blocks
 from clusterkit.mstep import centres as _mstep
 from clusterkit._engine.far_rows import batch_far_rows, largest
 from clusterkit.mstep.batch_rules import relocate_empty
@@ -83,10 +84,9 @@ def test_dense_soft_update_is_exact_for_the_stored_responsibilities(monkeypatch,
     one), non-unit weights and an odd number of rows spanning several chunks: the variance
     is that of the returned centres, computed directly in float64."""
     if chunk_bytes is not None:  # the smallest chunks
-        monkeypatch.setattr(_mstep, "_DENSE_CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(blocks, "SOFT_MSTEP_BLOCK_BYTES", chunk_bytes)
     n_clusters, n_features = 3, 3
-    chunk = min(_mstep._DENSE_MAX_ROWS,
-                max(_mstep._DENSE_MIN_ROWS, _mstep._DENSE_CHUNK_BYTES // (8 * n_clusters)))
+    chunk = _mstep._dense_rows(n_clusters)
     n_samples = 2 * chunk + 101  # odd, two full chunks and a partial one
     rng = np.random.RandomState(1)
     # two clusters close together (soft responsibilities between them), one 1.7e4 away

@@ -169,14 +169,14 @@ def test_the_graph_phase_shows_its_stages_and_its_end(monkeypatch, capsys):
 
 
 def test_the_scan_of_chunked_data_shows_life(monkeypatch, tmp_path, capsys):
-    from clusterkit._data import chunked as _chunked
+    from clusterkit._data import blocks, chunked as _chunked
     moments = _chunked._block_moments
 
     def slow_moments(*args):
         pause(PAUSE / 3)
         return moments(*args)
     monkeypatch.setattr(_chunked, "_block_moments", slow_moments)
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 2400)  # 100 rows per block
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", 2400)  # 100 rows per block
     path = tmp_path / "X.npy"
     np.save(path, _data())
     X = np.load(path, mmap_mode="r")
@@ -228,8 +228,8 @@ def test_lwcs_reports_the_rows_of_its_passes(dask_input):
 
 
 def test_memmap_chunks_report_rows_as_blocks_finish(monkeypatch):
-    from clusterkit._data import chunked as _chunked
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 2400)  # 100 rows per block
+    from clusterkit._data import blocks, chunked as _chunked
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", 2400)  # 100 rows per block
     data = MemmapChunks(_data(250), None, 1)
     seen = []
     data.map_chunks(_chunked._whole_block, progress=lambda done, total: seen.append((done,
@@ -336,8 +336,8 @@ def test_cli_fit_shows_progress(tmp_path, flag, shown, capsys):
 
 
 def test_labelling_reports_rows_block_by_block(monkeypatch):
-    from clusterkit._data import nearest as _nearest
-    monkeypatch.setattr(_nearest, "BLOCK_BYTES", 1)  # one tile of rows per block
+    from clusterkit._data import blocks, nearest as _nearest
+    monkeypatch.setattr(blocks, "NEAREST_BLOCK_BYTES", 1)  # one tile of rows per block
     X = _data(1000)
     seen = []
     labels, *_ = _nearest.nearest(X, None, X[:3].copy(), 1,

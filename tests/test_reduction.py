@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 
 from clusterkit import LWCS, Clusterer, FitState, NoReduction
-from clusterkit._data import chunked as _chunked, nearest as _nearest
+from clusterkit._data import blocks
 from clusterkit._data.containers import chunked_data
 from clusterkit.metrics import quantization_error
 
@@ -129,7 +129,7 @@ def test_coreset_rows_weights_and_cost(dtype):
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_same_random_state_same_coreset_for_any_thread_count(monkeypatch, n_threads):
     X = _data(40_000, d=8)  # enough work per block for the kernels to use both threads
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 7_001 * 8 * 8)  # several blocks
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", 7_001 * 8 * 8)  # several blocks
     a = LWCS(400).reduce(X, np.ones(40_000), _state(X, seed=3, n_threads=1))
     b = LWCS(400).reduce(X, np.ones(40_000), _state(X, seed=3, n_threads=n_threads + 1))
     c = LWCS(400).reduce(X, np.ones(40_000), _state(X, seed=4, n_threads=1))
@@ -152,7 +152,7 @@ def test_ndarray_and_memmap_give_the_same_coreset(monkeypatch, tmp_path, dtype, 
     X = _data(n_samples, d=5, dtype=dtype, seed=1)
     w = (np.random.default_rng(2).uniform(0, 3, size=n_samples) if weighted else None)
     # blocks of 1237 rows: several, the last one shorter
-    monkeypatch.setattr(_chunked, "MEMMAP_BLOCK_BYTES", 1_237 * 5 * np.dtype(dtype).itemsize)
+    monkeypatch.setattr(blocks, "MEMMAP_BLOCK_BYTES", 1_237 * 5 * np.dtype(dtype).itemsize)
     X_mm = _memmap(X, tmp_path)
     w_fit = np.ones(n_samples, dtype=dtype) if w is None else w.astype(dtype)
     state = _state(X, seed=9)
@@ -251,12 +251,12 @@ def test_coreset_fit_never_copies_the_full_data():
 def test_blockwise_labelling_equals_one_pass(monkeypatch, dtype):
     X = _data(2001, d=12, dtype=dtype) + 1e3  # far from the origin: centring matters
     whole = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
-    monkeypatch.setattr(_nearest, "BLOCK_BYTES", 1)  # one tile per block
-    blocks = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
-    np.testing.assert_array_equal(blocks.labels_, whole.labels_)
-    assert blocks.inertia_ == whole.inertia_
-    np.testing.assert_array_equal(blocks.predict(X), whole.labels_)
-    assert blocks.cost_ == whole.cost_
+    monkeypatch.setattr(blocks, "NEAREST_BLOCK_BYTES", 1)  # one tile per block
+    blockwise = Clusterer(8, reduce=LWCS(500), random_state=0).fit(X)
+    np.testing.assert_array_equal(blockwise.labels_, whole.labels_)
+    assert blockwise.inertia_ == whole.inertia_
+    np.testing.assert_array_equal(blockwise.predict(X), whole.labels_)
+    assert blockwise.cost_ == whole.cost_
 
 
 @fixed_iterations

@@ -19,6 +19,7 @@ import numbers
 
 import numpy as np
 
+from . import blocks
 from .checks import (check_block_rows, check_range, check_weight_counts, check_weight_shape,
                      unit_rows)
 from .memory import budget
@@ -27,11 +28,6 @@ from .nearest import centred_copy, nearest
 
 __all__ = ["ChunkedData", "MemmapChunks", "exceeds_budget", "import_dask",
            "is_dask_array", "map_rows", "row_weights", "sum_of_rows"]
-
-#: Bytes of input rows per block of the passes over a memmap (the blocks are
-#: ``max(1, MEMMAP_BLOCK_BYTES // (n_features * itemsize))`` rows, the last one shorter), so
-#: that the coreset depends on the file's shape and dtype only.
-MEMMAP_BLOCK_BYTES = 32 << 20
 
 _EXTRA = "pip install 'clusterkit[dask]'"
 
@@ -412,15 +408,17 @@ class ChunkedData:
 
 
 class MemmapChunks(ChunkedData):
-    """A NumPy memmap (or any array) read in blocks of :data:`MEMMAP_BLOCK_BYTES`, in this
-    process, one block after the other: the operating system keeps only the pages in use."""
+    """A NumPy memmap (or any array) read in blocks of
+    :data:`~clusterkit._data.blocks.MEMMAP_BLOCK_BYTES`, in this process, one block after the
+    other: the operating system keeps only the pages in use."""
 
     in_process = True
 
     def __init__(self, X, sample_weight, n_threads, validated=False):
         dtype = _fit_dtype(X.dtype)
         n_samples, n_features = X.shape
-        block = max(1, MEMMAP_BLOCK_BYTES // max(1, n_features * X.dtype.itemsize))
+        block = blocks.rows_for_bytes(n_features * X.dtype.itemsize,
+                                      blocks.MEMMAP_BLOCK_BYTES)
         rows = [min(block, n_samples - start) for start in range(0, n_samples, block)]
         super().__init__(X.shape, dtype, rows, n_threads, sample_weight is not None, validated)
         self._X, self._w = X, sample_weight

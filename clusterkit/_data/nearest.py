@@ -11,8 +11,9 @@ centring, one block-size policy and one BLAS policy:
   zero, so their frame's mean is zero (as in scikit-learn), and a CSR row is never shifted
   (the centres move to the row's frame instead).
 * **Blocks.** A pass over rows in the user's coordinates works on blocks of
-  :data:`BLOCK_BYTES` (whole tiles of the distance kernels, so a pass block by block gives the
-  same bits as one pass over all rows).
+  :data:`~clusterkit._data.blocks.NEAREST_BLOCK_BYTES` (whole tiles of the distance kernels,
+  :func:`~clusterkit._data.blocks.row_blocks`, so a pass block by block gives the same bits as
+  one pass over all rows).
 * **BLAS.** The kernels call gemm from inside OpenMP ``prange``, so BLAS must run on one
   thread while they do (:func:`single_threaded_blas`).
 """
@@ -20,14 +21,11 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .._kernels import _assign
-from .._kernels._dist import TILE_ROWS
+from . import blocks
 from .sparse import CSR, DENSE, kernels_for
 
-__all__ = ["BLOCK_BYTES", "all_dist2", "centred_copy", "data_mean", "dist2_blocks",
-           "dist2_to_labels", "in_frame", "nearest", "row_blocks", "single_threaded_blas"]
-
-#: Bytes of rows (or of distances, for :func:`dist2_blocks`) handled per block.
-BLOCK_BYTES = 8 << 20
+__all__ = ["all_dist2", "centred_copy", "data_mean", "dist2_blocks", "dist2_to_labels",
+           "in_frame", "nearest", "single_threaded_blas"]
 
 _blas_controller = None
 
@@ -79,13 +77,6 @@ def centred_copy(X, x_mean, n_threads, order=None):
     return kernels_for(X).centred_copy(X, x_mean, n_threads, order)
 
 
-def row_blocks(n_samples, row_bytes):
-    """Slices of about :data:`BLOCK_BYTES` of rows, in whole tiles of the distance kernels, so
-    that a pass block by block gives the same result as one pass over all rows."""
-    block = max(1, BLOCK_BYTES // (row_bytes * TILE_ROWS)) * TILE_ROWS
-    return [slice(start, min(start + block, n_samples)) for start in range(0, n_samples, block)]
-
-
 def nearest(X, x_mean, centers, n_threads, progress=None, X32=None):
     """Exact nearest centre of each row of ``X``: labels, squared distances, evaluations.
 
@@ -126,7 +117,7 @@ def _dense_pass(X, x_mean, centers, labels, dist2, n_threads, progress, X32):
     n_evals = 0
     # float64 rows with many features: float32 products, the same labels (FullEStep's)
     mixed = X.dtype == np.float64 and X.shape[1] >= _assign.MIXED_MIN_FEATURES
-    for rows in row_blocks(X.shape[0], X.shape[1] * X.itemsize):
+    for rows in blocks.row_blocks(X.shape[0], X.shape[1] * X.itemsize):
         block = X[rows] if x_mean is None else X[rows] - x_mean
         if X32 is not None and x_mean is None:
             x32 = X32[rows]
@@ -164,5 +155,5 @@ def dist2_blocks(X, x_mean, centers, n_threads):
     centred on ``x_mean`` block by block (no ``n_samples x n_clusters`` array is made)."""
     kind = kernels_for(X)
     centers = kind.frame_centers(centers, x_mean)
-    for rows in row_blocks(X.shape[0], centers.shape[0] * X.dtype.itemsize):
+    for rows in blocks.row_blocks(X.shape[0], centers.shape[0] * X.dtype.itemsize):
         yield rows, kind.all_dist2(kind.in_frame(X[rows], x_mean), centers, n_threads)

@@ -15,15 +15,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._kernels import _assign, _dist, _elkan, _mstep, _sparse
+from . import blocks
 
 __all__ = ["kernels_for", "RowsKind", "DENSE", "CSR", "check_csr", "bounding_rows",
            "row_sqnorms", "csr_arrays", "dense_rows", "center_half_distances",
            "mean_of_row_sums"]
 
 _INT32_MAX = np.iinfo(np.int32).max
-
-#: Rows per block of the dense rows' checks and scaling (bounds their float64 temporaries).
-_BLOCK_ROWS = 4096
 
 
 def kernels_for(X):
@@ -339,22 +337,21 @@ class _DenseRows(RowsKind):
         with np.errstate(over="ignore", invalid="ignore"):
             if X.size == 0 or np.isfinite(X.sum()):  # (one pass when all is finite)
                 return 0, -1
-        rows = np.concatenate([start + np.flatnonzero(~np.isfinite(
-            X[start:start + _BLOCK_ROWS]).all(axis=1))
-            for start in range(0, X.shape[0], _BLOCK_ROWS)])
+        rows = np.concatenate([
+            block.start + np.flatnonzero(~np.isfinite(X[block]).all(axis=1))
+            for block in blocks.row_slices(X.shape[0], blocks.CHECK_BLOCK_ROWS)])
         return rows.size, int(rows[0]) if rows.size else -1
 
     def row_norms(self, X):
         norms = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], _BLOCK_ROWS):
-            block = X[start:start + _BLOCK_ROWS].astype(np.float64)
-            norms[start:start + block.shape[0]] = np.sqrt(np.einsum("ij,ij->i", block, block))
+        for rows in blocks.row_slices(X.shape[0], blocks.CHECK_BLOCK_ROWS):
+            block = X[rows].astype(np.float64)
+            norms[rows] = np.sqrt(np.einsum("ij,ij->i", block, block))
         return norms
 
     def scaled_rows(self, X, norms):
         Y = np.empty_like(X)
-        for start in range(0, X.shape[0], _BLOCK_ROWS):
-            rows = slice(start, start + _BLOCK_ROWS)
+        for rows in blocks.row_slices(X.shape[0], blocks.CHECK_BLOCK_ROWS):
             Y[rows] = X[rows].astype(np.float64) / norms[rows, None]
         return Y
 

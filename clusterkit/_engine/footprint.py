@@ -21,16 +21,13 @@ when ``n_init > 1`` (the best run is kept while the next one runs), else 1.
 """
 import functools
 
-from .._data import memory
+from .._data import blocks, memory
 from .._data.memory import FitMemoryError, format_bytes
 
 __all__ = ["MemoryEstimate", "PHASES", "estimate_memory", "plan_memory"]
 
 #: The phases of a fit's memory estimate, in the order they run.
 PHASES = ("data", "reduction", "seeding", "estep", "mstep", "labels")
-
-#: Rows per tile of the nearest-centre kernels, per thread (``_kernels/_dist.pxd``).
-_TILE_ROWS = 256
 
 #: What the fit allocates besides its arrays (small objects, scratch): a floor that
 #: keeps estimates of tiny fits honest.
@@ -150,7 +147,7 @@ def estimate_memory(composition, n_samples, n_features, n_clusters, dtype, *, n_
                                  reduced, chunk_rows)
     if compute_labels:
         phases["labels"] = (n_samples * (4 + itemsize)
-                            + n_threads * _TILE_ROWS * n_clusters * itemsize)
+                            + n_threads * blocks.TILE_ROWS * n_clusters * itemsize)
     args = (n_features, n_clusters, dtype, composition)
     if reduced:
         phases["reduction"] = reducer.buffer_bytes(n_samples, *args)

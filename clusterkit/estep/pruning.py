@@ -10,6 +10,7 @@ more variance the axes carry, the more centres their bound rules out.
 """
 import numpy as np
 
+from .._data import blocks
 from .._data.moments import weighted_sum
 from .._engine.assignment import Assignment
 from .._kernels import _pruned
@@ -22,9 +23,6 @@ __all__ = ["principal_axes", "project", "tolerances", "pair_tolerances", "auto_p
 #: Rows the principal axes are estimated from (evenly spaced through the data): about 10 per
 #: feature, at least 2,000 and at most 10,000 (the covariance costs ``rows D^2``).
 AXES_MIN_ROWS, AXES_ROWS_PER_FEATURE, AXES_MAX_ROWS = 2000, 10, 10000
-
-#: Rows projected at a time (a float64 block of at most ``PROJECT_BLOCK x D``).
-PROJECT_BLOCK = 8192
 
 
 def auto_projections(n_features):
@@ -94,12 +92,12 @@ def project(A, V):
     A_proj = np.empty((n_rows, V.shape[1]), dtype=A.dtype)
     rest = np.empty(n_rows, dtype=A.dtype)
     max_norm = 0.0
-    for start in range(0, n_rows, PROJECT_BLOCK):
-        block = np.asarray(A[start:start + PROJECT_BLOCK], dtype=np.float64)
+    for rows in blocks.row_slices(n_rows, blocks.PROJECT_BLOCK_ROWS):
+        block = np.asarray(A[rows], dtype=np.float64)
         coords = block @ V
         sq = np.einsum("ij,ij->i", block, block)
-        A_proj[start:start + PROJECT_BLOCK] = coords
-        rest[start:start + PROJECT_BLOCK] = np.sqrt(np.maximum(
+        A_proj[rows] = coords
+        rest[rows] = np.sqrt(np.maximum(
             sq - np.einsum("ij,ij->i", coords, coords), 0.0))
         if sq.size:
             max_norm = max(max_norm, float(np.sqrt(sq.max())))

@@ -3,6 +3,7 @@ shared variance) from an assignment."""
 
 import numpy as np
 
+from .._data import blocks
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import MStep
 from .._kernels import _mstep
@@ -349,11 +350,9 @@ class SoftMStep(MStep):
         if n_winners is not None:
             if dtype == np.float64:
                 return 8 * n_samples
-            rows = min(n_samples, max(n_clusters, _TRUNCATED_CHUNK_BYTES
-                                      // (8 * (n_features + 2 + n_winners))))
+            rows = min(n_samples, _truncated_rows(n_features, n_clusters, n_winners))
             return 8 * rows * (n_features + 3 + n_winners)
-        rows = min(n_samples, _DENSE_MAX_ROWS,
-                   max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
+        rows = min(n_samples, _dense_rows(n_clusters))
         copies = 0 if dtype == np.float64 else n_features + n_clusters
         return 8 * rows * (n_features + 2 + copies)
 
@@ -385,14 +384,14 @@ def _set_variance(sse, total_weight, centers, state):
                            state.config.sigma2_floor)
 
 
-# Rows per chunk of the dense soft M-step: as many as fill _DENSE_CHUNK_BYTES of float64
-# responsibilities (about an L2 cache, so the gemm reads the copy back from cache and no
-# N x C float64 array is made), at least _DENSE_MIN_ROWS (no tiny gemms for many clusters) and
-# at most _DENSE_MAX_ROWS (each gemm sums its rows sequentially and the variance amplifies
-# that rounding by ||x||^2 / sigma^2: at 3e7, 4096 rows gave errors near 1e-8, 65536 5e-6).
-_DENSE_CHUNK_BYTES = 1 << 20
-_DENSE_MIN_ROWS = 256
-_DENSE_MAX_ROWS = 4096
+def _dense_rows(n_clusters):
+    """Rows per chunk of the dense soft M-step: as many as fill
+    :data:`~clusterkit._data.blocks.SOFT_MSTEP_BLOCK_BYTES` of float64 responsibilities,
+    between :data:`~clusterkit._data.blocks.SOFT_MSTEP_MIN_ROWS` and
+    :data:`~clusterkit._data.blocks.SOFT_MSTEP_MAX_ROWS`."""
+    return blocks.rows_for_bytes(8 * n_clusters, blocks.SOFT_MSTEP_BLOCK_BYTES,
+                                 at_least=blocks.SOFT_MSTEP_MIN_ROWS,
+                                 at_most=blocks.SOFT_MSTEP_MAX_ROWS)
 
 
 def _dense_soft_statistics(X, sample_weight, resp):
@@ -408,8 +407,8 @@ def _dense_soft_statistics(X, sample_weight, resp):
     """
     n_samples, n_features = X.shape
     n_clusters = resp.shape[1]
-    chunk = min(_DENSE_MAX_ROWS, max(_DENSE_MIN_ROWS, _DENSE_CHUNK_BYTES // (8 * n_clusters)))
-    chunk = max(1, min(chunk, n_samples))  # (a chunk of data in chunks may be empty)
+    # (a chunk of data in chunks may be empty)
+    chunk = max(1, min(_dense_rows(n_clusters), n_samples))
     # columns: w_n x_n (n_features), w_n, w_n ||x_n||^2
     stats = np.zeros((n_clusters, n_features + 2), dtype=np.float64)
     rhs = np.empty((chunk, n_features + 2), dtype=np.float64)
@@ -431,10 +430,12 @@ def _dense_soft_statistics(X, sample_weight, resp):
     return stats
 
 
-# Rows per chunk of the truncated soft M-step on float32 data, which sums float64 copies of
-# the rows: as many as fill _TRUNCATED_CHUNK_BYTES, at least n_clusters (each chunk's sums
-# are C x D numbers; then they cost no more than the chunk's rows).
-_TRUNCATED_CHUNK_BYTES = 4 << 20
+def _truncated_rows(n_features, n_clusters, n_winners):
+    """Rows per chunk of the truncated soft M-step on float32 data, which sums float64 copies
+    of the rows, their weights, norms and ``n_winners`` responsibilities: as many as fill
+    :data:`~clusterkit._data.blocks.TRUNCATED_MSTEP_BLOCK_BYTES`, at least ``n_clusters``."""
+    return blocks.rows_for_bytes(8 * (n_features + 2 + n_winners),
+                                 blocks.TRUNCATED_MSTEP_BLOCK_BYTES, at_least=n_clusters)
 
 
 def _truncated_soft_statistics(X, sample_weight, winners, resp, n_clusters, n_threads):
@@ -450,8 +451,7 @@ def _truncated_soft_statistics(X, sample_weight, winners, resp, n_clusters, n_th
     if X.dtype == np.float64:
         chunk = max(1, n_samples)
     else:
-        chunk = max(n_clusters, _TRUNCATED_CHUNK_BYTES
-                    // (8 * (n_features + 2 + winners.shape[1])))
+        chunk = _truncated_rows(n_features, n_clusters, winners.shape[1])
     stats = np.zeros((n_clusters, n_features + 2), dtype=np.float64)
     centers_sum = np.empty((n_clusters, n_features), dtype=np.float64)
     weight, sq_sum = np.empty(n_clusters), np.empty(n_clusters)

@@ -3,6 +3,7 @@ the row's number and a key, so that any holder of some rows (a row chunk, on any
 finds their positions without the order of all the rows."""
 import numpy as np
 
+from .._data import blocks
 from .._engine.state import _GOLDEN, _mix64
 
 __all__ = ["KeyedOrder"]
@@ -10,9 +11,6 @@ __all__ = ["KeyedOrder"]
 #: Rounds of the Feistel network (four make a pseudo-random permutation from a pseudo-random
 #: round function, Luby & Rackoff; two more for small domains, where each half is short).
 _ROUNDS = 6
-
-#: Rows per block of :meth:`KeyedOrder.permutation` (bounds its temporary arrays).
-_BLOCK = 1 << 20
 
 
 class KeyedOrder:
@@ -74,8 +72,8 @@ class KeyedOrder:
         order : ndarray of shape (n_samples,), dtype=intp
         """
         order = np.empty(self.n_samples, dtype=np.intp)
-        for start in range(0, self.n_samples, _BLOCK):
-            rows = np.arange(start, min(start + _BLOCK, self.n_samples), dtype=np.intp)
+        for block in blocks.row_slices(self.n_samples, blocks.ORDER_BLOCK_ROWS):
+            rows = np.arange(block.start, block.stop, dtype=np.intp)
             order[self.positions(rows)] = rows
         return order
 

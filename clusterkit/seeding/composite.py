@@ -13,12 +13,12 @@ from .._engine.constraints import InstanceOf, Interval, Options
 from .._engine.contracts import Seeder, Seeding
 from .afkmc2 import AFKMC2
 from .many_clusters import MANY_CLUSTERS, PARALLEL_ROWS_PER_CLUSTER, KMeansParallel
-from .seeders import KMeansPlusPlus, _sample_rows
+from .seeders import KMeansPlusPlus, _InnerSeeder, _sample_rows
 
 __all__ = ["SampledSeeder", "ByDimension", "ByClusters"]
 
 
-class SampledSeeder(Seeder):
+class SampledSeeder(_InnerSeeder):
     """Run another seeder on a random subsample of the data, optionally the best of several.
 
     A uniform sample of ``size`` rows (without replacement, among rows with positive weight)
@@ -97,18 +97,12 @@ class SampledSeeder(Seeder):
         self.n_candidates = n_candidates
         self.float32 = float32
 
-    def _inner(self):
-        return KMeansPlusPlus() if self.seeder is None else self.seeder
+    _sparse_seeders = "KMeansPlusPlus or RandomSeeder"
 
     def _validate(self, X, n_clusters, composition):
         if isinstance(self.size, Integral) and self.size < n_clusters:
             raise ValueError(f"size={self.size} must be >= n_clusters={n_clusters}.")
-        inner = self._inner()
-        if kernels_for(X).refuses(inner):
-            raise TypeError(f"SampledSeeder's seeder {type(inner).__name__} cannot take "
-                            "sparse X; use KMeansPlusPlus or RandomSeeder, or pass "
-                            "X.toarray().")
-        inner._validate(X, n_clusters, composition)
+        super()._validate(X, n_clusters, composition)
 
     def _size(self, n_samples, n_clusters, state):
         """Rows of each sample (at least ``n_clusters``, at most ``n_samples``)."""

@@ -10,7 +10,7 @@ from .._data.nearest import all_dist2, nearest, single_threaded_blas
 from .._data.sparse import kernels_for
 from .._engine.constraints import InstanceOf, Interval
 from .._engine.contracts import Seeder, Seeding
-from .seeders import KMeansPlusPlus, _first_index, greedy_dense
+from .seeders import KMeansPlusPlus, _first_index, _InnerSeeder, greedy_dense
 
 __all__ = ["HierarchicalKMeansPlusPlus", "KMeansParallel", "MANY_CLUSTERS",
            "PARALLEL_ROWS_PER_CLUSTER"]
@@ -77,6 +77,27 @@ def gain_budgets(potentials, n_clusters):
     return 1 + np.bincount(cell[taken], minlength=len(potentials))
 
 
+def _one_centre_per_blob(seeder_class):
+    """Give ``seeder_class`` the example both seeders of this module share: nine blobs of 20
+    rows on a line, and a centre in each from the seeder with its defaults."""
+    if seeder_class.__doc__:  # (none under python -OO)
+        name = seeder_class.__name__
+        seeder_class.__doc__ += f"""
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import FitState, {name}
+    >>> rng = np.random.RandomState(0)
+    >>> X = np.repeat(np.arange(9.0)[:, None] * 100, 20, axis=0) + rng.normal(size=(180, 1))
+    >>> state = FitState(n_clusters=9, n_features=1, random_state=np.random.RandomState(0))
+    >>> centers = {name}().seed(X, np.ones(180), 9, state)
+    >>> np.unique(np.round(centers[:, 0] / 100)).size  # one centre per blob
+    9
+    """
+    return seeder_class
+
+
+@_one_centre_per_blob
 class HierarchicalKMeansPlusPlus(Seeder):
     """Two-level greedy k-means++: coarse cells first, then k-means++ inside each cell.
 
@@ -134,17 +155,6 @@ class HierarchicalKMeansPlusPlus(Seeder):
     defaults page has the measurements, ``oversampling`` the repair. With fewer distinct rows
     of positive weight than ``n_clusters`` (or than ``n_cells``), it runs flat
     :class:`~clusterkit.KMeansPlusPlus`, which warns and draws the rest.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from clusterkit import FitState, HierarchicalKMeansPlusPlus
-    >>> rng = np.random.RandomState(0)
-    >>> X = np.repeat(np.arange(9.0)[:, None] * 100, 20, axis=0) + rng.normal(size=(180, 1))
-    >>> state = FitState(n_clusters=9, n_features=1, random_state=np.random.RandomState(0))
-    >>> centers = HierarchicalKMeansPlusPlus().seed(X, np.ones(180), 9, state)
-    >>> np.unique(np.round(centers[:, 0] / 100)).size  # one centre per blob
-    9
     """
 
     _parameter_constraints = {"n_cells": [Interval(Integral, 1), None],
@@ -285,7 +295,8 @@ class HierarchicalKMeansPlusPlus(Seeder):
         return centers, np.maximum(dist2, 0).T @ w_cell.astype(np.float64), n_chosen
 
 
-class KMeansParallel(Seeder):
+@_one_centre_per_blob
+class KMeansParallel(_InnerSeeder):
     """k-means|| seeding (Bahmani et al., 2012): a few oversampling rounds, then another
     seeder on the weighted candidates.
 
@@ -334,17 +345,6 @@ class KMeansParallel(Seeder):
     ----------
     B. Bahmani, B. Moseley, A. Vattani, R. Kumar and S. Vassilvitskii, "Scalable k-means++",
     Proc. VLDB Endowment 5(7), 2012.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from clusterkit import FitState, KMeansParallel
-    >>> rng = np.random.RandomState(0)
-    >>> X = np.repeat(np.arange(9.0)[:, None] * 100, 20, axis=0) + rng.normal(size=(180, 1))
-    >>> state = FitState(n_clusters=9, n_features=1, random_state=np.random.RandomState(0))
-    >>> centers = KMeansParallel().seed(X, np.ones(180), 9, state)
-    >>> np.unique(np.round(centers[:, 0] / 100)).size  # one centre per blob
-    9
     """
 
     accepts_sparse = True  # if its inner seeder does (see _validate)
@@ -356,16 +356,6 @@ class KMeansParallel(Seeder):
         self.seeder = seeder
         self.n_rounds = n_rounds
         self.oversampling = oversampling
-
-    def _inner(self):
-        return KMeansPlusPlus() if self.seeder is None else self.seeder
-
-    def _validate(self, X, n_clusters, composition):
-        inner = self._inner()
-        if kernels_for(X).refuses(inner):
-            raise TypeError(f"KMeansParallel's seeder {type(inner).__name__} cannot take "
-                            "sparse X; use KMeansPlusPlus, or pass X.toarray().")
-        inner._validate(X, n_clusters, composition)
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """Per row its nearest candidate and distance, its mass, uniform and weight

@@ -360,6 +360,24 @@ def _kmeanspp_sparse(X, sample_weight, first, uniforms, centers, chosen, n_threa
 _GREEDY = {DENSE: greedy_dense, CSR: _greedy_csr}
 
 
+class _InnerSeeder(Seeder):
+    """A seeder that runs another one, ``seeder`` (``None``: :class:`KMeansPlusPlus`), on
+    the rows it chooses; it takes sparse rows if that one does."""
+
+    #: The seeders the error names for sparse rows the inner seeder refuses.
+    _sparse_seeders = "KMeansPlusPlus"
+
+    def _inner(self):
+        return KMeansPlusPlus() if self.seeder is None else self.seeder
+
+    def _validate(self, X, n_clusters, composition):
+        inner = self._inner()
+        if kernels_for(X).refuses(inner):
+            raise TypeError(f"{type(self).__name__}'s seeder {type(inner).__name__} cannot "
+                            f"take sparse X; use {self._sparse_seeders}, or pass X.toarray().")
+        inner._validate(X, n_clusters, composition)
+
+
 class GivenCenters(Seeder):
     """The initial centres the user gave (``Clusterer(seed=array)``), in the user's
     coordinates until :meth:`in_frame` moves them into the fit's."""

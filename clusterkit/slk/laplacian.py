@@ -6,6 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
+from .._data import blocks
 from .._data.memory import check_memory
 from .._data.moments import weighted_sum
 from .._data.nearest import all_dist2
@@ -295,10 +296,6 @@ class LaplacianEStep(EStep):
 #: Members of a cluster that the first SLK-BO modes are chosen among and estimated from.
 MODE_SAMPLE = 2000
 
-#: Members whose kernel densities are summed at a time (a ``MODE_BLOCK x MODE_SAMPLE``
-#: block of distances, not all ``MODE_SAMPLE^2``).
-MODE_BLOCK = 64
-
 
 def _kernel_modes(X, labels, n_clusters, sigma2, random_state):
     """Each cluster's discrete kernel mode, ``argmax_p sum_q k(x_p, x_q)`` over its members
@@ -316,8 +313,7 @@ def _kernel_modes(X, labels, n_clusters, sigma2, random_state):
         Xc = X[members].astype(np.float64)
         sqnorm = np.einsum("ij,ij->i", Xc, Xc)
         density = np.empty(members.size)
-        for start in range(0, members.size, MODE_BLOCK):
-            block = slice(start, start + MODE_BLOCK)
+        for block in blocks.row_slices(members.size, blocks.MODE_BLOCK_ROWS):
             dist2 = np.maximum(sqnorm[block, None] - 2 * Xc[block] @ Xc.T + sqnorm, 0)
             density[block] = np.exp(dist2 / (-2 * sigma2)).sum(axis=1)
         rows[cluster] = members[density.argmax()]
@@ -384,13 +380,13 @@ class ModeMStep(MStep):
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
         """SLK-BO's first modes: at most ``m = min(MODE_SAMPLE, N)`` members of a cluster
         in float64 (``8 m (D + 1)``) and their kernel densities summed a block of ``b =
-        min(MODE_BLOCK, m)`` rows at a time (three ``b x m`` float64 temporaries, ``24 b
+        min(MODE_BLOCK_ROWS, m)`` rows at a time (three ``b x m`` float64 temporaries, ``24 b
         m``). SLK-MS's mean-shift holds a cluster's rows and their differences to the mode,
         ``O(N D / C)`` on average, not counted."""
         if self.method != "bo":
             return 0
         sample = min(MODE_SAMPLE, n_samples)
-        return 8 * sample * (n_features + 1 + 3 * min(MODE_BLOCK, sample))
+        return 8 * sample * (n_features + 1 + 3 * min(blocks.MODE_BLOCK_ROWS, sample))
 
     def update(self, X, sample_weight, assignment, centers, state):
         if self.method == "bo":
