@@ -77,27 +77,6 @@ def gain_budgets(potentials, n_clusters):
     return 1 + np.bincount(cell[taken], minlength=len(potentials))
 
 
-def _one_centre_per_blob(seeder_class):
-    """Give ``seeder_class`` the example both seeders of this module share: nine blobs of 20
-    rows on a line, and a centre in each from the seeder with its defaults."""
-    if seeder_class.__doc__:  # (none under python -OO)
-        name = seeder_class.__name__
-        seeder_class.__doc__ += f"""
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from clusterkit import FitState, {name}
-    >>> rng = np.random.RandomState(0)
-    >>> X = np.repeat(np.arange(9.0)[:, None] * 100, 20, axis=0) + rng.normal(size=(180, 1))
-    >>> state = FitState(n_clusters=9, n_features=1, random_state=np.random.RandomState(0))
-    >>> centers = {name}().seed(X, np.ones(180), 9, state)
-    >>> np.unique(np.round(centers[:, 0] / 100)).size  # one centre per blob
-    9
-    """
-    return seeder_class
-
-
-@_one_centre_per_blob
 class HierarchicalKMeansPlusPlus(Seeder):
     """Two-level greedy k-means++: coarse cells first, then k-means++ inside each cell.
 
@@ -155,6 +134,17 @@ class HierarchicalKMeansPlusPlus(Seeder):
     defaults page has the measurements, ``oversampling`` the repair. With fewer distinct rows
     of positive weight than ``n_clusters`` (or than ``n_cells``), it runs flat
     :class:`~clusterkit.KMeansPlusPlus`, which warns and draws the rest.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import FitState, HierarchicalKMeansPlusPlus
+    >>> rng = np.random.RandomState(0)
+    >>> X = np.repeat(np.arange(9.0)[:, None] * 100, 20, axis=0) + rng.normal(size=(180, 1))
+    >>> state = FitState(n_clusters=9, n_features=1, random_state=np.random.RandomState(0))
+    >>> centers = HierarchicalKMeansPlusPlus().seed(X, np.ones(180), 9, state)
+    >>> np.unique(np.round(centers[:, 0] / 100)).size  # one centre per blob
+    9
     """
 
     _parameter_constraints = {"n_cells": [Interval(Integral, 1), None],
@@ -295,7 +285,6 @@ class HierarchicalKMeansPlusPlus(Seeder):
         return centers, np.maximum(dist2, 0).T @ w_cell.astype(np.float64), n_chosen
 
 
-@_one_centre_per_blob
 class KMeansParallel(_InnerSeeder):
     """k-means|| seeding (Bahmani et al., 2012): a few oversampling rounds, then another
     seeder on the weighted candidates.
@@ -345,6 +334,18 @@ class KMeansParallel(_InnerSeeder):
     ----------
     B. Bahmani, B. Moseley, A. Vattani, R. Kumar and S. Vassilvitskii, "Scalable k-means++",
     Proc. VLDB Endowment 5(7), 2012.
+
+    Examples
+    --------
+    Eight blobs along the diagonal, seeded by three rounds of candidates:
+
+    >>> import numpy as np
+    >>> from clusterkit import Clusterer, KMeansParallel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.normal(size=(3000, 2)) + 10 * rng.randint(0, 8, size=(3000, 1))
+    >>> km = Clusterer(8, seed=KMeansParallel(n_rounds=3), random_state=0).fit(X)
+    >>> np.round(np.sort(km.cluster_centers_[:, 0]) / 10).astype(int)  # one per blob
+    array([0, 1, 2, 3, 4, 5, 6, 7])
     """
 
     accepts_sparse = True  # if its inner seeder does (see _validate)
