@@ -677,3 +677,23 @@ def test_neighbourhoods_from_chunk_sums_follow_the_kernel(dtype, use_dist):
     assert expected[39, 1] == 5 and expected[39, 0] == 39
     np.testing.assert_array_equal(expected[39, 2:], [k for k in old[39, 1:] if k != 5][:3])
     np.testing.assert_array_equal(expected[38], old[38])
+
+
+def test_each_chunk_steps_on_the_worker_holding_it(da, client):
+    """A persisted array's chunks are stepped where they are held (as far as the workers'
+    shares allow): no chunk is sent to another worker at every step."""
+    from distributed import futures_of, wait
+
+    from clusterkit._data.dask_chunks import DaskChunks
+    Xd = da.from_array(_blobs(4_000, 3, 4, 21), chunks=(500, 3)).persist()
+    wait(Xd)
+    data = DaskChunks(Xd, None)
+    blocks, _ = data._delayed_blocks()
+    holders = client.who_has(futures_of(Xd))
+    placement = data._placement(client, blocks)
+    share = -(-data.n_chunks // len(client.scheduler_info()["workers"]))
+    on_holder = sum(placement[c][0] in holders[block.key] for c, block in enumerate(blocks))
+    per_holder = {}
+    for block in blocks:
+        per_holder[holders[block.key][0]] = per_holder.get(holders[block.key][0], 0) + 1
+    assert on_holder == sum(min(n, share) for n in per_holder.values())

@@ -108,7 +108,11 @@ class DaskChunks(ChunkedData):
             workers = sorted(client.scheduler_info()["workers"])
             if not workers:  # (the client has not heard of any yet: the scheduler places)
                 return [None] * self.n_chunks
-            holders = client.who_has([block.key for block in blocks])
+            from distributed import futures_of
+
+            # (who_has finds the holders of futures: a persisted array's; a block key
+            # alone finds none)
+            holders = client.who_has(futures_of(self._X))
             share = -(-self.n_chunks // len(workers))
             count = dict.fromkeys(workers, 0)
             placement = [None] * self.n_chunks
