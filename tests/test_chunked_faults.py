@@ -60,13 +60,20 @@ def _nmbatch(n_clusters, **kwargs):
     return nmbatch(n_clusters, initial_batch=600, **kwargs)
 
 
-@pytest.mark.parametrize("preset", [lloyd, elkan, _var_kmeans_s, _nmbatch])
-def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(cluster, preset):
+@pytest.mark.parametrize("preset, persist", [(lloyd, False), (elkan, False),
+                                             (_var_kmeans_s, False), (_nmbatch, False),
+                                             (lloyd, True), (_var_kmeans_s, True)])
+def test_a_worker_killed_at_30_and_70_percent_of_the_fit_changes_nothing(cluster, preset,
+                                                                        persist):
+    """Also on a persisted array, whose chunks' steps keep the framed rows with the states
+    (a lost state is made again from the chunk's first step, which read the chunk)."""
     da = pytest.importorskip("dask.array")
     cluster, client = cluster
     X = _blobs(6_000, 4, 8, 0)
     init = X[np.random.RandomState(1).choice(len(X), 8, replace=False)]
     Xd = da.from_array(X, chunks=(1_000, 4))
+    if persist:
+        Xd = Xd.persist()
     undisturbed = preset(8, seed=init, tol=0.0, random_state=0).fit(Xd)  # (to a fixed point)
     n_iter = undisturbed.n_iter_
     # (the tasks of four worker threads share the strategies' objects: still the fit in memory)

@@ -15,7 +15,7 @@ from clusterkit.estep.neighbourhood_sums import (choose_neighbourhoods, combine_
                                                  pair_sums)
 from clusterkit.mstep.batch_rules import relocate_empty
 from clusterkit.metrics import quantization_error
-from clusterkit.presets import (best_quality, gmm, large_scale, lloyd, minibatch,
+from clusterkit.presets import (best_quality, elkan, gmm, large_scale, lloyd, minibatch,
                                 spherical_kmeans, var_gmm_s, var_gmm_x, var_kmeans_s,
                                 var_kmeans_x)
 
@@ -697,3 +697,19 @@ def test_each_chunk_steps_on_the_worker_holding_it(da, client):
     for block in blocks:
         per_holder[holders[block.key][0]] = per_holder.get(holders[block.key][0], 0) + 1
     assert on_holder == sum(min(n, share) for n in per_holder.values())
+
+
+@pytest.mark.parametrize("preset", [lloyd, elkan])
+def test_a_persisted_array_keeps_its_framed_chunks_with_the_same_fit(da, client, preset):
+    """On a persisted array each chunk is centred once per run and kept with its state on
+    its worker; the fit is the one that centres the chunks at every step, bit for bit."""
+    from distributed import wait
+    X = _blobs(6_000, 3, 6, 22, np.float32)
+    init = X[:6].copy()
+    read = preset(6, seed=init, tol=0.0).fit(da.from_array(X, chunks=(1_500, 3)))
+    Xd = da.from_array(X, chunks=(1_500, 3)).persist()
+    wait(Xd)
+    kept = preset(6, seed=init, tol=0.0).fit(Xd)
+    np.testing.assert_array_equal(kept.cluster_centers_, read.cluster_centers_)
+    np.testing.assert_array_equal(np.asarray(kept.labels_), np.asarray(read.labels_))
+    assert [h["objective"] for h in kept.history_] == [h["objective"] for h in read.history_]

@@ -84,6 +84,7 @@ class DaskChunks(ChunkedData):
         self._blocks = None  # (the chunks' and weights' delayed objects, made once)
         self._placed = None  # (the worker of each chunk's steps, found once)
         self._n_workers = None  # (found once)
+        self._held = None  # (whether the chunks are persisted, found once)
 
     def _delayed_blocks(self):
         """The chunks and their weights (``None`` without weights) as delayed objects, one
@@ -93,6 +94,19 @@ class DaskChunks(ChunkedData):
                        else list(self._w.to_delayed().ravel()))
             self._blocks = list(self._X.to_delayed().ravel()), weights
         return self._blocks
+
+    def _persisted(self):
+        """Whether the array (and its weights) are held on the cluster (persisted): its
+        chunks' futures are there."""
+        if self._held is None:
+            from distributed import futures_of
+            keys = {future.key for future in futures_of(self._X)}
+            if self._w is not None:
+                keys |= {future.key for future in futures_of(self._w)}
+            blocks, weights = self._delayed_blocks()
+            self._held = all(block.key in keys for block in blocks) and all(
+                weight is None or weight.key in keys for weight in weights)
+        return self._held
 
     def _placement(self, client, blocks):
         """The worker each chunk's steps run on, the same at every step (its state stays
@@ -165,8 +179,12 @@ class DaskChunks(ChunkedData):
                                       result_bytes)
         import operator
 
-        from distributed import as_completed
+        from distributed import Future, as_completed
         blocks, weights = self._delayed_blocks()
+        # a persisted array's chunk is framed once per run, at its first step, and kept with
+        # its state on its worker (as the fit in memory keeps one centred copy): its later
+        # steps read neither the chunk nor its weights again
+        keep = self._persisted()
         # the arguments every chunk reads (the frame, centres, the step's plan): written into
         # each chunk's task where they are small, so that no worker waits to fetch them from
         # another; else one task of the graph
@@ -181,8 +199,10 @@ class DaskChunks(ChunkedData):
         for c, workers in enumerate(self._placement(client, blocks)):
             where = {} if workers is None else dict(workers=workers, allow_other_workers=True)
             with dask.annotate(**where):
-                tasks.append(call(blocks[c], weights[c], self.dtype, func, states[c],
-                                  arguments, self.unit_rows))
+                kept = keep and isinstance(states[c], Future)
+                tasks.append(call(None if kept else blocks[c], None if kept else weights[c],
+                                  self.dtype, func, states[c], arguments, self.unit_rows,
+                                  keep))
         pairs = client.compute(tasks)
         del tasks  # (they hold the old states' futures)
         results = client.map(operator.getitem, pairs, [0] * len(pairs), pure=False)
@@ -239,7 +259,24 @@ class DaskChunks(ChunkedData):
 
 def _of_pair(func, pair):
     """``func`` of the state of a chunk's ``(result, state)`` pair."""
-    return func(pair[1])
+    state = pair[1]
+    return func(state.state if isinstance(state, _Framed) else state)
+
+
+class _Framed:
+    """A chunk's state on its worker kept with the chunk's rows as its steps read them (in
+    the fit's frame, with the fit's weights; see :meth:`DaskChunks._map_state`)."""
+
+    __slots__ = ("X", "sample_weight", "state")
+
+    def __init__(self, X, sample_weight, state):
+        self.X, self.sample_weight, self.state = X, sample_weight, state
+
+
+def _rows_as_read(X, sample_weight):
+    """A block's rows and weights as :func:`~clusterkit._data.chunked._call_on_block` gives
+    them to a block function."""
+    return X, sample_weight
 
 
 class _Arguments:
@@ -252,12 +289,23 @@ class _Arguments:
         self.frame, self.args = frame, args
 
 
-def _step_task(X, sample_weight, dtype, func, pair, arguments, unit):
+def _step_task(X, sample_weight, dtype, func, pair, arguments, unit, keep):
     """A chunk's task of :meth:`ChunkedData.map_chunks_with_state` on a cluster:
     :func:`~clusterkit._data.chunked._call_on_block` with the state of the chunk's last
-    ``(result, state)`` pair (a state given as such, or ``None``, before the first)."""
-    return _call_on_block(func, X, sample_weight, dtype, arguments.args, arguments.frame,
-                          state=pair[1] if isinstance(pair, tuple) else pair, unit=unit)
+    ``(result, state)`` pair (a state given as such, or ``None``, before the first). With
+    ``keep`` the new state keeps the chunk's rows as read (:class:`_Framed`), and a state
+    that kept them is stepped on those (``X`` is then ``None``)."""
+    state = pair[1] if isinstance(pair, tuple) else pair
+    if isinstance(state, _Framed):
+        X, sample_weight, state = state.X, state.sample_weight, state.state
+    elif keep:
+        X, sample_weight = _call_on_block(_rows_as_read, X, sample_weight, dtype, (),
+                                          arguments.frame, unit=unit)
+    else:
+        return _call_on_block(func, X, sample_weight, dtype, arguments.args, arguments.frame,
+                              state=state, unit=unit)
+    result, state = func(X, sample_weight, state, *arguments.args)
+    return result, _Framed(X, sample_weight, state)
 
 
 def _distributed_client():
