@@ -1,0 +1,397 @@
+"""Capacitated assignment on a sparse candidate graph: successive shortest paths.
+
+The transport problem: row ``i`` holds mass ``m_i``, which goes to clusters among its
+candidates at cost ``d_ic`` per unit; cluster ``c`` must hold between ``lower_c`` and
+``upper_c``. As a minimum-cost flow: rows -> clusters -> one sink ``t``, with the edge
+``c -> t`` carrying ``f_c`` in ``[lower_c, upper_c]``. The residual graph is searched on the
+``C + 1`` nodes {clusters, t} only: a cluster-to-cluster edge moves (part of) one row, and
+its reduced cost is the best over the rows the cluster holds. Potentials are the clusters'
+prices ``p_c`` (a row belongs to a candidate minimising ``d_ic - p_c``) and the sink's
+``theta`` (``p_c > theta`` only for a cluster at its lower bound, ``p_c < theta`` only at its
+upper bound), so any prices are a valid start: a warm start is only faster.
+"""
+from libc.math cimport INFINITY
+from libc.stdlib cimport free, malloc, realloc
+
+import numpy as np
+
+
+cdef struct _Pool:
+    # entries: (row, cluster, mass, distance); a row holds one entry per cluster it is in
+    Py_ssize_t cap, free_head
+    int* row
+    int* clu
+    double* mass
+    double* d2
+    Py_ssize_t* next      # next entry of the same cluster (or the free list)
+    Py_ssize_t* prev      # previous entry of the same cluster
+    Py_ssize_t* rnext     # next entry of the same row
+
+
+cdef int _pool_grow(_Pool* pool, Py_ssize_t new) noexcept nogil:
+    """Room for ``new`` entries in all (more than ``pool.cap``); the new ones free."""
+    cdef Py_ssize_t old = pool.cap, e
+    cdef void* p
+    p = realloc(pool.row, new * sizeof(int))
+    if p == NULL:
+        return -1
+    pool.row = <int*> p
+    p = realloc(pool.clu, new * sizeof(int))
+    if p == NULL:
+        return -1
+    pool.clu = <int*> p
+    p = realloc(pool.mass, new * sizeof(double))
+    if p == NULL:
+        return -1
+    pool.mass = <double*> p
+    p = realloc(pool.d2, new * sizeof(double))
+    if p == NULL:
+        return -1
+    pool.d2 = <double*> p
+    p = realloc(pool.next, new * sizeof(Py_ssize_t))
+    if p == NULL:
+        return -1
+    pool.next = <Py_ssize_t*> p
+    p = realloc(pool.prev, new * sizeof(Py_ssize_t))
+    if p == NULL:
+        return -1
+    pool.prev = <Py_ssize_t*> p
+    p = realloc(pool.rnext, new * sizeof(Py_ssize_t))
+    if p == NULL:
+        return -1
+    pool.rnext = <Py_ssize_t*> p
+    for e in range(old, new):
+        pool.next[e] = e + 1 if e + 1 < new else pool.free_head
+    pool.free_head = old
+    pool.cap = new
+    return 0
+
+
+cdef void _pool_free(_Pool* pool) noexcept nogil:
+    free(pool.row)
+    free(pool.clu)
+    free(pool.mass)
+    free(pool.d2)
+    free(pool.next)
+    free(pool.prev)
+    free(pool.rnext)
+
+
+cdef Py_ssize_t _new_entry(_Pool* pool, Py_ssize_t* clu_head, Py_ssize_t* row_head, int i,
+                           int c, double mass, double d2) noexcept nogil:
+    """Add row ``i``'s entry in cluster ``c`` (-1 if memory ran out)."""
+    cdef Py_ssize_t e
+    if pool.free_head < 0 or pool.free_head >= pool.cap:
+        if _pool_grow(pool, 2 * pool.cap + 16) != 0:
+            return -1
+    e = pool.free_head
+    pool.free_head = pool.next[e]
+    pool.row[e], pool.clu[e], pool.mass[e], pool.d2[e] = i, c, mass, d2
+    pool.prev[e] = -1
+    pool.next[e] = clu_head[c]
+    if clu_head[c] >= 0:
+        pool.prev[clu_head[c]] = e
+    clu_head[c] = e
+    pool.rnext[e] = row_head[i]
+    row_head[i] = e
+    return e
+
+
+cdef void _drop_entry(_Pool* pool, Py_ssize_t* clu_head, Py_ssize_t* row_head,
+                      Py_ssize_t e) noexcept nogil:
+    cdef int c = pool.clu[e], i = pool.row[e]
+    cdef Py_ssize_t f
+    if pool.prev[e] >= 0:
+        pool.next[pool.prev[e]] = pool.next[e]
+    else:
+        clu_head[c] = pool.next[e]
+    if pool.next[e] >= 0:
+        pool.prev[pool.next[e]] = pool.prev[e]
+    if row_head[i] == e:
+        row_head[i] = pool.rnext[e]
+    else:
+        f = row_head[i]
+        while pool.rnext[f] != e:
+            f = pool.rnext[f]
+        pool.rnext[f] = pool.rnext[e]
+    pool.next[e] = pool.free_head
+    pool.free_head = e
+
+
+cdef Py_ssize_t _row_entry(_Pool* pool, Py_ssize_t* row_head, int i, int c) noexcept nogil:
+    cdef Py_ssize_t e = row_head[i]
+    while e >= 0:
+        if pool.clu[e] == c:
+            return e
+        e = pool.rnext[e]
+    return -1
+
+
+def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
+              const int[::1] cand_idx,         # IN  (n_cand,) candidate clusters of each row
+              const double[::1] cand_d2,       # IN  (n_cand,) their squared distances
+              const double[::1] mass,          # IN  (n_rows,) > 0
+              const double[::1] lower,         # IN  (n_clusters,)
+              const double[::1] upper,         # IN  (n_clusters,)
+              double[::1] prices,              # IN/OUT (n_clusters + 1,): p_c, then theta
+              int[::1] labels,                 # OUT (n_rows,) the cluster of most of the row
+              double[::1] label_d2,            # OUT (n_rows,) its squared distance
+              double tol):
+    """Solve the transport problem on the candidate graph (see the module notes).
+
+    Parameters
+    ----------
+    cand_ptr, cand_idx, cand_d2
+        The candidates of row ``i`` are ``cand_idx[cand_ptr[i]:cand_ptr[i + 1]]``, at
+        squared distances ``cand_d2[...]``; at least one each, no cluster twice.
+    mass : ndarray of shape (n_rows,)
+        Each row's supply (1 for a bound in rows).
+    lower, upper : ndarray of shape (n_clusters,)
+        The bounds, ``lower <= upper``, with ``sum(lower) <= sum(mass) <= sum(upper)``.
+    prices : ndarray of shape (n_clusters + 1,)
+        The start's prices and sink potential (any values; zeros for a cold start);
+        overwritten with the optimum's, which are optimal duals on the candidate graph.
+    labels, label_d2 : ndarray of shape (n_rows,)
+        Output: for each row the cluster holding most of its mass, and the distance to it.
+    tol : float
+        Excess below which a node counts as balanced (0 for integral masses and bounds,
+        whose arithmetic is exact in float64).
+
+    Returns
+    -------
+    status : int
+        0: solved; 1: some excess cannot reach a deficit along candidate edges (the
+        candidates must widen; ``prices`` then still hold valid duals to restart from); 2:
+        out of memory.
+    splits : tuple of ndarray
+        ``(rows, clusters, masses, d2)`` of every entry of the rows held by more than one
+        cluster (none when masses and bounds are integers).
+    n_paths, n_scanned : int
+        Augmenting paths found, and row candidates scanned by the searches (the work).
+
+    Notes
+    -----
+    Each round runs Dijkstra from every node with excess until the first node with a
+    deficit is settled, raises every potential by its distance capped at that one (reduced
+    costs stay non-negative, and the path's become zero), and moves the path's bottleneck.
+    A row moves only along a zero reduced cost, so each row stays at a candidate of least
+    ``d - p``: the result satisfies complementary slackness on the candidate graph. With
+    integral masses and bounds every quantity is an integer, so no row is ever split.
+    Search from a cluster scans only the rows it holds; the search stops early, so a round
+    costs the rows of the few clusters nearest (in reduced cost) to the excess.
+    """
+    cdef Py_ssize_t n_rows = mass.shape[0], n_clusters = lower.shape[0]
+    cdef Py_ssize_t n_nodes = n_clusters + 1, t = n_clusters
+    cdef Py_ssize_t i, k, c, c2, v, u, e, e2, best_k, target, source
+    cdef double best, val, d, nd, rc, delta, moved, total = 0.0, theta, D
+    cdef long long n_paths = 0, n_scanned = 0
+    cdef int status = 0
+    cdef _Pool pool
+    cdef Py_ssize_t* clu_head = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* row_head = <Py_ssize_t*> malloc(n_rows * sizeof(Py_ssize_t))
+    cdef double* size = <double*> malloc(n_clusters * sizeof(double))
+    cdef double* flow = <double*> malloc(n_clusters * sizeof(double))
+    cdef double* excess = <double*> malloc(n_nodes * sizeof(double))
+    cdef double* dist = <double*> malloc(n_nodes * sizeof(double))
+    cdef char* settled = <char*> malloc(n_nodes)
+    cdef Py_ssize_t* pred = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* pred_entry = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
+    cdef double* pred_d2 = <double*> malloc(n_nodes * sizeof(double))
+    pool.cap = 0
+    pool.free_head = -1
+    pool.row = pool.clu = NULL
+    pool.mass = pool.d2 = NULL
+    pool.next = pool.prev = pool.rnext = NULL
+    if (clu_head == NULL or row_head == NULL or size == NULL or flow == NULL
+            or excess == NULL or dist == NULL or settled == NULL or pred == NULL
+            or pred_entry == NULL or pred_d2 == NULL):
+        status = 2
+    with nogil:
+        if status == 0:
+            if _pool_grow(&pool, n_rows + n_clusters + 16) != 0:
+                status = 2
+        if status == 0:
+            for c in range(n_clusters):
+                clu_head[c] = -1
+                size[c] = 0.0
+            # every row at a candidate of least d - p
+            for i in range(n_rows):
+                row_head[i] = -1
+                best_k = cand_ptr[i]
+                best = cand_d2[best_k] - prices[cand_idx[best_k]]
+                for k in range(cand_ptr[i] + 1, cand_ptr[i + 1]):
+                    val = cand_d2[k] - prices[cand_idx[k]]
+                    if val < best:
+                        best, best_k = val, k
+                c = cand_idx[best_k]
+                if _new_entry(&pool, clu_head, row_head, <int> i, <int> c, mass[i],
+                              cand_d2[best_k]) < 0:
+                    status = 2
+                    break
+                size[c] += mass[i]
+                total += mass[i]
+        if status == 0:
+            # the sink's edges as complementary slackness allows at these prices
+            theta = prices[t]
+            excess[t] = -total
+            for c in range(n_clusters):
+                if prices[c] > theta:
+                    flow[c] = lower[c]
+                elif prices[c] < theta:
+                    flow[c] = upper[c]
+                else:
+                    flow[c] = min(max(size[c], lower[c]), upper[c])
+                excess[c] = size[c] - flow[c]
+                excess[t] += flow[c]
+        while status == 0:
+            # Dijkstra from all the excess to the nearest deficit
+            source = 0
+            for v in range(n_nodes):
+                settled[v] = 0
+                pred[v] = -1
+                if excess[v] > tol:
+                    dist[v] = 0.0
+                    source = 1
+                else:
+                    dist[v] = INFINITY
+            if not source:
+                break
+            target = -1
+            while True:
+                u, D = -1, INFINITY
+                for v in range(n_nodes):
+                    if not settled[v] and dist[v] < D:
+                        u, D = v, dist[v]
+                if u < 0:
+                    status = 1
+                    break
+                settled[u] = 1
+                if excess[u] < -tol:
+                    target = u
+                    break
+                d = dist[u]
+                theta = prices[t]
+                if u == t:
+                    for c in range(n_clusters):
+                        if not settled[c] and flow[c] > lower[c] + tol:
+                            rc = theta - prices[c]
+                            nd = d + (rc if rc > 0 else 0.0)
+                            if nd < dist[c]:
+                                dist[c], pred[c], pred_entry[c] = nd, t, -1
+                    continue
+                if not settled[t] and flow[u] < upper[u] - tol:
+                    rc = prices[u] - theta
+                    nd = d + (rc if rc > 0 else 0.0)
+                    if nd < dist[t]:
+                        dist[t], pred[t], pred_entry[t] = nd, u, -1
+                e = clu_head[u]
+                while e >= 0:
+                    i = pool.row[e]
+                    val = pool.d2[e] - prices[u]
+                    for k in range(cand_ptr[i], cand_ptr[i + 1]):
+                        c2 = cand_idx[k]
+                        if settled[c2]:
+                            continue
+                        rc = cand_d2[k] - prices[c2] - val
+                        nd = d + (rc if rc > 0 else 0.0)
+                        if nd < dist[c2]:
+                            dist[c2], pred[c2], pred_entry[c2], pred_d2[c2] = (
+                                nd, u, e, cand_d2[k])
+                    n_scanned += cand_ptr[i + 1] - cand_ptr[i]
+                    e = pool.next[e]
+            if status != 0:
+                break
+            # potentials: each node's distance, capped at the deficit's
+            D = dist[target]
+            for v in range(n_nodes):
+                prices[v] += dist[v] if dist[v] < D else D
+            # the bottleneck of the path
+            delta = -excess[target]
+            v = target
+            while pred[v] >= 0:
+                u = pred[v]
+                if u == t:
+                    delta = min(delta, flow[v] - lower[v])
+                elif v == t:
+                    delta = min(delta, upper[u] - flow[u])
+                else:
+                    delta = min(delta, pool.mass[pred_entry[v]])
+                v = u
+            source = v
+            delta = min(delta, excess[source])
+            # move it (each node's excess changes with what enters and leaves it)
+            v = target
+            while pred[v] >= 0:
+                u = pred[v]
+                if u == t:
+                    flow[v] -= delta
+                    excess[v] += delta
+                    excess[t] -= delta
+                elif v == t:
+                    flow[u] += delta
+                    excess[u] -= delta
+                    excess[t] += delta
+                else:
+                    e = pred_entry[v]
+                    i = pool.row[e]
+                    e2 = _row_entry(&pool, row_head, <int> i, <int> v)
+                    moved = delta
+                    if pool.mass[e] - delta > tol:
+                        pool.mass[e] -= delta
+                        if e2 >= 0:
+                            pool.mass[e2] += delta
+                        elif _new_entry(&pool, clu_head, row_head, <int> i, <int> v, delta,
+                                        pred_d2[v]) < 0:
+                            status = 2
+                            break
+                    else:  # all of the entry moves (with a remainder below tol)
+                        moved = pool.mass[e]
+                        _drop_entry(&pool, clu_head, row_head, e)
+                        if e2 >= 0:
+                            pool.mass[e2] += moved
+                        else:
+                            _new_entry(&pool, clu_head, row_head, <int> i, <int> v, moved,
+                                       pred_d2[v])  # (the entry just freed: cannot fail)
+                    size[u] -= moved
+                    size[v] += moved
+                    excess[u] -= moved
+                    excess[v] += moved
+                v = u
+            n_paths += 1
+        # the outputs
+        if status == 0:
+            for i in range(n_rows):
+                e = row_head[i]
+                labels[i], label_d2[i] = pool.clu[e], pool.d2[e]
+                best = pool.mass[e]
+                e = pool.rnext[e]
+                while e >= 0:
+                    if pool.mass[e] > best:
+                        labels[i], label_d2[i], best = pool.clu[e], pool.d2[e], pool.mass[e]
+                    e = pool.rnext[e]
+    rows, clusters, masses, d2s = [], [], [], []
+    if status == 0:
+        for i in range(n_rows):
+            e = row_head[i]
+            if pool.rnext[e] < 0:
+                continue
+            while e >= 0:
+                rows.append(i)
+                clusters.append(pool.clu[e])
+                masses.append(pool.mass[e])
+                d2s.append(pool.d2[e])
+                e = pool.rnext[e]
+    _pool_free(&pool)
+    free(clu_head)
+    free(row_head)
+    free(size)
+    free(flow)
+    free(excess)
+    free(dist)
+    free(settled)
+    free(pred)
+    free(pred_entry)
+    free(pred_d2)
+    splits = (np.asarray(rows, dtype=np.intp), np.asarray(clusters, dtype=np.int32),
+              np.asarray(masses, dtype=np.float64), np.asarray(d2s, dtype=np.float64))
+    return status, splits, n_paths, n_scanned
