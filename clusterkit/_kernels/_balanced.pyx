@@ -10,7 +10,7 @@ prices ``p_c`` (a row belongs to a candidate minimising ``d_ic - p_c``) and the 
 ``theta`` (``p_c > theta`` only for a cluster at its lower bound, ``p_c < theta`` only at its
 upper bound), so any prices are a valid start: a warm start is only faster.
 """
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc, realloc
 
 import numpy as np
@@ -114,6 +114,7 @@ cdef void _drop_entry(_Pool* pool, Py_ssize_t* clu_head, Py_ssize_t* row_head,
         while pool.rnext[f] != e:
             f = pool.rnext[f]
         pool.rnext[f] = pool.rnext[e]
+    pool.clu[e] = -1  # (a search's path may still name it: see pred_row)
     pool.next[e] = pool.free_head
     pool.free_head = e
 
@@ -136,7 +137,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
               double[::1] prices,              # IN/OUT (n_clusters + 1,): p_c, then theta
               int[::1] labels,                 # OUT (n_rows,) the cluster of most of the row
               double[::1] label_d2,            # OUT (n_rows,) its squared distance
-              double tol):
+              double tol,
+              double snap=1e-9):
     """Solve the transport problem on the candidate graph (see the module notes).
 
     Parameters
@@ -156,6 +158,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     tol : float
         Excess below which a node counts as balanced (0 for integral masses and bounds,
         whose arithmetic is exact in float64).
+    snap : float, default=1e-9
+        A start's price within ``snap`` (relative) of the sink's is set to it.
 
     Returns
     -------
@@ -166,25 +170,30 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     splits : tuple of ndarray
         ``(rows, clusters, masses, d2)`` of every entry of the rows held by more than one
         cluster (none when masses and bounds are integers).
-    n_paths, n_scanned : int
-        Augmenting paths found, and row candidates scanned by the searches (the work).
+    n_paths, n_searches, n_scanned : int
+        Augmenting paths moved along, searches, and row candidates the searches scanned
+        (the work).
 
     Notes
     -----
-    Each round runs Dijkstra from every node with excess until the first node with a
-    deficit is settled, raises every potential by its distance capped at that one (reduced
-    costs stay non-negative, and the path's become zero), and moves the path's bottleneck.
-    A row moves only along a zero reduced cost, so each row stays at a candidate of least
-    ``d - p``: the result satisfies complementary slackness on the candidate graph. With
-    integral masses and bounds every quantity is an integer, so no row is ever split.
-    Search from a cluster scans only the rows it holds; the search stops early, so a round
-    costs the rows of the few clusters nearest (in reduced cost) to the excess.
+    Each round runs Dijkstra from every node with excess over all the nodes it reaches,
+    raises every potential by its distance (the farthest reached for the others: reduced
+    costs stay non-negative, and the shortest-path tree's become zero), then moves the
+    bottleneck along the tree's path to every deficit it reached, nearest first, skipping
+    a path whose row an earlier one moved: any path of zero reduced cost keeps
+    complementary slackness, so one search serves many paths. A row moves only along a
+    zero reduced cost, so each row stays at a candidate of least ``d - p``: the result
+    satisfies complementary slackness on the candidate graph. With integral masses and
+    bounds every quantity is an integer, so no row is ever split. A search from a cluster
+    scans the rows it holds: a round costs ``O(sum of candidates + C^2)``.
     """
     cdef Py_ssize_t n_rows = mass.shape[0], n_clusters = lower.shape[0]
     cdef Py_ssize_t n_nodes = n_clusters + 1, t = n_clusters
     cdef Py_ssize_t i, k, c, c2, v, u, e, e2, best_k, target, source
     cdef double best, val, d, nd, rc, delta, moved, total = 0.0, theta, D
-    cdef long long n_paths = 0, n_scanned = 0
+    cdef long long n_paths = 0, n_scanned = 0, n_searches = 0
+    cdef Py_ssize_t n, n_settled
+    cdef int reached
     cdef int status = 0
     cdef _Pool pool
     cdef Py_ssize_t* clu_head = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
@@ -197,6 +206,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef Py_ssize_t* pred = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
     cdef Py_ssize_t* pred_entry = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
     cdef double* pred_d2 = <double*> malloc(n_nodes * sizeof(double))
+    cdef Py_ssize_t* pred_row = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
     pool.cap = 0
     pool.free_head = -1
     pool.row = pool.clu = NULL
@@ -204,7 +215,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     pool.next = pool.prev = pool.rnext = NULL
     if (clu_head == NULL or row_head == NULL or size == NULL or flow == NULL
             or excess == NULL or dist == NULL or settled == NULL or pred == NULL
-            or pred_entry == NULL or pred_d2 == NULL):
+            or pred_entry == NULL or pred_d2 == NULL or pred_row == NULL or order == NULL):
         status = 2
     with nogil:
         if status == 0:
@@ -235,6 +246,11 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
             theta = prices[t]
             excess[t] = -total
             for c in range(n_clusters):
+                # a price a rounding away from the sink's is the sink's: the warm start of
+                # a cluster that was strictly between its bounds (a path's potentials
+                # round differently)
+                if fabs(prices[c] - theta) <= snap * (fabs(theta) + 1.0):
+                    prices[c] = theta
                 if prices[c] > theta:
                     flow[c] = lower[c]
                 elif prices[c] < theta:
@@ -244,7 +260,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 excess[c] = size[c] - flow[c]
                 excess[t] += flow[c]
         while status == 0:
-            # Dijkstra from all the excess to the nearest deficit
+            # Dijkstra from all the excess over every node it reaches
             source = 0
             for v in range(n_nodes):
                 settled[v] = 0
@@ -256,19 +272,20 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                     dist[v] = INFINITY
             if not source:
                 break
-            target = -1
+            n_settled = 0
+            reached = 0
             while True:
                 u, D = -1, INFINITY
                 for v in range(n_nodes):
                     if not settled[v] and dist[v] < D:
                         u, D = v, dist[v]
                 if u < 0:
-                    status = 1
                     break
                 settled[u] = 1
+                order[n_settled] = u
+                n_settled += 1
                 if excess[u] < -tol:
-                    target = u
-                    break
+                    reached = 1
                 d = dist[u]
                 theta = prices[t]
                 if u == t:
@@ -297,67 +314,86 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                         if nd < dist[c2]:
                             dist[c2], pred[c2], pred_entry[c2], pred_d2[c2] = (
                                 nd, u, e, cand_d2[k])
+                            pred_row[c2] = i
                     n_scanned += cand_ptr[i + 1] - cand_ptr[i]
                     e = pool.next[e]
-            if status != 0:
+            if not reached:
+                status = 1
                 break
-            # potentials: each node's distance, capped at the deficit's
-            D = dist[target]
+            # potentials: each node's distance (the farthest reached for the others), so
+            # every edge of the shortest-path tree has a zero reduced cost, and any path
+            # along the tree keeps complementary slackness
+            D = dist[order[n_settled - 1]]
             for v in range(n_nodes):
-                prices[v] += dist[v] if dist[v] < D else D
-            # the bottleneck of the path
-            delta = -excess[target]
-            v = target
-            while pred[v] >= 0:
-                u = pred[v]
-                if u == t:
-                    delta = min(delta, flow[v] - lower[v])
-                elif v == t:
-                    delta = min(delta, upper[u] - flow[u])
-                else:
-                    delta = min(delta, pool.mass[pred_entry[v]])
-                v = u
-            source = v
-            delta = min(delta, excess[source])
-            # move it (each node's excess changes with what enters and leaves it)
-            v = target
-            while pred[v] >= 0:
-                u = pred[v]
-                if u == t:
-                    flow[v] -= delta
-                    excess[v] += delta
-                    excess[t] -= delta
-                elif v == t:
-                    flow[u] += delta
-                    excess[u] -= delta
-                    excess[t] += delta
-                else:
-                    e = pred_entry[v]
-                    i = pool.row[e]
-                    e2 = _row_entry(&pool, row_head, <int> i, <int> v)
-                    moved = delta
-                    if pool.mass[e] - delta > tol:
-                        pool.mass[e] -= delta
-                        if e2 >= 0:
-                            pool.mass[e2] += delta
-                        elif _new_entry(&pool, clu_head, row_head, <int> i, <int> v, delta,
-                                        pred_d2[v]) < 0:
-                            status = 2
+                prices[v] += dist[v] if settled[v] else D
+            # move along the tree to every deficit it reached, nearest first, while the
+            # path's rows are still where the search found them
+            for n in range(n_settled):
+                target = order[n]
+                if excess[target] >= -tol:
+                    continue
+                delta = -excess[target]
+                v = target
+                while pred[v] >= 0:
+                    u = pred[v]
+                    if u == t:
+                        delta = min(delta, flow[v] - lower[v])
+                    elif v == t:
+                        delta = min(delta, upper[u] - flow[u])
+                    else:
+                        e = pred_entry[v]
+                        if pool.row[e] != pred_row[v] or pool.clu[e] != u:
+                            delta = 0.0  # (its row moved on an earlier path)
                             break
-                    else:  # all of the entry moves (with a remainder below tol)
-                        moved = pool.mass[e]
-                        _drop_entry(&pool, clu_head, row_head, e)
-                        if e2 >= 0:
-                            pool.mass[e2] += moved
-                        else:
-                            _new_entry(&pool, clu_head, row_head, <int> i, <int> v, moved,
-                                       pred_d2[v])  # (the entry just freed: cannot fail)
-                    size[u] -= moved
-                    size[v] += moved
-                    excess[u] -= moved
-                    excess[v] += moved
-                v = u
-            n_paths += 1
+                        delta = min(delta, pool.mass[e])
+                    v = u
+                if delta <= tol:
+                    continue
+                source = v
+                delta = min(delta, excess[source])
+                if delta <= tol:
+                    continue
+                v = target
+                while pred[v] >= 0:
+                    u = pred[v]
+                    if u == t:
+                        flow[v] -= delta
+                        excess[v] += delta
+                        excess[t] -= delta
+                    elif v == t:
+                        flow[u] += delta
+                        excess[u] -= delta
+                        excess[t] += delta
+                    else:
+                        e = pred_entry[v]
+                        i = pool.row[e]
+                        e2 = _row_entry(&pool, row_head, <int> i, <int> v)
+                        moved = delta
+                        if pool.mass[e] - delta > tol:
+                            pool.mass[e] -= delta
+                            if e2 >= 0:
+                                pool.mass[e2] += delta
+                            elif _new_entry(&pool, clu_head, row_head, <int> i, <int> v,
+                                            delta, pred_d2[v]) < 0:
+                                status = 2
+                                break
+                        else:  # all of the entry moves (with a remainder below tol)
+                            moved = pool.mass[e]
+                            _drop_entry(&pool, clu_head, row_head, e)
+                            if e2 >= 0:
+                                pool.mass[e2] += moved
+                            else:
+                                _new_entry(&pool, clu_head, row_head, <int> i, <int> v,
+                                           moved, pred_d2[v])  # (the entry just freed)
+                        size[u] -= moved
+                        size[v] += moved
+                        excess[u] -= moved
+                        excess[v] += moved
+                    v = u
+                if status != 0:
+                    break
+                n_paths += 1
+            n_searches += 1
         # the outputs
         if status == 0:
             for i in range(n_rows):
@@ -392,6 +428,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     free(pred)
     free(pred_entry)
     free(pred_d2)
+    free(pred_row)
+    free(order)
     splits = (np.asarray(rows, dtype=np.intp), np.asarray(clusters, dtype=np.int32),
               np.asarray(masses, dtype=np.float64), np.asarray(d2s, dtype=np.float64))
-    return status, splits, n_paths, n_scanned
+    return status, splits, n_paths, n_searches, n_scanned

@@ -42,7 +42,7 @@ class BalancedResult:
     n_paths : int
         Augmenting paths the solver moved rows along.
     n_widened : int
-        Rows whose candidate centres had to be widened (over all widenings).
+        Rows whose candidate centres were renewed or widened (over all renewals).
     split_rows : int
         Rows the fractional optimum splits between clusters (weighted bounds only; the
         labels then round them, see :class:`BalancedEStep`).
@@ -111,74 +111,173 @@ def _amount(rows, unit):
     return f"{rows:g} rows" if unit == 1.0 else f"{rows:g} rows of weight {unit:g}"
 
 
-def _candidates(X, centers, n_candidates, n_threads):
-    """Each row's ``n_candidates`` nearest centres (ascending) and their squared distances,
-    and the evaluations (all ``N C``)."""
+def _direct_dist2(X, centers, winners):
+    """The squared distances of each row of ``X`` to its ``winners``' centres, computed
+    directly (not from products), in float64, block by block."""
+    out = np.empty(winners.shape, dtype=np.float64)
+    block = max(1, (8 << 20) // max(1, winners.shape[1] * X.shape[1] * 8))
+    for start in range(0, X.shape[0], block):
+        rows = slice(start, start + block)
+        diff = X[rows, None, :].astype(np.float64) - centers[winners[rows]]
+        out[rows] = np.einsum("ijk,ijk->ij", diff, diff)
+    return out
+
+
+def _candidates(X, centers, prices, n_candidates, n_threads):
+    """Each row's ``n_candidates`` centres of least ``dist2 - price`` (ascending), their
+    direct squared distances, and the evaluations.
+
+    The prices enter the existing nearest-centres kernel as one more coordinate: centre
+    ``c`` gets ``sqrt(P - p_c)`` (``P`` the largest price) and every row 0 there, so the
+    kernel's ``dist2 + P - p_c`` ranks the centres by ``dist2 - p_c``."""
+    p = prices[:-1]
+    if p.max() > p.min():
+        top = p.max()
+        lift = np.sqrt(np.maximum(top - p, 0.0)).astype(X.dtype)
+        X = np.hstack([X, np.zeros((X.shape[0], 1), dtype=X.dtype)])
+        centers_lifted = np.ascontiguousarray(np.hstack([centers, lift[:, None]]))
+    else:
+        X, centers_lifted = np.ascontiguousarray(X), centers
     winners = np.empty((X.shape[0], n_candidates), dtype=np.int32)
     win_dist2 = np.empty((X.shape[0], n_candidates), dtype=X.dtype)
     with single_threaded_blas():  # (the kernel calls gemm inside its parallel loop)
-        n_evals = _topk.assign_topk(np.ascontiguousarray(X), centers, winners, win_dist2,
-                                    n_threads)
-    return winners, win_dist2, n_evals
+        n_evals = _topk.assign_topk(X, centers_lifted, winners, win_dist2, n_threads)
+    return winners, n_evals
 
 
 class _Graph:
-    """The candidate graph: per row a number of nearest centres, widened row by row."""
+    """The candidate graph: per row its centres of least ``dist2 - price`` at the prices
+    of the time, widened (and re-priced) row by row."""
 
-    def __init__(self, X, centers, n_candidates, n_threads):
+    def __init__(self, X, centers, prices, n_candidates, n_threads):
         self.X, self.centers, self.n_threads = X, centers, n_threads
         self.n_clusters = centers.shape[0]
-        k = min(n_candidates, self.n_clusters)
-        winners, win_dist2, self.n_evals = _candidates(X, centers, k, n_threads)
-        self.rows = [(np.arange(X.shape[0]), winners, win_dist2)]
-        self.width = np.full(X.shape[0], k, dtype=np.intp)
-        self.n_widened = 0
+        self.width = np.zeros(X.shape[0], dtype=np.intp)
+        self.renewed = np.zeros(X.shape[0], dtype=np.intp)
+        self.blocks = []  # (rows, winners, dist2, prices at the time)
+        self.n_evals = self.n_widened = 0
+        self._add(np.arange(X.shape[0]), min(n_candidates, self.n_clusters), prices)
 
-    def widen(self, rows):
-        """Give ``rows`` four times their candidates (all centres at most)."""
+    def _add(self, rows, k, prices):
+        X = self.X[rows]
+        winners, n_evals = _candidates(X, self.centers, prices, k, self.n_threads)
+        dist2 = _direct_dist2(X, self.centers, winners)
+        self.n_evals += n_evals + dist2.size
+        self.width[rows] = k
+        self.blocks.append((rows, winners, dist2, prices.copy()))
+
+    def widen(self, rows, prices):
+        """New candidates for ``rows``, ranked at ``prices``: as many as before the first
+        two times a row gets new ones (the prices moved: other centres are near now),
+        then four times as many (all centres at most). ``False`` if all of them had all
+        centres already."""
         rows = rows[self.width[rows] < self.n_clusters]
         if rows.size == 0:
             return False
-        self.width[rows] = np.minimum(4 * self.width[rows], self.n_clusters)
         self.n_widened += rows.size
-        for k in np.unique(self.width[rows]):
-            group = rows[self.width[rows] == k]
-            X = np.ascontiguousarray(self.X[group])
-            if k == self.n_clusters:  # all centres: their distances as the kernels rank them
-                with single_threaded_blas():
-                    d2 = all_dist2(X, self.centers, self.n_threads)
-                self.n_evals += d2.size
-                order = np.argsort(d2, axis=1, kind="stable").astype(np.int32)
-                winners, win_dist2 = order, np.take_along_axis(d2, order, axis=1)
-            else:
-                winners, win_dist2, n_evals = _candidates(X, self.centers, int(k),
-                                                          self.n_threads)
-                self.n_evals += n_evals
-            self.rows.append((group, winners, win_dist2))
+        grow = self.renewed[rows] >= 2
+        self.renewed[rows] += 1
+        new_width = np.where(grow, np.minimum(4 * self.width[rows], self.n_clusters),
+                             self.width[rows])
+        for k in np.unique(new_width):
+            self._add(rows[new_width == k], int(k), prices)
         return True
+
+    def _latest(self):
+        latest = np.full(self.width.shape[0], -1)
+        for number, (rows, _, _, _) in enumerate(self.blocks):
+            latest[rows] = number  # (later blocks are wider)
+        return latest
 
     def csr(self, keep):
         """The graph of the rows ``keep`` (a boolean mask) as CSR arrays, each row with its
-        widest candidates."""
+        latest candidates."""
         n_rows = self.width.shape[0]
-        latest = np.full(n_rows, -1)
-        for number, (rows, _, _) in enumerate(self.rows):
-            latest[rows] = number  # (later blocks are wider)
+        latest = self._latest()
         width = np.where(keep, self.width, 0)
         ptr = np.zeros(n_rows + 1, dtype=np.int64)
         np.cumsum(width, out=ptr[1:])
         idx = np.empty(ptr[-1], dtype=np.int32)
         d2 = np.empty(ptr[-1], dtype=np.float64)
-        for number, (rows, winners, win_dist2) in enumerate(self.rows):
+        for number, (rows, winners, dist2, _) in enumerate(self.blocks):
             mine = (latest[rows] == number) & keep[rows]
             if not mine.any():
                 continue
-            starts = ptr[rows[mine]]
-            cols = np.arange(winners.shape[1])
-            flat = (starts[:, None] + cols[None, :]).ravel()
+            flat = (ptr[rows[mine]][:, None] + np.arange(winners.shape[1])[None, :]).ravel()
             idx[flat] = winners[mine].ravel()
-            d2[flat] = win_dist2[mine].ravel()
+            d2[flat] = dist2[mine].ravel()
         return ptr, idx, d2
+
+    def uncertified(self, rows, labels, label_d2, prices):
+        """Of ``rows`` (with their labels), those that might prefer a centre beyond their
+        candidates at ``prices``: a non-candidate ``c`` had ``dist2 - p0_c`` at least the
+        last candidate's at the candidates' prices ``p0``, so it cannot beat the label
+        unless the prices moved apart by more than that margin."""
+        latest = self._latest()
+        where = np.full(self.width.shape[0], -1)
+        where[rows] = np.arange(rows.size)
+        doubtful = []
+        for number, (block_rows, winners, dist2, p0) in enumerate(self.blocks):
+            if winners.shape[1] == self.n_clusters:
+                continue  # all centres are candidates
+            mine = (latest[block_rows] == number) & (where[block_rows] >= 0)
+            if not mine.any():
+                continue
+            at = where[block_rows[mine]]
+            label = labels[at]
+            shift = prices[:-1] - p0[:-1]
+            margin = (dist2[mine, -1] - p0[winners[mine, -1]]) - (label_d2[at] - p0[label])
+            bad = margin < shift.max() - shift[label]
+            doubtful.append(block_rows[mine][bad])
+        return np.concatenate(doubtful) if doubtful else np.empty(0, dtype=np.intp)
+
+
+def _warm_prices(graph, lower, upper, n_rounds=30):
+    """Prices that nearly balance the clusters, from zero, for a cold start: rounds in
+    which each cluster above ``upper`` lowers its price just enough to let its excess go
+    to their next candidates, and each below ``lower`` raises it just enough to draw its
+    deficit, all at once (rows in whole units). The solver is exact from any prices: these
+    only spare it most of its paths."""
+    rows, winners, dist2, _ = graph.blocks[0]
+    n_rows, k = winners.shape
+    n_clusters = graph.n_clusters
+    prices = np.zeros(n_clusters + 1)
+    if k < 2:
+        return prices
+    index = np.arange(n_rows)
+    for _ in range(n_rounds):
+        value = dist2 - prices[winners]
+        order = np.argsort(value, axis=1)
+        best = order[:, 0]
+        label = winners[index, best]
+        size = np.bincount(label, minlength=n_clusters)
+        over = np.maximum(size - upper, 0).astype(np.intp)
+        under = np.maximum(lower - size, 0).astype(np.intp)
+        if not over.any() and not under.any():
+            break
+        step = np.zeros(n_clusters)
+        # a cluster above its bound: the margins of its rows to their next candidates
+        margin = value[index, order[:, 1]] - value[index, best]
+        by = np.lexsort((margin, label))
+        starts = np.searchsorted(label[by], np.arange(n_clusters))
+        full = np.flatnonzero(over)
+        step[full] = -margin[by[starts[full] + over[full] - 1]]
+        # a cluster below: the margins of the rows that have it as a candidate
+        pull = value - value[index, best][:, None]
+        pair_cluster = winners.ravel()
+        pair_margin = pull.ravel()
+        other = pair_margin > 0
+        pair_cluster, pair_margin = pair_cluster[other], pair_margin[other]
+        by = np.lexsort((pair_margin, pair_cluster))
+        counts = np.bincount(pair_cluster, minlength=n_clusters)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        short = np.flatnonzero(under)
+        reach = np.minimum(under[short], counts[short])
+        short, reach = short[reach > 0], reach[reach > 0]
+        step[short] = pair_margin[by[starts[short] + reach - 1]]
+        # half steps: the clusters move together, and rows one pushes out another draws in
+        prices[:-1] += 0.5 * step * (1 + 1e-9)
+    return prices
 
 
 def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
@@ -215,37 +314,39 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
     n_samples, n_clusters = X.shape[0], centers.shape[0]
     w = np.asarray(sample_weight, dtype=np.float64)
     lower, upper, unit = size_bounds(size_min, size_max, n_clusters, w)
-    prices = (np.zeros(n_clusters + 1) if prices is None
-              else np.array(prices, dtype=np.float64))
+    n_evals = n_paths = 0
+    if prices is None and n_samples > 4 * _COARSE_ROWS_PER_CLUSTER * n_clusters:
+        prices, n_evals, n_paths = _coarse_prices(X, w, centers, lower, upper, unit,
+                                                  n_threads, n_candidates)
+    prices = np.zeros(n_clusters + 1) if prices is None else np.array(prices, np.float64)
     keep = w > 0
     mass = np.ones(n_samples) if unit is not None else w
     # integral masses and bounds solve exactly; weights, to a relative tolerance
     tol = 0.0 if unit is not None else 1e-12 * float(w.sum())
-    graph = _Graph(X, centers, n_candidates, n_threads)
+    graph = _Graph(X, centers, prices, n_candidates, n_threads)
+    graph.n_evals += n_evals
     lower_c = np.full(n_clusters, lower)
     upper_c = np.full(n_clusters, upper)
-    n_paths = 0
     while True:
         ptr, idx, d2 = graph.csr(keep)
         held = np.flatnonzero(keep)
         labels = np.empty(held.size, dtype=np.int32)
         label_d2 = np.empty(held.size)
-        status, splits, paths, _ = _balanced.transport(
+        status, splits, paths, _, _ = _balanced.transport(
             np.ascontiguousarray(ptr[np.r_[held, n_samples]]), idx, d2,
             np.ascontiguousarray(mass[held]), lower_c, upper_c, prices, labels, label_d2,
             tol)
         n_paths += paths
         if status == 2:
             raise MemoryError("BalancedEStep's solver ran out of memory.")
-        if status == 1:  # the candidates block the bounds: widen every row's
-            if not graph.widen(held):
+        if status == 1:  # the candidates block the bounds: renew every row's
+            if not graph.widen(held, prices):
                 raise ValueError("The size bounds cannot be met (no feasible assignment).")
             continue
         # optimal on the candidates; over all centres too, unless a row might prefer a
-        # centre beyond its last candidate at these prices
-        slack = d2[ptr[held + 1] - 1] - prices[:-1].max() - (label_d2 - prices[labels])
-        doubtful = held[slack < 0]
-        if doubtful.size == 0 or not graph.widen(doubtful):
+        # centre beyond its candidates at these prices
+        doubtful = graph.uncertified(held, labels, label_d2, prices)
+        if doubtful.size == 0 or not graph.widen(doubtful, prices):
             break
     out_labels = np.empty(n_samples, dtype=np.int32)
     out_d2 = np.empty(n_samples, dtype=np.float64)
@@ -267,10 +368,55 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
                           graph.n_widened, split_rows)
 
 
+#: A cold start first solves on samples of about this many rows per cluster, then on
+#: samples 4 times larger, each from the last one's prices (:func:`_coarse_prices`).
+_COARSE_ROWS_PER_CLUSTER = 20
+
+
+def _coarse_prices(X, w, centers, lower, upper, unit, n_threads, n_candidates):
+    """Prices for a cold start: the optimal prices of nested random samples of the rows
+    (a fixed seed: the same for every fit), each solve started from the last one's, with
+    the bounds scaled to the sample (rounded outwards in rows, so that they always hold).
+
+    From zero prices the solver moves every unit of the nearest-centre assignment's
+    imbalance along its own path; a sample's optimal prices leave only the imbalance of
+    sampling, ``O(sqrt(n C))`` units, to the next, larger solve (20,000 rows, 100
+    clusters: 0.5 s instead of 12 s).
+
+    Returns
+    -------
+    prices : ndarray of shape (n_clusters + 1,)
+    n_distance_evals, n_paths : int
+    """
+    n_samples, n_clusters = X.shape[0], centers.shape[0]
+    order = np.random.default_rng(0).permutation(n_samples)
+    n_rows = _COARSE_ROWS_PER_CLUSTER * n_clusters
+    prices, n_evals, n_paths = None, 0, 0
+    total = float(w.sum(dtype=np.float64))
+    while n_rows * 4 <= n_samples:
+        rows = np.sort(order[:n_rows])
+        if unit is not None:  # in rows
+            share = n_rows / n_samples
+            sub_w = np.ones(n_rows, dtype=X.dtype)
+            sub_lower = math.floor(lower * share)
+            sub_upper = math.ceil(upper * share) if upper < math.inf else None
+        else:
+            sub_w = w[rows].astype(X.dtype)
+            share = float(sub_w.sum(dtype=np.float64)) / total
+            sub_lower, sub_upper = lower * share, upper * share
+        result = balanced_assignment(np.ascontiguousarray(X[rows]), sub_w, centers,
+                                     sub_lower, sub_upper, prices, n_threads, n_candidates)
+        prices = result.prices
+        n_evals += result.n_distance_evals
+        n_paths += result.n_paths
+        n_rows *= 4
+    return prices, n_evals, n_paths
+
+
 def _distances_of(graph, rows, clusters):
     """The squared distances of ``rows`` to ``clusters`` from the candidate graph."""
     ptr, idx, d2 = graph.csr(np.ones(graph.width.shape[0], dtype=bool))
-    out = np.empty(rows.size)
+    out = np.empty(len(rows))
     for n, (row, cluster) in enumerate(zip(rows, clusters)):
         span = slice(ptr[row], ptr[row + 1])
         out[n] = d2[span][idx[span] == cluster][0]
