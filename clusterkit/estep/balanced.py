@@ -21,7 +21,7 @@ from .._engine.constraints import Interval
 from .._engine.contracts import EStep
 from .._kernels import _balanced, _topk
 
-__all__ = ["BalancedResult", "balanced_assignment", "size_bounds"]
+__all__ = ["BalancedEStep", "BalancedResult", "balanced_assignment", "size_bounds"]
 
 #: Candidate centres per row at the first solve (widened where needed).
 N_CANDIDATES = 8
@@ -89,6 +89,10 @@ def size_bounds(size_min, size_max, n_clusters, sample_weight):
     if equal:  # whole rows of weight `unit` (a relative margin for the division's rounding)
         lower = float(math.ceil(lower / unit * (1 - 1e-12)))
         upper = float(math.floor(upper / unit * (1 + 1e-12))) if upper < math.inf else upper
+    if lower > upper:  # (equal weights: no whole number of rows between the bounds)
+        raise ValueError(
+            f"size_min={size_min} and size_max={size_max} hold no whole number of rows of "
+            f"weight {unit}: at least {lower:g} and at most {upper:g} rows.")
     if n_clusters * lower > total:
         raise ValueError(
             f"size_min={size_min} cannot hold: n_clusters={n_clusters} clusters of at least "
@@ -97,10 +101,6 @@ def size_bounds(size_min, size_max, n_clusters, sample_weight):
         raise ValueError(
             f"size_max={size_max} cannot hold: n_clusters={n_clusters} clusters of at most "
             f"{_amount(upper, unit)} take less than {what}, {_amount(total, unit)}.")
-    if lower > upper:  # (equal weights: no whole number of rows between the bounds)
-        raise ValueError(
-            f"size_min={size_min} and size_max={size_max} hold no whole number of rows of "
-            f"weight {unit}: at least {lower:g} and at most {upper:g} rows.")
     return lower, min(upper, float(total)), unit
 
 
@@ -497,3 +497,173 @@ def _round_splits(rows, clusters, masses, d2, weight):
                 drop(r, a)
     return (np.fromiter(full.keys(), dtype=np.intp, count=len(full)),
             np.fromiter(full.values(), dtype=np.int32, count=len(full)))
+
+
+class _BalancedState:
+    """:class:`BalancedEStep`'s per-run state: the run's rows and weights (for the final
+    labels) and the last solve's prices (the next solve's warm start)."""
+
+    def __init__(self, X, sample_weight):
+        self.X, self.sample_weight = X, sample_weight
+        self.prices = None
+
+
+class BalancedEStep(EStep):
+    """Hard assignment under bounds on every cluster's size (balanced clusters).
+
+    For the given centres each step assigns the rows so that every cluster holds between
+    ``size_min`` and ``size_max`` rows (in weight, for unequal ``sample_weight``), at the
+    least total weighted squared distance among all such assignments: the optimum of the
+    capacitated transport problem, not a heuristic. ``labels_`` after a fit are the bounded
+    assignment to the final centres (one more solve); ``predict`` still gives each row's
+    nearest centre.
+
+    Parameters
+    ----------
+    size_min : float or None, default=None
+        Least size of every cluster (rows, or weight); ``None``: no lower bound.
+    size_max : float or None, default=None
+        Largest size of every cluster; ``None``: no upper bound.
+
+    Notes
+    -----
+    Bounds in rows hold exactly. The bounds are in rows when all positive weights are
+    equal (in particular without ``sample_weight``), ``w`` each: a bound in weight is then
+    ``ceil(size_min / w)`` to ``floor(size_max / w)`` rows.
+
+    Unequal weights: bounds in weight. A cluster's weight made of whole rows cannot always
+    meet bounds in weight (deciding whether it can is NP-hard, a partition problem), so
+    the promise is this: the solver finds the optimum in which rows may be split between
+    clusters (it splits at most ``C - 1`` rows), and each split row then goes whole to one
+    of its clusters by shifting weight along cycles and paths of the split rows, in the
+    direction that does not raise the cost. Hence (1) the labels' weighted squared distance
+    is at most that optimum, so at most that of any assignment of whole rows that meets
+    the bounds exactly, and (2) every cluster's weight is within the bounds up to less than
+    the weight of one split row: ``size_min - w_max < W_c < size_max + w_max`` with
+    ``w_max`` the largest weight of a split row (0 when the optimum splits no row; then the
+    bounds hold exactly). Rows of zero weight count in no bound.
+
+    Infeasible bounds are refused with a ``ValueError`` naming the parameter: ``size_min``
+    above ``size_max``, ``n_clusters * size_min`` above the data's size (rows or weight),
+    ``n_clusters * size_max`` below it, or equal weights with no whole number of rows
+    between the bounds.
+
+    How: each row is linked to its 8 centres of least ``dist2 - price`` (one pass of the
+    nearest-centres kernel, ``N C`` distance evaluations, with the prices as one more
+    coordinate), and the transport problem on that graph is solved by successive shortest
+    paths over the clusters (``_kernels/_balanced.pyx``). Its optimal prices, one per
+    centre, certify every row against all centres; a row they do not certify, and every
+    row when the graph blocks the bounds, gets candidates ranked at the new prices (four
+    times as many after twice). A step starts from the last step's prices, so once the
+    centres settle a step moves a few rows; the first step starts from the prices of
+    nested random samples of the rows (a fixed seed). Memory: the candidate graph, about
+    ``200 N`` bytes.
+
+    The bounds tie all rows into one problem: full batches only (no mini-batches, no
+    ``partial_fit``), hard M-steps only, rows in memory only (not yet row chunks), and no
+    reducer (a coreset's cluster weights are not the data's sizes). ``exact`` is
+    ``False``: the labels are not the nearest centres, so a step without changes does not
+    end a fit by itself. With :class:`~clusterkit.Breathing` each round's iterations keep
+    the bounds and ``labels_`` holds them, but the rounds are judged by the unbounded
+    quantization error. A round does not carry the last run's prices
+    (:meth:`~clusterkit.EStep.carry_state`: the run carried from gives its state up, and
+    the kept run's final labels need it); each starts cold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clusterkit import BalancedEStep, Clusterer
+    >>> X = np.array([[0.0], [0.1], [0.2], [0.3], [10.0], [10.1]])
+    >>> km = Clusterer(2, estep=BalancedEStep(size_min=3, size_max=3), random_state=0)
+    >>> np.bincount(km.fit(X).labels_).tolist()
+    [3, 3]
+    """
+
+    _parameter_constraints = {"size_min": [None, Interval(Real, 0, None, finite=True)],
+                              "size_max": [None, Interval(Real, 0, None, closed="neither")]}
+
+    exact = False  # the labels are bounded, not the nearest centres
+    objectives = (QUANTIZATION_ERROR,)
+    chunks = False
+    chunks_refusal = ("its bounds tie all the rows into one transport problem, solved in "
+                      "memory")
+    per_sample_state = False  # (its state is one price per centre)
+
+    def __init__(self, size_min=None, size_max=None):
+        self.size_min = size_min
+        self.size_max = size_max
+
+    def _validate(self, X, n_clusters, composition):
+        """Refuse bounds that contradict each other, and compositions in which the labels
+        could not hold them.
+
+        Raises
+        ------
+        ValueError
+            If ``size_min > size_max``, or with a reducer, a mini-batch schedule or an
+            M-step that needs responsibilities.
+        """
+        if (self.size_min is not None and self.size_max is not None
+                and self.size_min > self.size_max):
+            raise ValueError(f"size_min={self.size_min} must be <= size_max={self.size_max}.")
+        name = type(self).__name__
+        reducer = composition.reduce
+        if reducer.reduces:
+            raise ValueError(
+                f"{name} bounds the sizes of the clusters of the data, but "
+                f"reduce={type(reducer).__name__} replaces the data by a weighted summary "
+                "whose cluster weights are not the data's sizes, so labels_ could not hold "
+                "the bounds; use reduce=None.")
+        schedule = composition.schedule
+        if not schedule.full_batch:
+            raise ValueError(
+                f"{name} bounds the sizes of clusters of all the rows at once; "
+                f"schedule={type(schedule).__name__} assigns batches of them, whose "
+                "sizes are not the clusters'; use schedule='full'.")
+        if composition.mstep.needs_resp:
+            raise ValueError(f"{name} assigns each row to one cluster; "
+                             f"mstep={type(composition.mstep).__name__} needs "
+                             "responsibilities. Use a hard M-step (mstep='hard').")
+
+    def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
+        """The candidate graph (its blocks and their CSR copy), the solver's entries, the
+        labels and distances."""
+        k = min(N_CANDIDATES, n_clusters)
+        return n_samples * (2 * k * (4 + 8) + 8 * k + 64 + 4 + dtype.itemsize)
+
+    def init_state(self, X, sample_weight, centers, state):
+        """The run's rows and weights, no prices yet; bounds that cannot hold for these
+        weights are refused here, before the first step."""
+        size_bounds(self.size_min, self.size_max, state.config.n_clusters,
+                    np.asarray(sample_weight, dtype=np.float64))
+        return _BalancedState(X, sample_weight)
+
+    def _solve(self, X, sample_weight, centers, run_state, state):
+        result = balanced_assignment(X, sample_weight, centers, self.size_min, self.size_max,
+                                     run_state.prices, state.config.n_threads)
+        run_state.prices = result.prices
+        return result
+
+    def assign(self, X, sample_weight, centers, state):
+        """Return the bounded assignment of least weighted squared distance (see the class
+        notes); counts the candidates' distance evaluations under ``"estep"``."""
+        run_state = state.run.estep_state
+        if not isinstance(run_state, _BalancedState):  # called without init_state
+            run_state = self.init_state(X, sample_weight, centers, state)
+        result = self._solve(X, sample_weight, centers, run_state, state)
+        state.meter.count("estep", result.n_distance_evals)
+        state.run.step_info.update(balanced_paths=result.n_paths,
+                                   balanced_renewed=result.n_widened)
+        qe = weighted_sum(result.dist2, sample_weight)
+        return Assignment(labels=result.labels, dist2=result.dist2, objective=qe, qe=qe)
+
+    def final_labels(self, state):
+        """The bounded assignment to the kept run's final centres (one more solve, from
+        the run's last prices; its evaluations counted under ``"labels"``)."""
+        run_state = state.run.estep_state
+        if not isinstance(run_state, _BalancedState):
+            return None
+        result = self._solve(run_state.X, run_state.sample_weight, state.run.centers,
+                             run_state, state)
+        state.meter.count("labels", result.n_distance_evals)
+        return result.labels
