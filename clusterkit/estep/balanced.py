@@ -183,6 +183,14 @@ class _Graph:
             self._add(rows[new_width == k], int(k), prices)
         return True
 
+    def imbalance(self, mass, lower, upper):
+        """How far the rows at their best first candidates are from the bounds: the mass
+        above ``upper`` and below ``lower``, over all clusters."""
+        rows, winners, dist2, p0 = self.blocks[0]
+        best = winners[np.arange(rows.size), np.argmin(dist2 - p0[winners], axis=1)]
+        size = np.bincount(best, mass[rows], minlength=self.n_clusters)
+        return float(np.maximum(size - upper, 0).sum() + np.maximum(lower - size, 0).sum())
+
     def _latest(self):
         latest = np.full(self.width.shape[0], -1)
         for number, (rows, _, _, _) in enumerate(self.blocks):
@@ -315,16 +323,30 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
     w = np.asarray(sample_weight, dtype=np.float64)
     lower, upper, unit = size_bounds(size_min, size_max, n_clusters, w)
     n_evals = n_paths = 0
-    if prices is None and n_samples > 4 * _COARSE_ROWS_PER_CLUSTER * n_clusters:
-        prices, n_evals, n_paths = _coarse_prices(X, w, centers, lower, upper, unit,
-                                                  n_threads, n_candidates)
-    prices = np.zeros(n_clusters + 1) if prices is None else np.array(prices, np.float64)
     keep = w > 0
     mass = np.ones(n_samples) if unit is not None else w
+    coarse = n_samples >= 4 * _COARSE_ROWS_PER_CLUSTER * n_clusters
+    graph = None
+    if prices is not None:
+        prices = np.array(prices, dtype=np.float64)
+        graph = _Graph(X, centers, prices, n_candidates, n_threads)
+        # a start far from balance (the centres moved much since the prices were found)
+        # is mended on samples first, as a cold start is
+        if coarse and graph.imbalance(mass * keep, lower, upper) > _FAR * math.sqrt(
+                n_samples * n_clusters):
+            n_evals = graph.n_evals
+            graph = None
+    if graph is None:
+        if coarse:
+            prices, evals, n_paths = _coarse_prices(X, w, centers, lower, upper, unit,
+                                                    n_threads, n_candidates, prices)
+            n_evals += evals
+        elif prices is None:
+            prices = np.zeros(n_clusters + 1)
+        graph = _Graph(X, centers, prices, n_candidates, n_threads)
+    graph.n_evals += n_evals
     # integral masses and bounds solve exactly; weights, to a relative tolerance
     tol = 0.0 if unit is not None else 1e-12 * float(w.sum())
-    graph = _Graph(X, centers, prices, n_candidates, n_threads)
-    graph.n_evals += n_evals
     lower_c = np.full(n_clusters, lower)
     upper_c = np.full(n_clusters, upper)
     while True:
@@ -368,15 +390,21 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
                           graph.n_widened, split_rows)
 
 
+#: A warm start whose imbalance exceeds this many times ``sqrt(N C)`` (about what a sample
+#: leaves) is mended on samples first.
+_FAR = 4.0
+
 #: A cold start first solves on samples of about this many rows per cluster, then on
 #: samples 4 times larger, each from the last one's prices (:func:`_coarse_prices`).
 _COARSE_ROWS_PER_CLUSTER = 20
 
 
-def _coarse_prices(X, w, centers, lower, upper, unit, n_threads, n_candidates):
-    """Prices for a cold start: the optimal prices of nested random samples of the rows
-    (a fixed seed: the same for every fit), each solve started from the last one's, with
-    the bounds scaled to the sample (rounded outwards in rows, so that they always hold).
+def _coarse_prices(X, w, centers, lower, upper, unit, n_threads, n_candidates,
+                   prices=None):
+    """Prices for a cold start (or one far from balance, from its ``prices``): the optimal
+    prices of nested random samples of the rows (a fixed seed: the same for every fit),
+    each solve started from the last one's, with the bounds scaled to the sample (rounded
+    outwards in rows, so that they always hold).
 
     From zero prices the solver moves every unit of the nearest-centre assignment's
     imbalance along its own path; a sample's optimal prices leave only the imbalance of
@@ -391,7 +419,7 @@ def _coarse_prices(X, w, centers, lower, upper, unit, n_threads, n_candidates):
     n_samples, n_clusters = X.shape[0], centers.shape[0]
     order = np.random.default_rng(0).permutation(n_samples)
     n_rows = _COARSE_ROWS_PER_CLUSTER * n_clusters
-    prices, n_evals, n_paths = None, 0, 0
+    n_evals, n_paths = 0, 0
     total = float(w.sum(dtype=np.float64))
     while n_rows * 4 <= n_samples:
         rows = np.sort(order[:n_rows])
