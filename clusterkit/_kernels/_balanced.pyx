@@ -11,7 +11,7 @@ prices ``p_c`` (a row belongs to a candidate minimising ``d_ic - p_c``) and the 
 upper bound), so any prices are a valid start: a warm start is only faster.
 """
 from libc.math cimport INFINITY, fabs
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 
 import numpy as np
 
@@ -128,6 +128,73 @@ cdef Py_ssize_t _row_entry(_Pool* pool, Py_ssize_t* row_head, int i, int c) noex
     return -1
 
 
+cdef struct _Edges:
+    # per cluster u: the other clusters its rows can move to, each with the least
+    # d_ic' - d_iu over u's rows (the entry, and d_ic')
+    Py_ssize_t* count
+    Py_ssize_t* cap
+    int** to
+    double** key
+    Py_ssize_t** entry
+    double** d2
+    Py_ssize_t scanned
+
+
+cdef int _rebuild_edges(_Edges* edges, Py_ssize_t u, _Pool* pool, Py_ssize_t* clu_head,
+                        const long long[::1] cand_ptr, const int[::1] cand_idx,
+                        const double[::1] cand_d2, double* scratch_key,
+                        Py_ssize_t* scratch_entry, double* scratch_d2,
+                        Py_ssize_t* touched) noexcept nogil:
+    """Rebuild cluster ``u``'s edges from the rows it holds (the scratch arrays are
+    ``+inf`` / unused on entry and left so)."""
+    cdef Py_ssize_t e = clu_head[u], i, k, c2, n_touched = 0, j
+    cdef double key
+    cdef void* p
+    edges.scanned = 0
+    while e >= 0:
+        i = pool.row[e]
+        for k in range(cand_ptr[i], cand_ptr[i + 1]):
+            c2 = cand_idx[k]
+            if c2 == u:
+                continue
+            key = cand_d2[k] - pool.d2[e]
+            if scratch_entry[c2] < 0:
+                touched[n_touched] = c2
+                n_touched += 1
+                scratch_key[c2], scratch_entry[c2], scratch_d2[c2] = key, e, cand_d2[k]
+            elif key < scratch_key[c2]:
+                scratch_key[c2], scratch_entry[c2], scratch_d2[c2] = key, e, cand_d2[k]
+        edges.scanned += cand_ptr[i + 1] - cand_ptr[i]
+        e = pool.next[e]
+    if n_touched > edges.cap[u]:
+        p = realloc(edges.to[u], n_touched * sizeof(int))
+        if p == NULL:
+            return -1
+        edges.to[u] = <int*> p
+        p = realloc(edges.key[u], n_touched * sizeof(double))
+        if p == NULL:
+            return -1
+        edges.key[u] = <double*> p
+        p = realloc(edges.entry[u], n_touched * sizeof(Py_ssize_t))
+        if p == NULL:
+            return -1
+        edges.entry[u] = <Py_ssize_t*> p
+        p = realloc(edges.d2[u], n_touched * sizeof(double))
+        if p == NULL:
+            return -1
+        edges.d2[u] = <double*> p
+        edges.cap[u] = n_touched
+    for j in range(n_touched):
+        c2 = touched[j]
+        edges.to[u][j] = <int> c2
+        edges.key[u][j] = scratch_key[c2]
+        edges.entry[u][j] = scratch_entry[c2]
+        edges.d2[u][j] = scratch_d2[c2]
+        scratch_entry[c2] = -1
+    edges.count[u] = n_touched
+    return 0
+
+
 def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
               const int[::1] cand_idx,         # IN  (n_cand,) candidate clusters of each row
               const double[::1] cand_d2,       # IN  (n_cand,) their squared distances
@@ -138,7 +205,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
               int[::1] labels,                 # OUT (n_rows,) the cluster of most of the row
               double[::1] label_d2,            # OUT (n_rows,) its squared distance
               double tol,
-              double snap=1e-9):
+              double snap=1e-9,
+              Py_ssize_t stop_after=16):
     """Solve the transport problem on the candidate graph (see the module notes).
 
     Parameters
@@ -160,6 +228,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
         whose arithmetic is exact in float64).
     snap : float, default=1e-9
         A start's price within ``snap`` (relative) of the sink's is set to it.
+    stop_after : int, default=16
+        A search ends once it settled this many nodes with a deficit (or all it reaches).
 
     Returns
     -------
@@ -176,16 +246,20 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
 
     Notes
     -----
-    Each round runs Dijkstra from every node with excess over all the nodes it reaches,
-    raises every potential by its distance (the farthest reached for the others: reduced
-    costs stay non-negative, and the shortest-path tree's become zero), then moves the
+    Each round runs Dijkstra from every node with excess until it settled ``stop_after``
+    deficits (or all it reaches), raises every potential by its distance capped at the last
+    settled one's (reduced costs stay non-negative, and the settled part of the
+    shortest-path tree's become zero), then moves the
     bottleneck along the tree's path to every deficit it reached, nearest first, skipping
     a path whose row an earlier one moved: any path of zero reduced cost keeps
     complementary slackness, so one search serves many paths. A row moves only along a
     zero reduced cost, so each row stays at a candidate of least ``d - p``: the result
     satisfies complementary slackness on the candidate graph. With integral masses and
-    bounds every quantity is an integer, so no row is ever split. A search from a cluster
-    scans the rows it holds: a round costs ``O(sum of candidates + C^2)``.
+    bounds every quantity is an integer, so no row is ever split. A search relaxes each
+    cluster's edges: per other cluster, its row of least ``d_ic' - d_iu`` (which prices do
+    not change), kept from search to search and rebuilt from the cluster's rows only after
+    a path moved one of them; a round costs the edges of the clusters it settles and the
+    rows of those that changed.
     """
     cdef Py_ssize_t n_rows = mass.shape[0], n_clusters = lower.shape[0]
     cdef Py_ssize_t n_nodes = n_clusters + 1, t = n_clusters
@@ -193,7 +267,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef double best, val, d, nd, rc, delta, moved, total = 0.0, theta, D
     cdef long long n_paths = 0, n_scanned = 0, n_searches = 0
     cdef Py_ssize_t n, n_settled
-    cdef int reached
+    cdef Py_ssize_t reached
     cdef int status = 0
     cdef _Pool pool
     cdef Py_ssize_t* clu_head = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
@@ -208,6 +282,19 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef double* pred_d2 = <double*> malloc(n_nodes * sizeof(double))
     cdef Py_ssize_t* pred_row = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
     cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
+    cdef char* dirty = <char*> malloc(n_clusters)
+    cdef double* scratch_key = <double*> malloc(n_clusters * sizeof(double))
+    cdef Py_ssize_t* scratch_entry = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
+    cdef double* scratch_d2 = <double*> malloc(n_clusters * sizeof(double))
+    cdef Py_ssize_t* touched = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
+    cdef _Edges edges
+    cdef Py_ssize_t j
+    edges.count = <Py_ssize_t*> calloc(n_clusters, sizeof(Py_ssize_t))
+    edges.cap = <Py_ssize_t*> calloc(n_clusters, sizeof(Py_ssize_t))
+    edges.to = <int**> calloc(n_clusters, sizeof(int*))
+    edges.key = <double**> calloc(n_clusters, sizeof(double*))
+    edges.entry = <Py_ssize_t**> calloc(n_clusters, sizeof(Py_ssize_t*))
+    edges.d2 = <double**> calloc(n_clusters, sizeof(double*))
     pool.cap = 0
     pool.free_head = -1
     pool.row = pool.clu = NULL
@@ -215,7 +302,11 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     pool.next = pool.prev = pool.rnext = NULL
     if (clu_head == NULL or row_head == NULL or size == NULL or flow == NULL
             or excess == NULL or dist == NULL or settled == NULL or pred == NULL
-            or pred_entry == NULL or pred_d2 == NULL or pred_row == NULL or order == NULL):
+            or pred_entry == NULL or pred_d2 == NULL or pred_row == NULL or order == NULL
+            or dirty == NULL or scratch_key == NULL or scratch_entry == NULL
+            or scratch_d2 == NULL or touched == NULL or edges.count == NULL
+            or edges.cap == NULL or edges.to == NULL or edges.key == NULL
+            or edges.entry == NULL or edges.d2 == NULL):
         status = 2
     with nogil:
         if status == 0:
@@ -225,6 +316,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
             for c in range(n_clusters):
                 clu_head[c] = -1
                 size[c] = 0.0
+                dirty[c] = 1
+                scratch_entry[c] = -1
             # every row at a candidate of least d - p
             for i in range(n_rows):
                 row_head[i] = -1
@@ -285,7 +378,9 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 order[n_settled] = u
                 n_settled += 1
                 if excess[u] < -tol:
-                    reached = 1
+                    reached += 1
+                    if reached >= stop_after:
+                        break
                 d = dist[u]
                 theta = prices[t]
                 if u == t:
@@ -301,26 +396,32 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                     nd = d + (rc if rc > 0 else 0.0)
                     if nd < dist[t]:
                         dist[t], pred[t], pred_entry[t] = nd, u, -1
-                e = clu_head[u]
-                while e >= 0:
-                    i = pool.row[e]
-                    val = pool.d2[e] - prices[u]
-                    for k in range(cand_ptr[i], cand_ptr[i + 1]):
-                        c2 = cand_idx[k]
-                        if settled[c2]:
-                            continue
-                        rc = cand_d2[k] - prices[c2] - val
-                        nd = d + (rc if rc > 0 else 0.0)
-                        if nd < dist[c2]:
-                            dist[c2], pred[c2], pred_entry[c2], pred_d2[c2] = (
-                                nd, u, e, cand_d2[k])
-                            pred_row[c2] = i
-                    n_scanned += cand_ptr[i + 1] - cand_ptr[i]
-                    e = pool.next[e]
+                # the cluster's edges: per other cluster, its row of least d_ic' - d_iu
+                # (the same at any prices), rebuilt only after its rows changed
+                if dirty[u]:
+                    if _rebuild_edges(&edges, u, &pool, clu_head, cand_ptr, cand_idx,
+                                      cand_d2, scratch_key, scratch_entry, scratch_d2,
+                                      touched) != 0:
+                        status = 2
+                        break
+                    dirty[u] = 0
+                    n_scanned += edges.scanned
+                for j in range(edges.count[u]):
+                    c2 = edges.to[u][j]
+                    if settled[c2]:
+                        continue
+                    rc = edges.key[u][j] + prices[u] - prices[c2]
+                    nd = d + (rc if rc > 0 else 0.0)
+                    if nd < dist[c2]:
+                        e = edges.entry[u][j]
+                        dist[c2], pred[c2], pred_entry[c2], pred_d2[c2] = (
+                            nd, u, e, edges.d2[u][j])
+                        pred_row[c2] = pool.row[e]
+                n_scanned += edges.count[u]
             if not reached:
                 status = 1
                 break
-            # potentials: each node's distance (the farthest reached for the others), so
+            # potentials: each node's distance (the farthest settled for the others), so
             # every edge of the shortest-path tree has a zero reduced cost, and any path
             # along the tree keeps complementary slackness
             D = dist[order[n_settled - 1]]
@@ -387,6 +488,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                                            moved, pred_d2[v])  # (the entry just freed)
                         size[u] -= moved
                         size[v] += moved
+                        dirty[u] = 1
+                        dirty[v] = 1
                         excess[u] -= moved
                         excess[v] += moved
                     v = u
@@ -430,6 +533,23 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     free(pred_d2)
     free(pred_row)
     free(order)
+    free(dirty)
+    free(scratch_key)
+    free(scratch_entry)
+    free(scratch_d2)
+    free(touched)
+    if edges.to != NULL and edges.key != NULL and edges.entry != NULL and edges.d2 != NULL:
+        for j in range(n_clusters):
+            free(edges.to[j])
+            free(edges.key[j])
+            free(edges.entry[j])
+            free(edges.d2[j])
+    free(edges.count)
+    free(edges.cap)
+    free(edges.to)
+    free(edges.key)
+    free(edges.entry)
+    free(edges.d2)
     splits = (np.asarray(rows, dtype=np.intp), np.asarray(clusters, dtype=np.int32),
               np.asarray(masses, dtype=np.float64), np.asarray(d2s, dtype=np.float64))
     return status, splits, n_paths, n_searches, n_scanned

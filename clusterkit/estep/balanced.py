@@ -19,7 +19,7 @@ from .._data.nearest import all_dist2, single_threaded_blas
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
 from .._engine.constraints import Interval
 from .._engine.contracts import EStep
-from .._kernels import _balanced, _topk
+from .._kernels import _assign, _balanced, _topk
 
 __all__ = ["BalancedEStep", "BalancedResult", "balanced_assignment", "size_bounds"]
 
@@ -111,15 +111,16 @@ def _amount(rows, unit):
     return f"{rows:g} rows" if unit == 1.0 else f"{rows:g} rows of weight {unit:g}"
 
 
-def _direct_dist2(X, centers, winners):
+def _direct_dist2(X, centers, winners, n_threads):
     """The squared distances of each row of ``X`` to its ``winners``' centres, computed
-    directly (not from products), in float64, block by block."""
+    directly (not from products) by the labels' distance kernel, one column at a time;
+    float64 (for the solver's sums), of values in ``X``'s dtype."""
     out = np.empty(winners.shape, dtype=np.float64)
-    block = max(1, (8 << 20) // max(1, winners.shape[1] * X.shape[1] * 8))
-    for start in range(0, X.shape[0], block):
-        rows = slice(start, start + block)
-        diff = X[rows, None, :].astype(np.float64) - centers[winners[rows]]
-        out[rows] = np.einsum("ijk,ijk->ij", diff, diff)
+    column = np.empty(X.shape[0], dtype=X.dtype)
+    for j in range(winners.shape[1]):
+        _assign.dist2_to_labels(X, centers, np.ascontiguousarray(winners[:, j]), column,
+                                n_threads)
+        out[:, j] = column
     return out
 
 
@@ -159,9 +160,9 @@ class _Graph:
         self._add(np.arange(X.shape[0]), min(n_candidates, self.n_clusters), prices)
 
     def _add(self, rows, k, prices):
-        X = self.X[rows]
+        X = self.X if rows.size == self.X.shape[0] else np.ascontiguousarray(self.X[rows])
         winners, n_evals = _candidates(X, self.centers, prices, k, self.n_threads)
-        dist2 = _direct_dist2(X, self.centers, winners)
+        dist2 = _direct_dist2(X, self.centers, winners, self.n_threads)
         self.n_evals += n_evals + dist2.size
         self.width[rows] = k
         self.blocks.append((rows, winners, dist2, prices.copy()))
@@ -201,6 +202,11 @@ class _Graph:
         """The graph of the rows ``keep`` (a boolean mask) as CSR arrays, each row with its
         latest candidates."""
         n_rows = self.width.shape[0]
+        if len(self.blocks) == 1 and keep.all():  # (the usual step: the arrays as they are)
+            _, winners, dist2, _ = self.blocks[0]
+            k = winners.shape[1]
+            return (np.arange(0, n_rows * k + 1, k, dtype=np.int64), winners.reshape(-1),
+                    dist2.reshape(-1))
         latest = self._latest()
         width = np.where(keep, self.width, 0)
         ptr = np.zeros(n_rows + 1, dtype=np.int64)
@@ -421,7 +427,7 @@ def _coarse_prices(X, w, centers, lower, upper, unit, n_threads, n_candidates,
     n_rows = _COARSE_ROWS_PER_CLUSTER * n_clusters
     n_evals, n_paths = 0, 0
     total = float(w.sum(dtype=np.float64))
-    while n_rows * 4 <= n_samples:
+    while 2 * n_rows <= n_samples:
         rows = np.sort(order[:n_rows])
         if unit is not None:  # in rows
             share = n_rows / n_samples
