@@ -232,3 +232,16 @@ def test_predict_is_the_nearest_centre():
     centers = km.cluster_centers_
     nearest = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
     assert np.array_equal(km.predict(X), nearest)
+
+
+def test_weighted_bounds_at_the_total_to_rounding():
+    """Bounds in weight that meet the total only to rounding (size_min = size_max = W / C)
+    are taken, and met to one split row's weight."""
+    rng = np.random.default_rng(3)
+    X = _blobs(300, seed=3)
+    weight = rng.uniform(0.3, 1.7, 300)
+    share = weight.sum() / 4
+    km = Clusterer(4, estep=BalancedEStep(share, share), random_state=0).fit(
+        X, sample_weight=weight)
+    sizes = np.bincount(km.labels_, weight, minlength=4)
+    assert np.all(np.abs(sizes - share) < weight.max())

@@ -93,14 +93,18 @@ def size_bounds(size_min, size_max, n_clusters, sample_weight):
         raise ValueError(
             f"size_min={size_min} and size_max={size_max} hold no whole number of rows of "
             f"weight {unit}: at least {lower:g} and at most {upper:g} rows.")
-    if n_clusters * lower > total:
+    # weights: sums round, so a bound that meets the total to rounding holds (at it)
+    slack = 0.0 if equal else 1e-9 * total
+    if n_clusters * lower > total + slack:
         raise ValueError(
             f"size_min={size_min} cannot hold: n_clusters={n_clusters} clusters of at least "
             f"{_amount(lower, unit)} need more than {what}, {_amount(total, unit)}.")
-    if n_clusters * upper < total:
+    if n_clusters * upper < total - slack:
         raise ValueError(
             f"size_max={size_max} cannot hold: n_clusters={n_clusters} clusters of at most "
             f"{_amount(upper, unit)} take less than {what}, {_amount(total, unit)}.")
+    if not equal:
+        lower, upper = min(lower, total / n_clusters), max(upper, total / n_clusters)
     return lower, min(upper, float(total)), unit
 
 
@@ -398,7 +402,7 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
 
 #: A warm start whose imbalance exceeds this many times ``sqrt(N C)`` (about what a sample
 #: leaves) is mended on samples first.
-_FAR = 4.0
+_FAR = 1.0
 
 #: A cold start first solves on samples of about this many rows per cluster, then on
 #: samples 4 times larger, each from the last one's prices (:func:`_coarse_prices`).
