@@ -195,6 +195,63 @@ cdef int _rebuild_edges(_Edges* edges, Py_ssize_t u, _Pool* pool, Py_ssize_t* cl
     return 0
 
 
+cdef struct _Heap:
+    # a binary min-heap of (distance, node), stale entries skipped when popped
+    Py_ssize_t size, cap
+    double* key
+    Py_ssize_t* node
+
+
+cdef int _heap_push(_Heap* heap, double key, Py_ssize_t node) noexcept nogil:
+    cdef Py_ssize_t i, parent
+    cdef void* p
+    if heap.size == heap.cap:
+        p = realloc(heap.key, (2 * heap.cap + 16) * sizeof(double))
+        if p == NULL:
+            return -1
+        heap.key = <double*> p
+        p = realloc(heap.node, (2 * heap.cap + 16) * sizeof(Py_ssize_t))
+        if p == NULL:
+            return -1
+        heap.node = <Py_ssize_t*> p
+        heap.cap = 2 * heap.cap + 16
+    i = heap.size
+    heap.size += 1
+    while i > 0:
+        parent = (i - 1) // 2
+        if heap.key[parent] <= key:
+            break
+        heap.key[i], heap.node[i] = heap.key[parent], heap.node[parent]
+        i = parent
+    heap.key[i], heap.node[i] = key, node
+    return 0
+
+
+cdef Py_ssize_t _heap_pop(_Heap* heap) noexcept nogil:
+    """The node of least distance, removed (-1 if empty)."""
+    cdef Py_ssize_t top, i, child, last_node
+    cdef double last_key
+    if heap.size == 0:
+        return -1
+    top = heap.node[0]
+    heap.size -= 1
+    last_key, last_node = heap.key[heap.size], heap.node[heap.size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= heap.size:
+            break
+        if child + 1 < heap.size and heap.key[child + 1] < heap.key[child]:
+            child += 1
+        if heap.key[child] >= last_key:
+            break
+        heap.key[i], heap.node[i] = heap.key[child], heap.node[child]
+        i = child
+    if heap.size > 0:
+        heap.key[i], heap.node[i] = last_key, last_node
+    return top
+
+
 def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
               const int[::1] cand_idx,         # IN  (n_cand,) candidate clusters of each row
               const double[::1] cand_d2,       # IN  (n_cand,) their squared distances
@@ -288,6 +345,10 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef double* scratch_d2 = <double*> malloc(n_clusters * sizeof(double))
     cdef Py_ssize_t* touched = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
     cdef _Edges edges
+    cdef _Heap heap
+    heap.size = heap.cap = 0
+    heap.key = NULL
+    heap.node = NULL
     cdef Py_ssize_t j
     edges.count = <Py_ssize_t*> calloc(n_clusters, sizeof(Py_ssize_t))
     edges.cap = <Py_ssize_t*> calloc(n_clusters, sizeof(Py_ssize_t))
@@ -365,15 +426,18 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                     dist[v] = INFINITY
             if not source:
                 break
+            heap.size = 0
+            for v in range(n_nodes):
+                if dist[v] == 0.0 and _heap_push(&heap, 0.0, v) != 0:
+                    status = 2
             n_settled = 0
             reached = 0
-            while True:
-                u, D = -1, INFINITY
-                for v in range(n_nodes):
-                    if not settled[v] and dist[v] < D:
-                        u, D = v, dist[v]
+            while status == 0:
+                u = _heap_pop(&heap)
                 if u < 0:
                     break
+                if settled[u]:  # (a stale entry: the node was settled at a shorter one)
+                    continue
                 settled[u] = 1
                 order[n_settled] = u
                 n_settled += 1
@@ -390,12 +454,16 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                             nd = d + (rc if rc > 0 else 0.0)
                             if nd < dist[c]:
                                 dist[c], pred[c], pred_entry[c] = nd, t, -1
+                                if _heap_push(&heap, nd, c) != 0:
+                                    status = 2
                     continue
                 if not settled[t] and flow[u] < upper[u] - tol:
                     rc = prices[u] - theta
                     nd = d + (rc if rc > 0 else 0.0)
                     if nd < dist[t]:
                         dist[t], pred[t], pred_entry[t] = nd, u, -1
+                        if _heap_push(&heap, nd, t) != 0:
+                            status = 2
                 # the cluster's edges: per other cluster, its row of least d_ic' - d_iu
                 # (the same at any prices), rebuilt only after its rows changed
                 if dirty[u]:
@@ -417,7 +485,11 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                         dist[c2], pred[c2], pred_entry[c2], pred_d2[c2] = (
                             nd, u, e, edges.d2[u][j])
                         pred_row[c2] = pool.row[e]
+                        if _heap_push(&heap, nd, c2) != 0:
+                            status = 2
                 n_scanned += edges.count[u]
+            if status != 0:
+                break
             if not reached:
                 status = 1
                 break
@@ -544,6 +616,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
             free(edges.key[j])
             free(edges.entry[j])
             free(edges.d2[j])
+    free(heap.key)
+    free(heap.node)
     free(edges.count)
     free(edges.cap)
     free(edges.to)
