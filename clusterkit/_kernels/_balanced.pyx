@@ -286,7 +286,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     snap : float, default=1e-9
         A start's price within ``snap`` (relative) of the sink's is set to it.
     stop_after : int, default=16
-        A search ends once it settled this many nodes with a deficit (or all it reaches).
+        A search ends once it settled this many nodes with a deficit (or all of them).
 
     Returns
     -------
@@ -304,7 +304,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     Notes
     -----
     Each round runs Dijkstra from every node with excess until it settled ``stop_after``
-    deficits (or all it reaches), raises every potential by its distance capped at the last
+    deficits (or all of them), raises every potential by its distance capped at the last
     settled one's (reduced costs stay non-negative, and the settled part of the
     shortest-path tree's become zero), then moves the
     bottleneck along the tree's path to every deficit it reached, nearest first, skipping
@@ -324,7 +324,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef double best, val, d, nd, rc, delta, moved, total = 0.0, theta, D
     cdef long long n_paths = 0, n_scanned = 0, n_searches = 0
     cdef Py_ssize_t n, n_settled
-    cdef Py_ssize_t reached
+    cdef Py_ssize_t reached, n_deficits
     cdef int status = 0
     cdef _Pool pool
     cdef Py_ssize_t* clu_head = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
@@ -416,9 +416,12 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
         while status == 0:
             # Dijkstra from all the excess over every node it reaches
             source = 0
+            n_deficits = 0
             for v in range(n_nodes):
                 settled[v] = 0
                 pred[v] = -1
+                if excess[v] < -tol:
+                    n_deficits += 1
                 if excess[v] > tol:
                     dist[v] = 0.0
                     source = 1
@@ -443,7 +446,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 n_settled += 1
                 if excess[u] < -tol:
                     reached += 1
-                    if reached >= stop_after:
+                    if reached >= stop_after or reached == n_deficits:
                         break
                 d = dist[u]
                 theta = prices[t]
