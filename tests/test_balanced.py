@@ -245,3 +245,33 @@ def test_weighted_bounds_at_the_total_to_rounding():
         X, sample_weight=weight)
     sizes = np.bincount(km.labels_, weight, minlength=4)
     assert np.all(np.abs(sizes - share) < weight.max())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kept_candidates_give_the_optimum_as_centres_move(dtype, weighted):
+    """A solve from the last one's prices and candidates (kept while their bound certifies
+    them) still finds the optimum, after small, large and no moves of the centres."""
+    rng = np.random.default_rng(4)
+    n, c = 120, 6
+    X, centers = _problem(4, n, c)
+    weight = rng.uniform(0.3, 2.0, n) if weighted else np.ones(n)
+    size_min, size_max = (0.7 * weight.sum() / c, 1.2 * weight.sum() / c) if weighted else (14, 23)
+    X, w = X.astype(dtype), weight.astype(dtype)
+    result = balanced_assignment(X, w, centers.astype(dtype), size_min, size_max,
+                                 n_candidates=2)
+    for scale in (0.01, 0.5, 0.0, 2.0):
+        centers = centers + scale * rng.normal(size=centers.shape)
+        result = balanced_assignment(X, w, centers.astype(dtype), size_min, size_max,
+                                     prices=result.prices, n_candidates=2,
+                                     candidates=result.candidates)
+        wd = w.astype(np.float64)
+        optimum, d2 = lp_optimum(X, wd, centers.astype(dtype), size_min, size_max)
+        cost = _cost(d2, wd, result.labels)
+        sizes = np.bincount(result.labels, wd, minlength=c)
+        if weighted:
+            assert cost <= optimum * (1 + RTOL[dtype]) + 1e-9
+            assert np.all(sizes > size_min - wd.max()) and np.all(sizes < size_max + wd.max())
+        else:
+            assert cost == pytest.approx(optimum, rel=RTOL[dtype])
+            assert sizes.min() >= size_min and sizes.max() <= size_max

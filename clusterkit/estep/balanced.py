@@ -21,7 +21,7 @@ from .._engine.constraints import Interval
 from .._engine.contracts import EStep
 from .._kernels import _assign, _balanced, _topk
 
-__all__ = ["BalancedEStep", "BalancedResult", "balanced_assignment", "size_bounds"]
+__all__ = ["BalancedEStep", "BalancedResult", "Candidates", "balanced_assignment", "size_bounds"]
 
 #: Candidate centres per row at the first solve (widened where needed).
 N_CANDIDATES = 8
@@ -46,13 +46,16 @@ class BalancedResult:
     split_rows : int
         Rows the fractional optimum splits between clusters (weighted bounds only; the
         labels then round them, see :class:`BalancedEStep`).
+    candidates : Candidates
+        The candidate graph, for the next solve on the same rows.
     """
 
     def __init__(self, labels, dist2, prices, n_distance_evals, n_paths, n_widened,
-                 split_rows):
+                 split_rows, candidates=None):
         self.labels, self.dist2, self.prices = labels, dist2, prices
         self.n_distance_evals, self.n_paths = n_distance_evals, n_paths
         self.n_widened, self.split_rows = n_widened, split_rows
+        self.candidates = candidates
 
 
 def size_bounds(size_min, size_max, n_clusters, sample_weight):
@@ -150,26 +153,106 @@ def _candidates(X, centers, prices, n_candidates, n_threads):
     return winners, n_evals
 
 
+#: Relative rounding of the nearest-centres kernel's ranking (gemm products), by dtype:
+#: a bound read from the ranked candidates is lowered by it, times the row's scale.
+_RANK_ROUNDING = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
+
+
+class Candidates:
+    """A solve's candidate graph, kept for the next solve (:attr:`BalancedResult.candidates`).
+
+    Attributes
+    ----------
+    winners : ndarray of shape (n_samples, k), dtype=int32
+        Each row's candidate centres.
+    bound : ndarray of shape (n_samples,), dtype=float64
+        A lower bound on ``dist2 - price`` of every other centre of the row, at ``prices``
+        and ``centers``.
+    prices : ndarray of shape (n_clusters + 1,)
+    centers : ndarray of shape (n_clusters, n_features)
+    """
+
+    def __init__(self, winners, bound, prices, centers):
+        self.winners, self.bound, self.prices, self.centers = winners, bound, prices, centers
+
+
+class _Block:
+    """Candidates of some rows: ``winners`` (ascending at the prices ``p0`` they were
+    ranked at, or kept from the last solve), their direct ``dist2`` at the current centres,
+    and ``bound``: every other centre's ``dist2 - p0`` is at least ``bound`` at the centres
+    of the ranking, which have since moved by at most ``shift``."""
+
+    def __init__(self, rows, winners, dist2, p0, bound, shift=0.0, margin=None):
+        self.rows, self.winners, self.dist2, self.p0 = rows, winners, dist2, p0
+        self.bound, self.shift, self.margin = bound, shift, margin
+
+    def bound_at(self, k, prices):
+        """Each row's lower bound on ``dist2 - price`` at ``prices`` and the current
+        centres of every centre but its first ``k`` candidates (the triangle inequality
+        for the centres' moves: ``d >= d0 - 2 shift sqrt(d0)``)."""
+        if k == self.winners.shape[1]:
+            bound = self.bound
+        else:  # (a ranking: the k-th candidate's value, less the ranking's rounding)
+            last = self.winners[:, k - 1]
+            bound = self.dist2[:, k - 1] - self.p0[last] - self.margin
+        moved = float(np.max(prices[:-1] - self.p0[:-1]))
+        if self.shift > 0:  # (a row with every centre a candidate keeps +inf)
+            finite = np.isfinite(bound)
+            reach = np.sqrt(np.maximum(np.where(finite, bound, 0.0) + self.p0[:-1].max(),
+                                       0.0))
+            return np.where(finite, bound - moved - 2.0 * self.shift * reach, np.inf)
+        return bound - moved
+
+
 class _Graph:
     """The candidate graph: per row its centres of least ``dist2 - price`` at the prices
-    of the time, widened (and re-priced) row by row."""
+    of the time (or the last solve's, checked by bounds), renewed and widened row by row."""
 
-    def __init__(self, X, centers, prices, n_candidates, n_threads):
+    def __init__(self, X, centers, n_threads):
         self.X, self.centers, self.n_threads = X, centers, n_threads
         self.n_clusters = centers.shape[0]
         self.width = np.zeros(X.shape[0], dtype=np.intp)
         self.renewed = np.zeros(X.shape[0], dtype=np.intp)
-        self.blocks = []  # (rows, winners, dist2, prices at the time)
+        self.blocks = []
         self.n_evals = self.n_widened = 0
-        self._add(np.arange(X.shape[0]), min(n_candidates, self.n_clusters), prices)
 
-    def _add(self, rows, k, prices):
+    @classmethod
+    def ranked(cls, X, centers, prices, n_candidates, n_threads):
+        """Every row's ``n_candidates`` centres of least ``dist2 - price`` at ``prices``."""
+        graph = cls(X, centers, n_threads)
+        graph._rank(np.arange(X.shape[0]), min(n_candidates, graph.n_clusters), prices)
+        return graph
+
+    @classmethod
+    def kept(cls, X, centers, candidates, n_threads):
+        """The last solve's candidates, their distances at the new centres (``N k``
+        evaluations) and their bound loosened by how far each centre moved."""
+        graph = cls(X, centers, n_threads)
+        dist2 = _direct_dist2(X, centers, candidates.winners, n_threads)
+        graph.n_evals += dist2.size
+        move = centers.astype(np.float64) - candidates.centers
+        shift = float(np.sqrt(np.einsum("ij,ij->i", move, move).max()))
+        graph.width[:] = candidates.winners.shape[1]
+        graph.blocks.append(_Block(np.arange(X.shape[0]), candidates.winners, dist2,
+                                   candidates.prices, candidates.bound, shift))
+        return graph
+
+    def _rank(self, rows, k, prices):
         X = self.X if rows.size == self.X.shape[0] else np.ascontiguousarray(self.X[rows])
         winners, n_evals = _candidates(X, self.centers, prices, k, self.n_threads)
         dist2 = _direct_dist2(X, self.centers, winners, self.n_threads)
         self.n_evals += n_evals + dist2.size
         self.width[rows] = k
-        self.blocks.append((rows, winners, dist2, prices.copy()))
+        # the kernel ranks by products rounded at the scale of the rows, centres and lift
+        scale = (np.einsum("ij,ij->i", X, X, dtype=np.float64)
+                 + float(np.einsum("ij,ij->i", self.centers, self.centers,
+                                   dtype=np.float64).max())
+                 + float(prices[:-1].max() - prices[:-1].min()))
+        margin = _RANK_ROUNDING[X.dtype] * scale
+        last = winners[:, -1]
+        bound = (dist2[:, -1] - prices[last] - margin if k < self.n_clusters
+                 else np.full(rows.size, np.inf))
+        self.blocks.append(_Block(rows, winners, dist2, prices.copy(), bound, 0.0, margin))
 
     def widen(self, rows, prices):
         """New candidates for ``rows``, ranked at ``prices``: as many as before the first
@@ -185,21 +268,22 @@ class _Graph:
         new_width = np.where(grow, np.minimum(4 * self.width[rows], self.n_clusters),
                              self.width[rows])
         for k in np.unique(new_width):
-            self._add(rows[new_width == k], int(k), prices)
+            self._rank(rows[new_width == k], int(k), prices)
         return True
 
-    def imbalance(self, mass, lower, upper):
-        """How far the rows at their best first candidates are from the bounds: the mass
-        above ``upper`` and below ``lower``, over all clusters."""
-        rows, winners, dist2, p0 = self.blocks[0]
-        best = winners[np.arange(rows.size), np.argmin(dist2 - p0[winners], axis=1)]
-        size = np.bincount(best, mass[rows], minlength=self.n_clusters)
+    def imbalance(self, mass, lower, upper, prices):
+        """How far the rows at their best first candidates at ``prices`` are from the
+        bounds: the mass above ``upper`` and below ``lower``, over all clusters."""
+        block = self.blocks[0]
+        value = block.dist2 - prices[block.winners]
+        best = block.winners[np.arange(block.rows.size), np.argmin(value, axis=1)]
+        size = np.bincount(best, mass[block.rows], minlength=self.n_clusters)
         return float(np.maximum(size - upper, 0).sum() + np.maximum(lower - size, 0).sum())
 
     def _latest(self):
         latest = np.full(self.width.shape[0], -1)
-        for number, (rows, _, _, _) in enumerate(self.blocks):
-            latest[rows] = number  # (later blocks are wider)
+        for number, block in enumerate(self.blocks):
+            latest[block.rows] = number  # (later blocks are wider or newer)
         return latest
 
     def csr(self, keep):
@@ -207,99 +291,67 @@ class _Graph:
         latest candidates."""
         n_rows = self.width.shape[0]
         if len(self.blocks) == 1 and keep.all():  # (the usual step: the arrays as they are)
-            _, winners, dist2, _ = self.blocks[0]
-            k = winners.shape[1]
-            return (np.arange(0, n_rows * k + 1, k, dtype=np.int64), winners.reshape(-1),
-                    dist2.reshape(-1))
+            block = self.blocks[0]
+            k = block.winners.shape[1]
+            return (np.arange(0, n_rows * k + 1, k, dtype=np.int64),
+                    block.winners.reshape(-1), block.dist2.reshape(-1))
         latest = self._latest()
         width = np.where(keep, self.width, 0)
         ptr = np.zeros(n_rows + 1, dtype=np.int64)
         np.cumsum(width, out=ptr[1:])
         idx = np.empty(ptr[-1], dtype=np.int32)
         d2 = np.empty(ptr[-1], dtype=np.float64)
-        for number, (rows, winners, dist2, _) in enumerate(self.blocks):
-            mine = (latest[rows] == number) & keep[rows]
+        for number, block in enumerate(self.blocks):
+            mine = (latest[block.rows] == number) & keep[block.rows]
             if not mine.any():
                 continue
-            flat = (ptr[rows[mine]][:, None] + np.arange(winners.shape[1])[None, :]).ravel()
-            idx[flat] = winners[mine].ravel()
-            d2[flat] = dist2[mine].ravel()
+            flat = (ptr[block.rows[mine]][:, None]
+                    + np.arange(block.winners.shape[1])[None, :]).ravel()
+            idx[flat] = block.winners[mine].ravel()
+            d2[flat] = block.dist2[mine].ravel()
         return ptr, idx, d2
 
     def uncertified(self, rows, labels, label_d2, prices):
         """Of ``rows`` (with their labels), those that might prefer a centre beyond their
-        candidates at ``prices``: a non-candidate ``c`` had ``dist2 - p0_c`` at least the
-        last candidate's at the candidates' prices ``p0``, so it cannot beat the label
-        unless the prices moved apart by more than that margin."""
+        candidates at ``prices``: their label's ``dist2 - price`` is above the bound on
+        every other centre's."""
         latest = self._latest()
         where = np.full(self.width.shape[0], -1)
         where[rows] = np.arange(rows.size)
         doubtful = []
-        for number, (block_rows, winners, dist2, p0) in enumerate(self.blocks):
-            if winners.shape[1] == self.n_clusters:
+        for number, block in enumerate(self.blocks):
+            k = block.winners.shape[1]
+            if k == self.n_clusters:
                 continue  # all centres are candidates
-            mine = (latest[block_rows] == number) & (where[block_rows] >= 0)
+            mine = (latest[block.rows] == number) & (where[block.rows] >= 0)
             if not mine.any():
                 continue
-            at = where[block_rows[mine]]
-            label = labels[at]
-            shift = prices[:-1] - p0[:-1]
-            margin = (dist2[mine, -1] - p0[winners[mine, -1]]) - (label_d2[at] - p0[label])
-            bad = margin < shift.max() - shift[label]
-            doubtful.append(block_rows[mine][bad])
+            at = where[block.rows[mine]]
+            bound = block.bound_at(k, prices)[mine]
+            bad = bound < label_d2[at] - prices[labels[at]]
+            doubtful.append(block.rows[mine][bad])
         return np.concatenate(doubtful) if doubtful else np.empty(0, dtype=np.intp)
 
-
-def _warm_prices(graph, lower, upper, n_rounds=30):
-    """Prices that nearly balance the clusters, from zero, for a cold start: rounds in
-    which each cluster above ``upper`` lowers its price just enough to let its excess go
-    to their next candidates, and each below ``lower`` raises it just enough to draw its
-    deficit, all at once (rows in whole units). The solver is exact from any prices: these
-    only spare it most of its paths."""
-    rows, winners, dist2, _ = graph.blocks[0]
-    n_rows, k = winners.shape
-    n_clusters = graph.n_clusters
-    prices = np.zeros(n_clusters + 1)
-    if k < 2:
-        return prices
-    index = np.arange(n_rows)
-    for _ in range(n_rounds):
-        value = dist2 - prices[winners]
-        order = np.argsort(value, axis=1)
-        best = order[:, 0]
-        label = winners[index, best]
-        size = np.bincount(label, minlength=n_clusters)
-        over = np.maximum(size - upper, 0).astype(np.intp)
-        under = np.maximum(lower - size, 0).astype(np.intp)
-        if not over.any() and not under.any():
-            break
-        step = np.zeros(n_clusters)
-        # a cluster above its bound: the margins of its rows to their next candidates
-        margin = value[index, order[:, 1]] - value[index, best]
-        by = np.lexsort((margin, label))
-        starts = np.searchsorted(label[by], np.arange(n_clusters))
-        full = np.flatnonzero(over)
-        step[full] = -margin[by[starts[full] + over[full] - 1]]
-        # a cluster below: the margins of the rows that have it as a candidate
-        pull = value - value[index, best][:, None]
-        pair_cluster = winners.ravel()
-        pair_margin = pull.ravel()
-        other = pair_margin > 0
-        pair_cluster, pair_margin = pair_cluster[other], pair_margin[other]
-        by = np.lexsort((pair_margin, pair_cluster))
-        counts = np.bincount(pair_cluster, minlength=n_clusters)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        short = np.flatnonzero(under)
-        reach = np.minimum(under[short], counts[short])
-        short, reach = short[reach > 0], reach[reach > 0]
-        step[short] = pair_margin[by[starts[short] + reach - 1]]
-        # half steps: the clusters move together, and rows one pushes out another draws in
-        prices[:-1] += 0.5 * step * (1 + 1e-9)
-    return prices
+    def kept_candidates(self, k, prices):
+        """The :class:`Candidates` the next solve starts from: each row's first ``k``
+        candidates of its latest block, bounded at ``prices`` and the current centres."""
+        n_rows = self.width.shape[0]
+        winners = np.empty((n_rows, k), dtype=np.int32)
+        bound = np.empty(n_rows)
+        latest = self._latest()
+        for number, block in enumerate(self.blocks):
+            mine = latest[block.rows] == number
+            if not mine.any():
+                continue
+            winners[block.rows[mine]] = block.winners[mine, :k]
+            bound[block.rows[mine]] = block.bound_at(k, prices)[mine]
+        return Candidates(winners, bound, prices.copy(),
+                          self.centers.astype(np.float64, copy=True))
 
 
 def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
-                        prices=None, n_threads=1, n_candidates=N_CANDIDATES):
+                        prices=None, n_threads=1, n_candidates=N_CANDIDATES,
+                        candidates=None):
     """The assignment of least weighted squared distance with every cluster's size bounded.
 
     Parameters
@@ -319,6 +371,10 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
     n_threads : int, default=1
     n_candidates : int, default=N_CANDIDATES
         Candidate centres per row at the start.
+    candidates : Candidates or None, default=None
+        A previous solve's :attr:`BalancedResult.candidates` (of the same rows), with its
+        ``prices``: the rows keep them while their bound certifies them (``N k``
+        evaluations instead of ``N C``). ``None``: every row's are ranked afresh.
 
     Returns
     -------
@@ -339,10 +395,13 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
     graph = None
     if prices is not None:
         prices = np.array(prices, dtype=np.float64)
-        graph = _Graph(X, centers, prices, n_candidates, n_threads)
+        if candidates is not None and candidates.winners.shape[0] == n_samples:
+            graph = _Graph.kept(X, centers, candidates, n_threads)
+        else:
+            graph = _Graph.ranked(X, centers, prices, n_candidates, n_threads)
         # a start far from balance (the centres moved much since the prices were found)
         # is mended on samples first, as a cold start is
-        if coarse and graph.imbalance(mass * keep, lower, upper) > _FAR * math.sqrt(
+        if coarse and graph.imbalance(mass * keep, lower, upper, prices) > _FAR * math.sqrt(
                 n_samples * n_clusters):
             n_evals = graph.n_evals
             graph = None
@@ -353,7 +412,7 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
             n_evals += evals
         elif prices is None:
             prices = np.zeros(n_clusters + 1)
-        graph = _Graph(X, centers, prices, n_candidates, n_threads)
+        graph = _Graph.ranked(X, centers, prices, n_candidates, n_threads)
     graph.n_evals += n_evals
     # integral masses and bounds solve exactly; weights, to a relative tolerance
     tol = 0.0 if unit is not None else 1e-12 * float(w.sum())
@@ -396,8 +455,9 @@ def balanced_assignment(X, sample_weight, centers, size_min=None, size_max=None,
         graph.n_evals += d2_free.size
         out_labels[free] = np.argmin(d2_free - prices[:-1], axis=1)
         out_d2[free] = d2_free[np.arange(free.size), out_labels[free]]
+    kept = graph.kept_candidates(min(n_candidates, n_clusters), prices)
     return BalancedResult(out_labels, out_d2.astype(X.dtype), prices, graph.n_evals, n_paths,
-                          graph.n_widened, split_rows)
+                          graph.n_widened, split_rows, kept)
 
 
 #: A warm start whose imbalance exceeds this many times ``sqrt(N C)`` (about what a sample
@@ -539,11 +599,11 @@ def _round_splits(rows, clusters, masses, d2, weight):
 
 class _BalancedState:
     """:class:`BalancedEStep`'s per-run state: the run's rows and weights (for the final
-    labels) and the last solve's prices (the next solve's warm start)."""
+    labels) and the last solve's prices and candidate graph (the next solve's start)."""
 
     def __init__(self, X, sample_weight):
         self.X, self.sample_weight = X, sample_weight
-        self.prices = None
+        self.prices = self.candidates = None
 
 
 class BalancedEStep(EStep):
@@ -678,8 +738,9 @@ class BalancedEStep(EStep):
 
     def _solve(self, X, sample_weight, centers, run_state, state):
         result = balanced_assignment(X, sample_weight, centers, self.size_min, self.size_max,
-                                     run_state.prices, state.config.n_threads)
-        run_state.prices = result.prices
+                                     run_state.prices, state.config.n_threads,
+                                     candidates=run_state.candidates)
+        run_state.prices, run_state.candidates = result.prices, result.candidates
         return result
 
     def assign(self, X, sample_weight, centers, state):
