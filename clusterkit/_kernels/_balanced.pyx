@@ -263,7 +263,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
               double[::1] label_d2,            # OUT (n_rows,) its squared distance
               double tol,
               double snap=1e-9,
-              Py_ssize_t stop_after=16):
+              Py_ssize_t stop_after=16,
+              bint all_sources=True):
     """Solve the transport problem on the candidate graph (see the module notes).
 
     Parameters
@@ -287,6 +288,11 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
         A start's price within ``snap`` (relative) of the sink's is set to it.
     stop_after : int, default=16
         A search ends once it settled this many nodes with a deficit (or all of them).
+    all_sources : bool, default=True
+        Search from every node with excess at once; ``False``: from one at a time, in
+        turn (it settles only the clusters nearer than its nearest deficits, where all
+        sources settle every source first, but finds fewer paths per search: fits of
+        20,000 and 100,000 rows measured the same or slower).
 
     Returns
     -------
@@ -303,7 +309,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
 
     Notes
     -----
-    Each round runs Dijkstra from every node with excess until it settled ``stop_after``
+    Each round runs Dijkstra from the nodes with excess until it settled ``stop_after``
     deficits (or all of them), raises every potential by its distance capped at the last
     settled one's (reduced costs stay non-negative, and the settled part of the
     shortest-path tree's become zero), then moves the
@@ -324,7 +330,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef double best, val, d, nd, rc, delta, moved, total = 0.0, theta, D
     cdef long long n_paths = 0, n_scanned = 0, n_searches = 0
     cdef Py_ssize_t n, n_settled
-    cdef Py_ssize_t reached, n_deficits
+    cdef Py_ssize_t reached, n_deficits, cursor = 0
     cdef int status = 0
     cdef _Pool pool
     cdef Py_ssize_t* clu_head = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
@@ -415,24 +421,28 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 excess[t] += flow[c]
         while status == 0:
             # Dijkstra from all the excess over every node it reaches
-            source = 0
+            # from every node with excess or (not all_sources) the next one in turn
+            source = -1
             n_deficits = 0
             for v in range(n_nodes):
                 settled[v] = 0
                 pred[v] = -1
+                dist[v] = INFINITY
                 if excess[v] < -tol:
                     n_deficits += 1
-                if excess[v] > tol:
-                    dist[v] = 0.0
-                    source = 1
-                else:
-                    dist[v] = INFINITY
-            if not source:
-                break
             heap.size = 0
-            for v in range(n_nodes):
-                if dist[v] == 0.0 and _heap_push(&heap, 0.0, v) != 0:
-                    status = 2
+            for j in range(n_nodes):
+                v = (cursor + j) % n_nodes
+                if excess[v] > tol:
+                    source = v
+                    dist[v] = 0.0
+                    if _heap_push(&heap, 0.0, v) != 0:
+                        status = 2
+                    if not all_sources:
+                        break
+            if source < 0:
+                break
+            cursor = source + 1
             n_settled = 0
             reached = 0
             while status == 0:
