@@ -130,26 +130,68 @@ cdef Py_ssize_t _row_entry(_Pool* pool, Py_ssize_t* row_head, int i, int c) noex
 
 cdef struct _Edges:
     # per cluster u: the other clusters its rows can move to, each with the least
-    # d_ic' - d_iu over u's rows (the entry, and d_ic')
+    # d_ic' - d_iu over u's rows (its entry, and d_ic') and the second least (entry -1:
+    # not known), kept as rows leave and join the cluster
     Py_ssize_t* count
     Py_ssize_t* cap
     int** to
     double** key
     Py_ssize_t** entry
     double** d2
+    double** key2
+    Py_ssize_t** entry2
+    double** d2b
     Py_ssize_t scanned
+
+
+cdef int _edges_reserve(_Edges* edges, Py_ssize_t u, Py_ssize_t n) noexcept nogil:
+    """Room for ``n`` edges of cluster ``u``."""
+    cdef void* p
+    if n <= edges.cap[u]:
+        return 0
+    p = realloc(edges.to[u], n * sizeof(int))
+    if p == NULL:
+        return -1
+    edges.to[u] = <int*> p
+    p = realloc(edges.key[u], n * sizeof(double))
+    if p == NULL:
+        return -1
+    edges.key[u] = <double*> p
+    p = realloc(edges.entry[u], n * sizeof(Py_ssize_t))
+    if p == NULL:
+        return -1
+    edges.entry[u] = <Py_ssize_t*> p
+    p = realloc(edges.d2[u], n * sizeof(double))
+    if p == NULL:
+        return -1
+    edges.d2[u] = <double*> p
+    p = realloc(edges.key2[u], n * sizeof(double))
+    if p == NULL:
+        return -1
+    edges.key2[u] = <double*> p
+    p = realloc(edges.entry2[u], n * sizeof(Py_ssize_t))
+    if p == NULL:
+        return -1
+    edges.entry2[u] = <Py_ssize_t*> p
+    p = realloc(edges.d2b[u], n * sizeof(double))
+    if p == NULL:
+        return -1
+    edges.d2b[u] = <double*> p
+    edges.cap[u] = n
+    return 0
 
 
 cdef int _rebuild_edges(_Edges* edges, Py_ssize_t u, _Pool* pool, Py_ssize_t* clu_head,
                         const long long[::1] cand_ptr, const int[::1] cand_idx,
                         const double[::1] cand_d2, double* scratch_key,
                         Py_ssize_t* scratch_entry, double* scratch_d2,
-                        Py_ssize_t* touched) noexcept nogil:
-    """Rebuild cluster ``u``'s edges from the rows it holds (the scratch arrays are
-    ``+inf`` / unused on entry and left so)."""
+                        double* scratch_key2, Py_ssize_t* scratch_entry2,
+                        double* scratch_d2b, Py_ssize_t* touched) noexcept nogil:
+    """Rebuild cluster ``u``'s edges from the rows it holds (the scratch entries are -1
+    on entry and left so). Room for twice the edges found, so that joining rows rarely
+    force another rebuild."""
     cdef Py_ssize_t e = clu_head[u], i, k, c2, n_touched = 0, j
     cdef double key
-    cdef void* p
     edges.scanned = 0
     while e >= 0:
         i = pool.row[e]
@@ -163,36 +205,84 @@ cdef int _rebuild_edges(_Edges* edges, Py_ssize_t u, _Pool* pool, Py_ssize_t* cl
                 n_touched += 1
                 scratch_key[c2], scratch_entry[c2], scratch_d2[c2] = key, e, cand_d2[k]
             elif key < scratch_key[c2]:
+                scratch_key2[c2], scratch_entry2[c2], scratch_d2b[c2] = (
+                    scratch_key[c2], scratch_entry[c2], scratch_d2[c2])
                 scratch_key[c2], scratch_entry[c2], scratch_d2[c2] = key, e, cand_d2[k]
+            elif scratch_entry2[c2] < 0 or key < scratch_key2[c2]:
+                scratch_key2[c2], scratch_entry2[c2], scratch_d2b[c2] = key, e, cand_d2[k]
         edges.scanned += cand_ptr[i + 1] - cand_ptr[i]
         e = pool.next[e]
-    if n_touched > edges.cap[u]:
-        p = realloc(edges.to[u], n_touched * sizeof(int))
-        if p == NULL:
-            return -1
-        edges.to[u] = <int*> p
-        p = realloc(edges.key[u], n_touched * sizeof(double))
-        if p == NULL:
-            return -1
-        edges.key[u] = <double*> p
-        p = realloc(edges.entry[u], n_touched * sizeof(Py_ssize_t))
-        if p == NULL:
-            return -1
-        edges.entry[u] = <Py_ssize_t*> p
-        p = realloc(edges.d2[u], n_touched * sizeof(double))
-        if p == NULL:
-            return -1
-        edges.d2[u] = <double*> p
-        edges.cap[u] = n_touched
+    if _edges_reserve(edges, u, 2 * n_touched + 4) != 0:
+        return -1
     for j in range(n_touched):
         c2 = touched[j]
         edges.to[u][j] = <int> c2
         edges.key[u][j] = scratch_key[c2]
         edges.entry[u][j] = scratch_entry[c2]
         edges.d2[u][j] = scratch_d2[c2]
+        edges.key2[u][j] = scratch_key2[c2]
+        edges.entry2[u][j] = scratch_entry2[c2]
+        edges.d2b[u][j] = scratch_d2b[c2]
         scratch_entry[c2] = -1
+        scratch_entry2[c2] = -1
     edges.count[u] = n_touched
     return 0
+
+
+cdef void _edges_leave(_Edges* edges, Py_ssize_t u, Py_ssize_t e, char* dirty) noexcept nogil:
+    """Entry ``e`` leaves cluster ``u``: where it was the least, the second takes its
+    place; where no second is known, the cluster is rebuilt at its next search."""
+    cdef Py_ssize_t j
+    if dirty[u]:
+        return
+    for j in range(edges.count[u]):
+        if edges.entry[u][j] == e:
+            if edges.entry2[u][j] < 0:
+                dirty[u] = 1
+                return
+            edges.key[u][j] = edges.key2[u][j]
+            edges.entry[u][j] = edges.entry2[u][j]
+            edges.d2[u][j] = edges.d2b[u][j]
+            edges.entry2[u][j] = -1
+        elif edges.entry2[u][j] == e:
+            edges.entry2[u][j] = -1
+
+
+cdef void _edges_join(_Edges* edges, Py_ssize_t v, Py_ssize_t e, Py_ssize_t i, double d2,
+                      const long long[::1] cand_ptr, const int[::1] cand_idx,
+                      const double[::1] cand_d2, char* dirty) noexcept nogil:
+    """Row ``i`` joins cluster ``v`` as entry ``e`` at squared distance ``d2``: each of
+    its other candidates' edges takes it where it is less than the least (or than a known
+    second)."""
+    cdef Py_ssize_t k, c2, j, n
+    cdef double key
+    if dirty[v]:
+        return
+    for k in range(cand_ptr[i], cand_ptr[i + 1]):
+        c2 = cand_idx[k]
+        if c2 == v:
+            continue
+        key = cand_d2[k] - d2
+        n = edges.count[v]
+        for j in range(n):
+            if edges.to[v][j] == c2:
+                break
+        else:
+            if n == edges.cap[v]:
+                dirty[v] = 1
+                return
+            edges.to[v][n] = <int> c2
+            edges.key[v][n], edges.entry[v][n], edges.d2[v][n] = key, e, cand_d2[k]
+            edges.entry2[v][n] = -1
+            edges.count[v] = n + 1
+            continue
+        if key < edges.key[v][j]:
+            edges.key2[v][j] = edges.key[v][j]
+            edges.entry2[v][j] = edges.entry[v][j]
+            edges.d2b[v][j] = edges.d2[v][j]
+            edges.key[v][j], edges.entry[v][j], edges.d2[v][j] = key, e, cand_d2[k]
+        elif edges.entry2[v][j] >= 0 and key < edges.key2[v][j]:
+            edges.key2[v][j], edges.entry2[v][j], edges.d2b[v][j] = key, e, cand_d2[k]
 
 
 cdef struct _Heap:
@@ -320,13 +410,14 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     satisfies complementary slackness on the candidate graph. With integral masses and
     bounds every quantity is an integer, so no row is ever split. A search relaxes each
     cluster's edges: per other cluster, its row of least ``d_ic' - d_iu`` (which prices do
-    not change), kept from search to search and rebuilt from the cluster's rows only after
-    a path moved one of them; a round costs the edges of the clusters it settles and the
-    rows of those that changed.
+    not change), kept from search to search with the second least: a row that joins updates
+    them, one that leaves hands its place to the second, and the cluster is rebuilt from
+    its rows only when no second is known; a round costs the edges of the clusters it
+    settles and the rows of the few rebuilt.
     """
     cdef Py_ssize_t n_rows = mass.shape[0], n_clusters = lower.shape[0]
     cdef Py_ssize_t n_nodes = n_clusters + 1, t = n_clusters
-    cdef Py_ssize_t i, k, c, c2, v, u, e, e2, best_k, target, source
+    cdef Py_ssize_t i, k, c, c2, v, u, e, e2, e3, best_k, target, source
     cdef double best, val, d, nd, rc, delta, moved, total = 0.0, theta, D
     cdef long long n_paths = 0, n_scanned = 0, n_searches = 0
     cdef Py_ssize_t n, n_settled
@@ -349,6 +440,9 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef double* scratch_key = <double*> malloc(n_clusters * sizeof(double))
     cdef Py_ssize_t* scratch_entry = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
     cdef double* scratch_d2 = <double*> malloc(n_clusters * sizeof(double))
+    cdef double* scratch_key2 = <double*> malloc(n_clusters * sizeof(double))
+    cdef Py_ssize_t* scratch_entry2 = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
+    cdef double* scratch_d2b = <double*> malloc(n_clusters * sizeof(double))
     cdef Py_ssize_t* touched = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
     cdef _Edges edges
     cdef _Heap heap
@@ -362,6 +456,9 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     edges.key = <double**> calloc(n_clusters, sizeof(double*))
     edges.entry = <Py_ssize_t**> calloc(n_clusters, sizeof(Py_ssize_t*))
     edges.d2 = <double**> calloc(n_clusters, sizeof(double*))
+    edges.key2 = <double**> calloc(n_clusters, sizeof(double*))
+    edges.entry2 = <Py_ssize_t**> calloc(n_clusters, sizeof(Py_ssize_t*))
+    edges.d2b = <double**> calloc(n_clusters, sizeof(double*))
     pool.cap = 0
     pool.free_head = -1
     pool.row = pool.clu = NULL
@@ -372,6 +469,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
             or pred_entry == NULL or pred_d2 == NULL or pred_row == NULL or order == NULL
             or dirty == NULL or scratch_key == NULL or scratch_entry == NULL
             or scratch_d2 == NULL or touched == NULL or edges.count == NULL
+            or scratch_key2 == NULL or scratch_entry2 == NULL or scratch_d2b == NULL
+            or edges.key2 == NULL or edges.entry2 == NULL or edges.d2b == NULL
             or edges.cap == NULL or edges.to == NULL or edges.key == NULL
             or edges.entry == NULL or edges.d2 == NULL):
         status = 2
@@ -385,6 +484,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 size[c] = 0.0
                 dirty[c] = 1
                 scratch_entry[c] = -1
+                scratch_entry2[c] = -1
             # every row at a candidate of least d - p
             for i in range(n_rows):
                 row_head[i] = -1
@@ -482,6 +582,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 if dirty[u]:
                     if _rebuild_edges(&edges, u, &pool, clu_head, cand_ptr, cand_idx,
                                       cand_d2, scratch_key, scratch_entry, scratch_d2,
+                                      scratch_key2, scratch_entry2, scratch_d2b,
                                       touched) != 0:
                         status = 2
                         break
@@ -555,26 +656,31 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                         i = pool.row[e]
                         e2 = _row_entry(&pool, row_head, <int> i, <int> v)
                         moved = delta
-                        if pool.mass[e] - delta > tol:
+                        if pool.mass[e] - delta > tol:  # (the row stays in u too)
                             pool.mass[e] -= delta
                             if e2 >= 0:
                                 pool.mass[e2] += delta
-                            elif _new_entry(&pool, clu_head, row_head, <int> i, <int> v,
-                                            delta, pred_d2[v]) < 0:
-                                status = 2
-                                break
+                            else:
+                                e3 = _new_entry(&pool, clu_head, row_head, <int> i, <int> v,
+                                                delta, pred_d2[v])
+                                if e3 < 0:
+                                    status = 2
+                                    break
+                                _edges_join(&edges, v, e3, i, pred_d2[v], cand_ptr,
+                                            cand_idx, cand_d2, dirty)
                         else:  # all of the entry moves (with a remainder below tol)
                             moved = pool.mass[e]
+                            _edges_leave(&edges, u, e, dirty)
                             _drop_entry(&pool, clu_head, row_head, e)
                             if e2 >= 0:
                                 pool.mass[e2] += moved
                             else:
-                                _new_entry(&pool, clu_head, row_head, <int> i, <int> v,
-                                           moved, pred_d2[v])  # (the entry just freed)
+                                e3 = _new_entry(&pool, clu_head, row_head, <int> i, <int> v,
+                                                moved, pred_d2[v])  # (the entry just freed)
+                                _edges_join(&edges, v, e3, i, pred_d2[v], cand_ptr,
+                                            cand_idx, cand_d2, dirty)
                         size[u] -= moved
                         size[v] += moved
-                        dirty[u] = 1
-                        dirty[v] = 1
                         excess[u] -= moved
                         excess[v] += moved
                     v = u
@@ -622,13 +728,20 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     free(scratch_key)
     free(scratch_entry)
     free(scratch_d2)
+    free(scratch_key2)
+    free(scratch_entry2)
+    free(scratch_d2b)
     free(touched)
-    if edges.to != NULL and edges.key != NULL and edges.entry != NULL and edges.d2 != NULL:
+    if (edges.to != NULL and edges.key != NULL and edges.entry != NULL and edges.d2 != NULL
+            and edges.key2 != NULL and edges.entry2 != NULL and edges.d2b != NULL):
         for j in range(n_clusters):
             free(edges.to[j])
             free(edges.key[j])
             free(edges.entry[j])
             free(edges.d2[j])
+            free(edges.key2[j])
+            free(edges.entry2[j])
+            free(edges.d2b[j])
     free(heap.key)
     free(heap.node)
     free(edges.count)
@@ -637,6 +750,9 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     free(edges.key)
     free(edges.entry)
     free(edges.d2)
+    free(edges.key2)
+    free(edges.entry2)
+    free(edges.d2b)
     splits = (np.asarray(rows, dtype=np.intp), np.asarray(clusters, dtype=np.int32),
               np.asarray(masses, dtype=np.float64), np.asarray(d2s, dtype=np.float64))
     return status, splits, n_paths, n_searches, n_scanned
