@@ -379,10 +379,11 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     stop_after : int, default=16
         A search ends once it settled this many nodes with a deficit (or all of them).
     all_sources : bool, default=True
-        Search from every node with excess at once; ``False``: from one at a time, in
-        turn (it settles only the clusters nearer than its nearest deficits, where all
-        sources settle every source first, but finds fewer paths per search: fits of
-        20,000 and 100,000 rows measured the same or slower).
+        Search from every node with excess at once, unless a single node has a deficit
+        (one path per search then, whatever the sources); ``False``: always from one at a
+        time, in turn (it settles only the clusters nearer than its nearest deficits,
+        where all sources settle every source first, but finds fewer paths per search:
+        fits of 20,000 and 100,000 rows measured the same or slower).
 
     Returns
     -------
@@ -521,7 +522,8 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 excess[t] += flow[c]
         while status == 0:
             # Dijkstra from all the excess over every node it reaches
-            # from every node with excess or (not all_sources) the next one in turn
+            # from every node with excess or (not all_sources, or when one path per search is
+            # all there is: a single deficit) the next one in turn
             source = -1
             n_deficits = 0
             for v in range(n_nodes):
@@ -538,7 +540,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                     dist[v] = 0.0
                     if _heap_push(&heap, 0.0, v) != 0:
                         status = 2
-                    if not all_sources:
+                    if not all_sources or n_deficits == 1:
                         break
             if source < 0:
                 break
