@@ -72,9 +72,11 @@ def main():
                                                   km.cluster_centers_, km.n_iter_, None)
             if KMeansConstrained is not None:
                 start = time.perf_counter()
+                # (n_jobs parallelises its n_init runs only; with more than one, joblib
+                # hands it the data read-only, which it refuses)
                 kmc = KMeansConstrained(C, size_min=int(args.size_min),
                                         size_max=int(args.size_max), n_init=1,
-                                        random_state=seed, n_jobs=args.n_threads).fit(X)
+                                        random_state=seed, n_jobs=1).fit(X)
                 fits["k-means-constrained"] = (time.perf_counter() - start, kmc.labels_,
                                                kmc.cluster_centers_, kmc.n_iter_, None)
         for name, (seconds, labels, centers, n_iter, history) in fits.items():

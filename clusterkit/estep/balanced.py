@@ -5,9 +5,10 @@ For given centres the assignment is a transport problem: each row ships its weig
 clusters at ``d(x, c)^2`` per unit, and cluster ``c`` must receive between ``size_min`` and
 ``size_max``. It is solved on a sparse graph, each row linked to its few nearest centres,
 by successive shortest paths over the clusters (``_kernels/_balanced.pyx``); the prices the
-paths leave (one per centre) start the next step's solve. The candidate graph is widened
-where it blocks the bounds, and every row is then checked against all centres with the
-prices, so the result is optimal over the full problem.
+paths leave (one per centre) and the graph start the next step's solve. A row's candidates
+are renewed (and widened) where the graph blocks the bounds, and every row is checked
+against all centres with the prices and a bound, so the result is optimal over the full
+problem.
 """
 import math
 from numbers import Real
@@ -132,8 +133,8 @@ def _direct_dist2(X, centers, winners, n_threads):
 
 
 def _candidates(X, centers, prices, n_candidates, n_threads):
-    """Each row's ``n_candidates`` centres of least ``dist2 - price`` (ascending), their
-    direct squared distances, and the evaluations.
+    """Each row's ``n_candidates`` centres of least ``dist2 - price`` (ascending), and the
+    evaluations.
 
     The prices enter the existing nearest-centres kernel as one more coordinate: centre
     ``c`` gets ``sqrt(P - p_c)`` (``P`` the largest price) and every row 0 there, so the
