@@ -9,14 +9,14 @@ clusters' sizes, iterations, and the time of each step's solve (first, cold; the
 Usage::
 
     python benchmarks/bench_balanced.py [--n 20000] [--d 16] [--clusters 100]
-        [--size-min 150] [--size-max 250] [--seeds 0 1 2] [--n-threads 2]
+        [--size-min 150] [--size-max 250] [--seeds 0 1 2] [--n-threads 2] [--no-peer]
 """
 import argparse
 import time
 
 import numpy as np
 
-from clusterkit import BalancedEStep, Clusterer
+from clusterkit import BalancedEStep, Breathing, Clusterer
 
 
 def mixture(n, d, seed, n_components=30):
@@ -39,13 +39,18 @@ def main():
     parser.add_argument("--size-max", type=float, default=250)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--n-threads", type=int, default=2)
+    parser.add_argument("--no-peer", action="store_true",
+                        help="leave k-means-constrained out (minutes per fit)")
     args = parser.parse_args()
     try:
+        if args.no_peer:
+            raise ImportError
         from k_means_constrained import KMeansConstrained
     except ImportError:
         KMeansConstrained = None
-        print("k-means-constrained is not importable: no bounded peer; scikit-learn's KMeans "
-              "and clusterkit's Lloyd (no bounds) are the yardsticks.\n")
+        print("k-means-constrained is left out or not importable: no bounded peer; "
+              "scikit-learn's KMeans and clusterkit's Lloyd (no bounds) are the "
+              "yardsticks.\n")
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 
@@ -60,6 +65,13 @@ def main():
         fits["clusterkit BalancedEStep"] = (time.perf_counter() - start, balanced.labels_,
                                             balanced.cluster_centers_,
                                             len(balanced.history_), balanced.history_)
+        start = time.perf_counter()
+        breathing = Clusterer(C, estep=BalancedEStep(args.size_min, args.size_max),
+                              refine=Breathing(), n_threads=args.n_threads,
+                              random_state=seed).fit(X)
+        fits["clusterkit BalancedEStep, Breathing"] = (
+            time.perf_counter() - start, breathing.labels_, breathing.cluster_centers_,
+            len(breathing.history_), None)
         start = time.perf_counter()
         lloyd = Clusterer(C, n_threads=args.n_threads, random_state=seed).fit(X)
         fits["clusterkit Lloyd (no bounds)"] = (time.perf_counter() - start, lloyd.labels_,
@@ -87,11 +99,16 @@ def main():
                  if name == "sklearn KMeans (no bounds)"}
     print(f"{args.n} x {args.d} float32, C = {args.clusters}, sizes {args.size_min:g} to "
           f"{args.size_max:g}, n_init = 1, {args.n_threads} threads\n")
-    print("| seed | method | seconds | error | error / sklearn's | sizes | iterations |")
-    print("|---|---|---|---|---|---|---|")
+    peer = {seed: (err, seconds) for seed, name, seconds, err, *_ in rows
+            if name == "k-means-constrained"}
+    print("| seed | method | seconds | error | error / sklearn's | error, time / "
+          "k-means-constrained's | sizes | iterations |")
+    print("|---|---|---|---|---|---|---|---|")
     for seed, name, seconds, err, low, high, n_iter, _ in rows:
+        against = (f"{err / peer[seed][0]:.4f}, {seconds / peer[seed][1]:.4f}"
+                   if seed in peer else "")
         print(f"| {seed} | {name} | {seconds:.2f} | {err:.6g} | {err / reference[seed]:.4f} | "
-              f"{low}-{high} | {n_iter} |")
+              f"{against} | {low}-{high} | {n_iter} |")
     print("\nBalancedEStep's steps (seconds of E-step per iteration are not recorded; the "
           "solver's augmenting paths per step show the warm starts):")
     for seed, name, *_, history in rows:
