@@ -651,12 +651,21 @@ class BalancedEStep(EStep):
     nearest-centres kernel, ``N C`` distance evaluations, with the prices as one more
     coordinate), and the transport problem on that graph is solved by successive shortest
     paths over the clusters (``_kernels/_balanced.pyx``). Its optimal prices, one per
-    centre, certify every row against all centres; a row they do not certify, and every
-    row when the graph blocks the bounds, gets candidates ranked at the new prices (four
-    times as many after twice). A step starts from the last step's prices, so once the
-    centres settle a step moves a few rows; the first step starts from the prices of
-    nested random samples of the rows (a fixed seed). Memory: the candidate graph, about
-    ``200 N`` bytes.
+    centre, certify every row against all centres with a bound on the others; a row they
+    do not certify, and every row when the graph blocks the bounds, gets candidates ranked
+    at the new prices (four times as many after twice). A step starts from the last step's
+    prices and candidates: their distances to the moved centres (``N k`` evaluations), the
+    bound loosened by the centres' and prices' moves, and a new ranking only for the rows
+    it no longer certifies; so once the centres settle a step costs little more than
+    ``N k`` distances and moves a few rows. The first step, and one whose start is far
+    from balance, first solves nested random samples of the rows (a fixed seed) for its
+    prices. Memory: the candidate graph, about ``200 N`` bytes.
+
+    Measured (``benchmarks/bench_balanced.py``, 20,000 x 16 float32, C = 100, clusters of
+    150 to 250 rows, 2 threads, seeds 0 to 2): a fit in 0.7 to 1.3 s where
+    k-means-constrained took 86 to 126 s, at errors from 3.8 % below to 5.2 % above its
+    (other seeds, other local minima), and with ``refine=Breathing()`` in 2 to 4 s at
+    errors 0.1 to 3.9 % below its.
 
     The bounds tie all rows into one problem: full batches only (no mini-batches, no
     ``partial_fit``), hard M-steps only, rows in memory only (not yet row chunks), and no
