@@ -181,33 +181,28 @@ class _Block:
     """Candidates of some rows: ``winners`` (ascending at the prices ``p0`` they were
     ranked at, or kept from the last solve), their direct ``dist2`` at the current centres,
     and ``bound``: every other centre's ``dist2 - p0`` is at least ``bound`` at the centres
-    of the ranking, from which centre ``c`` has since moved by ``shifts[c]`` (``None``:
-    the current centres)."""
+    of the ranking, which have since moved by at most ``shift``."""
 
-    def __init__(self, rows, winners, dist2, p0, bound, shifts=None, margin=None):
+    def __init__(self, rows, winners, dist2, p0, bound, shift=0.0, margin=None):
         self.rows, self.winners, self.dist2, self.p0 = rows, winners, dist2, p0
-        self.bound, self.shifts, self.margin = bound, shifts, margin
+        self.bound, self.shift, self.margin = bound, shift, margin
 
-    def bound_at(self, k, prices, others=None):
+    def bound_at(self, k, prices):
         """Each row's lower bound on ``dist2 - price`` at ``prices`` and the current
-        centres of every centre but its first ``k`` candidates (of the centres ``others``
-        only, a boolean mask, if given); the triangle inequality bounds the centres'
-        moves: ``d >= d0 - 2 shift sqrt(d0)``."""
+        centres of every centre but its first ``k`` candidates (the triangle inequality
+        for the centres' moves: ``d >= d0 - 2 shift sqrt(d0)``)."""
         if k == self.winners.shape[1]:
             bound = self.bound
         else:  # (a ranking: the k-th candidate's value, less the ranking's rounding)
             last = self.winners[:, k - 1]
             bound = self.dist2[:, k - 1] - self.p0[last] - self.margin
-        moved = prices[:-1] - self.p0[:-1]
-        moved = float(np.max(moved if others is None else moved[others], initial=-np.inf))
-        if self.shifts is None:
-            return bound - moved
-        shift = float(np.max(self.shifts if others is None else self.shifts[others],
-                             initial=0.0))
-        # (a row with every centre a candidate keeps +inf)
-        finite = np.isfinite(bound)
-        reach = np.sqrt(np.maximum(np.where(finite, bound, 0.0) + self.p0[:-1].max(), 0.0))
-        return np.where(finite, bound - moved - 2.0 * shift * reach, np.inf)
+        moved = float(np.max(prices[:-1] - self.p0[:-1]))
+        if self.shift > 0:  # (a row with every centre a candidate keeps +inf)
+            finite = np.isfinite(bound)
+            reach = np.sqrt(np.maximum(np.where(finite, bound, 0.0) + self.p0[:-1].max(),
+                                       0.0))
+            return np.where(finite, bound - moved - 2.0 * self.shift * reach, np.inf)
+        return bound - moved
 
 
 class _Graph:
@@ -221,7 +216,6 @@ class _Graph:
         self.renewed = np.zeros(X.shape[0], dtype=np.intp)
         self.blocks = []
         self.n_evals = self.n_widened = 0
-        self.kept_bound = np.full(X.shape[0], np.nan)  # (the last check's, for kept rows)
 
     @classmethod
     def ranked(cls, X, centers, prices, n_candidates, n_threads):
@@ -238,10 +232,10 @@ class _Graph:
         dist2 = _direct_dist2(X, centers, candidates.winners, n_threads)
         graph.n_evals += dist2.size
         move = centers.astype(np.float64) - candidates.centers
-        shifts = np.sqrt(np.einsum("ij,ij->i", move, move))
+        shift = float(np.sqrt(np.einsum("ij,ij->i", move, move).max()))
         graph.width[:] = candidates.winners.shape[1]
         graph.blocks.append(_Block(np.arange(X.shape[0]), candidates.winners, dist2,
-                                   candidates.prices, candidates.bound, shifts))
+                                   candidates.prices, candidates.bound, shift))
         return graph
 
     def _rank(self, rows, k, prices):
@@ -259,7 +253,7 @@ class _Graph:
         last = winners[:, -1]
         bound = (dist2[:, -1] - prices[last] - margin if k < self.n_clusters
                  else np.full(rows.size, np.inf))
-        self.blocks.append(_Block(rows, winners, dist2, prices.copy(), bound, None, margin))
+        self.blocks.append(_Block(rows, winners, dist2, prices.copy(), bound, 0.0, margin))
 
     def widen(self, rows, prices):
         """New candidates for ``rows``, ranked at ``prices``: as many as before the first
@@ -321,12 +315,7 @@ class _Graph:
     def uncertified(self, rows, labels, label_d2, prices):
         """Of ``rows`` (with their labels), those that might prefer a centre beyond their
         candidates at ``prices``: their label's ``dist2 - price`` is above the bound on
-        every other centre's.
-
-        Kept candidates: the centres that moved most since the last solve, in position
-        (by ``shifts``) or in price, are checked by their distances to the rows (``N M``
-        evaluations, ``M`` at most ``C / 8``), the others by the bound with their own
-        largest moves; the rows' bounds are kept for the next solve."""
+        every other centre's."""
         latest = self._latest()
         where = np.full(self.width.shape[0], -1)
         where[rows] = np.arange(rows.size)
@@ -339,38 +328,10 @@ class _Graph:
             if not mine.any():
                 continue
             at = where[block.rows[mine]]
-            value = label_d2[at] - prices[labels[at]]
-            if block.shifts is None:
-                bound = block.bound_at(k, prices)[mine]
-            else:
-                bound = self._kept_bound(block, block.rows[mine], mine, prices)
-                self.kept_bound[block.rows[mine]] = bound
-            doubtful.append(block.rows[mine][bound < value])
+            bound = block.bound_at(k, prices)[mine]
+            bad = bound < label_d2[at] - prices[labels[at]]
+            doubtful.append(block.rows[mine][bad])
         return np.concatenate(doubtful) if doubtful else np.empty(0, dtype=np.intp)
-
-    def _kept_bound(self, block, rows, mine, prices):
-        """The bound of kept candidates' ``rows`` (``mine`` of the block): exact values
-        of the centres that moved most, the bound with the others' moves for the rest."""
-        n_movers = min(self.n_clusters, max(4, self.n_clusters // 16))
-        moved = prices[:-1] - block.p0[:-1]
-        movers = np.union1d(np.argsort(-block.shifts, kind="stable")[:n_movers],
-                            np.argsort(-moved, kind="stable")[:n_movers])
-        others = np.ones(self.n_clusters, dtype=bool)
-        others[movers] = False
-        bound = block.bound_at(block.winners.shape[1], prices, others)[mine]
-        X = np.ascontiguousarray(self.X[rows])
-        centers = np.ascontiguousarray(self.centers[movers])
-        with single_threaded_blas():
-            d2 = all_dist2(X, centers, self.n_threads)
-        self.n_evals += d2.size
-        value = d2 - prices[movers]
-        # a row's own candidates among them are not bounded (their values are known)
-        position = np.full(self.n_clusters, -1)
-        position[movers] = np.arange(movers.size)
-        at = position[block.winners[mine]]
-        hit_rows, hit_cols = np.nonzero(at >= 0)
-        value[hit_rows, at[hit_rows, hit_cols]] = np.inf
-        return np.minimum(bound, value.min(axis=1, initial=np.inf))
 
     def kept_candidates(self, k, prices):
         """The :class:`Candidates` the next solve starts from: each row's first ``k``
@@ -384,11 +345,7 @@ class _Graph:
             if not mine.any():
                 continue
             winners[block.rows[mine]] = block.winners[mine, :k]
-            own = block.bound_at(k, prices)[mine]
-            if block.shifts is not None:  # (the last check's bound where it made one)
-                checked = self.kept_bound[block.rows[mine]]
-                own = np.where(np.isnan(checked), own, checked)
-            bound[block.rows[mine]] = own
+            bound[block.rows[mine]] = block.bound_at(k, prices)[mine]
         return Candidates(winners, bound, prices.copy(),
                           self.centers.astype(np.float64, copy=True))
 
