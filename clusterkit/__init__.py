@@ -48,6 +48,7 @@ from .estep.exact import ElkanEStep, FullEStep, TruncatedEStep
 from .estep.yinyang import YinyangEStep, yinyang_groups
 from .estep.bounded import BoundedEStep
 from .estep.variational import PartialEStep
+from .estep.balanced import BalancedEStep
 from .mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from .schedules.index import IndexTraining
 from .schedules.schedules import FullBatch, MiniBatch, SBEDecay
@@ -69,7 +70,7 @@ __all__ = [
     "FittedSeeder", "HierarchicalKMeansPlusPlus", "KMeansParallel",
     "NoReduction", "LWCS",
     "FullEStep", "ElkanEStep", "YinyangEStep", "BoundedEStep", "yinyang_groups",
-    "TruncatedEStep", "PartialEStep", "LaplacianEStep",
+    "TruncatedEStep", "PartialEStep", "LaplacianEStep", "BalancedEStep",
     "HardMStep", "SoftMStep", "SphericalMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay", "IndexTraining",
     "NoRefinement", "Breathing",
