@@ -8,7 +8,7 @@ from scipy.sparse import coo_matrix, vstack
 
 from clusterkit import (LWCS, QUANTIZATION_ERROR, BalancedEStep, Breathing, Clusterer,
                         FitState)
-from clusterkit.estep.balanced import balanced_assignment, size_bounds
+from clusterkit.estep.transport import balanced_assignment, size_bounds
 
 DTYPES = (np.float32, np.float64)
 # the solver ranks float32 distances: the optimum to float32 rounding

@@ -28,38 +28,26 @@ cdef struct _Pool:
     Py_ssize_t* rnext     # next entry of the same row
 
 
+cdef int _resize(void** block, size_t nbytes) noexcept nogil:
+    """``realloc`` of ``block[0]`` to ``nbytes``: -1 (and the block as it was) if it fails."""
+    cdef void* p = realloc(block[0], nbytes)
+    if p == NULL:
+        return -1
+    block[0] = p
+    return 0
+
+
 cdef int _pool_grow(_Pool* pool, Py_ssize_t new) noexcept nogil:
     """Room for ``new`` entries in all (more than ``pool.cap``); the new ones free."""
     cdef Py_ssize_t old = pool.cap, e
-    cdef void* p
-    p = realloc(pool.row, new * sizeof(int))
-    if p == NULL:
+    if (_resize(<void**> &pool.row, new * sizeof(int))
+            or _resize(<void**> &pool.clu, new * sizeof(int))
+            or _resize(<void**> &pool.mass, new * sizeof(double))
+            or _resize(<void**> &pool.d2, new * sizeof(double))
+            or _resize(<void**> &pool.next, new * sizeof(Py_ssize_t))
+            or _resize(<void**> &pool.prev, new * sizeof(Py_ssize_t))
+            or _resize(<void**> &pool.rnext, new * sizeof(Py_ssize_t))):
         return -1
-    pool.row = <int*> p
-    p = realloc(pool.clu, new * sizeof(int))
-    if p == NULL:
-        return -1
-    pool.clu = <int*> p
-    p = realloc(pool.mass, new * sizeof(double))
-    if p == NULL:
-        return -1
-    pool.mass = <double*> p
-    p = realloc(pool.d2, new * sizeof(double))
-    if p == NULL:
-        return -1
-    pool.d2 = <double*> p
-    p = realloc(pool.next, new * sizeof(Py_ssize_t))
-    if p == NULL:
-        return -1
-    pool.next = <Py_ssize_t*> p
-    p = realloc(pool.prev, new * sizeof(Py_ssize_t))
-    if p == NULL:
-        return -1
-    pool.prev = <Py_ssize_t*> p
-    p = realloc(pool.rnext, new * sizeof(Py_ssize_t))
-    if p == NULL:
-        return -1
-    pool.rnext = <Py_ssize_t*> p
     for e in range(old, new):
         pool.next[e] = e + 1 if e + 1 < new else pool.free_head
     pool.free_head = old
@@ -146,37 +134,16 @@ cdef struct _Edges:
 
 cdef int _edges_reserve(_Edges* edges, Py_ssize_t u, Py_ssize_t n) noexcept nogil:
     """Room for ``n`` edges of cluster ``u``."""
-    cdef void* p
     if n <= edges.cap[u]:
         return 0
-    p = realloc(edges.to[u], n * sizeof(int))
-    if p == NULL:
+    if (_resize(<void**> &edges.to[u], n * sizeof(int))
+            or _resize(<void**> &edges.key[u], n * sizeof(double))
+            or _resize(<void**> &edges.entry[u], n * sizeof(Py_ssize_t))
+            or _resize(<void**> &edges.d2[u], n * sizeof(double))
+            or _resize(<void**> &edges.key2[u], n * sizeof(double))
+            or _resize(<void**> &edges.entry2[u], n * sizeof(Py_ssize_t))
+            or _resize(<void**> &edges.d2b[u], n * sizeof(double))):
         return -1
-    edges.to[u] = <int*> p
-    p = realloc(edges.key[u], n * sizeof(double))
-    if p == NULL:
-        return -1
-    edges.key[u] = <double*> p
-    p = realloc(edges.entry[u], n * sizeof(Py_ssize_t))
-    if p == NULL:
-        return -1
-    edges.entry[u] = <Py_ssize_t*> p
-    p = realloc(edges.d2[u], n * sizeof(double))
-    if p == NULL:
-        return -1
-    edges.d2[u] = <double*> p
-    p = realloc(edges.key2[u], n * sizeof(double))
-    if p == NULL:
-        return -1
-    edges.key2[u] = <double*> p
-    p = realloc(edges.entry2[u], n * sizeof(Py_ssize_t))
-    if p == NULL:
-        return -1
-    edges.entry2[u] = <Py_ssize_t*> p
-    p = realloc(edges.d2b[u], n * sizeof(double))
-    if p == NULL:
-        return -1
-    edges.d2b[u] = <double*> p
     edges.cap[u] = n
     return 0
 
@@ -425,26 +392,28 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     cdef Py_ssize_t reached, n_deficits, cursor = 0
     cdef int status = 0
     cdef _Pool pool
-    cdef Py_ssize_t* clu_head = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* row_head = <Py_ssize_t*> malloc(n_rows * sizeof(Py_ssize_t))
-    cdef double* size = <double*> malloc(n_clusters * sizeof(double))
-    cdef double* flow = <double*> malloc(n_clusters * sizeof(double))
-    cdef double* excess = <double*> malloc(n_nodes * sizeof(double))
-    cdef double* dist = <double*> malloc(n_nodes * sizeof(double))
-    cdef char* settled = <char*> malloc(n_nodes)
-    cdef Py_ssize_t* pred = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* pred_entry = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
-    cdef double* pred_d2 = <double*> malloc(n_nodes * sizeof(double))
-    cdef Py_ssize_t* pred_row = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* order = <Py_ssize_t*> malloc(n_nodes * sizeof(Py_ssize_t))
-    cdef char* dirty = <char*> malloc(n_clusters)
-    cdef double* scratch_key = <double*> malloc(n_clusters * sizeof(double))
-    cdef Py_ssize_t* scratch_entry = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
-    cdef double* scratch_d2 = <double*> malloc(n_clusters * sizeof(double))
-    cdef double* scratch_key2 = <double*> malloc(n_clusters * sizeof(double))
-    cdef Py_ssize_t* scratch_entry2 = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
-    cdef double* scratch_d2b = <double*> malloc(n_clusters * sizeof(double))
-    cdef Py_ssize_t* touched = <Py_ssize_t*> malloc(n_clusters * sizeof(Py_ssize_t))
+    # the solve's work arrays, in three blocks by type (one allocation, one check, one
+    # free each): per cluster, per node (the clusters and the sink) and per row
+    cdef Py_ssize_t* indices = <Py_ssize_t*> malloc(
+        (4 * n_clusters + 4 * n_nodes + n_rows) * sizeof(Py_ssize_t))
+    cdef double* values = <double*> malloc((6 * n_clusters + 3 * n_nodes) * sizeof(double))
+    cdef char* flags = <char*> malloc(n_clusters + n_nodes)
+    cdef Py_ssize_t *clu_head, *scratch_entry, *scratch_entry2, *touched
+    cdef Py_ssize_t *pred, *pred_entry, *pred_row, *order, *row_head
+    cdef double *size, *flow, *scratch_key, *scratch_d2, *scratch_key2, *scratch_d2b
+    cdef double *excess, *dist, *pred_d2
+    cdef char *dirty, *settled
+    clu_head, scratch_entry = indices, indices + n_clusters
+    scratch_entry2, touched = indices + 2 * n_clusters, indices + 3 * n_clusters
+    pred = indices + 4 * n_clusters
+    pred_entry, pred_row, order = pred + n_nodes, pred + 2 * n_nodes, pred + 3 * n_nodes
+    row_head = pred + 4 * n_nodes
+    size, flow, scratch_key = values, values + n_clusters, values + 2 * n_clusters
+    scratch_d2 = values + 3 * n_clusters
+    scratch_key2, scratch_d2b = values + 4 * n_clusters, values + 5 * n_clusters
+    excess = values + 6 * n_clusters
+    dist, pred_d2 = excess + n_nodes, excess + 2 * n_nodes
+    dirty, settled = flags, flags + n_clusters
     cdef _Edges edges
     cdef _Heap heap
     heap.size = heap.cap = 0
@@ -465,12 +434,7 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
     pool.row = pool.clu = NULL
     pool.mass = pool.d2 = NULL
     pool.next = pool.prev = pool.rnext = NULL
-    if (clu_head == NULL or row_head == NULL or size == NULL or flow == NULL
-            or excess == NULL or dist == NULL or settled == NULL or pred == NULL
-            or pred_entry == NULL or pred_d2 == NULL or pred_row == NULL or order == NULL
-            or dirty == NULL or scratch_key == NULL or scratch_entry == NULL
-            or scratch_d2 == NULL or touched == NULL or edges.count == NULL
-            or scratch_key2 == NULL or scratch_entry2 == NULL or scratch_d2b == NULL
+    if (indices == NULL or values == NULL or flags == NULL or edges.count == NULL
             or edges.key2 == NULL or edges.entry2 == NULL or edges.d2b == NULL
             or edges.cap == NULL or edges.to == NULL or edges.key == NULL
             or edges.entry == NULL or edges.d2 == NULL):
@@ -714,26 +678,9 @@ def transport(const long long[::1] cand_ptr,   # IN  (n_rows + 1,)
                 d2s.append(pool.d2[e])
                 e = pool.rnext[e]
     _pool_free(&pool)
-    free(clu_head)
-    free(row_head)
-    free(size)
-    free(flow)
-    free(excess)
-    free(dist)
-    free(settled)
-    free(pred)
-    free(pred_entry)
-    free(pred_d2)
-    free(pred_row)
-    free(order)
-    free(dirty)
-    free(scratch_key)
-    free(scratch_entry)
-    free(scratch_d2)
-    free(scratch_key2)
-    free(scratch_entry2)
-    free(scratch_d2b)
-    free(touched)
+    free(indices)
+    free(values)
+    free(flags)
     if (edges.to != NULL and edges.key != NULL and edges.entry != NULL and edges.d2 != NULL
             and edges.key2 != NULL and edges.entry2 != NULL and edges.d2b != NULL):
         for j in range(n_clusters):
