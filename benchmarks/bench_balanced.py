@@ -10,13 +10,20 @@ Usage::
 
     python benchmarks/bench_balanced.py [--n 20000] [--d 16] [--clusters 100]
         [--size-min 150] [--size-max 250] [--seeds 0 1 2] [--n-threads 2] [--no-peer]
+        [--write]
+
+``--write`` puts the table into RESULTS.md.
 """
 import argparse
 import time
 
 import numpy as np
 
+from _common import command_note, format_table, machine_info, publish
+
 from clusterkit import BalancedEStep, Breathing, Clusterer
+
+TITLE = "Balanced clusters: BalancedEStep against k-means-constrained (bench_balanced.py)"
 
 
 def mixture(n, d, seed, n_components=30):
@@ -41,6 +48,7 @@ def main():
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--no-peer", action="store_true",
                         help="leave k-means-constrained out (minutes per fit)")
+    parser.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     args = parser.parse_args()
     try:
         if args.no_peer:
@@ -101,14 +109,20 @@ def main():
           f"{args.size_max:g}, n_init = 1, {args.n_threads} threads\n")
     peer = {seed: (err, seconds) for seed, name, seconds, err, *_ in rows
             if name == "k-means-constrained"}
-    print("| seed | method | seconds | error | error / sklearn's | error, time / "
-          "k-means-constrained's | sizes | iterations |")
-    print("|---|---|---|---|---|---|---|---|")
-    for seed, name, seconds, err, low, high, n_iter, _ in rows:
-        against = (f"{err / peer[seed][0]:.4f}, {seconds / peer[seed][1]:.4f}"
-                   if seed in peer else "")
-        print(f"| {seed} | {name} | {seconds:.2f} | {err:.6g} | {err / reference[seed]:.4f} | "
-              f"{against} | {low}-{high} | {n_iter} |")
+    table = [[seed, name, f"{seconds:.2f}", f"{err:.6g}", f"{err / reference[seed]:.4f}",
+              f"{err / peer[seed][0]:.4f}, {seconds / peer[seed][1]:.4f}" if seed in peer
+              else "", f"{low}-{high}", n_iter]
+             for seed, name, seconds, err, low, high, n_iter, _ in rows]
+    headers = ["seed", "method", "seconds", "error", "error / sklearn's",
+               "error, time / k-means-constrained's", "sizes", "iterations"]
+    notes = [f"{args.n:,} x {args.d} float32, a mixture of 30 Gaussians; C = {args.clusters}, "
+             f"clusters of {args.size_min:g} to {args.size_max:g} rows, n_init = 1, "
+             f"{args.n_threads} threads (k-means-constrained with n_jobs=1: with more, "
+             "joblib hands it read-only data, which it refuses); error: the quantization "
+             "error of the labels, which hold the bounds for the bounded fits.",
+             command_note()]
+    publish(TITLE, format_table(headers, table), notes, args.write,
+            info=machine_info(n_threads=args.n_threads))
     print("\nBalancedEStep's steps (seconds of E-step per iteration are not recorded; the "
           "solver's augmenting paths per step show the warm starts):")
     for seed, name, *_, history in rows:
