@@ -387,6 +387,15 @@ class ChunkedSteps(Steps):
                                                                combine, finish, result_bytes)
         return results
 
+    def _plan(self, sigma2, center_shift, **fields):
+        """The :class:`_Plan` of a pass over the chunks with the run's variance ``sigma2``
+        and the centres' last moves ``center_shift`` (the chunks' thread count, their share
+        of the rows per process)."""
+        data = self.data
+        return _Plan(self.composition.estep, self.composition.mstep,
+                     replace(self.state.config, n_threads=data.n_threads), sigma2,
+                     center_shift, data.shape[0] / data.n_processes, **fields)
+
     def _progress(self, phase):
         state = self.state
         return lambda done, total: state.meter.progress(phase, done, total, "rows")
@@ -433,19 +442,17 @@ class ChunkedSteps(Steps):
         (its objective and quantization error; no per-row arrays), and the rows and their
         weight."""
         state, estep, mstep = self.state, self.composition.estep, self.composition.mstep
-        data = self.data
         prefix = self._prefix(rows)
-        config = replace(state.config, n_threads=data.n_threads)
+        config = state.config
         if state.run.sigma2 is None and (config.needs_resp or config.objective.maximize):
             self._init_sigma2(centers)
         with state.meter.timed("estep"):
             total = self._map(_step_chunk, centers,
-                              _Plan(estep, mstep, config, state.run.sigma2, state.run.center_shift,
-                                    data.shape[0] / data.n_processes,
-                                    pure=data.recomputes_states,
-                                    stream_key=state.stream_key() if estep.row_stream
-                                    else None, shared=self.shared, order=self.order,
-                                    prefix=prefix, carry=self.carry),
+                              self._plan(state.run.sigma2, state.run.center_shift,
+                                         pure=self.data.recomputes_states,
+                                         stream_key=state.stream_key() if estep.row_stream
+                                         else None, shared=self.shared, order=self.order,
+                                         prefix=prefix, carry=self.carry),
                               progress=self._progress("estep"),
                               combine=partial(_add_results, estep), finish=partial(_share, estep),
                               result_bytes=self._result_bytes)
@@ -491,9 +498,7 @@ class ChunkedSteps(Steps):
         centres (with its variance), added up in chunk order: one pass, counted under
         ``"estep"``."""
         state, data = self.state, self.data
-        plan = _Plan(self.composition.estep, self.composition.mstep,
-                     replace(state.config, n_threads=data.n_threads), run.sigma2,
-                     np.zeros(state.config.n_clusters), data.shape[0] / data.n_processes)
+        plan = self._plan(run.sigma2, np.zeros(state.config.n_clusters))
         with state.meter.phase("objective"):
             results = data.map_chunks(_objective_chunk, [(run.centers, plan)] * data.n_chunks,
                                       progress=self._progress("objective"))
