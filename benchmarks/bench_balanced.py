@@ -22,15 +22,9 @@ import numpy as np
 from _common import command_note, format_table, machine_info, publish
 
 from clusterkit import BalancedEStep, Breathing, Clusterer
+from clusterkit.datasets import make_gaussian_blobs
 
 TITLE = "Balanced clusters: BalancedEStep against k-means-constrained (bench_balanced.py)"
-
-
-def mixture(n, d, seed, n_components=30):
-    rng = np.random.default_rng(seed)
-    means = rng.normal(scale=4.0, size=(n_components, d))
-    X = means[rng.integers(0, n_components, n)] + rng.normal(size=(n, d))
-    return X.astype(np.float32)
 
 
 def error(X, labels, centers):
@@ -64,7 +58,7 @@ def main():
 
     rows = []
     for seed in args.seeds:
-        X = mixture(args.n, args.d, seed)
+        X, _, _ = make_gaussian_blobs(args.n, args.d, 30, dtype=np.float32, random_state=seed)
         C = args.clusters
         fits = {}
         start = time.perf_counter()
@@ -115,7 +109,7 @@ def main():
              for seed, name, seconds, err, low, high, n_iter, _ in rows]
     headers = ["seed", "method", "seconds", "error", "error / sklearn's",
                "error, time / k-means-constrained's", "sizes", "iterations"]
-    notes = [f"{args.n:,} x {args.d} float32, a mixture of 30 Gaussians; C = {args.clusters}, "
+    notes = [f"{args.n:,} x {args.d} float32, a mixture of 30 Gaussians (`make_gaussian_blobs`, random_state = the seed); C = {args.clusters}, "
              f"clusters of {args.size_min:g} to {args.size_max:g} rows, n_init = 1, "
              f"{args.n_threads} threads (k-means-constrained with n_jobs=1: with more, "
              "joblib hands it read-only data, which it refuses); error: the quantization "
