@@ -1,5 +1,6 @@
 """Recall of an inverted-file (IVF) index built on given centroids, for the index-training rows
-of ``bench_embeddings.py --index``: every row goes to the list of its nearest centroid; a
+of ``bench_embeddings.py --index`` and ``bench_balanced.py --part index``: every row goes to
+the list of its nearest centroid (or to the list its labels name, for balanced lists); a
 query scans the ``nprobe`` lists of its nearest centroids and returns the 10 nearest rows it
 finds; recall@10 is the fraction of the exact 10 nearest rows (brute force) returned.
 
@@ -35,10 +36,12 @@ def ground_truth(X, Q, k=10, block=512):
     return np.concatenate([_top(Q[s:s + block], X, k) for s in range(0, len(Q), block)])
 
 
-def recall(X, centroids, Q, truth, nprobe, n_threads):
+def recall(X, centroids, Q, truth, nprobe, n_threads, cells=None):
     """Recall@k (``k = truth.shape[1]``) of an IVF index of ``X`` on ``centroids`` for the
-    queries ``Q`` at ``nprobe`` lists."""
-    cells = nearest(X, centroids, n_threads)
+    queries ``Q`` at ``nprobe`` lists; ``cells``: each row's list (``None``: its nearest
+    centroid's; balanced lists give their bounded labels)."""
+    if cells is None:
+        cells = nearest(X, centroids, n_threads)
     probes = _top(Q, np.asarray(centroids, dtype=np.float32), nprobe)
     found = (cells[truth][:, :, None] == probes[:, None, :]).any(axis=2)
     return float(found.mean())
