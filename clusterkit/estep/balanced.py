@@ -2,13 +2,14 @@
 distance under bounds on every cluster's size, solved at each step by
 :func:`~clusterkit.estep.transport.balanced_assignment` from the last step's prices.
 """
+import math
 from numbers import Real
 
 import numpy as np
 
 from .._data.moments import weighted_sum
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
-from .._engine.constraints import Interval
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .transport import N_CANDIDATES, balanced_assignment, size_bounds
 
@@ -31,8 +32,8 @@ class BalancedEStep(EStep):
     ``size_min`` and ``size_max`` rows (in weight, for unequal ``sample_weight``), at the
     least total weighted squared distance among all such assignments: the optimum of the
     capacitated transport problem, not a heuristic. ``labels_`` after a fit are the bounded
-    assignment to the final centres (one more solve); ``predict`` still gives each row's
-    nearest centre.
+    assignment to the final centres (one more solve); ``predict`` gives each row's nearest
+    centre, or with ``predict="bounded"`` the bounded assignment of the new batch.
 
     Parameters
     ----------
@@ -40,6 +41,11 @@ class BalancedEStep(EStep):
         Least size of every cluster (rows, or weight); ``None``: no lower bound.
     size_max : float or None, default=None
         Largest size of every cluster; ``None``: no upper bound.
+    predict : {"nearest", "bounded"}, default="nearest"
+        What ``Clusterer.predict`` gives for new rows after the fit. ``"nearest"``: each
+        row's nearest centre, row by row. ``"bounded"``: the bounded assignment of the
+        batch to the fitted centres, under the fit's bounds scaled to the batch (see the
+        Notes).
 
     Notes
     -----
@@ -58,6 +64,15 @@ class BalancedEStep(EStep):
     the weight of one split row: ``size_min - w_max < W_c < size_max + w_max`` with
     ``w_max`` the largest weight of a split row (0 when the optimum splits no row; then the
     bounds hold exactly). Rows of zero weight count in no bound.
+
+    ``predict="bounded"``: a batch of ``m`` rows gets the least total squared distance
+    with every cluster between ``floor(size_min m / N)`` and ``ceil(size_max m / N)``
+    rows, ``N`` the rows of the fit (its total weight for weighted data; ``predict``
+    takes no weights). Rounded outwards, these bounds always hold when the fit's did. The
+    batch is one transport problem: its rows must be in memory together (a dask array is
+    refused; so is sparse input, whose rows the solver cannot centre), and a row's label
+    depends on the rest of the batch. A model saved with :func:`~clusterkit.save_model`
+    keeps its centres, not its E-step: a loaded model predicts nearest centres.
 
     Infeasible bounds are refused with a ``ValueError`` naming the parameter: ``size_min``
     above ``size_max``, ``n_clusters * size_min`` above the data's size (rows or weight),
@@ -105,21 +120,34 @@ class BalancedEStep(EStep):
     >>> km = Clusterer(2, estep=BalancedEStep(size_min=3, size_max=3), random_state=0)
     >>> np.bincount(km.fit(X).labels_).tolist()
     [3, 3]
+    >>> km.predict([[0.0], [0.1], [0.2], [10.0]]).tolist()  # nearest centres
+    [0, 0, 0, 1]
+    >>> km.set_params(estep__predict="bounded").predict([[0.0], [0.1], [0.2], [10.0]]).tolist()
+    [0, 0, 1, 1]
     """
 
     _parameter_constraints = {"size_min": [None, Interval(Real, 0, None, finite=True)],
-                              "size_max": [None, Interval(Real, 0, None, closed="neither")]}
+                              "size_max": [None, Interval(Real, 0, None, closed="neither")],
+                              "predict": [Options("nearest", "bounded")]}
 
     exact = False  # the labels are bounded, not the nearest centres
     objectives = (QUANTIZATION_ERROR,)
     chunks = False
-    chunks_refusal = ("its bounds tie all the rows into one transport problem, solved in "
-                      "memory")
+    chunks_refusal = ("its bounds tie all the rows into one transport problem, solved with "
+                      "a candidate graph of about 200 bytes per row for all the rows at "
+                      "once, so it cannot run chunk by chunk; for data that fit in memory, "
+                      "pass np.asarray(X) (X.compute() for a dask array)")
     per_sample_state = False  # (its state is one price per centre)
 
-    def __init__(self, size_min=None, size_max=None):
+    def __init__(self, size_min=None, size_max=None, predict="nearest"):
         self.size_min = size_min
         self.size_max = size_max
+        self.predict = predict
+
+    @property
+    def predicts_batches(self):
+        """Whether ``predict`` labels a batch as a whole (``predict="bounded"``)."""
+        return self.predict == "bounded"
 
     def _validate(self, X, n_clusters, composition):
         """Refuse bounds that contradict each other, and compositions in which the labels
@@ -196,3 +224,20 @@ class BalancedEStep(EStep):
                              run_state, state)
         state.meter.count("labels", result.n_distance_evals)
         return result.labels
+
+    def predict_labels(self, X, centers, fit_weight, n_threads):
+        """The bounded assignment of the batch ``X`` to the fitted ``centers`` with
+        ``predict="bounded"``: the fit's bounds times ``m / fit_weight`` (``m`` the batch's
+        rows), the lower rounded down and the upper up, so that they hold whenever the
+        fit's did; ``None`` with ``predict="nearest"``."""
+        if not self.predicts_batches:
+            return None
+        m = X.shape[0]
+        # (a relative margin for the rounding of the division, as the fit's bounds have:
+        # a share that is a whole number is not rounded outwards)
+        lower = None if self.size_min is None else math.floor(
+            self.size_min * m / fit_weight * (1 + 1e-12))
+        upper = None if self.size_max is None else math.ceil(
+            self.size_max * m / fit_weight * (1 - 1e-12))
+        return balanced_assignment(X, np.ones(m, dtype=X.dtype), centers, lower, upper,
+                                   n_threads=n_threads).labels
