@@ -905,15 +905,12 @@ def spherical_kmeans(n_clusters, **kwargs):
 
 @_preset
 def balanced_kmeans(n_clusters, size_min=None, size_max=None, **kwargs):
-    """Balanced k-means: k-means with every cluster's size between ``size_min`` and
-    ``size_max`` (:class:`~clusterkit.BalancedEStep`), refined by breathing rounds.
+    """Balanced k-means: k-means++ seeding and iterations in which every cluster's size
+    stays between ``size_min`` and ``size_max`` (:class:`~clusterkit.BalancedEStep`).
 
     Each E-step is the exact optimum of the capacitated transport problem (least total
-    squared distance with the sizes in bounds), ``labels_`` the bounded assignment to the
-    final centres. Alone, those iterations often stop in a poor local minimum: the bounds
-    keep a cluster from taking the rows a misplaced centre would need to move, so
-    :class:`~clusterkit.Breathing` rounds (which move the least useful centres to where the
-    error is largest and keep what lowers it) run after them by default.
+    squared distance with every cluster's size within the bounds) and the M-step takes each
+    cluster's mean; ``labels_`` are the bounded assignment to the final centres.
 
     Parameters
     ----------
@@ -925,16 +922,16 @@ def balanced_kmeans(n_clusters, size_min=None, size_max=None, **kwargs):
         Most rows (or weight) of every cluster; ``None``: no upper bound. Give at least one
         of the two: without either, nothing is bounded and the fit is k-means.
     **kwargs
-        Passed on to :class:`~clusterkit.Clusterer` (``refine=None`` leaves the breathing
-        rounds out; ``seed`` replaces the k-means++ seeding on ``max(8192, r C)`` rows, as
-        :func:`lloyd` seeds).
+        Passed on to :class:`~clusterkit.Clusterer` (``refine="breathing"`` adds breathing
+        rounds, see the Notes; ``seed`` replaces the k-means++ seeding on ``max(8192, r C)``
+        rows, as :func:`lloyd` seeds).
 
     Returns
     -------
     Clusterer
-        Unfitted. Cost per iteration: ``N C`` distance evaluations for the first solve, then
-        about ``N k`` (``k = 8`` candidate centres per row) once the centres settle, plus
-        ``N C`` per breathing round.
+        Unfitted. Cost per iteration: ``N C`` distance evaluations for the first solve,
+        about ``N k`` (``k = 8`` candidate centres per row) once the centres settle; time
+        goes mostly to the first steps' solves, which move many rows.
 
     See Also
     --------
@@ -948,9 +945,17 @@ def balanced_kmeans(n_clusters, size_min=None, size_max=None, **kwargs):
     assignment of each new batch, the bounds scaled to its rows. Memory: the candidate graph,
     about ``200 N`` bytes.
 
-    Breathing's default was measured on 100,000 x 32 float32 rows from 50 Gaussians
-    (``make_gaussian_blobs``), ``C = 500``, ``size_max = 1.1 N / C``, 2 threads, seeds 0
-    and 1: see the documentation's page on balanced clusters and ``benchmarks/RESULTS.md``.
+    No breathing rounds by default, as measured on 100,000 x 32 float32 rows from 50
+    Gaussians (``make_gaussian_blobs``), ``C = 500``, ``size_max = 1.1 N / C``, 2 threads
+    on a shared 2-core machine, seeds 0 and 1: this preset took 46 and 106 s, at 1.091 and
+    1.116 times the error of an unbounded ``Clusterer(500)`` (6 and 8 s); with
+    ``refine=Breathing()`` it took 347 and 915 s (7.5 and 8.6 times as long) for 0.14 % and
+    1.2 % less error. On small problems the rounds pay: on 20,000 x 16 rows, ``C = 100``,
+    clusters of 150 to 250 rows (``benchmarks/bench_balanced.py``), the iterations alone
+    stopped in a poor local minimum on two seeds of three (up to 1.34 times
+    k-means-constrained's error) and breathing brought every seed to 0.87-1.00 times it,
+    for 3 to 4 times the time. Pass ``refine="breathing"`` when the error matters more than
+    the time.
 
     Examples
     --------
@@ -964,6 +969,5 @@ def balanced_kmeans(n_clusters, size_min=None, size_max=None, **kwargs):
     True
     """
     kwargs.setdefault("seed", _scheduled_seed())
-    kwargs.setdefault("refine", Breathing())
     return _clusterer(n_clusters, kwargs, estep=BalancedEStep(size_min, size_max),
                       mstep=HardMStep())

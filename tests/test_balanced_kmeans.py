@@ -125,8 +125,7 @@ def test_a_dask_array_is_refused_with_the_reason_and_the_recipe():
 def test_a_memmap_read_in_row_chunks_is_refused_and_a_loaded_one_fits(tmp_path, monkeypatch):
     np.save(tmp_path / "X.npy", _blobs(600))
     X_mm = np.load(tmp_path / "X.npy", mmap_mode="r")
-    model = presets.balanced_kmeans(3, size_min=180, size_max=220, refine=None,
-                                    random_state=0)
+    model = presets.balanced_kmeans(3, size_min=180, size_max=220, random_state=0)
     with monkeypatch.context() as patch:  # a memmap whose copy exceeds the memory budget
         patch.setattr(chunked, "exceeds_budget", lambda X: True)
         with pytest.raises(ValueError, match=CHUNKS_REFUSED):
@@ -138,11 +137,10 @@ def test_a_memmap_read_in_row_chunks_is_refused_and_a_loaded_one_fits(tmp_path, 
 
 # --- the preset ---------------------------------------------------------------------------
 
-def test_preset_is_a_bounded_estep_with_breathing():
+def test_preset_is_the_bounded_estep_without_rounds_unless_asked():
     km = presets.balanced_kmeans(10, size_min=5, size_max=20)
-    assert km.estep == BalancedEStep(5, 20)
-    assert km.refine == Breathing()
-    assert presets.balanced_kmeans(10, size_max=20, refine=None).refine is None
+    assert km.estep == BalancedEStep(5, 20) and km.refine is None
+    assert presets.balanced_kmeans(10, size_max=20, refine="breathing").refine == "breathing"
     with pytest.raises(TypeError, match="This preset sets estep itself"):
         presets.balanced_kmeans(10, estep="full")
 
@@ -154,8 +152,7 @@ def test_preset_fit_holds_the_bounds(refine):
                                  random_state=0).fit(X)
     sizes = np.bincount(km.labels_, minlength=7)
     assert sizes.min() >= 110 and sizes.max() <= 140
-    if refine is not None:
-        assert km.refinement_log_
+    assert hasattr(km, "refinement_log_") == (refine is not None)
 
 
 def test_preset_memory_estimate_counts_the_candidate_graph():

@@ -231,13 +231,12 @@ REGISTRY = {entry.name: entry for entry in (
             sparse=True)),
     PresetEntry(
         "balanced_kmeans", fixes=("estep", "mstep"),
-        steps="bounded transport / hard, then breathing rounds",
-        evaluations="``N C`` at first, then about ``N k`` (``k = 8`` candidates), plus "
-                    "``N C`` per breathing round",
+        steps="bounded transport / hard",
+        evaluations="``N C`` at first, then about ``N k`` (``k = 8`` candidates per row)",
         guide=PresetGuide(
             use="clusters of bounded sizes (IVF lists, shards, groups of given sizes)",
             model="k-means", cost="N·C·D at first, then about N·8·D once the centres settle, "
-                                  "plus N·C·D per breathing round",
+                                  "plus the transport solves",
             memory="N·k candidates (k = 8, more where needed), about 200 bytes per row")),
 )}
 
