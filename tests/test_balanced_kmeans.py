@@ -169,3 +169,17 @@ def test_balanced_is_no_shortcut_and_says_what_to_pass():
                                          r"estep=BalancedEStep\(size_min=\.\.\., "
                                          r"size_max=\.\.\.\), or presets\.balanced_kmeans"):
         Clusterer(3, estep="balanced").fit(_blobs(60))
+
+
+def test_a_loaded_model_predicts_nearest_centres_and_cannot_scale_bounds(tmp_path):
+    from clusterkit import load_model, save_model
+    X = _blobs()
+    km = Clusterer(7, estep=BalancedEStep(110, 140, predict="bounded"),
+                   random_state=0).fit(X)
+    save_model(km, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert np.array_equal(loaded.predict(X), _nearest(X, km.cluster_centers_))
+    loaded.set_params(estep=BalancedEStep(110, 140, predict="bounded"))
+    with pytest.raises(ValueError, match=r"This model does not know the weight of the rows "
+                                         r"it was fitted on .*refit it"):
+        loaded.predict(X)

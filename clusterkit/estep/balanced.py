@@ -70,8 +70,8 @@ class BalancedEStep(EStep):
     rows, ``N`` the rows of the fit (its total weight for weighted data; ``predict``
     takes no weights). Rounded outwards, these bounds always hold when the fit's did. The
     batch is one transport problem: its rows must be in memory together (a dask array is
-    refused; so is sparse input, whose rows the solver cannot centre), and a row's label
-    depends on the rest of the batch. A model saved with :func:`~clusterkit.save_model`
+    refused; so is sparse input: the solver takes dense rows), and a row's label depends
+    on the rest of the batch. A model saved with :func:`~clusterkit.save_model`
     keeps its centres, not its E-step: a loaded model predicts nearest centres.
 
     Infeasible bounds are refused with a ``ValueError`` naming the parameter: ``size_min``
