@@ -182,10 +182,19 @@ class BalancedEStep(EStep):
                              "responsibilities. Use a hard M-step (mstep='hard').")
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
-        """The candidate graph (its blocks and their CSR copy), the solver's entries, the
-        labels and distances."""
+        """Per row, the larger of a solve's and a ranking's bytes, plus the labels and
+        distances. A solve: the last solve's candidates (kept until it ends), the new graph
+        (candidates, their distances and bound) and its CSR copy, the kernel's entry (row,
+        cluster, mass, distance, three links), the solve's per-row arrays and temporaries
+        (about sixteen 8-byte values) and the candidates it keeps. A ranking of all rows:
+        the last candidates, the rows lifted by the prices' coordinate (a copy) and the
+        ranked candidates."""
         k = min(N_CANDIDATES, n_clusters)
-        return n_samples * (2 * k * (4 + 8) + 8 * k + 64 + 4 + dtype.itemsize)
+        kept = k * 4 + 8
+        graph = k * (4 + 8) + 8
+        solve = kept + 2 * graph + 48 + 16 * 8 + kept
+        ranking = kept + (n_features + 1) * dtype.itemsize + k * (4 + dtype.itemsize)
+        return n_samples * (max(solve, ranking) + 4 + dtype.itemsize)
 
     def init_state(self, X, sample_weight, centers, state):
         """The run's rows and weights, no prices yet; bounds that cannot hold for these
