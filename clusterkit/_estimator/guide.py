@@ -237,7 +237,8 @@ REGISTRY = {entry.name: entry for entry in (
             use="clusters of bounded sizes (IVF lists, shards, groups of given sizes)",
             model="k-means", cost="N·C·D at first, then about N·8·D once the centres settle, "
                                   "plus the transport solves",
-            memory="N·k candidates (k = 8, more where needed), about 200 bytes per row")),
+            memory="N·k candidates (k = 8, more where needed): about 500 bytes per row in "
+                   "a solve")),
 )}
 
 #: The names of the presets, in the order of :data:`REGISTRY`.

@@ -91,7 +91,8 @@ class BalancedEStep(EStep):
     it no longer certifies; so once the centres settle a step costs little more than
     ``N k`` distances and moves a few rows. The first step, and one whose start is far
     from balance, first solves nested random samples of the rows (a fixed seed) for its
-    prices. Memory: the candidate graph, about ``200 N`` bytes.
+    prices. Memory: the candidate graph, about ``200 N`` bytes between steps and ``500 N``
+    at the peak of a solve (``float32``).
 
     Measured (``benchmarks/bench_balanced.py``, 20,000 x 16 float32, C = 100, clusters of
     150 to 250 rows, 2 threads, seeds 0 to 2): a fit in 0.7 to 1.3 s where
