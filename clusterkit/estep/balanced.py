@@ -183,19 +183,20 @@ class BalancedEStep(EStep):
                              "responsibilities. Use a hard M-step (mstep='hard').")
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
-        """Per row, the larger of a solve's and a ranking's bytes, plus the labels and
-        distances. A solve: the last solve's candidates (kept until it ends), the new graph
-        (candidates, their distances and bound) and its CSR copy, the kernel's entry (row,
-        cluster, mass, distance, three links), the solve's per-row arrays and temporaries
-        (about sixteen 8-byte values) and the candidates it keeps. A ranking of all rows:
-        the last candidates, the rows lifted by the prices' coordinate (a copy) and the
-        ranked candidates."""
+        """Per row, a solve's bytes and a ranking's (a solve renews candidates while its
+        graph is alive), plus the labels and distances. A solve: the last solve's
+        candidates (kept until it ends), the new graph (candidates, their distances and
+        bound) and its CSR copy, the kernel's entry (row, cluster, mass, distance, three
+        links), the solve's per-row arrays and temporaries (about sixteen 8-byte values)
+        and the candidates it keeps. A ranking of all rows: the last candidates, the rows
+        lifted by the prices' coordinate (a copy) and the ranked candidates. Not counted:
+        a sample of the coarse start widened up to all centres (see the class notes)."""
         k = min(N_CANDIDATES, n_clusters)
         kept = k * 4 + 8
         graph = k * (4 + 8) + 8
         solve = kept + 2 * graph + 48 + 16 * 8 + kept
         ranking = kept + (n_features + 1) * dtype.itemsize + k * (4 + dtype.itemsize)
-        return n_samples * (max(solve, ranking) + 4 + dtype.itemsize)
+        return n_samples * (solve + ranking + 4 + dtype.itemsize)
 
     def init_state(self, X, sample_weight, centers, state):
         """The run's rows and weights, no prices yet; bounds that cannot hold for these
