@@ -1,7 +1,6 @@
 """The :class:`Clusterer` estimator: validation at the public boundary, the strategies it
 assembles, and the fitted attributes; the loop itself is the driver's (:mod:`._driver`)."""
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin,
                           TransformerMixin)
 from sklearn.exceptions import ConvergenceWarning
@@ -12,6 +11,7 @@ from .._data import chunked as _chunked, memory
 from .._data.containers import chunked_data
 from .._data.moments import weighted_sum
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
+from .._data.sparse import kernels_for
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
 from .._engine.driver import Driver
@@ -493,12 +493,14 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
                 "its rows at once, but X is a dask array (labelled chunk by chunk); pass "
                 "X.compute(), or predict='nearest' for each row's nearest centre.")
         X = self._check_test_data(X)
-        if sp.issparse(X):
+        kind = kernels_for(X)
+        if not kind.ndarray:
             raise TypeError(f"predict with estep={estep!r} labels a batch of dense rows as a "
                             "whole; pass X.toarray(), or predict='nearest' for sparse rows.")
         x_mean, centers = self._centred_frame(X.dtype)
         with single_threaded_blas():
-            labels = estep.predict_labels(X - x_mean, centers, self._fit_weight(),
+            labels = estep.predict_labels(kind.in_frame(X, x_mean), centers,
+                                          self._fit_weight(),
                                           effective_n_threads(self.n_threads))
         return self._labels_dist2(X)[1] if labels is None else labels
 
