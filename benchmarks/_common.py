@@ -28,6 +28,16 @@ EXACT_TARGETS_NOTE = ("Targets missed (MNIST C = 50 at 0.8x scikit-learn; BIRCH 
                       "docs/exact.rst, section \"Targets missed, and what we decided\".")
 
 
+def preset_keywords(name, n_samples, n_clusters):
+    """The keywords a preset gets in the benchmarks beyond ``n_clusters``, ``random_state``
+    and ``n_threads``: none, except the bound that makes ``balanced_kmeans`` what it is for
+    (without one it bounds nothing), ``size_max = ceil(1.1 N / C)``, clusters at most 10 %
+    above the mean size."""
+    if name == "balanced_kmeans":
+        return {"size_max": -(-11 * n_samples // (10 * n_clusters))}
+    return {}
+
+
 def data_home():
     """Folder of the optional real data sets: ``$CLUSTERKIT_DATA``, or ``None`` when unset."""
     return os.environ.get(DATA_ENV_VAR) or None

@@ -65,6 +65,7 @@ def _blobs(n_samples, n_features, seed=0):
 def child(args):
     """One fit in this process; prints a JSON line."""
     from clusterkit import Clusterer, presets  # noqa: F401 (imports before the baseline)
+    from _common import preset_keywords
     name, n_samples, n_features, n_clusters = args.child
     n_samples, n_features, n_clusters = int(n_samples), int(n_features), int(n_clusters)
     kwargs = dict(random_state=0, n_threads=args.n_threads)
@@ -73,7 +74,8 @@ def child(args):
         kwargs["memory_limit"] = args.limit
     else:
         X = _blobs(n_samples, n_features)
-    model = presets.build_preset(name, n_clusters, **kwargs)
+    model = presets.build_preset(name, n_clusters, **kwargs,
+                                 **preset_keywords(name, n_samples, n_clusters))
     if name.startswith("slk_"):  # numba compiles pynndescent's search before the baseline
         from clusterkit.slk.graph import knn_graph
         knn_graph(_blobs(2_000, n_features, seed=1), 5, exact=False, random_state=0)

@@ -1,10 +1,11 @@
 """Every preset against scikit-learn's k-means: the measured columns of "Choosing a preset".
 
-Every preset of ``clusterkit.presets`` runs with its defaults and is compared, seed by seed,
-with scikit-learn's ``KMeans(C, n_init=1, random_state=seed)`` fitted on the same rows in the
-same process (inside ``threadpool_limits(n_threads)``; clusterkit gets ``n_threads``). Per
-preset and data kind: the fit time over scikit-learn's and the quantization error over
-scikit-learn's, medians over the seeds. The error is the same for every preset, mixtures and
+Every preset of ``clusterkit.presets`` runs with its defaults (``balanced_kmeans`` with
+``size_max = ceil(1.1 N / C)``, its one bound: ``_common.preset_keywords``) and is compared,
+seed by seed, with scikit-learn's ``KMeans(C, n_init=1, random_state=seed)`` fitted on the
+same rows in the same process (inside ``threadpool_limits(n_threads)``; clusterkit gets
+``n_threads``). Per preset and data kind: the fit time over scikit-learn's and the
+quantization error over scikit-learn's, medians over the seeds. The error is the same for every preset, mixtures and
 SLK included: the squared distance of every row to its nearest centre, summed over all rows
 (:func:`clusterkit.metrics.quantization_error`, for scikit-learn's centres too); times are
 whole ``fit`` calls, seeding, coreset, SLK's kNN graph and final labels included.
@@ -53,7 +54,7 @@ from clusterkit.metrics import quantization_error
 from clusterkit.presets import GUIDE, PRESETS
 
 from _common import (RESULTS_PATH, command_note, data_home, format_table, machine_info,
-                     publish, warn_openblas_overrides)
+                     preset_keywords, publish, warn_openblas_overrides)
 from _presets_tables import (markdown_table, merge_columns, read_rst_columns,
                              replace_between_markers, rst_table)
 from bench_defaults import make_mixture, timed_fit
@@ -167,7 +168,9 @@ def run_kind(kind, args):
             t_ref, qe_ref = refs[key]
             build = getattr(presets, name)
             model, t = timed_fit(build(kind.n_clusters, random_state=seed,
-                                       n_threads=args.n_threads), X)
+                                       n_threads=args.n_threads,
+                                       **preset_keywords(name, X.shape[0], kind.n_clusters)),
+                                 X)
             # a spherical model's centres are unit: the error of the unit rows
             qe = quantization_error(unit(X) if spherical(name) else X, model.cluster_centers_,
                                     n_threads=args.n_threads)
@@ -240,7 +243,8 @@ def merge_previous(table, notes, measured):
     return merged, [*notes[:generic], f"Rows of {names}: this run, on the machine above; "
                     f"{notes[-1]}. The other rows were kept from the section as written "
                     f"on {stamp}, whose notes follow.",
-                    *(note for note in old_notes[2:] if not note.startswith("spherical_"))]
+                    *(note for note in old_notes[2:]
+                      if not note.startswith(("spherical_", "balanced_kmeans:")))]
 
 
 def main():
@@ -287,6 +291,9 @@ def main():
         "Presets whose rows x features differ from the others' ran on a random subset of "
         "the rows (scikit-learn too): SLK's N x C soft assignments and z-updates would cost "
         "far more than every other fit.",
+        "balanced_kmeans: with size_max = ceil(1.1 N / C), clusters at most 10 % above "
+        "the mean size; its error is that of every row to its nearest centre, as for the "
+        "others, not of its bounded labels_.",
         "spherical_kmeans: it and scikit-learn ran on the rows scaled to unit norm; both "
         "errors are those of the unit rows to unit centres (scikit-learn's scaled to unit "
         "norm), twice the cosine dissimilarity spherical k-means minimises.",

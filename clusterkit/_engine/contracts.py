@@ -275,6 +275,13 @@ class EStep(_RunStrategy, ABC):
         :meth:`chunk_summary`, :meth:`combine_summaries`, :meth:`shared_state` and
         :meth:`use_shared`, and one that does not implements none; the composition check
         refuses anything else (:data:`SHARED_STATE_HOOKS`). ``False`` by default.
+    predicts_batches : bool
+        Whether the E-step labels new rows after the fit itself, a batch as a whole
+        (:meth:`predict_labels`: a row's label may depend on the other rows of the batch,
+        as under bounds on the clusters' sizes). ``Clusterer.predict`` then gives those
+        labels, and refuses input it cannot hand over whole: a dask array, sparse rows.
+        ``False`` by default: ``predict`` gives each row's nearest centre, row by row (a
+        class attribute, or a property of the E-step's parameters).
 
     Notes
     -----
@@ -292,6 +299,7 @@ class EStep(_RunStrategy, ABC):
     per_sample_state = True
     row_stream = False
     shares_state = False
+    predicts_batches = False
 
     def winners_per_sample(self, n_clusters, composition):
         """``C'``, the clusters per sample its assignments carry (``winners`` with their
@@ -357,6 +365,32 @@ class EStep(_RunStrategy, ABC):
         Returns
         -------
         labels : ndarray of shape (n_samples,), dtype=int32, or None
+        """
+        return None
+
+    def predict_labels(self, X, centers, fit_weight, n_threads):
+        """Labels of a batch of new rows, for an E-step that declares
+        :attr:`predicts_batches`; ``None`` (the default): each row's nearest centre.
+
+        Called by ``Clusterer.predict`` (and by ``fit_predict`` when ``compute_labels`` is
+        ``False``) on a fitted model, with the whole batch. The E-step keeps nothing from
+        its fit: what the labels may depend on is passed in.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_batch, n_features)
+            The batch, validated, dense and C-contiguous, in the fit's frame (centred on the
+            fit's mean, as the fit's rows were; distances do not change).
+        centers : ndarray of shape (n_clusters, n_features)
+            The fitted centres in the same frame and dtype.
+        fit_weight : float
+            The total weight of the rows the model was fitted on (their number, without
+            ``sample_weight``): what bounds in rows or weight are relative to.
+        n_threads : int
+
+        Returns
+        -------
+        labels : ndarray of shape (n_batch,), dtype=int32, or None
         """
         return None
 

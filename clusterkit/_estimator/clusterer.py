@@ -11,6 +11,7 @@ from .._data import chunked as _chunked, memory
 from .._data.containers import chunked_data
 from .._data.moments import weighted_sum
 from .._data.nearest import data_mean, dist2_blocks, nearest, single_threaded_blas
+from .._data.sparse import kernels_for
 from .._engine.assignment import FREE_ENERGY
 from .._engine.contracts import Composition, Seeder
 from .._engine.driver import Driver
@@ -455,21 +456,68 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
             labels, dist2, _ = nearest(X, x_mean, centers, n_threads)
         return X, labels, dist2
 
-    @_lazy.per_row_chunk(np.int32)
     def predict(self, X):
-        """Index of the nearest centre of each sample.
+        """Index of the nearest centre of each sample, or the E-step's labels of the batch.
+
+        An E-step that declares :attr:`EStep.predicts_batches` labels the batch as a whole
+        (:meth:`EStep.predict_labels`; :class:`BalancedEStep` with ``predict="bounded"``:
+        the bounded assignment of the batch); any other fitted model gives each row's
+        nearest centre.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} or dask array of shape (n_samples, n_features)
             A dask array gives a dask array, computed chunk by chunk; sparse data (as CSR)
-            work with any fitted model.
+            work with any fitted model. An E-step that labels batches as a whole takes
+            dense rows in memory only.
 
         Returns
         -------
         labels : ndarray or dask array of shape (n_samples,), dtype=int32
+
+        Raises
+        ------
+        ValueError
+            For a dask array when the E-step labels batches as a whole (the batch is one
+            problem, which needs all its rows at once).
+        TypeError
+            For sparse rows when the E-step labels batches as a whole.
         """
+        check_is_fitted(self)
+        estep = resolve("estep", self.estep)
+        if not estep.predicts_batches:
+            return self._nearest_labels(X)
+        if _chunked.is_dask_array(X):
+            raise ValueError(
+                f"predict with estep={estep!r} labels a batch as a whole, which needs all "
+                "its rows at once, but X is a dask array (labelled chunk by chunk); pass "
+                "X.compute(), or predict='nearest' for each row's nearest centre.")
+        X = self._check_test_data(X)
+        kind = kernels_for(X)
+        if not kind.ndarray:
+            raise TypeError(f"predict with estep={estep!r} labels a batch of dense rows as a "
+                            "whole; pass X.toarray(), or predict='nearest' for sparse rows.")
+        x_mean, centers = self._centred_frame(X.dtype)
+        with single_threaded_blas():
+            labels = estep.predict_labels(kind.in_frame(X, x_mean), centers,
+                                          self._fit_weight(),
+                                          effective_n_threads(self.n_threads))
+        return self._labels_dist2(X)[1] if labels is None else labels
+
+    @_lazy.per_row_chunk(np.int32)
+    def _nearest_labels(self, X):
+        """Each row's nearest centre (a dask array: chunk by chunk, lazily)."""
         return self._labels_dist2(X)[1]
+
+    def _fit_weight(self):
+        """The total weight of the rows of the fit (their number without weights): the sum
+        of the weight each centre explains, kept from the fit."""
+        cluster_weight = getattr(self, "_cluster_weight", None)
+        if cluster_weight is None:
+            raise ValueError("This model does not know the weight of the rows it was "
+                             "fitted on (it was not fitted by fit, e.g. loaded from a "
+                             "file); refit it to label batches as a whole.")
+        return float(np.sum(cluster_weight, dtype=np.float64))
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the labels of the training data.

@@ -229,6 +229,16 @@ REGISTRY = {entry.name: entry for entry in (
             model="spherical k-means", cost="N·C·D",
             memory="N (labels, distances), N·D unit rows",
             sparse=True)),
+    PresetEntry(
+        "balanced_kmeans", fixes=("estep", "mstep"),
+        steps="bounded transport / hard",
+        evaluations="``N C`` at first, then about ``N k`` (``k = 8`` candidates per row)",
+        guide=PresetGuide(
+            use="clusters of bounded sizes (IVF lists, shards, groups of given sizes)",
+            model="k-means", cost="N·C·D at first, then about N·8·D once the centres settle, "
+                                  "plus the transport solves",
+            memory="N·k candidates (k = 8, more where needed): about 500 bytes per row in "
+                   "a solve")),
 )}
 
 #: The names of the presets, in the order of :data:`REGISTRY`.

@@ -28,7 +28,7 @@ from ..seeding.afkmc2 import AFKMC2
 from ..seeding.composite import ByClusters, ByDimension, SampledSeeder
 from ..seeding.seeders import KMeansPlusPlus, RandomSeeder
 
-__all__ = ["SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
+__all__ = ["NO_SHORTCUT", "SHORTCUTS", "SKLEARN_NAMES", "AnswersUnknownKeywords", "accepts_sparse",
            "auto_seeder", "close_name", "did_you_mean", "keywords", "resolve", "sparse_seeds",
            "strategy_class", "unknown_keyword"]
 
@@ -61,6 +61,17 @@ SHORTCUTS = {
     "schedule": (Schedule, FullBatch, {"full": FullBatch, "minibatch": MiniBatch,
                                        "nmbatch": NestedDoubling, "sbe": SBEDecay}),
     "refine": (Refiner, NoRefinement, {"none": NoRefinement, "breathing": Breathing}),
+}
+
+
+#: Names of strategies that have no shortcut, because a shortcut builds its strategy with
+#: its defaults and these need parameters, with why and what to pass instead; :func:`resolve`
+#: says so rather than suggesting a close shortcut (``'bounded'`` is Elkan's E-step).
+NO_SHORTCUT = {
+    "estep": {"balanced": "a shortcut builds its E-step with the defaults, and "
+                          "BalancedEStep's bounds have none; pass "
+                          "estep=BalancedEStep(size_min=..., size_max=...), or "
+                          "presets.balanced_kmeans(n_clusters, size_min=..., size_max=...)"},
 }
 
 
@@ -115,6 +126,8 @@ def resolve(name, value):
     builder = _builder(name, value)
     if builder is not None:
         return builder()
+    if isinstance(value, str) and value in NO_SHORTCUT.get(name, {}):
+        raise ValueError(f"{name}={value!r} is not a shortcut: {NO_SHORTCUT[name][value]}.")
     if isinstance(value, str):
         expected = ", ".join(repr(a) for a in aliases)
         raise ValueError(f"Unknown {name}={value!r}; expected one of {expected} or an "

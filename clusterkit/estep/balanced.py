@@ -2,13 +2,14 @@
 distance under bounds on every cluster's size, solved at each step by
 :func:`~clusterkit.estep.transport.balanced_assignment` from the last step's prices.
 """
+import math
 from numbers import Real
 
 import numpy as np
 
 from .._data.moments import weighted_sum
 from .._engine.assignment import QUANTIZATION_ERROR, Assignment
-from .._engine.constraints import Interval
+from .._engine.constraints import Interval, Options
 from .._engine.contracts import EStep
 from .transport import N_CANDIDATES, balanced_assignment, size_bounds
 
@@ -31,8 +32,8 @@ class BalancedEStep(EStep):
     ``size_min`` and ``size_max`` rows (in weight, for unequal ``sample_weight``), at the
     least total weighted squared distance among all such assignments: the optimum of the
     capacitated transport problem, not a heuristic. ``labels_`` after a fit are the bounded
-    assignment to the final centres (one more solve); ``predict`` still gives each row's
-    nearest centre.
+    assignment to the final centres (one more solve); ``predict`` gives each row's nearest
+    centre, or with ``predict="bounded"`` the bounded assignment of the new batch.
 
     Parameters
     ----------
@@ -40,6 +41,11 @@ class BalancedEStep(EStep):
         Least size of every cluster (rows, or weight); ``None``: no lower bound.
     size_max : float or None, default=None
         Largest size of every cluster; ``None``: no upper bound.
+    predict : {"nearest", "bounded"}, default="nearest"
+        What ``Clusterer.predict`` gives for new rows after the fit. ``"nearest"``: each
+        row's nearest centre, row by row. ``"bounded"``: the bounded assignment of the
+        batch to the fitted centres, under the fit's bounds scaled to the batch (see the
+        Notes).
 
     Notes
     -----
@@ -59,6 +65,15 @@ class BalancedEStep(EStep):
     ``w_max`` the largest weight of a split row (0 when the optimum splits no row; then the
     bounds hold exactly). Rows of zero weight count in no bound.
 
+    ``predict="bounded"``: a batch of ``m`` rows gets the least total squared distance
+    with every cluster between ``floor(size_min m / N)`` and ``ceil(size_max m / N)``
+    rows, ``N`` the rows of the fit (its total weight for weighted data; ``predict``
+    takes no weights). Rounded outwards, these bounds always hold when the fit's did. The
+    batch is one transport problem: its rows must be in memory together (a dask array is
+    refused; so is sparse input: the solver takes dense rows), and a row's label depends
+    on the rest of the batch. A model saved with :func:`~clusterkit.save_model`
+    keeps its centres, not its E-step: a loaded model predicts nearest centres.
+
     Infeasible bounds are refused with a ``ValueError`` naming the parameter: ``size_min``
     above ``size_max``, ``n_clusters * size_min`` above the data's size (rows or weight),
     ``n_clusters * size_max`` below it, or equal weights with no whole number of rows
@@ -76,7 +91,8 @@ class BalancedEStep(EStep):
     it no longer certifies; so once the centres settle a step costs little more than
     ``N k`` distances and moves a few rows. The first step, and one whose start is far
     from balance, first solves nested random samples of the rows (a fixed seed) for its
-    prices. Memory: the candidate graph, about ``200 N`` bytes.
+    prices. Memory: the candidate graph, about ``200 N`` bytes between steps and ``500 N``
+    at the peak of a solve (``float32``).
 
     Measured (``benchmarks/bench_balanced.py``, 20,000 x 16 float32, C = 100, clusters of
     150 to 250 rows, 2 threads, seeds 0 to 2): a fit in 0.7 to 1.3 s where
@@ -105,21 +121,34 @@ class BalancedEStep(EStep):
     >>> km = Clusterer(2, estep=BalancedEStep(size_min=3, size_max=3), random_state=0)
     >>> np.bincount(km.fit(X).labels_).tolist()
     [3, 3]
+    >>> km.predict([[0.0], [0.1], [0.2], [10.0]]).tolist()  # nearest centres
+    [0, 0, 0, 1]
+    >>> km.set_params(estep__predict="bounded").predict([[0.0], [0.1], [0.2], [10.0]]).tolist()
+    [0, 0, 1, 1]
     """
 
     _parameter_constraints = {"size_min": [None, Interval(Real, 0, None, finite=True)],
-                              "size_max": [None, Interval(Real, 0, None, closed="neither")]}
+                              "size_max": [None, Interval(Real, 0, None, closed="neither")],
+                              "predict": [Options("nearest", "bounded")]}
 
     exact = False  # the labels are bounded, not the nearest centres
     objectives = (QUANTIZATION_ERROR,)
     chunks = False
-    chunks_refusal = ("its bounds tie all the rows into one transport problem, solved in "
-                      "memory")
+    chunks_refusal = ("its bounds tie all the rows into one transport problem, solved with "
+                      "a candidate graph of about 200 bytes per row for all the rows at "
+                      "once, so it cannot run chunk by chunk; for data that fit in memory, "
+                      "pass np.asarray(X) (X.compute() for a dask array)")
     per_sample_state = False  # (its state is one price per centre)
 
-    def __init__(self, size_min=None, size_max=None):
+    def __init__(self, size_min=None, size_max=None, predict="nearest"):
         self.size_min = size_min
         self.size_max = size_max
+        self.predict = predict
+
+    @property
+    def predicts_batches(self):
+        """Whether ``predict`` labels a batch as a whole (``predict="bounded"``)."""
+        return self.predict == "bounded"
 
     def _validate(self, X, n_clusters, composition):
         """Refuse bounds that contradict each other, and compositions in which the labels
@@ -154,10 +183,20 @@ class BalancedEStep(EStep):
                              "responsibilities. Use a hard M-step (mstep='hard').")
 
     def buffer_bytes(self, n_samples, n_features, n_clusters, dtype, composition):
-        """The candidate graph (its blocks and their CSR copy), the solver's entries, the
-        labels and distances."""
+        """Per row, a solve's bytes and a ranking's (a solve renews candidates while its
+        graph is alive), plus the labels and distances. A solve: the last solve's
+        candidates (kept until it ends), the new graph (candidates, their distances and
+        bound) and its CSR copy, the kernel's entry (row, cluster, mass, distance, three
+        links), the solve's per-row arrays and temporaries (about sixteen 8-byte values)
+        and the candidates it keeps. A ranking of all rows: the last candidates, the rows
+        lifted by the prices' coordinate (a copy) and the ranked candidates. Not counted:
+        a sample of the coarse start widened up to all centres (see the class notes)."""
         k = min(N_CANDIDATES, n_clusters)
-        return n_samples * (2 * k * (4 + 8) + 8 * k + 64 + 4 + dtype.itemsize)
+        kept = k * 4 + 8
+        graph = k * (4 + 8) + 8
+        solve = kept + 2 * graph + 48 + 16 * 8 + kept
+        ranking = kept + (n_features + 1) * dtype.itemsize + k * (4 + dtype.itemsize)
+        return n_samples * (solve + ranking + 4 + dtype.itemsize)
 
     def init_state(self, X, sample_weight, centers, state):
         """The run's rows and weights, no prices yet; bounds that cannot hold for these
@@ -196,3 +235,20 @@ class BalancedEStep(EStep):
                              run_state, state)
         state.meter.count("labels", result.n_distance_evals)
         return result.labels
+
+    def predict_labels(self, X, centers, fit_weight, n_threads):
+        """The bounded assignment of the batch ``X`` to the fitted ``centers`` with
+        ``predict="bounded"``: the fit's bounds times ``m / fit_weight`` (``m`` the batch's
+        rows), the lower rounded down and the upper up, so that they hold whenever the
+        fit's did; ``None`` with ``predict="nearest"``."""
+        if not self.predicts_batches:
+            return None
+        m = X.shape[0]
+        # (a relative margin for the rounding of the division, as the fit's bounds have:
+        # a share that is a whole number is not rounded outwards)
+        lower = None if self.size_min is None else math.floor(
+            self.size_min * m / fit_weight * (1 + 1e-12))
+        upper = None if self.size_max is None else math.ceil(
+            self.size_max * m / fit_weight * (1 - 1e-12))
+        return balanced_assignment(X, np.ones(m, dtype=X.dtype), centers, lower, upper,
+                                   n_threads=n_threads).labels
