@@ -111,6 +111,7 @@ class BalancedEStep(EStep):
                               "size_max": [None, Interval(Real, 0, None, closed="neither")]}
 
     exact = False  # the labels are bounded, not the nearest centres
+    constrained = True  # (the cluster sizes: rows cannot move freely)
     objectives = (QUANTIZATION_ERROR,)
     chunks = False
     chunks_refusal = ("its bounds tie all the rows into one transport problem, solved in "
