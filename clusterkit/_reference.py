@@ -553,9 +553,15 @@ def moves_pass(X, sample_weight, labels, centers, weight_in_clusters, n_members,
             lower = w * weight.min() / (weight.min() + w) * max(far[i] - max_drift, 0.0) ** 2
             if lower < min(adds.values(), default=np.inf) and lower < rem:
                 n_full += 1
-                others = [j for j in range(n_clusters) if j != a and j not in candidates[i]]
-                adds.update({j: gain(x, w, j) for j in others})
-                n_evals += len(others)
+                for j in range(n_clusters):
+                    if j == a or j in candidates[i]:
+                        continue
+                    r = far[i] - drift[j]
+                    best_add = min(adds.values(), default=np.inf)
+                    if r > 0 and w * weight[j] / (weight[j] + w) * r * r >= min(best_add, rem):
+                        continue  # (its own bound rules it out)
+                    adds[j] = gain(x, w, j)
+                    n_evals += 1
         if not adds:
             continue
         best = min(adds, key=lambda j: (adds[j], j))

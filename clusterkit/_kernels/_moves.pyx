@@ -221,11 +221,12 @@ def moves_pass(const floating[:, ::1] X,              # IN
     n_moved : int
         Rows moved.
     n_full : int
-        Rows whose bound did not rule out the centres outside their candidates, and which
-        were therefore compared with every centre.
+        Rows whose bound did not rule out the centres outside their candidates together,
+        and whose other centres were therefore bounded one by one.
     n_distance_evals : int
-        Row-to-centre distances (the own centre, the candidates, and all centres for the
-        ``n_full`` rows) plus the two centre-to-ranked-centre distances of each move.
+        Row-to-centre distances (the own centre, the candidates, and for the ``n_full``
+        rows the other centres their own bounds did not rule out) plus the two
+        centre-to-ranked-centre distances of each move.
     delta : float
         The change of the objective, the sum of the moves' ``add(b) - rem``.
     max_drift : float
@@ -238,8 +239,10 @@ def moves_pass(const floating[:, ::1] X,              # IN
     max_drift`` (the triangle inequality through ``c_b``'s ranked position) and ``W_b / (W_b +
     w) >= W_min / (W_min + w)`` (increasing in ``W_b``; ``W_min`` the smallest current
     weight), so ``add(b)`` is at least ``w W_min / (W_min + w) max(0, far - max_drift)^2``. A
-    row whose bound is below both its best candidate's ``add`` and ``rem`` is compared with
-    every centre. Ties go to the lower cluster index. Sequential by nature (every move changes
+    row whose bound is below both its best candidate's ``add`` and ``rem`` bounds every other
+    centre by its own drift and weight, ``add(b) >= w W_b / (W_b + w) max(0, far -
+    drift_b)^2``, and computes the distances of those whose bound is below the best
+    ``add`` found so far (or ``rem``). Ties go to the lower cluster index. Sequential by nature (every move changes
     what the next row sees), on one thread. Assumes valid input: ``labels`` in range,
     ``centers``, ``weight_in_clusters`` and ``n_members`` those of the partition.
     """
@@ -281,7 +284,9 @@ def moves_pass(const floating[:, ::1] X,              # IN
                 r = far[i] - max_drift
                 lower = w * w_min / (w_min + w) * (r * r if r > 0 else 0.0)
                 if lower < best_add and lower < rem:
-                    # the bound does not rule out the other centres: compare with all
+                    # the bound does not rule out the other centres together: bound each
+                    # by its own drift (no distance), and compute the distances of those
+                    # it does not rule out
                     n_full += 1
                     for j in range(n_clusters):
                         if j == a:
@@ -294,6 +299,10 @@ def moves_pass(const floating[:, ::1] X,              # IN
                         if listed:
                             continue
                         wb = weight_in_clusters[j]
+                        r = far[i] - drift[j]
+                        if r > 0 and w * wb / (wb + w) * r * r >= (
+                                best_add if best_add < rem else rem):
+                            continue
                         add = w * wb / (wb + w) * _sqdist_mixed(x, &centers[j, 0],
                                                                   n_features)
                         n_evals += 1
