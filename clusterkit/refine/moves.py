@@ -65,9 +65,10 @@ class SinglePointMoves(Refiner):
     A centre ``c_b`` outside the candidates has moved by at most ``m``, the largest move of a
     centre since the ranking, so ``||x - c_b|| >= f - m``, and its cost is at least
     ``w W_min / (W_min + w) (f - m)^2`` (``W_min`` the smallest cluster weight). A row whose
-    bound is below its best candidate's cost and its own term is compared with every centre.
-    The centres are ranked again before a pass if more than a sixteenth of the rows needed
-    that in the last one.
+    bound is below its best candidate's cost and its own term bounds every other centre by
+    that centre's own move instead (``w W_b / (W_b + w) (f - m_b)^2``, no distance) and
+    computes the distances of those this does not rule out. The centres are ranked again
+    before a pass if more than a sixteenth of the rows needed that in the last one.
 
     The refinement starts from the nearest centres of the run's final centres, whose means
     (one M-step) are its first centres; the objective is tracked by the exact changes of the
@@ -78,10 +79,12 @@ class SinglePointMoves(Refiner):
     the run's at its own centres; otherwise it ends at the new partition with one more
     ``history_`` entry (``"polish_passes"``, ``"n_changed"`` the rows moved).
 
-    Cost: one ranking pass (``n_samples * n_clusters`` distances, in gemm tiles), then per
-    pass ``n_candidates + 1`` direct distances per row plus ``n_clusters`` for each row
-    checked in full, and two passes of ``n_samples`` for the exact objectives; counted
-    under ``cost_["refinement"]``. The moves run on one thread (each changes what the next
+    Cost: one ranking pass (``n_samples * n_clusters`` distances, in gemm tiles; again when
+    the bounds have worn out), then per pass ``n_candidates + 1`` direct distances per row,
+    plus, for a row whose shared bound fails, the distances of the centres its bound by
+    each centre's own move does not rule out; and three passes of ``n_samples`` for the
+    exact objectives (the run's, the start's, the result's); counted under
+    ``cost_["refinement"]``. The moves run on one thread (each changes what the next
     row sees). Memory: ``O(n_samples * n_candidates)``.
 
     Refines the quantization error of hard k-means only (not a mixture's free energy); not

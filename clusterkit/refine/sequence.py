@@ -48,7 +48,7 @@ class RefinerSequence(Refiner):
     _parameter_constraints = {"refiners": [Satisfies(_refiners,
                                                      "a non-empty tuple of Refiner")]}
 
-    def __init__(self, refiners=()):
+    def __init__(self, refiners):
         self.refiners = refiners
 
     @property
