@@ -54,6 +54,8 @@ from .schedules.index import IndexTraining
 from .schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from .schedules.nested import NestedDoubling
 from .refine.breathing import Breathing, NoRefinement
+from .refine.moves import SinglePointMoves
+from .refine.sequence import RefinerSequence
 from .slk.laplacian import SLK_ENERGY, LaplacianEStep, ModeMStep
 from .slk.graph import knn_graph
 
@@ -73,7 +75,7 @@ __all__ = [
     "TruncatedEStep", "PartialEStep", "LaplacianEStep", "BalancedEStep",
     "HardMStep", "SoftMStep", "SphericalMStep", "ModeMStep", "SLK_ENERGY", "knn_graph",
     "FullBatch", "MiniBatch", "NestedDoubling", "SBEDecay", "IndexTraining",
-    "NoRefinement", "Breathing",
+    "NoRefinement", "Breathing", "SinglePointMoves", "RefinerSequence",
     "openmp_enabled", "effective_n_threads",
     "ablate", "plot_history", "plot_tradeoff",
     "load_model", "save_model",

@@ -494,3 +494,91 @@ def yinyang_init_bounds(X, centers, group_of, n_groups):
         if np.any(group_of == g):
             group_min[:, g] = np.sqrt(d2[:, group_of == g].min(axis=1))
     return labels, min_dist2, group_min, len(X) * (centers.shape[0] + 1)
+
+
+# --- single-point moves (_moves.pyx) --------------------------------------------------------
+
+def partition_sums(X, sample_weight, labels, n_clusters):
+    """Twin of ``partition_sums``: (centers_sum, weight_in_clusters, n_members) in float64 (the
+    rows of positive weight counted)."""
+    X, w = np.asarray(X, dtype=np.float64), np.asarray(sample_weight, dtype=np.float64)
+    sums = np.zeros((n_clusters, X.shape[1]))
+    np.add.at(sums, labels, w[:, None] * X)
+    return (sums, np.bincount(labels, w, n_clusters),
+            np.bincount(labels[w != 0], minlength=n_clusters).astype(np.int32))
+
+
+def labelled_dist2(X, labels, centers):
+    """Twin of ``labelled_dist2``: (dist2, n_evals)."""
+    diff = np.asarray(X, dtype=np.float64) - centers[labels]
+    return (diff ** 2).sum(axis=1), X.shape[0]
+
+
+def far_bounds(X, last_dist2, max_sqnorm):
+    """Twin of ``far_bounds``."""
+    eps = np.finfo(X.dtype).eps
+    xn = (np.asarray(X, dtype=np.float64) ** 2).sum(axis=1)
+    window = 4.0 * (X.shape[1] + 2) * eps * (2.0 * xn + 2.0 * max_sqnorm)
+    return np.sqrt(np.maximum(np.asarray(last_dist2, dtype=np.float64) - window, 0.0))
+
+
+def moves_pass(X, sample_weight, labels, centers, weight_in_clusters, n_members, candidates,
+               far, ranked_centers, drift, max_drift, move_tol=1e-10):
+    """Twin of ``moves_pass`` (one row at a time, the same candidates, bounds and order);
+    returns (labels, centers, weight_in_clusters, n_members, drift, n_moved, n_full, n_evals,
+    delta, max_drift), new arrays."""
+    X = np.asarray(X, dtype=np.float64)
+    labels, centers, weight = labels.copy(), centers.copy(), weight_in_clusters.copy()
+    n_members, drift = n_members.copy(), drift.copy()
+    n_clusters, n_cand = centers.shape[0], candidates.shape[1]
+    n_moved = n_full = n_evals = 0
+    delta = 0.0
+
+    def gain(x, w, j):  # what adding x to cluster j costs
+        return w * weight[j] / (weight[j] + w) * ((x - centers[j]) ** 2).sum()
+
+    for i, x in enumerate(X):
+        w = float(sample_weight[i])
+        a = labels[i]
+        if w <= 0 or n_members[a] <= 1:
+            continue
+        rem = w * weight[a] / (weight[a] - w) * ((x - centers[a]) ** 2).sum()
+        n_evals += 1
+        if rem <= 0:
+            continue
+        listed = [int(b) for b in candidates[i] if b != a]
+        adds = {b: gain(x, w, b) for b in listed}
+        n_evals += len(listed)
+        if n_cand < n_clusters:
+            lower = w * weight.min() / (weight.min() + w) * max(far[i] - max_drift, 0.0) ** 2
+            if lower < min(adds.values(), default=np.inf) and lower < rem:
+                n_full += 1
+                for j in range(n_clusters):
+                    if j == a or j in candidates[i]:
+                        continue
+                    r = far[i] - drift[j]
+                    best_add = min(adds.values(), default=np.inf)
+                    if r > 0 and w * weight[j] / (weight[j] + w) * r * r >= min(best_add, rem):
+                        continue  # (its own bound rules it out)
+                    adds[j] = gain(x, w, j)
+                    n_evals += 1
+        if not adds:
+            continue
+        best = min(adds, key=lambda j: (adds[j], j))
+        if not adds[best] < rem * (1.0 - move_tol):
+            continue
+        wa, wb = weight[a], weight[best]
+        centers[a] = centers[a] + w / (wa - w) * (centers[a] - x)
+        centers[best] = centers[best] + w / (wb + w) * (x - centers[best])
+        weight[a], weight[best] = wa - w, wb + w
+        n_members[a] -= 1
+        n_members[best] += 1
+        labels[i] = best
+        delta += adds[best] - rem
+        n_moved += 1
+        for j in (a, best):
+            drift[j] = np.sqrt(((centers[j] - ranked_centers[j]) ** 2).sum())
+            max_drift = max(max_drift, drift[j])
+        n_evals += 2
+    return (labels, centers, weight, n_members, drift, n_moved, n_full, n_evals, delta,
+            max_drift)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import clusterkit
-from clusterkit import Clusterer, EStep, FittedSeeder, HardMStep, Seeder
+from clusterkit import (Breathing, Clusterer, EStep, FittedSeeder, HardMStep, RefinerSequence,
+                        Seeder)
 from clusterkit._engine.constraints import (InstanceOf, Interval, Options, Satisfies,
                                             check_parameters, describe)
 from clusterkit._engine.strategy import _Strategy
@@ -25,7 +26,9 @@ N_CLUSTERS = 8
 
 
 def _default(cls):
-    """An instance with the defaults (the one argument without a default given)."""
+    """An instance with the defaults (the arguments without a default given)."""
+    if cls is RefinerSequence:
+        return cls((Breathing(),))
     return cls(Clusterer(2)) if cls is FittedSeeder else cls()
 
 

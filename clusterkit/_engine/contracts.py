@@ -268,6 +268,11 @@ class EStep(_RunStrategy, ABC):
         (:meth:`FitState.row_integers`, the same numbers for a row in memory and in any row
         chunk), not from ``state.random_state``, which a chunk's task does not have; its key
         is then drawn here before the first step on chunks. ``False`` by default.
+    constrained : bool
+        Class attribute: whether its labels obey a constraint besides the distances (the
+        cluster sizes of :class:`~clusterkit.BalancedEStep`), so that moving a row to a
+        cluster that lowers the error may break it; a refiner that moves rows itself
+        (:class:`~clusterkit.SinglePointMoves`) refuses such an E-step. ``False`` by default.
     shares_state : bool
         Class attribute: whether the chunks' E-steps share a state that all chunks' rows
         make (:class:`~clusterkit.PartialEStep`'s estimated neighbourhoods). One capability
@@ -298,6 +303,7 @@ class EStep(_RunStrategy, ABC):
     chunks = False
     per_sample_state = True
     row_stream = False
+    constrained = False
     shares_state = False
     predicts_batches = False
 

@@ -289,7 +289,9 @@ class Driver:
                                        and rounds[refined.round - 1] is refined.history):
             raise ValueError(f"{type(refiner).__name__}.refine returned neither the run it "
                              "was given nor one that its iterate calls returned.")
-        kept = [entry.get("kept", False) for entry in run.refinement_log]
+        # the entries with a "round" judge the rounds in order; a refiner's own moves
+        # (SinglePointMoves' passes) log none
+        kept = [entry.get("kept", False) for entry in run.refinement_log if "round" in entry]
         refined.history = run.history + [
             info for round_, steps in enumerate(rounds[:refined.round], 1)
             if round_ == refined.round or (round_ <= len(kept) and kept[round_ - 1])

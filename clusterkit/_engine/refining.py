@@ -47,11 +47,23 @@ class Refiner(_Strategy, ABC):
 
     :meth:`refine` returns either the run it was given or a run one of its ``iterate`` calls
     returned, never one with a worse objective on the fit's data than the run it was given.
+    A refiner that changes the partition itself, row by row, rather than through
+    ``iterate`` (:class:`~clusterkit.SinglePointMoves`) ends that run at its new partition
+    with :meth:`Run.replace_partition <clusterkit.Run.replace_partition>` and returns it.
     It counts its own distance evaluations under ``state.meter.count("refinement", n)`` (the
-    iterations count theirs in their phases) and records one dict per round in
-    ``state.run.refinement_log`` (the estimator's ``refinement_log_``), with at least
-    ``"objective"`` and ``"kept"``; outside its ``iterate`` calls ``state.run`` is the run it
-    refines.
+    iterations count theirs in their phases) and records what it did in
+    ``state.run.refinement_log`` (the estimator's ``refinement_log_``): one dict per
+    ``iterate`` call with at least ``"round"``, ``"objective"`` and ``"kept"`` (whether the
+    round's run was kept; the entries with a ``"round"`` are matched to the calls in order,
+    so that the kept rounds' steps make the fit's ``history_``), and any entries of its own
+    without a ``"round"`` (:class:`~clusterkit.SinglePointMoves` logs its passes). Outside
+    its ``iterate`` calls ``state.run`` is the run the fit's refinement started from, whose
+    log this is.
+
+    Refiners compose in turn: ``Clusterer(refine=(a, b))`` is
+    :class:`~clusterkit.RefinerSequence` ``((a, b))``, which hands the run ``a`` returns to
+    ``b`` (sharing one ``iterate`` and one log) and declares what both can serve; since
+    each returns a run no worse than the one it got, so does the sequence.
     """
 
     objectives = None

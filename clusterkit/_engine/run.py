@@ -94,6 +94,7 @@ class Run:
         self.center_shift = np.zeros(n_clusters)
         self.center_norm = 0.0
         self._unvisited = None
+        self._rows_moved = False  # (replace_partition: the last entry is no step)
         self.start_rows(n_samples, per_sample)
 
     def continue_from(self, source, centers, estep_state):
@@ -168,6 +169,44 @@ class Run:
         self.labels[self.rows] = labels
         self.n_samples_seen += labels.shape[0]
 
+    def replace_partition(self, centers, labels, objective, info):
+        """End the run at another partition, one that a refiner reached by moving rows
+        itself rather than through its ``iterate`` calls (:class:`~clusterkit.SinglePointMoves`).
+
+        Parameters
+        ----------
+        centers : ndarray of shape (n_clusters, n_features)
+            The weighted means of the new clusters, in the run's dtype.
+        labels : ndarray of shape (n_samples,), dtype=int32
+            The new partition, in the run's order of the rows.
+        objective : float
+            The fit's objective at ``centers`` with ``labels``.
+        info : dict
+            The rest of the history entry: at least ``"n_changed"`` (rows moved),
+            ``"batch_size"``, ``"weight"``, ``"distance_evals"`` and ``"seconds"``, and
+            what the refiner adds.
+
+        Notes
+        -----
+        The history gets one entry more (``info`` with the ``"iteration"``, ``"objective"``,
+        ``"qe"``, ``"max_center_shift"`` and ``"passes"`` of the run), so that
+        :attr:`objective_value` is the new objective. The E-step's state described the old
+        centres and labels and is dropped (a round that continues this run starts it
+        afresh); the run no longer ends at a fixed point of its steps
+        (:meth:`at_fixed_point`), so the fit labels its rows by the nearest final centre.
+        """
+        shift = centers.astype(np.float64) - self.centers
+        self.center_shift = np.sqrt(np.einsum("ij,ij->i", shift, shift))
+        self.centers = centers
+        self.labels = np.array(labels, dtype=np.int32)
+        self.estep_state = None
+        self.n_changed, self.n_relocated = int(info["n_changed"]), 0
+        self._rows_moved = True
+        self.history.append(dict(info, iteration=len(self.history) + 1, objective=objective,
+                                 qe=objective,
+                                 max_center_shift=float(self.center_shift.max()),
+                                 passes=self.n_passes))
+
     @property
     def center_norm(self):
         """Frobenius norm of the centres before the last M-step; computed when first read."""
@@ -196,8 +235,9 @@ class Run:
         same centres) or moved no centre at all (the next step would find the same labels, as
         scikit-learn's ``KMeans`` stops on a zero centre shift): ``labels`` are every row's
         nearest final centre. (A relocated centre moved after the E-step: rows near its old or
-        new position, zero-weight rows included, may now have another nearest centre.)"""
-        return (strict_convergence and bool(self.history)
+        new position, zero-weight rows included, may now have another nearest centre.) A run
+        whose partition a refiner replaced (:meth:`replace_partition`) is not at one."""
+        return (strict_convergence and bool(self.history) and not self._rows_moved
                 and ((self.n_changed == 0 and self.n_relocated == 0)
                      or not self.center_shift.any())
                 and self.history[-1]["batch_size"] == self.n_samples)

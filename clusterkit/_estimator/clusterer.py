@@ -71,11 +71,14 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
         Which samples each step uses: ``"full"`` :class:`FullBatch`, ``"minibatch"``
         :class:`MiniBatch`, ``"nmbatch"`` :class:`NestedDoubling`, ``"sbe"``
         :class:`SBEDecay`.
-    refine : None, str or Refiner, default=None
+    refine : None, str, Refiner or tuple of them, default=None
         What happens after a run ended on its own: ``None``/``"none"``
         :class:`NoRefinement` (nothing), ``"breathing"`` :class:`Breathing` (move the least
         useful centres to where the error is largest, iterate again, keep what is better;
-        see the quality page of the documentation).
+        see the quality page of the documentation), :class:`SinglePointMoves` (move single
+        rows between clusters while that lowers the error). A tuple runs its refiners in
+        turn, each on the run the one before kept (:class:`RefinerSequence`), e.g.
+        ``refine=(Breathing(), SinglePointMoves())``.
     n_init : int, default=1
         Number of runs, each from new seeds, on the same (reduced) data; the run with the best
         final objective is kept (lowest quantization error for hard M-steps, highest free
@@ -175,7 +178,8 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
         reduction included) and ``"seconds"`` (since the start of ``fit``); strategies add
         their own (a mini-batch M-step ``"n_relocated"``, the starved clusters it moved).
         After a refinement: the run's iterations, then those of each kept round, marked
-        with their ``"refinement_round"``.
+        with their ``"refinement_round"``; a kept polish by :class:`SinglePointMoves` adds
+        one entry (``"polish_passes"``).
     n_distance_evals_ : int
         Distance evaluations of the whole fit (the sum of ``cost_``), including the final
         ``"labels"`` pass; the papers' counts leave that pass out (coreset, seeding and
@@ -194,7 +198,9 @@ class Clusterer(MemoryMethods, GaussianMixtureMethods, StreamingMethods, ClassNa
     refinement_log_ : list of dict
         Only with a refiner: the kept run's refinement rounds, each with ``"round"``,
         ``"moved"`` (centres moved), ``"objective_before"``, ``"objective"`` (quantization
-        error of the fit's data after the round's iterations) and ``"kept"``.
+        error of the fit's data after the round's iterations) and ``"kept"``; the passes of
+        :class:`SinglePointMoves` (``"pass"``, ``"rows_moved"``, ...). After refiners in turn
+        each entry names its refiner (``"refiner"``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.

@@ -22,6 +22,7 @@ from ..estep.yinyang import YinyangEStep
 from ..mstep.centres import HardMStep, SoftMStep, SphericalMStep
 from ..reduction.lwcs import LWCS, NoReduction
 from ..refine.breathing import Breathing, NoRefinement
+from ..refine.sequence import RefinerSequence
 from ..schedules.nested import NestedDoubling
 from ..schedules.schedules import FullBatch, MiniBatch, SBEDecay
 from ..seeding.afkmc2 import AFKMC2
@@ -94,6 +95,8 @@ def strategy_class(name, value):
     never raises, never builds anything."""
     if isinstance(value, SHORTCUTS[name][0]):
         return type(value)
+    if name == "refine" and isinstance(value, (tuple, list)):  # refiners in turn
+        return RefinerSequence
     builder = _builder(name, value)
     return _BUILDS.get(builder, builder)
 
@@ -123,6 +126,8 @@ def resolve(name, value):
     base, _, aliases = SHORTCUTS[name]
     if isinstance(value, base):
         return value
+    if name == "refine" and isinstance(value, (tuple, list)):  # refiners in turn
+        return RefinerSequence(tuple(resolve(name, refiner) for refiner in value))
     builder = _builder(name, value)
     if builder is not None:
         return builder()

@@ -132,6 +132,7 @@ class BalancedEStep(EStep):
                               "predict": [Options("nearest", "bounded")]}
 
     exact = False  # the labels are bounded, not the nearest centres
+    constrained = True  # (the cluster sizes: rows cannot move freely)
     objectives = (QUANTIZATION_ERROR,)
     chunks = False
     chunks_refusal = ("its bounds tie all the rows into one transport problem, solved with "
