@@ -8,6 +8,7 @@ from scipy.sparse import coo_matrix, vstack
 
 from clusterkit import (LWCS, QUANTIZATION_ERROR, BalancedEStep, Breathing, Clusterer,
                         FitState)
+from clusterkit.datasets import make_gaussian_blobs
 from clusterkit.estep.transport import balanced_assignment, size_bounds
 
 DTYPES = (np.float32, np.float64)
@@ -170,6 +171,23 @@ def test_fit_labels_hold_the_bounds(dtype, options):
     centers = km.cluster_centers_.astype(np.float64)
     d2 = ((X.astype(np.float64)[:, None, :] - centers[None]) ** 2).sum(-1)
     assert km.inertia_ == pytest.approx(_cost(d2, np.ones(len(X)), km.labels_), rel=RTOL[dtype])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_breathing_judges_rounds_by_the_bounded_error(seed):
+    """A kept round lowers the error of bounded labels, and the fit ends at or below every
+    kept round's: the rounds are not judged by the (lower) error of nearest centres."""
+    X = make_gaussian_blobs(3000, 4, 10, dtype=np.float64, random_state=seed)[0]
+    km = Clusterer(30, estep=BalancedEStep(size_min=90, size_max=110),
+                   refine=Breathing(max_rounds=6), random_state=seed).fit(X)
+    log = km.refinement_log_
+    centers = km.cluster_centers_
+    bounded = float(((X - centers[km.labels_]) ** 2).sum())
+    nearest = float(((X[:, None, :] - centers[None]) ** 2).sum(-1).min(axis=1).sum())
+    assert all(r["objective"] < r["objective_before"] for r in log if r["kept"])
+    assert bounded <= min(r["objective"] if r["kept"] else r["objective_before"]
+                          for r in log) * (1 + 1e-12)
+    assert nearest < bounded  # (the bounds cost something here: the test tells them apart)
 
 
 def test_fit_with_weights_and_the_class_promise():

@@ -83,6 +83,7 @@ class Driver:
             objective=mstep.objective, center_update=schedule.center_update,
             strict_convergence=(estep.exact
                                 and schedule.center_update in mstep.fixed_point_rules),
+            constrained_labels=estep.constrained,
             fuse_sums=bool(mstep.reads_batch_sums(schedule.center_update)))
         self.composition = composition
         self.n_clusters = n_clusters

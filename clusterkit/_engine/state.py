@@ -49,6 +49,10 @@ class FitConfig:
         An exact E-step (:attr:`EStep.exact`) with an M-step whose centres are the means of
         the current labels under the schedule's rule (:attr:`MStep.fixed_point_rules`): a
         full batch in which no label changed is a fixed point.
+    constrained_labels : bool
+        Whether the E-step's labels obey a constraint (:attr:`EStep.constrained`): the error
+        of a set of centres is then that of the run's labels, not of the nearest centres
+        (how :class:`~clusterkit.Breathing` judges its rounds).
     fuse_sums : bool
         Whether the M-step reads the per-cluster sums an E-step can compute in its own pass
         over the batch (``Assignment.centers_sum``), as it declares with
@@ -79,6 +83,7 @@ class FitConfig:
     objective: object = QUANTIZATION_ERROR
     center_update: str = "replace"
     strict_convergence: bool = False
+    constrained_labels: bool = False
     fuse_sums: bool = False
     sigma2_floor: float = 0.0
     qe_resolution: float = 0.0

@@ -108,8 +108,8 @@ class BalancedEStep(EStep):
     reducer (a coreset's cluster weights are not the data's sizes). ``exact`` is
     ``False``: the labels are not the nearest centres, so a step without changes does not
     end a fit by itself. With :class:`~clusterkit.Breathing` each round's iterations keep
-    the bounds and ``labels_`` holds them, but the rounds are judged by the unbounded
-    quantization error. A round does not carry the last run's prices
+    the bounds and ``labels_`` holds them, and a round is judged by the error of its
+    bounded labels (``constrained``). A round does not carry the last run's prices
     (:meth:`~clusterkit.EStep.carry_state`: the run carried from gives its state up, and
     the kept run's final labels need it); each starts cold.
 

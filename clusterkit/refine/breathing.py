@@ -15,9 +15,22 @@ from .._engine.constraints import InstanceOf, Interval
 from .._data.chunked import sum_of_rows
 from .._data.nearest import single_threaded_blas
 from .._engine.contracts import EStep, Refiner
-from .._kernels import _topk
+from .._data.moments import weighted_sum
+from .._kernels import _assign, _topk
 
 __all__ = ["NoRefinement", "Breathing", "cluster_statistics"]
+
+
+def _judged(X, sample_weight, run, nearest_error, state):
+    """The error a round is judged by: the nearest centres' (``nearest_error``) or, when the
+    labels obey a constraint (``state.config.constrained_labels``), that of the run's
+    labels at its centres, which hold the constraint (``N`` evaluations, counted)."""
+    if not state.config.constrained_labels:
+        return nearest_error
+    dist2 = np.empty(X.shape[0], dtype=X.dtype)
+    _assign.dist2_to_labels(X, run.centers, run.labels, dist2, state.config.n_threads)
+    state.meter.count("refinement", X.shape[0])
+    return float(weighted_sum(dist2, sample_weight))
 
 
 class NoRefinement(Refiner):
@@ -145,7 +158,10 @@ class Breathing(Refiner):
 
     The rounds are judged by the quantization error whatever the M-step optimises, so for a
     Gaussian mixture (``mstep="soft"``) breathing moves the means where the k-means error is
-    largest and keeps what lowers it.
+    largest and keeps what lowers it. With labels under a constraint
+    (:attr:`EStep.constrained <clusterkit.EStep.constrained>`: the sizes of
+    :class:`~clusterkit.BalancedEStep`) a round is judged by the error of its run's labels at
+    their centres, which hold the constraint, not by the nearest centres' error.
 
     Reproducibility: with ``max_rounds`` and ``budget`` alone, the rounds (and the result)
     depend only on the data and ``random_state``. A ``time_budget`` may end the refinement
@@ -220,6 +236,7 @@ class Breathing(Refiner):
         rng = state.random_state
         limits = _Limits(self, state)
         error, utility, weight, objective = cluster_statistics(X, sample_weight, centers, state)
+        objective = _judged(X, sample_weight, run, objective, state)
         for round_ in range(1, self.max_rounds + 1):
             if m == 0 or limits.reached():
                 break
@@ -235,6 +252,7 @@ class Breathing(Refiner):
                 (len(moved), centers.shape[1]))
             new = iterate(candidate, carry=self.carry)
             stats = cluster_statistics(X, sample_weight, new.centers, state)
+            stats = stats[:3] + (_judged(X, sample_weight, new, stats[3], state),)
             kept = stats[3] < objective * (1.0 - self.tol)
             limits.round_ended()
             state.run.refinement_log.append({"round": round_, "moved": len(moved),
@@ -248,7 +266,9 @@ class Breathing(Refiner):
                 m = fewer_moves(m)
         if self.polish_tol is not None:
             new = iterate(centers, carry=self.carry, tol=self.polish_tol)
-            polished = cluster_statistics(X, sample_weight, new.centers, state)[3]
+            polished = _judged(X, sample_weight, new,
+                               cluster_statistics(X, sample_weight, new.centers, state)[3],
+                               state)
             kept = polished <= objective
             state.run.refinement_log.append({"round": len(state.run.refinement_log) + 1, "moved": 0,
                                              "objective_before": objective,
