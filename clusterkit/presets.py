@@ -954,7 +954,7 @@ def balanced_kmeans(n_clusters, size_min=None, size_max=None, **kwargs):
     clusters of 150 to 250 rows (``benchmarks/bench_balanced.py``), the iterations alone
     stopped in a poor local minimum on two seeds of three (up to 1.34 times
     k-means-constrained's error) and breathing brought every seed to 0.87-1.00 times it,
-    for 3 to 4 times the time. Pass ``refine="breathing"`` when the error matters more than
+    for 3.5 to 4 times the time. Pass ``refine="breathing"`` when the error matters more than
     the time.
 
     Examples

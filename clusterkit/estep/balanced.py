@@ -95,13 +95,13 @@ class BalancedEStep(EStep):
     at the peak of a solve (``float32``).
 
     Measured (``benchmarks/bench_balanced.py``, 20,000 x 16 float32, C = 100, clusters of
-    150 to 250 rows, 2 threads, seeds 0 to 2): a fit in 0.7 to 1.3 s where
-    k-means-constrained took 86 to 126 s, at errors from 3.8 % below to 5.2 % above its
-    (other seeds, other local minima), and with ``refine=Breathing()`` in 2 to 4 s at
-    errors 0.1 to 3.9 % below its. At 300,000 x 32 float32, C = 1,000, ``size_max =
-    1.1 N / C``, a fit took 6 to 8 times the default Lloyd fit's time (65 to 71 s against
-    9 to 11 s, 20 iterations against 15): the first steps' solves, which move tens of
-    thousands of rows one path at a time, take most of it.
+    150 to 250 rows, 2 threads, seeds 0 to 2): a fit in 1.1 to 1.3 s where
+    k-means-constrained took 105 to 117 s, at 1.000 to 1.343 times its error (poor local
+    minima on two seeds), and with ``refine=Breathing()`` in 3.9 to 4.6 s at 0.871 to 0.999
+    times its error. Not yet at k-means speed on large problems: at 100,000 x 32 float32,
+    C = 500, ``size_max = 1.1 N / C``, a fit took 19 times the default Lloyd fit's time
+    (71 s against 3.7 s), because with an upper bound alone each shortest-path search
+    moves one row (see the docs page on balanced clusters).
 
     The bounds tie all rows into one problem: full batches only (no mini-batches, no
     ``partial_fit``), hard M-steps only, rows in memory only (not yet row chunks), and no
