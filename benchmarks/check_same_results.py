@@ -136,6 +136,8 @@ def main():
         return 0
     ref = np.load(args.compare)
     configs = sorted({k.rsplit("|", 1)[0] for k in out})
+    new = [c for c in configs if f"{c}|centers" not in ref]  # (a preset FILE did not have)
+    configs = [c for c in configs if c not in new]
     differ = {}
     for c in configs:
         bad = [f for f in ("centers", "labels", "cost", "n_iter", "objective", "inertia")
@@ -143,7 +145,8 @@ def main():
         if bad:
             differ[c] = bad
     print(f"{len(configs)} configurations: {len(configs) - len(differ)} identical, "
-          f"{len(differ)} differ")
+          f"{len(differ)} differ" + (f"; {len(new)} new (not in {args.compare})" if new
+                                     else ""))
     for c, bad in differ.items():
         print("  ", c, bad)
     return 1 if differ else 0
