@@ -293,3 +293,26 @@ def test_kept_candidates_give_the_optimum_as_centres_move(dtype, weighted):
         else:
             assert cost == pytest.approx(optimum, rel=RTOL[dtype])
             assert sizes.min() >= size_min and sizes.max() <= size_max
+
+
+def test_widened_candidates_free_the_older_and_a_graph_past_the_budget_is_refused():
+    """Each row's newest candidates are all the graph keeps (a widening of every row frees
+    the blocks before it), and a widening the fit's memory cannot hold is refused before it
+    allocates."""
+    from clusterkit._data import memory
+    from clusterkit.estep.transport import _Graph
+
+    X, centers = _problem(5, 300, 40)
+    X, centers = X.astype(np.float32), centers.astype(np.float32)
+    prices = np.zeros(41)
+    graph = _Graph.ranked(X, centers, prices, 4, 1)
+    graph.widen(np.arange(10), prices)  # a few rows: both blocks hold newest candidates
+    assert len(graph.blocks) == 2
+    for _ in range(3):  # every row: renewed, renewed, then four times as many
+        graph.widen(np.arange(300), prices)
+        assert len(graph.blocks) == len(np.unique(graph.width))
+    assert graph.width.min() == 16
+    with memory.fit_budget(50_000), pytest.raises(memory.FitMemoryError,
+                                                 match="candidate graph"):
+        graph.widen(np.arange(300), prices)
+    assert graph.width.min() == 16  # nothing was ranked

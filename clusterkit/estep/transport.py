@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .._data.memory import check_memory
 from .._data.nearest import all_dist2, single_threaded_blas
 from .._kernels import _assign, _balanced, _topk
 
@@ -235,6 +236,16 @@ class _Graph:
         return graph
 
     def _rank(self, rows, k, prices):
+        # a graph that blocks the bounds again and again widens every row (up to all
+        # centres): refuse before allocating more than the fit's memory holds (per
+        # candidate: its ranking, its two distances and the solve's CSR copy)
+        itemsize = self.X.dtype.itemsize
+        per_row = k * (4 + itemsize + 2 * 8 + 12) + (self.X.shape[1] + 1) * itemsize
+        check_memory(rows.size * per_row,
+                     f"BalancedEStep's candidate graph ({k} centres for each of {rows.size} "
+                     "rows, widened because the bounds blocked the nearer candidates)",
+                     "Loosen the size bounds, use fewer clusters or fewer rows, or raise "
+                     "memory_limit.")
         X = self.X if rows.size == self.X.shape[0] else np.ascontiguousarray(self.X[rows])
         winners, n_evals = _candidates(X, self.centers, prices, k, self.n_threads)
         dist2 = _direct_dist2(X, self.centers, winners, self.n_threads)
@@ -250,6 +261,11 @@ class _Graph:
         bound = (dist2[:, -1] - prices[last] - margin if k < self.n_clusters
                  else np.full(rows.size, np.inf))
         self.blocks.append(_Block(rows, winners, dist2, prices.copy(), bound, 0.0, margin))
+        if len(self.blocks) > 1:  # free the blocks whose every row has newer candidates
+            latest = self._latest()
+            alive = np.zeros(len(self.blocks), dtype=bool)
+            alive[latest[latest >= 0]] = True
+            self.blocks = [block for block, keep in zip(self.blocks, alive) if keep]
 
     def widen(self, rows, prices):
         """New candidates for ``rows``, ranked at ``prices``: as many as before the first
