@@ -167,8 +167,9 @@ def part_scale(args):
              f"mean cluster: {n // C:,} rows); n_init = 1, {args.n_threads} threads, "
              "seeding included. Target: the bound held in at most 3x the default fit's "
              "time, at most 5 % above its error. The last column counts the E-steps' "
-             "distance evaluations in units of one full pass over all N C pairs.",
-             command_note()]
+             "distance evaluations in units of one full pass over all N C pairs. Where the "
+             "time goes, what was tried and the decision: the docs page on balanced "
+             "clusters, 'At scale'.", command_note()]
     return headers, table, notes
 
 
