@@ -21,7 +21,8 @@ Three parts, each its own RESULTS.md section (``--part``):
 Usage::
 
     python benchmarks/bench_balanced.py [--part peer|scale|index] [--seeds 0 1 2]
-        [--large-seeds 0] [--n-threads 2] [--no-peer] [--shrink 1] [--breathing] [--write]
+        [--large-seeds 0] [--n-threads 2] [--no-peer] [--features 16 64] [--shrink 1]
+        [--breathing] [--write]
 
 ``--shrink K`` divides the rows and C by K, for a quick look; ``scale`` and ``index``
 measure the preset's default (``BalancedEStep`` alone) unless ``--breathing`` adds the fits
@@ -144,7 +145,7 @@ def part_scale(args):
     table = []
     n, C, seed = 1_000_000 // args.shrink, 1000 // args.shrink, args.seeds[0]
     size_max = 1.1 * n / C
-    for d in (16, 64):
+    for d in args.features:
         X = make_gaussian_blobs(n, d, 100, dtype=np.float32, random_state=seed)[0]
         seconds, model = timed(lambda: Clusterer(C, n_threads=args.n_threads,
                                                  random_state=seed).fit(X))
@@ -152,6 +153,7 @@ def part_scale(args):
         table.append([f"{n:,} x {d}", "default fit (Lloyd, no bounds)", f"{seconds:.1f}",
                       "1", "1", int(np.bincount(model.labels_).max()), len(model.history_),
                       f"{model.cost_['estep'] / (n * C):.1f}"])
+        print(table[-1], file=sys.stderr, flush=True)
         for name, fit in bounded_fits(C, None, size_max, seed, args.n_threads,
                                       args.breathing).items():
             seconds, model = timed(lambda: fit(X))
@@ -216,6 +218,8 @@ def main():
     parser.add_argument("--n-threads", type=int, default=2)
     parser.add_argument("--no-peer", action="store_true",
                         help="leave k-means-constrained out (minutes per fit)")
+    parser.add_argument("--features", type=int, nargs="+", default=[16, 64],
+                        help="scale: the data sets' numbers of features")
     parser.add_argument("--shrink", type=int, default=1)
     parser.add_argument("--breathing", action="store_true",
                         help="scale and index: also the fits with Breathing (peer has them "

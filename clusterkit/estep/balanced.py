@@ -98,10 +98,11 @@ class BalancedEStep(EStep):
     150 to 250 rows, 2 threads, seeds 0 to 2): a fit in 1.1 to 1.3 s where
     k-means-constrained took 105 to 117 s, at 1.000 to 1.343 times its error (poor local
     minima on two seeds), and with ``refine=Breathing()`` in 3.9 to 4.6 s at 0.871 to 0.999
-    times its error. Not yet at k-means speed on large problems: at 100,000 x 32 float32,
-    C = 500, ``size_max = 1.1 N / C``, a fit took 19 times the default Lloyd fit's time
-    (71 s against 3.7 s), because with an upper bound alone each shortest-path search
-    moves one row (see the docs page on balanced clusters).
+    times its error. Not at k-means speed on large problems: at 1,000,000 x 16 float32,
+    C = 1,000, ``size_max = 1.1 N / C`` (``bench_balanced.py --part scale``), a fit took
+    20.7 times the default Lloyd fit's time (556 s against 27 s) at 1.0525 times its
+    error, because the sequential transport solve routes every surplus row of the first
+    steps along its own shortest path (see the docs page on balanced clusters, "At scale").
 
     The bounds tie all rows into one problem: full batches only (no mini-batches, no
     ``partial_fit``), hard M-steps only, rows in memory only (not yet row chunks), and no
