@@ -238,9 +238,10 @@ class _Graph:
     def _rank(self, rows, k, prices):
         # a graph that blocks the bounds again and again widens every row (up to all
         # centres): refuse before allocating more than the fit's memory holds (per
-        # candidate: its ranking, its two distances and the solve's CSR copy)
+        # candidate: its ranking, its float64 distance and the solve's CSR copy; per row,
+        # the rows lifted by the prices' coordinate)
         itemsize = self.X.dtype.itemsize
-        per_row = k * (4 + itemsize + 2 * 8 + 12) + (self.X.shape[1] + 1) * itemsize
+        per_row = k * (4 + itemsize + 8 + 12) + (self.X.shape[1] + 1) * itemsize
         check_memory(rows.size * per_row,
                      f"BalancedEStep's candidate graph ({k} centres for each of {rows.size} "
                      "rows, widened because the bounds blocked the nearer candidates)",
