@@ -943,7 +943,12 @@ def balanced_kmeans(n_clusters, size_min=None, size_max=None, **kwargs):
     a hard M-step and no reducer (see :class:`~clusterkit.BalancedEStep`). ``predict`` gives
     nearest centres; ``set_params(estep__predict="bounded")`` makes it the bounded
     assignment of each new batch, the bounds scaled to its rows. Memory: the candidate graph,
-    about ``200 N`` bytes between steps and ``500 N`` at the peak of a solve.
+    about ``200 N`` bytes between steps and ``500 N`` at the peak of a solve, more where the
+    bounds block the nearest candidates and rows get more (see
+    :class:`~clusterkit.BalancedEStep`, ``buffer_bytes``). Time: at
+    1,000,000 x 16 float32 rows, ``C = 1,000``, ``size_max = 1.1 N / C``, 20.7 times the
+    default fit's (``benchmarks/bench_balanced.py --part scale``; the docs page on balanced
+    clusters says where it goes).
 
     No breathing rounds by default, as measured on 100,000 x 32 float32 rows from 50
     Gaussians (``make_gaussian_blobs``), ``C = 500``, ``size_max = 1.1 N / C``, 2 threads
