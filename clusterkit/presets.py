@@ -644,7 +644,7 @@ def vc_gmm(n_clusters, G=5, coreset_size=None, chain_length=2, n_explore=1, n_in
 
 
 @_preset
-def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=None,
+def best_quality(n_clusters, budget=0.75, time_budget=None, max_rounds=None, m=None,
                  polish_tol=None, coreset_size=None, **kwargs):
     """k-means for the lowest error: a refined coreset fit as the start, then Lloyd's
     iterations and breathing rounds on all the data, for a stated budget.
@@ -660,16 +660,19 @@ def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=Non
     Parameters
     ----------
     n_clusters : int
-    budget : float or None, default=2.0
+    budget : float or None, default=0.75
         The rounds' distance evaluations, at most, as a multiple of the fit's before them
-        (the pilot's and the first Lloyd iterations': about scikit-learn
-        ``KMeans(n_init=1)``'s, see the Notes); counted, so the same on every machine.
-        ``None``: no such limit.
+        (the pilot's and the first Lloyd iterations': fewer than scikit-learn
+        ``KMeans(n_init=1)``'s, see the Notes); counted, so the same on every machine. The
+        rounds use all of it: a larger budget runs the same rounds and more, and never ends
+        at a higher error. ``None``: no such limit.
     time_budget : float or None, default=None
         The rounds' seconds, at most (a wall-clock limit: a slower machine may end earlier,
         see :class:`~clusterkit.Breathing`'s notes on reproducibility).
-    max_rounds : int, default=200
-        Most breathing rounds on all the data.
+        ``best_quality(C, budget=None, time_budget=T)`` keeps lowering the error for ``T``
+        seconds.
+    max_rounds : int or None, default=None
+        Most breathing rounds on all the data (``None``: the budgets decide).
     m : int or None, default=None
         Centres the first round moves (``None``: ``max(5, n_clusters // 10)``).
     polish_tol : float or None, default=None
@@ -692,20 +695,20 @@ def best_quality(n_clusters, budget=2.0, time_budget=None, max_rounds=200, m=Non
     The defaults, measured with ``benchmarks/bench_quality.py`` (the quality page): the fit
     before the rounds costs fewer distance evaluations than scikit-learn's
     ``KMeans(n_init=1)`` (greedy k-means++ then Lloyd to convergence, ``(2 + ln C + n_iter)
-    N C``) and takes a tenth to a third of its time; ``budget=2`` ends the fit within about
-    scikit-learn's time. Every round that lowers the error is kept (``tol=0``): the gains per
-    round on all the data are 0.005-0.3 %, which a relative tolerance of 1e-4 rejected,
-    ending the rounds early. Rounds that move ``C / 10`` centres gained more per second than
-    five on the Gaussian mixtures (five moved centres were rejected in every round on the
-    200-Gaussian one); where they are rejected (cod_rna), a rejected round halves the
-    centres moved while that leaves five or more, then moves one fewer, and the rounds end
-    when that reaches zero or the budget is spent. Each round's iterations end at the
-    Clusterer's ``tol`` (1e-4); ``tol=1e-5`` runs them closer to the fixed point, for the
-    last hundredths of a percent at more time (MNIST: -0.34 % instead of -0.30 % of
-    scikit-learn's error, in 0.51 of its time instead of 0.40; the quality page's fast data
-    sets then take 1.0-1.4 times its time); ``polish_tol=0`` runs only the final centres to
-    their fixed point (MNIST: -0.31 %, for 1-2 % more time; the fast data sets gain
-    0.01-0.02 % for 5-8 % more).
+    N C``) and takes a tenth to a third of its time; with ``budget=0.75`` the whole fit took
+    {DEFAULT_TIME} times scikit-learn's time on the page's data sets and ended at or below
+    the median error of ``KMeans(n_init=10)`` on each. The rounds spend the whole budget:
+    when a cycle of rounds has brought ``m`` down to zero, the next starts again with drawn
+    moves (:class:`~clusterkit.Breathing`), so a larger budget, or ``budget=None`` with a
+    ``time_budget``, keeps lowering the error ({CURVE_NOTE}). Every round that lowers the
+    error is kept (``tol=0``): the gains per round on all the data are 0.005-0.3 %, which a
+    relative tolerance of 1e-4 rejected. Rounds that move ``C / 10`` centres gained more per
+    second than five on the Gaussian mixtures (five moved centres were rejected in every
+    round on the 200-Gaussian one); where they are rejected (cod_rna), a rejected round
+    halves the centres moved while that leaves five or more, then moves one fewer. Each
+    round's iterations end at the Clusterer's ``tol`` (1e-4); ``polish_tol=0`` runs the
+    final centres to their fixed point (MNIST: -0.31 % instead of -0.30 % of scikit-learn's
+    error, for 1-2 % more time).
 
     Yinyang's E-step (:class:`~clusterkit.YinyangEStep`, memory ``N t`` bounds, ``t <= C /
     10``): each round continues the last round's bounds (``Breathing(carry=True)``), so its

@@ -151,7 +151,7 @@ def test_shortcut_and_composition_record(blobs):
 @pytest.mark.parametrize("params, match", [
     ({"m": 0}, r"^Breathing: m must be an integer >= 1; got 0\.$"),
     ({"m": 1.5}, r"^Breathing: m must be an integer >= 1; got 1\.5\.$"),
-    ({"max_rounds": 0}, r"^Breathing: max_rounds must be an integer >= 1; got 0\.$"),
+    ({"max_rounds": 0}, r"^Breathing: max_rounds must be None or an integer >= 1; got 0\.$"),
     ({"tol": -0.1}, r"^Breathing: tol must be a number in \[0, 1\); got -0\.1\.$"),
     ({"tol": 1.0}, r"^Breathing: tol must be a number in \[0, 1\); got 1\.0\.$"),
     ({"tol": "a"}, r"^Breathing: tol must be a number in \[0, 1\); got 'a'\.$")])
@@ -303,17 +303,64 @@ def test_breathing_budget_counts_distance_evaluations_so_results_repeat(blobs):
     assert _rounds(fit(max_rounds=2)) == _rounds(full)[:2]
 
 
-def test_breathing_zero_budgets_start_no_round_and_large_ones_change_nothing(blobs):
+def test_breathing_zero_budgets_start_no_round(blobs):
     plain = presets.lloyd(40, random_state=0).fit(blobs)
     for kw in ({"budget": 0}, {"time_budget": 0}):
         model = presets.lloyd(40, random_state=0, refine=Breathing(**kw)).fit(blobs)
         assert model.refinement_log_ == []
         np.testing.assert_array_equal(model.cluster_centers_, plain.cluster_centers_)
-    unlimited = presets.lloyd(40, random_state=0, refine=Breathing(m=3)).fit(blobs)
-    generous = presets.lloyd(40, random_state=0,
-                             refine=Breathing(m=3, budget=1e9, time_budget=1e9)).fit(blobs)
-    assert _rounds(generous) == _rounds(unlimited)
-    np.testing.assert_array_equal(generous.cluster_centers_, unlimited.cluster_centers_)
+
+
+def test_a_budget_continues_past_the_first_cycle_in_randomised_cycles(blobs):
+    def fit(**kw):
+        return presets.lloyd(40, random_state=0, refine=Breathing(m=3, tol=0, **kw)).fit(blobs)
+
+    unlimited = fit()  # without a budget the rounds end with the first cycle (m = 0)
+    first = _rounds(unlimited)
+    last = unlimited.refinement_log_[-1]
+    assert last["moved"] == 1 and not last["kept"]
+    generous = fit(budget=1e9, max_rounds=len(first) + 12)
+    log = generous.refinement_log_
+    # the same first cycle, then a new one from m = 3 again, up to max_rounds
+    assert _rounds(generous)[:len(first)] == first
+    assert len(log) == len(first) + 12 and log[len(first)]["moved"] == 3
+    for before, after in zip(log, log[1:]):  # every cycle follows the same schedule
+        assert after["moved"] == (before["moved"] if before["kept"]
+                                  else fewer_moves(before["moved"]) or 3)
+    assert generous.inertia_ <= unlimited.inertia_
+    assert all(r["objective"] <= r["objective_before"] for r in log if r["kept"])
+    # the later cycles draw their moves from the fit's random state: a refit repeats them
+    again = fit(budget=1e9, max_rounds=len(first) + 12)
+    assert _rounds(again) == _rounds(generous)
+    np.testing.assert_array_equal(again.cluster_centers_, generous.cluster_centers_)
+
+
+def test_more_budget_never_ends_at_a_higher_error(blobs):
+    def fit(budget):
+        return presets.lloyd(40, random_state=1, refine=Breathing(
+            m=4, tol=0, budget=budget, max_rounds=None)).fit(blobs)
+
+    fits = [fit(budget) for budget in (0.5, 1.0, 2.0, 4.0)]
+    for small, large in zip(fits, fits[1:]):
+        # a larger budget runs the smaller one's rounds, then more
+        assert _rounds(large)[:len(small.refinement_log_)] == _rounds(small)
+        assert large.inertia_ <= small.inertia_
+    assert len(fits[-1].refinement_log_) > len(fits[0].refinement_log_)
+
+
+def test_randomised_cycles_pair_moved_centres_with_partners_by_error():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(20, 3))
+    error = np.r_[np.zeros(10), np.arange(1.0, 11.0)]
+    utility = np.arange(20.0)
+    moved, partners = Breathing._pairs(centers, error, utility, 3)
+    assert set(partners) == {19, 18, 17} and len(moved) <= 3
+    for seed in range(20):
+        moved, partners = Breathing._pairs(centers, error, utility, 3,
+                                           np.random.default_rng(seed))
+        assert set(moved) <= set(range(6))  # among the 2 m least useful
+        assert set(partners) <= set(range(10, 20))  # only clusters with an error
+        assert not set(moved) & set(partners) and len(set(partners)) == len(partners)
 
 
 @pytest.mark.parametrize("kw, error", [({"budget": -1.0}, ValueError),
@@ -363,7 +410,7 @@ def test_breathing_polish_runs_the_kept_centres_to_a_tighter_tolerance():
 
 def test_best_quality_defaults_follow_n_clusters_and_the_budget(blobs):
     assert presets.best_quality(40).refine.get_params() == {
-        "m": 5, "tol": 0, "max_rounds": 200, "budget": 2.0, "time_budget": None,
+        "m": 5, "tol": 0, "max_rounds": None, "budget": 0.75, "time_budget": None,
         "carry": True, "polish_tol": None}
     assert presets.best_quality(1000).refine.m == 100
     assert isinstance(presets.best_quality(40).estep, YinyangEStep)

@@ -6,6 +6,7 @@ the driver hands the refiner the run and a callable that runs the composition's 
 (the same E-step, M-step and schedule) from other centres as a new run; the refiner returns
 the run it keeps, never worse on the fit's data than the one it got.
 """
+import itertools
 from numbers import Integral, Real
 
 import numpy as np
@@ -102,11 +103,16 @@ class Breathing(Refiner):
     next to the ``m`` centres of largest *error*, runs the composition's iterations from there
     once, and keeps the result if it lowered the quantization error on the fit's data by more
     than ``tol`` (relative); otherwise the next round moves fewer centres (half as many while
-    that leaves at least five, then one fewer). It ends when ``m`` reaches zero, after
-    ``max_rounds`` rounds, or when the next round would exceed a budget (``budget``,
-    ``time_budget``). A centre whose nearest other centre was already
-    chosen for a move in the same round is not moved (Fritzke's freezing: two neighbouring
-    weak centres are not both taken from one region).
+    that leaves at least five, then one fewer). A centre whose nearest other centre was
+    already chosen for a move in the same round is not moved (Fritzke's freezing: two
+    neighbouring weak centres are not both taken from one region).
+
+    When ``m`` reaches zero, the rounds end, unless a budget (``budget``, ``time_budget``) is
+    set: then a new cycle starts at ``m`` again, with randomised choices (the moved centres
+    in a random order of the ``2 m`` least useful, their partners drawn in proportion to
+    their cluster's error), so that a budget keeps buying rounds that may lower the error
+    instead of ending where the first cycle's deterministic choices do. The rounds end
+    when the next round would exceed a budget or after ``max_rounds`` rounds.
 
     Parameters
     ----------
@@ -114,14 +120,16 @@ class Breathing(Refiner):
         Centres moved in the first round (at most half of ``n_clusters``).
     tol : float, default=1e-4
         Relative drop of the quantization error a round must bring to be kept.
-    max_rounds : int, default=30
-        Most rounds (each is one run of the composition's iterations).
+    max_rounds : int or None, default=30
+        Most rounds (each is one run of the composition's iterations). ``None``: no such
+        limit (the budgets end the rounds, or, without one, the first cycle's end).
     budget : float or None, default=None
         Most distance evaluations of the refinement, as a multiple of those the fit made
         before it started (seeding, reduction, the run's iterations; with ``n_init > 1`` the
         earlier runs' too). A round is not started if the last round's evaluations would
         take the refinement past it (zero: no round). Counted, not timed: the same on every
-        machine. Distances whose number depends on the data's row chunks do not count
+        machine. A larger budget runs the same rounds and then more, so its error is never
+        higher. Distances whose number depends on the data's row chunks do not count
         (:attr:`Meter.chunk_evals <clusterkit._engine.state.Meter.chunk_evals>`: those
         between centres, which the bounded and partial E-steps compute at every step, on
         row chunks every chunk its own), so the same budget buys the same rounds in memory
@@ -195,7 +203,7 @@ class Breathing(Refiner):
     chunks = True  # (its pass is a sum per cluster over the rows, see cluster_statistics)
     _parameter_constraints = {"m": [Interval(Integral, 1)],
                               "tol": [Interval(Real, 0, 1, closed="left")],
-                              "max_rounds": [Interval(Integral, 1)],
+                              "max_rounds": [None, Interval(Integral, 1)],
                               "budget": [None, Interval(Real, 0, None, closed="left")],
                               "time_budget": [None, Interval(Real, 0, None, closed="left")],
                               "carry": [InstanceOf(bool)],
@@ -237,12 +245,14 @@ class Breathing(Refiner):
         limits = _Limits(self, state)
         error, utility, weight, objective = cluster_statistics(X, sample_weight, centers, state)
         objective = _judged(X, sample_weight, run, objective, state)
-        for round_ in range(1, self.max_rounds + 1):
-            if m == 0 or limits.reached():
+        first_m, cycle = m, 1
+        for round_ in itertools.count(1):
+            if m == 0 and limits.bounded:  # (a budget is left: a new, randomised cycle)
+                m, cycle = first_m, cycle + 1
+            if m == 0 or limits.reached() or round_ > (self.max_rounds or round_):
                 break
-            moved = self._least_useful(centers, utility, m)
-            partners = np.setdiff1d(np.argsort(-error, kind="stable"), moved,
-                                    assume_unique=True)[:len(moved)]
+            moved, partners = self._pairs(centers, error, utility, m,
+                                          rng if cycle > 1 else None)
             # (a partner without weight has no error either: it gets no spread)
             spread = np.divide(error[partners], weight[partners],
                                out=np.zeros(len(partners)), where=weight[partners] > 0)
@@ -280,12 +290,32 @@ class Breathing(Refiner):
         return run
 
     @staticmethod
-    def _least_useful(centers, utility, m):
-        """The ``m`` centres of least utility, skipping a centre whose nearest other centre
-        was already chosen (freezing)."""
+    def _pairs(centers, error, utility, m, rng=None):
+        """The centres a round moves and their partners. Without ``rng``: the ``m`` of least
+        utility (with freezing, :meth:`_least_useful`) next to the ``m`` others of largest
+        error. With ``rng`` (the cycles after the first): the moved centres in a random order
+        of the ``2 m`` least useful, the partners drawn in proportion to their error, so a
+        cycle does not repeat the moves its predecessor rejected."""
+        if rng is None:
+            moved = Breathing._least_useful(centers, utility, m)
+            partners = np.setdiff1d(np.argsort(-error, kind="stable"), moved,
+                                    assume_unique=True)[:len(moved)]
+            return moved, partners
+        pool = np.argsort(utility, kind="stable")[:2 * m]
+        moved = Breathing._least_useful(centers, utility, m, order=rng.permutation(pool))
+        others = np.setdiff1d(np.arange(len(error)), moved, assume_unique=True)
+        p = error[others] / error[others].sum() if error[others].sum() > 0 else None
+        partners = rng.choice(others, size=len(moved), replace=False,
+                              p=None if p is None or np.count_nonzero(p) < len(moved) else p)
+        return moved, partners
+
+    @staticmethod
+    def _least_useful(centers, utility, m, order=None):
+        """The ``m`` centres of least utility (or the first ``m`` of ``order``), skipping a
+        centre whose nearest other centre was already chosen (freezing)."""
         sqnorms = np.einsum("ij,ij->i", centers, centers, dtype=np.float64)
         chosen, frozen = [], set()
-        for j in np.argsort(utility, kind="stable"):
+        for j in (np.argsort(utility, kind="stable") if order is None else order):
             if len(chosen) == m:
                 break
             if j in frozen:
@@ -324,6 +354,8 @@ class _Limits:
         self.start = (state.meter.n_budget_evals, state.meter.seconds)
         self.last = self.start
         self.round_cost = (0, 0.0)
+        #: whether a budget ends the rounds (then a cycle whose ``m`` reached zero restarts)
+        self.bounded = self.evals is not None or self.seconds is not None
 
     def round_ended(self):
         now = (self.state.meter.n_budget_evals, self.state.meter.seconds)
