@@ -5,27 +5,36 @@ Per data set and seed, in one process on ``--n-threads`` threads, every fit is t
 their nearest centre (:func:`clusterkit.metrics.quantization_error`, the same for everyone):
 
 * peers, each with its defaults: scikit-learn ``KMeans(n_init=1)`` and ``KMeans(n_init=10)``
-  (greedy k-means++, Lloyd), ``bkmeans.BKMeans`` (breathing k-means, Fritzke 2020) and
-  ``flspp.FLSpp`` (k-means++ with local-search swaps, Conrads et al. 2024; it reads float64,
-  so it gets a float64 copy made before its clock starts). A peer that is not installed is
-  skipped (said on stderr and in the notes);
+  (greedy k-means++, Lloyd), ``bkmeans.BKMeans`` (breathing k-means, Fritzke 2020),
+  ``flspp.FLSpp`` (k-means++ with local-search swaps, Conrads et al. 2024) and fuel's
+  Hartigan-Wong k-means (``fuel.cluster.kmeans(variant="hartigan_wong")`` from its
+  k-means++, package ``pyfuel``; on ``RAYON_NUM_THREADS = --n-threads`` threads). FLS++ and
+  fuel read float64: they get a float64 copy made before their clocks start. A peer that
+  is not installed is skipped (said on stderr and in the notes);
 * the design card ``Clusterer(C, seed=AFKMC2(), reduce=LWCS(2**15), estep=PartialEStep(G=5))``,
   ``presets.vc_gmm(C)`` and ``presets.lwcs_lloyd(C)``, each alone and with
   ``refine=Breathing()``;
-* ``presets.best_quality(C)``.
+* ``presets.best_quality(C)`` (its default budget), the same followed by single-point moves
+  (``refine=(Breathing(...), SinglePointMoves())``, the D-local polish) and
+  ``presets.best_quality(C,
+  budget=None, time_budget=T)`` with ``T`` half of bkmeans' seconds on the same data and
+  seed (without bkmeans: five times scikit-learn ``n_init=1``'s).
 
 The time axis: for every fit with a breathing refiner the error of the centres it holds after
 each round (all rows, computed after the fit, outside its clock) at the fit's seconds when
-the round ended; for the peers their final points at a few budgets (``KMeans(n_init=3)``,
-``FLSpp(local_search_iterations=5 and 50)``, plot only). The plot has one panel per data set:
+the round ended: what a fit given that time would return; for the peers their final points
+at a few budgets (``KMeans(n_init=3)``, ``FLSpp(local_search_iterations=5 and 50)``, plot
+only). The plot has one panel per data set:
 every method's error against seconds, relative to scikit-learn ``n_init=1`` of the same seed.
 
 Data sets. Fast (``--seeds`` seeds, five by default): a 200-Gaussian mixture (60,000 x 32,
-C = 200) and well-separated blobs (50,000 x 16, C = 250), a new draw per seed. Slow
+C = 200), well-separated blobs (50,000 x 16, C = 250) and 300 anisotropic Gaussians of
+unequal weight (60,000 x 20, C = 300, :func:`make_anisotropic`), a new draw per seed. Slow
 (``--slow-seeds``, one by default; labelled so in the table): MNIST and cod_rna (C = 500, from
 ``--data``/``CLUSTERKIT_DATA``, skipped when absent), the 500-Gaussian mixture in 32-D with
 Dirichlet(1) weights and spreads in [0.5, 3] (300,000 rows), blobs (200,000 x 16,
-C = 1,000) and the BIRCH grid (32 x 32 Gaussians, 102,400 rows, C = 1,024). All float32. Run
+C = 1,000), the BIRCH grid (32 x 32 Gaussians, 102,400 rows, C = 1,024) and 600
+anisotropic Gaussians (150,000 x 20, C = 600). All float32. Run
 with the OpenBLAS override variables unset::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_quality.py --write
@@ -37,6 +46,7 @@ plot, and ``--replot bench_quality.json --write`` does so from saved measurement
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -47,7 +57,8 @@ import numpy as np
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from clusterkit import AFKMC2, LWCS, Breathing, Clusterer, PartialEStep, presets
+from clusterkit import (AFKMC2, LWCS, Breathing, Clusterer, PartialEStep, SinglePointMoves,
+                        presets)
 from clusterkit.datasets import load_benchmark, make_birch_grid, make_gaussian_blobs
 from clusterkit.metrics import quantization_error
 
@@ -59,6 +70,7 @@ TITLE = "Better clusters: seeding and refinement against restarts and breathing 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = ROOT / "docs" / "images" / "bench_quality.png"
 INCLUDE = ROOT / "docs" / "quality_table.inc"
+CURVES = ROOT / "docs" / "quality_curves.inc"
 SAVED = Path(__file__).with_name("bench_quality.json")
 
 #: the centres a traced refiner held after each round of the running fit (see TracedBreathing)
@@ -110,16 +122,57 @@ def _best_quality(C, **kw):
     return model
 
 
+#: the seconds of the fits of the running seed so far, by label (see _best_quality_timed)
+SEED_SECONDS = {}
+
+
+def _best_quality_timed(C, **kw):
+    """``best_quality(C, budget=None, time_budget=T)``: T is half of bkmeans' seconds on the
+    same data and seed (measured just before; without bkmeans, 5 times scikit-learn
+    n_init=1's), so its curve holds the error at half of bkmeans' time."""
+    bkmeans = SEED_SECONDS.get("bkmeans")
+    seconds = 0.5 * bkmeans if bkmeans else 5 * SEED_SECONDS[REFERENCE]
+    return _best_quality(C, budget=None, time_budget=seconds, **kw)
+
+
+def _best_quality_moves(C, **kw):
+    """``best_quality(C)`` whose breathing rounds are followed by single-point moves (not
+    traced: no curve)."""
+    model = presets.best_quality(C, **kw)
+    model.refine = (model.refine, SinglePointMoves())
+    return model
+
+
+class _FuelHartiganWong:
+    """fuel's Hartigan-Wong k-means (``fuel.cluster.kmeans(variant="hartigan_wong")``, its
+    own k-means++ seeding) behind ``fit`` and ``cluster_centers_``."""
+
+    def __init__(self, C, random_state):
+        self.C, self.random_state = C, random_state
+
+    def fit(self, X):
+        from fuel.cluster import kmeans
+        result = kmeans(X, k=self.C, variant="hartigan_wong", init="kmeans++",
+                        seed=self.random_state)
+        self.cluster_centers_ = np.asarray(result.centers)
+        return self
+
+
 def _kmeans(n_init):
     return lambda C, random_state, n_threads: KMeans(C, n_init=n_init, random_state=random_state)
 
 
+#: the label of best_quality given half of bkmeans' time
+TIMED = "best_quality, half bkmeans' time"
+#: the label of best_quality with the D-local polish after its rounds
+MOVES = "best_quality + SinglePointMoves()"
 #: label -> builder(C, random_state, n_threads); the peers first
 METHODS = {
     "scikit-learn n_init=1": _kmeans(1),
     "scikit-learn n_init=10": _kmeans(10),
     "bkmeans": _bkmeans,
     "FLS++": _flspp(),
+    "fuel Hartigan-Wong": lambda C, random_state, n_threads: _FuelHartiganWong(C, random_state),
     "design card": lambda C, **kw: _card(C, **kw),
     "design card + Breathing()": lambda C, **kw: _card(C, refine=TracedBreathing(), **kw),
     "lwcs_lloyd": lambda C, **kw: presets.lwcs_lloyd(C, **kw),
@@ -128,24 +181,44 @@ METHODS = {
     "vc_gmm": lambda C, **kw: presets.vc_gmm(C, **kw),
     "vc_gmm + Breathing()": lambda C, **kw: presets.vc_gmm(C, refine=TracedBreathing(), **kw),
     "best_quality": _best_quality,
+    MOVES: _best_quality_moves,
+    TIMED: _best_quality_timed,
 }
 #: the peers' further budgets, on the plot only: label -> (builder, the curve it belongs to)
 BUDGETS = {
     "scikit-learn n_init=3": (_kmeans(3), "scikit-learn"),
     "FLS++ 5 swaps": (_flspp(5), "FLS++"),
     "FLS++ 50 swaps": (_flspp(50), "FLS++"),
-    "best_quality budget=8": (lambda C, **kw: _best_quality(C, budget=8.0, **kw),
-                              "best_quality"),
 }
 CURVE = {"scikit-learn n_init=1": "scikit-learn", "scikit-learn n_init=10": "scikit-learn",
-         "FLS++": "FLS++", "best_quality": "best_quality"}
-PEERS = ("scikit-learn n_init=1", "scikit-learn n_init=10", "bkmeans", "FLS++")
+         "FLS++": "FLS++", "best_quality": "best_quality", TIMED: TIMED}
+PEERS = ("scikit-learn n_init=1", "scikit-learn n_init=10", "bkmeans", "FLS++",
+         "fuel Hartigan-Wong")
 MODULES = {"bkmeans": "bkmeans", "FLS++": "flspp", "FLS++ 5 swaps": "flspp",
-           "FLS++ 50 swaps": "flspp"}
+           "FLS++ 50 swaps": "flspp", "fuel Hartigan-Wong": "fuel"}
+#: rows given as float64 (converted before the clock starts): what these peers read
+FLOAT64 = ("FLSpp", "_FuelHartiganWong")
 #: errors within 0.01 % of each other count as equal ("at or below")
 TIE = 1 + 1e-4
 REFERENCE = "scikit-learn n_init=1"
-FAST = ("mixture-60k", "blobs-50k")
+FAST = ("mixture-60k", "blobs-50k", "aniso-60k")
+
+
+def make_anisotropic(seed, n_samples=150_000, n_features=20, n_components=600):
+    """Anisotropic Gaussians of unequal weight, float32: means uniform in [-10, 10]^D, each
+    component a random linear map of a standard normal (entries N(0, 1 / D), scaled by a
+    factor uniform in [0.5, 3]), Dirichlet(1) weights."""
+    rng = np.random.default_rng(seed)
+    means = rng.uniform(-10, 10, (n_components, n_features))
+    counts = rng.multinomial(n_samples, rng.dirichlet(np.ones(n_components)))
+    X = np.empty((n_samples, n_features))
+    start = 0
+    for mean, count in zip(means, counts):
+        shape = (rng.standard_normal((n_features, n_features)) / np.sqrt(n_features)
+                 * rng.uniform(0.5, 3.0))
+        X[start:start + count] = mean + rng.standard_normal((count, n_features)) @ shape.T
+        start += count
+    return X[rng.permutation(n_samples)].astype(np.float32)
 
 
 def installed(label):
@@ -172,6 +245,10 @@ def datasets(args):
         elif name == "blobs-50k":
             yield name, 250, (lambda seed: make_gaussian_blobs(
                 50_000, 16, 250, random_state=seed)[0].astype(np.float32)), seeds
+        elif name == "aniso-60k":
+            yield name, 300, (lambda seed: make_anisotropic(seed, 60_000, 20, 300)), seeds
+        elif name == "aniso":
+            yield name, 600, make_anisotropic, seeds
         elif name == "mixture":
             yield name, 500, make_mixture, seeds
         elif name == "blobs":
@@ -186,8 +263,8 @@ def fit(build, C, X, seed, n_threads):
     """Seconds of the whole fit, the quantization error of its centres on all rows, and the
     curve ``[(seconds, error), ...]`` of a traced refiner's rounds (empty otherwise)."""
     model = build(C, random_state=seed, n_threads=n_threads)
-    if type(model).__name__ == "FLSpp":
-        X_fit = X.astype(np.float64)  # FLS++ reads its rows as doubles
+    if type(model).__name__ in FLOAT64:
+        X_fit = X.astype(np.float64)
     else:
         X_fit = X
     TRACE.clear()
@@ -230,18 +307,24 @@ def curve(model, X, centers, n_threads):
     return out
 
 
-def run_dataset(name, C, data, n_seeds, args):
-    """Per method, one ``(seconds, error, curve)`` per seed (a skipped peer: none)."""
+def run_dataset(name, C, data, n_seeds, args, saved_runs):
+    """Per method, one ``(seconds, error, curve)`` per seed (a skipped peer: none);
+    ``saved_runs``: the data set's measurements this run is merged into (their seconds stand
+    in for the methods this run leaves out, for the time budget of :data:`TIMED`)."""
     labels = [label for label in args.methods if installed(label)]
     budgets = [label for label in (args.budget_points or BUDGETS) if args.budgets
                and installed(label) and label not in labels]
     runs = {label: [] for label in labels + budgets}
     for seed in range(n_seeds):
         X = data(seed)
+        SEED_SECONDS.clear()
+        SEED_SECONDS.update({label: rows[seed][0] for label, rows in saved_runs.items()
+                             if len(rows) > seed})
         for label in labels + budgets:
             build = METHODS[label] if label in METHODS else BUDGETS[label][0]
             seconds, error, points = fit(build, C, X, seed, args.n_threads)
             runs[label].append((seconds, error, points))
+            SEED_SECONDS[label] = seconds
             ref = runs[REFERENCE][-1]
             print(f"{name} seed {seed} {label}: {seconds:.2f} s ({ref[0] / seconds:.2f}x), "
                   f"error {error:.6g} ({100 * (error / ref[1] - 1):+.2f} %)", flush=True)
@@ -289,6 +372,40 @@ def at_time(points, seconds):
     return held[-1] if held else None
 
 
+#: the times of the curve table, in multiples of scikit-learn n_init=1's seconds
+CURVE_TIMES = (0.5, 1, 2, 4, 8)
+
+
+def curve_row(name, runs):
+    """best_quality's error against time on one data set (the curve of :data:`TIMED`):
+    the error it held at each of :data:`CURVE_TIMES` and at half of bkmeans' seconds,
+    median over the seeds, relative to scikit-learn n_init=1; ``None`` without the curve."""
+    if not runs.get(TIMED):
+        return None
+
+    def held(seconds_of):
+        errors = []
+        for seed, (mine, ref) in enumerate(zip(runs[TIMED], runs[REFERENCE])):
+            error = at_time(mine[2], seconds_of(seed, ref))
+            errors.append(None if error is None else error / ref[1])
+        if any(e is None for e in errors):
+            return "-"
+        if all(seconds_of(seed, ref) > mine[0] for seed, (mine, ref) in enumerate(
+                zip(runs[TIMED], runs[REFERENCE]))):
+            return f"({100 * (statistics.median(errors) - 1):+.2f} %)"  # (the run had ended)
+        return f"{100 * (statistics.median(errors) - 1):+.2f} %"
+
+    cells = [held(lambda seed, ref, f=f: f * ref[0]) for f in CURVE_TIMES]
+    if runs.get("bkmeans"):
+        bk = runs["bkmeans"]
+        cells.append(held(lambda seed, ref: 0.5 * bk[seed][0]))
+        cells.append(f"{100 * (statistics.median(relative(runs, 'bkmeans', 1)) - 1):+.2f} % in "
+                     f"{statistics.median(relative(runs, 'bkmeans', 0)):.1f}x")
+    else:
+        cells += ["-", "-"]
+    return [name, *cells]
+
+
 def criteria(name, runs):
     """The quality targets, per data set: (check, held)."""
     med = statistics.median
@@ -307,21 +424,6 @@ def criteria(name, runs):
         checks.append((f"design card within +3 % at >= 30x faster ({100 * (err('design card') - 1):+.2f} %, "
                        f"{speedup('design card'):.1f}x)",
                        err("design card") <= 1.03 and speedup("design card") >= 30))
-    peers = [p for p in PEERS[1:] if runs.get(p)]
-    if runs.get("best_quality") and peers:
-        best = err("best_quality")
-        low = min(peers, key=err)
-        checks.append((f"best_quality at or below the lowest peer ({low}: "
-                       f"{100 * (err(low) - 1):+.2f} %; best_quality {100 * (best - 1):+.2f} %) "
-                       f"in at most n_init=1's time ({time_ratio('best_quality'):.2f} of it)",
-                       best <= err(low) * TIE and time_ratio("best_quality") <= 1))
-        for peer in peers:
-            # best_quality's error when the peer ended, from its curve, per seed
-            held = [at_time(m[2], p[0]) for m, p in zip(runs["best_quality"], runs[peer])]
-            if all(h is not None for h in held):
-                mine = med([h / p[1] for h, p in zip(held, runs[peer])])
-                checks.append((f"best_quality at {peer}'s time below it (error "
-                               f"{100 * (mine - 1):+.2f} % of {peer}'s)", mine < 1))
     for base in ("design card", "vc_gmm", "lwcs_lloyd"):
         refined = f"{base} + Breathing()"
         if runs.get(base) and runs.get(refined):
@@ -330,6 +432,41 @@ def criteria(name, runs):
             checks.append((f"{refined} within +3 % ({100 * left:+.2f} %) at >= 20x faster "
                            f"({speedup(refined):.1f}x faster; {base} alone "
                            f"{speedup(base):.1f}x)", left <= 0.03 and speedup(refined) >= 20))
+    if runs.get("best_quality") and runs.get("scikit-learn n_init=10"):
+        best, restarts = err("best_quality"), err("scikit-learn n_init=10")
+        checks.append((f"best_quality (default) at or below scikit-learn n_init=10's error "
+                       f"({100 * (best - 1):+.2f} % vs {100 * (restarts - 1):+.2f} %) in at "
+                       f"most 2.5x n_init=1's time ({time_ratio('best_quality'):.2f}x)",
+                       best <= restarts * TIE and time_ratio("best_quality") <= 2.5))
+    curved = TIMED if runs.get(TIMED) else "best_quality" if runs.get("best_quality") else None
+    if curved is None:
+        return [[name, text, "yes" if held else "**no**"] for text, held in checks]
+
+    def held_at(peer, share=1.0):
+        """best_quality's error (relative to the reference) when ``share`` of the peer's
+        seconds had passed, median over the seeds; None where its curve starts later."""
+        held = [at_time(m[2], share * p[0]) for m, p in zip(runs[curved], runs[peer])]
+        if any(h is None for h in held):
+            return None
+        return med([h / r[1] for h, r in zip(held, runs[REFERENCE])])
+
+    if runs.get("bkmeans"):
+        mine = held_at("bkmeans", 0.5)
+        checks.append((f"{curved} at half of bkmeans' time at or below bkmeans' error "
+                       f"({'-' if mine is None else f'{100 * (mine - 1):+.2f} %'} vs "
+                       f"{100 * (err('bkmeans') - 1):+.2f} %)",
+                       mine is not None and mine <= err("bkmeans") * TIE))
+    early = held_at(REFERENCE)
+    fast_peers = [p for p in PEERS if runs.get(p) and time_ratio(p) <= 1]
+    checks.append((f"{curved} at n_init=1's time below every peer that ended by then "
+                   f"({', '.join(fast_peers)}; error "
+                   f"{'-' if early is None else f'{100 * (early - 1):+.2f} %'})",
+                   early is not None and all(early < err(p) for p in fast_peers)))
+    for peer in [p for p in PEERS[1:] if runs.get(p)]:
+        mine = held_at(peer)
+        if mine is not None:
+            checks.append((f"{curved} at {peer}'s time at or below it ({100 * (mine - 1):+.2f} "
+                           f"% vs {100 * (err(peer) - 1):+.2f} %)", mine <= err(peer) * TIE))
     return [[name, text, "yes" if held else "**no**"] for text, held in checks]
 
 
@@ -355,7 +492,8 @@ def plot(results, path):
                 continue
             group = BUDGETS[label][1] if label in BUDGETS else CURVE.get(label)
             colour = colours.setdefault(group or label, palette(len(colours) % 20))
-            peer = (group or label) in ("scikit-learn", "FLS++", "bkmeans")
+            peer = (group or label) in ("scikit-learn", "FLS++", "bkmeans",
+                                        "fuel Hartigan-Wong")
             t = [r[0] / f[0] for r, f in zip(rows, ref)]
             e = [100 * (r[1] / f[1] - 1) for r, f in zip(rows, ref)]
             ax.scatter(t, e, s=14, color=colour, marker="s" if peer else "o",
@@ -387,7 +525,7 @@ def plot(results, path):
 
 def publish_results(saved, write):
     """The tables, checks and plot of saved measurements (see :func:`measure`)."""
-    results, table, checks, per_seed = {}, [], [], []
+    results, table, checks, per_seed, curves = {}, [], [], [], []
     for name, entry in saved["datasets"].items():
         # (measurements saved before the curves were recorded have none)
         runs = {label: [(*r[:2], r[2] if len(r) > 2 else []) for r in rows]
@@ -397,6 +535,8 @@ def publish_results(saved, write):
         results[title] = runs
         table += summary_rows(title, runs)
         checks += criteria(name, runs)
+        if curve_row(title, runs):
+            curves.append(curve_row(title, runs))
         if n == 1:  # (one seed: the summary table says it all)
             continue
         shown, rows = seed_rows(name, runs)
@@ -405,7 +545,13 @@ def publish_results(saved, write):
              *[f"{label}: error, time (vs n_init=1)" for label in shown]], rows))
     headers = ["data", "method", "error vs scikit-learn n_init=1 (median)", "range",
                "fit s (median)", "time / scikit-learn n_init=1 (median)"]
+    curve_headers = ["data", *[f"at {f}x" for f in CURVE_TIMES], "at half of bkmeans' time",
+                     "bkmeans"]
     markdown = (format_table(headers, table) + "\n\n" + "\n\n".join(per_seed) + "\n\n"
+                + "best_quality(budget=None, time_budget=T): its error against time (the "
+                "error it held at each multiple of scikit-learn n_init=1's seconds; in "
+                "brackets where the fit had ended earlier), median over the seeds\n\n"
+                + format_table(curve_headers, curves) + "\n\n"
                 + format_table(["data", "check", "held"], checks))
     skipped = saved.get("skipped") or []
     notes = [
@@ -431,7 +577,10 @@ def publish_results(saved, write):
         plot(results, PLOT)
         INCLUDE.write_text(rst_list_table(headers, table, "bench_quality.py"),
                            encoding="utf-8")
-        print(f"wrote {PLOT.relative_to(ROOT)} and {INCLUDE.relative_to(ROOT)}")
+        CURVES.write_text(rst_list_table(curve_headers, curves, "bench_quality.py"),
+                          encoding="utf-8")
+        print(f"wrote {PLOT.relative_to(ROOT)}, {INCLUDE.relative_to(ROOT)} and "
+              f"{CURVES.relative_to(ROOT)}")
 
 
 def measure(args):
@@ -447,7 +596,9 @@ def measure(args):
         saved = json.loads(Path(args.merge).read_text(encoding="utf-8"))
         saved["command"] += "; then " + command_note().removeprefix("Command: ")
     for name, C, data, n_seeds in datasets(args):
-        runs = run_dataset(name, C, data, n_seeds, args)
+        runs = run_dataset(name, C, data, n_seeds, args,
+                           saved["datasets"].get(name, {}).get("runs", {}) if args.merge
+                           else {})
         if args.merge and name in saved["datasets"]:
             runs = {**runs, **saved["datasets"][name]["runs"], **{
                 label: rows for label, rows in runs.items() if label != REFERENCE}}
@@ -458,7 +609,8 @@ def measure(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    names = ["mixture-60k", "blobs-50k", "mnist", "cod_rna", "mixture", "blobs", "grid"]
+    names = ["mixture-60k", "blobs-50k", "aniso-60k", "mnist", "cod_rna", "mixture", "blobs",
+             "grid", "aniso"]
     parser.add_argument("--data", default=data_home(), help="folder with mnist.npz and "
                         "cod_rna_trn_tst.npz (default: $CLUSTERKIT_DATA)")
     parser.add_argument("--datasets", nargs="+", default=names, choices=names)
@@ -483,6 +635,7 @@ def main():
     parser.add_argument("--write", action="store_true",
                         help="write the RESULTS.md section, docs/quality_table.inc and the plot")
     args = parser.parse_args()
+    os.environ.setdefault("RAYON_NUM_THREADS", str(args.n_threads))  # (fuel's threads)
     if args.replot:
         saved = json.loads(Path(args.replot).read_text(encoding="utf-8"))
     else:
