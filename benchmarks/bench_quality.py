@@ -15,10 +15,10 @@ their nearest centre (:func:`clusterkit.metrics.quantization_error`, the same fo
   ``presets.vc_gmm(C)`` and ``presets.lwcs_lloyd(C)``, each alone and with
   ``refine=Breathing()``;
 * ``presets.best_quality(C)`` (its default budget), the same followed by single-point moves
-  (``refine=(Breathing(...), SinglePointMoves())``, the D-local polish) and
-  ``presets.best_quality(C,
-  budget=None, time_budget=T)`` with ``T`` half of bkmeans' seconds on the same data and
-  seed (without bkmeans: five times scikit-learn ``n_init=1``'s).
+  (``refine=(Breathing(...), SinglePointMoves())``, the D-local polish), and
+  ``presets.best_quality(C, budget=None, time_budget=T)`` with ``T`` half of bkmeans'
+  seconds on the same data and seed (without bkmeans: five times scikit-learn
+  ``n_init=1``'s), whose curve gives the error against time.
 
 The time axis: for every fit with a breathing refiner the error of the centres it holds after
 each round (all rows, computed after the fit, outside its clock) at the fit's seconds when
