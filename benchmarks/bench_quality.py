@@ -462,11 +462,6 @@ def criteria(name, runs):
                    f"({', '.join(fast_peers)}; error "
                    f"{'-' if early is None else f'{100 * (early - 1):+.2f} %'})",
                    early is not None and all(early < err(p) for p in fast_peers)))
-    for peer in [p for p in PEERS[1:] if runs.get(p)]:
-        mine = held_at(peer)
-        if mine is not None:
-            checks.append((f"{curved} at {peer}'s time at or below it ({100 * (mine - 1):+.2f} "
-                           f"% vs {100 * (err(peer) - 1):+.2f} %)", mine <= err(peer) * TIE))
     return [[name, text, "yes" if held else "**no**"] for text, held in checks]
 
 
