@@ -465,6 +465,10 @@ def criteria(name, runs):
     return [[name, text, "yes" if held else "**no**"] for text, held in checks]
 
 
+#: errors above this (%) are drawn at the panel's top edge, so that they do not squash the rest
+OFF_SCALE = 12.0
+
+
 def plot(results, path):
     """One panel per data set: every method's error against seconds (relative to
     scikit-learn n_init=1 of the same seed); curves for traced fits and for the peers'
@@ -491,6 +495,10 @@ def plot(results, path):
                                         "fuel Hartigan-Wong")
             t = [r[0] / f[0] for r, f in zip(rows, ref)]
             e = [100 * (r[1] / f[1] - 1) for r, f in zip(rows, ref)]
+            if min(e) > OFF_SCALE:  # (drawn at the top edge, its median written beside)
+                ax.annotate(f"{statistics.median(e):+.0f} %", (statistics.median(t), OFF_SCALE),
+                            fontsize=7, color=colour, ha="center", va="top")
+                e = [OFF_SCALE] * len(e)
             ax.scatter(t, e, s=14, color=colour, marker="s" if peer else "o",
                        label=None if group and label not in CURVE else label)
             if group:

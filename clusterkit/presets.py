@@ -702,15 +702,14 @@ def best_quality(n_clusters, budget=0.75, time_budget=None, max_rounds=None, m=N
     moves (:class:`~clusterkit.Breathing`), so a larger budget, or ``budget=None`` with a
     ``time_budget``, keeps lowering the error (on the quality page's 500-Gaussian mixture
     -1.69 % of scikit-learn's error at the default, -3.08 % at one scikit-learn fit's time,
-    -5.40 % at four). Every round that lowers the
-    error is kept (``tol=0``): the gains per round on all the data are 0.005-0.3 %, which a
-    relative tolerance of 1e-4 rejected. Rounds that move ``C / 10`` centres gained more per
-    second than five on the Gaussian mixtures (five moved centres were rejected in every
-    round on the 200-Gaussian one); where they are rejected (cod_rna), a rejected round
-    halves the centres moved while that leaves five or more, then moves one fewer. Each
-    round's iterations end at the Clusterer's ``tol`` (1e-4); ``polish_tol=0`` runs the
-    final centres to their fixed point (MNIST: -0.31 % instead of -0.30 % of scikit-learn's
-    error, for 1-2 % more time).
+    -5.40 % at four). Every round that lowers the error is kept (``tol=0``): the gains per
+    round on all the data are 0.005-0.3 %, which a relative tolerance of 1e-4 rejected.
+    Rounds that move ``C / 10`` centres gained more per second than five on the Gaussian
+    mixtures (five moved centres were rejected in every round on the 200-Gaussian one);
+    where they are rejected (cod_rna), a rejected round halves the centres moved while that
+    leaves five or more, then moves one fewer. Each round's iterations end at the
+    Clusterer's ``tol`` (1e-4); ``polish_tol=0`` runs the final centres to their fixed point
+    (MNIST: -0.31 % instead of -0.30 % of scikit-learn's error, for 1-2 % more time).
 
     Yinyang's E-step (:class:`~clusterkit.YinyangEStep`, memory ``N t`` bounds, ``t <= C /
     10``): each round continues the last round's bounds (``Breathing(carry=True)``), so its
@@ -718,9 +717,8 @@ def best_quality(n_clusters, budget=0.75, time_budget=None, max_rounds=None, m=N
     with the iterates of Lloyd's. The budget counts those distances, so it buys more rounds
     than with Lloyd's E-step (measured at ``budget=2``, one cycle: on cod_rna, C = 500, 17
     rounds instead of 3, 2.98 % below scikit-learn's error instead of 2.13 %; on MNIST 19
-    instead of 11, -0.30 % instead of -0.23 %). Elkan's ``N C`` bounds
-    cost more to update than they save at these sizes (the same rounds in 1.8 times
-    Yinyang's time on cod_rna). Memory: Yinyang's bounds, plus the pilot's coreset. The
+    instead of 11, -0.30 % instead of -0.23 %). Elkan's ``N C`` bounds cost more to update
+    than they save at these sizes (the same rounds in 1.8 times Yinyang's time on cod_rna). Memory: Yinyang's bounds, plus the pilot's coreset. The
     documentation's page on quality compares it with scikit-learn's ``KMeans`` with 1 and 10
     restarts, breathing k-means (``bkmeans``), FLS++ (``flspp``) and fuel's Hartigan-Wong,
     and gives its error against time on each data set.
