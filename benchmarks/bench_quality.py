@@ -352,20 +352,6 @@ def summary_rows(name, runs):
     return rows
 
 
-def seed_rows(name, runs):
-    """One row per seed: each peer's and best_quality's error (%) and time ratio."""
-    shown = [label for label in runs if runs[label] and label not in BUDGETS and (
-        label in PEERS[1:] or label.startswith("best_quality"))]
-    rows = []
-    for seed in range(len(runs[REFERENCE])):
-        ref = runs[REFERENCE][seed]
-        cells = [f"{100 * (runs[label][seed][1] / ref[1] - 1):+.2f} % in "
-                 f"{runs[label][seed][0] / ref[0]:.2f}x" for label in shown]
-        rows.append([name if seed == 0 else "", str(seed),
-                     f"{ref[0]:.2f} s, {ref[1]:.6g}", *cells])
-    return shown, rows
-
-
 def at_time(points, seconds):
     """The error a curve holds at ``seconds`` (its last point not later), or ``None``."""
     held = [error for s, error in points if s <= seconds]
@@ -528,7 +514,7 @@ def plot(results, path):
 
 def publish_results(saved, write):
     """The tables, checks and plot of saved measurements (see :func:`measure`)."""
-    results, table, checks, per_seed, curves = {}, [], [], [], []
+    results, table, checks, curves = {}, [], [], []
     for name, entry in saved["datasets"].items():
         # (measurements saved before the curves were recorded have none)
         runs = {label: [(*r[:2], r[2] if len(r) > 2 else []) for r in rows]
@@ -537,25 +523,21 @@ def publish_results(saved, write):
         title = f"{name}, C = {entry['C']}, {n} seed{'s' if n > 1 else ''}"
         results[title] = runs
         table += summary_rows(title, runs)
-        checks += criteria(name, runs)
+        held = criteria(name, runs)
+        checks.append([name, "; ".join(t for _, t, h in held if h == "yes") or "-",
+                       "; ".join(t for _, t, h in held if h != "yes") or "-"])
         if curve_row(title, runs):
             curves.append(curve_row(title, runs))
-        if n == 1:  # (one seed: the summary table says it all)
-            continue
-        shown, rows = seed_rows(name, runs)
-        per_seed.append(format_table(
-            ["data", "seed", "scikit-learn n_init=1: s, error",
-             *[f"{label}: error, time (vs n_init=1)" for label in shown]], rows))
     headers = ["data", "method", "error vs scikit-learn n_init=1 (median)", "range",
                "fit s (median)", "time / scikit-learn n_init=1 (median)"]
     curve_headers = ["data", *[f"at {f}x" for f in CURVE_TIMES], "at half of bkmeans' time",
                      "bkmeans"]
-    markdown = (format_table(headers, table) + "\n\n" + "\n\n".join(per_seed) + "\n\n"
+    markdown = (format_table(headers, table) + "\n\n"
                 + "best_quality(budget=None, time_budget=T): its error against time (the "
                 "error it held at each multiple of scikit-learn n_init=1's seconds; in "
                 "brackets where the fit had ended earlier), median over the seeds\n\n"
                 + format_table(curve_headers, curves) + "\n\n"
-                + format_table(["data", "check", "held"], checks))
+                + format_table(["data", "checks held", "checks missed"], checks))
     skipped = saved.get("skipped") or []
     notes = [
         "Seeds per data set in the first column; medians over the seeds, ranges the smallest "
@@ -565,7 +547,8 @@ def publish_results(saved, write):
         "(scikit-learn inside threadpool_limits, clusterkit's OpenMP kernels); bkmeans "
         "runs scikit-learn's KMeans inside, limited the same way; FLS++ is given float64 "
         "rows (converted before its clock starts).",
-        "The per-seed seconds, errors and error-against-time curves are in "
+        "The per-seed seconds, errors and error-against-time curves (also the peers' "
+        "further budgets, on the plot) are in "
         "benchmarks/bench_quality.json (`python benchmarks/bench_quality.py --replot "
         "benchmarks/bench_quality.json --write` rewrites this section, the docs table and "
         "the plot from them).",
