@@ -249,7 +249,8 @@ class Breathing(Refiner):
         for round_ in itertools.count(1):
             if m == 0 and limits.bounded:  # (a budget is left: a new, randomised cycle)
                 m, cycle = first_m, cycle + 1
-            if m == 0 or limits.reached() or round_ > (self.max_rounds or round_):
+            if (m == 0 or limits.reached()
+                    or (self.max_rounds is not None and round_ > self.max_rounds)):
                 break
             moved, partners = self._pairs(centers, error, utility, m,
                                           rng if cycle > 1 else None)
